@@ -1,0 +1,32 @@
+// JSON text in, JSON text out: the one vocabulary shared by the CLI's --json,
+// the WASM module and the page (DESIGN.md §2). These functions never throw;
+// failures come back as {"error": {"code", "message", "path"}}.
+#pragma once
+
+#include <string>
+
+#include "vram/json_reader.h"
+
+namespace vram {
+
+// The result schema version, the `schema` field of every result.
+inline constexpr const char* kSchema = "vram-planner/1";
+
+// Request JSON (docs/schema.md) -> result JSON, pretty-printed with 2 spaces.
+std::string estimate_json(const std::string& request_text);
+
+// {"config": {...}} or {"custom": {...}} (the request's `model` object, or a
+// whole request) -> model summary JSON: params_total, breakdown, facts.
+std::string model_info_json(const std::string& model_text);
+
+// {"schema", "version", "supported_model_types", "gpus"}.
+std::string version_json();
+
+// Same as the text functions, for native callers that hold parsed JSON.
+json estimate(const json& request);
+json model_info(const json& model);
+
+// {"error": {...}} object for an Error.
+json error_json(const Error& e);
+
+}  // namespace vram

@@ -1,0 +1,55 @@
+// Family adapters: HF config.json -> ModelSpec.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "vram/json_reader.h"
+#include "vram/model.h"
+#include "vram/status.h"
+
+namespace vram {
+
+// Builds the exact parameter inventory for a config.json object. `path` is the
+// JSON path of the config in the request ("model.config") for error messages.
+// With `allow_generic`, an unknown model_type is estimated as a generic
+// Llama-like decoder and flagged exact=false; otherwise it is an error listing
+// the supported types.
+Result<ModelSpec> model_from_config(const json& config, const std::string& path, bool allow_generic = false);
+
+// model.custom: explicit sizes for users without a config (seed 004's quick
+// mode). Always exact=false unless every size is given.
+Result<ModelSpec> model_from_custom(const json& custom, const std::string& path);
+
+// model_type values with an exact adapter, sorted.
+std::vector<std::string> supported_model_types();
+
+namespace detail {
+// Adapter signature: read the config (throwing Failure on bad fields) and fill
+// the spec. Registered in families/registry.cpp.
+using Adapter = void (*)(const JsonReader& cfg, ModelSpec& spec);
+
+struct AdapterEntry {
+  const char* model_type;
+  Adapter build;
+};
+
+const std::vector<AdapterEntry>& adapters();
+
+// Shared builders for decoder families (families/common.cpp).
+void add_linear(ModelSpec& s, const std::string& module, const char* component, const std::string& stack, int64_t in,
+                int64_t out, bool bias, int64_t instances);
+void add_embedding(ModelSpec& s, const std::string& module, const std::string& stack, int64_t rows, int64_t dim,
+                   const char* component = comp::kEmbeddings);
+void add_norm(ModelSpec& s, const std::string& module, const std::string& stack, int64_t dim, bool bias,
+              int64_t instances);
+void add_other(ModelSpec& s, const std::string& module, const char* component, const std::string& stack, int64_t numel,
+               int64_t instances);
+
+// Common checks: heads divide hidden (unless head_dim is explicit), kv heads
+// divide heads.
+void check_heads(const JsonReader& cfg, const LayerStack& st, const char* heads_key, const char* kv_key,
+                 bool head_dim_explicit);
+}  // namespace detail
+
+}  // namespace vram

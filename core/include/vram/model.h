@@ -1,0 +1,149 @@
+// The model: an exact inventory of weight tensors plus the architecture facts
+// that activation, KV-cache and sharding estimates need.
+//
+// A family adapter (families.h) turns an HF config.json into a ModelSpec the
+// way transformers' modeling code builds the module tree: every nn.Linear,
+// nn.Embedding and norm weight is one ParamGroup entry, repeated `instances`
+// times (layers x experts). params_total() equals
+// sum(p.numel() for p in model.parameters()) with tied weights counted once.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace vram {
+
+// Breakdown buckets shown to the user (issue 3).
+namespace comp {
+inline constexpr const char* kEmbeddings = "embeddings";
+inline constexpr const char* kAttention = "attention";
+inline constexpr const char* kMlp = "mlp";
+inline constexpr const char* kExperts = "experts";  // routed MoE experts
+inline constexpr const char* kRouter = "router";
+inline constexpr const char* kNorms = "norms";
+inline constexpr const char* kLmHead = "lm_head";
+inline constexpr const char* kVision = "vision_tower";
+inline constexpr const char* kProjector = "projector";
+inline constexpr const char* kOther = "other";  // outside the buckets above (BERT pooler)
+}  // namespace comp
+
+enum class ModuleKind {
+  kLinear,     // nn.Linear: quantizable (bnb replaces it), LoRA-targetable
+  kEmbedding,  // nn.Embedding (token, position, type)
+  kNorm,       // LayerNorm / RMSNorm weight (+ bias)
+  kOther,      // conv patch embedding, class token, scalars
+};
+
+struct ParamGroup {
+  std::string module;     // HF leaf module name used by PEFT target_modules ("q_proj", "c_attn")
+  std::string component;  // one of comp::*
+  std::string stack;      // which LayerStack it belongs to ("text", "vision", "encoder", "projector")
+  ModuleKind kind = ModuleKind::kOther;
+  int64_t in_features = 0;   // kLinear only: weight is [out_features, in_features]
+  int64_t out_features = 0;  // kLinear only
+  bool bias = false;         // kLinear / kNorm: has a bias vector
+  int64_t numel = 0;         // parameters of one instance, bias included
+  int64_t instances = 1;     // copies in the model (layers, layers x experts)
+  // Per token only a fraction of routed experts is used: active copies per layer
+  // = instances * active_num / active_den. 1/1 for everything that is not routed.
+  int64_t active_num = 1;
+  int64_t active_den = 1;
+  int64_t layer_index = -1;  // >= 0 when the group belongs to one specific layer only
+
+  int64_t total() const { return numel * instances; }
+};
+
+enum class MlpKind { kGated, kPlain };  // SwiGLU/GeGLU (gate*up) vs fc1-act-fc2
+enum class NormKind { kRmsNorm, kLayerNorm };
+enum class AttnKind { kMha, kGqa, kMqa, kMla };
+
+// One transformer stack (decoder, vision encoder, T5 encoder).
+struct LayerStack {
+  std::string name;  // "text", "vision", "encoder"
+  int64_t layers = 0;
+  int64_t hidden = 0;
+  int64_t heads = 0;
+  int64_t kv_heads = 0;
+  int64_t head_dim = 0;      // q/k head dim (MLA: nope + rope)
+  int64_t v_head_dim = 0;    // value head dim (== head_dim except MLA)
+  int64_t intermediate = 0;  // dense MLP intermediate size
+  MlpKind mlp = MlpKind::kGated;
+  NormKind norm = NormKind::kRmsNorm;
+  AttnKind attention = AttnKind::kMha;
+  std::string activation;  // hidden_act ("silu", "gelu_pytorch_tanh")
+  bool causal = true;
+  bool parallel_block = false;   // attention and MLP read the same input (GPT-J/NeoX/Phi/Falcon)
+  bool qk_norm = false;          // per-head q/k norms (Qwen3, Gemma3)
+  int64_t norms_per_layer = 2;   // norm sites per layer (Gemma2/3 use 4)
+  bool cross_attention = false;  // T5 decoder
+  // How positions enter the model: "rope", "alibi" (BLOOM, Falcon-RW: a per-head
+  // bias added to the attention scores, which rules out some fused kernels),
+  // "learned" (GPT-2, OPT, BERT: a position embedding table), "relative_bias"
+  // (T5: bucketed bias embedding). "" when the adapter does not say.
+  std::string position_encoding;
+
+  // Mixture of experts. moe_layers of the `layers` are sparse.
+  int64_t moe_layers = 0;
+  int64_t experts = 0;
+  int64_t experts_per_token = 0;
+  int64_t expert_intermediate = 0;
+  int64_t shared_expert_intermediate = 0;  // total width of always-on shared experts (0 = none)
+
+  // Multi-head latent attention (DeepSeek V2/V3).
+  int64_t q_lora_rank = 0;  // 0 = direct q_proj
+  int64_t kv_lora_rank = 0;
+  int64_t qk_rope_head_dim = 0;
+  int64_t qk_nope_head_dim = 0;
+
+  // Sliding-window attention: `sliding_layers` of the layers attend to at most
+  // `sliding_window` previous tokens (0 = none).
+  int64_t sliding_window = 0;
+  int64_t sliding_layers = 0;
+
+  double dropout = 0.0;  // attention / residual dropout probability used in training
+};
+
+struct VisionInput {
+  int64_t image_size = 0;
+  int64_t patch_size = 0;
+  int64_t tokens_per_image = 0;          // tokens the language model sees per image
+  int64_t encoder_tokens_per_image = 0;  // tokens inside the vision tower
+  // Qwen2-VL style native resolution: tokens depend on each image's size, so
+  // image_size and both token counts stay 0. An H x W image gives
+  // (H/patch_size)*(W/patch_size) tower tokens; the merger folds
+  // spatial_merge^2 of them into one language-model token.
+  bool dynamic_resolution = false;
+  int64_t spatial_merge = 1;
+};
+
+struct ModelSpec {
+  std::string model_type;    // config.json model_type
+  std::string family;        // adapter that built it
+  std::string architecture;  // architectures[0] or the class transformers would pick
+  std::string torch_dtype;   // checkpoint dtype, "" if unknown
+
+  bool exact = true;                 // the count is exact for this config
+  std::vector<std::string> inexact;  // why not, when exact == false
+  std::vector<std::string> notes;    // defaults applied, assumptions
+
+  int64_t vocab = 0;
+  bool tie_word_embeddings = false;
+  int64_t max_position_embeddings = 0;
+
+  LayerStack text;                       // the language model (decoder or encoder-only)
+  std::vector<LayerStack> extra_stacks;  // vision tower, T5 encoder
+  VisionInput vision;                    // set for VLMs
+
+  std::vector<ParamGroup> groups;
+
+  int64_t params_total() const;
+  int64_t params_active() const;  // per token (MoE: routed experts scaled)
+  std::map<std::string, int64_t> params_by_component() const;
+  // Parameters of nn.Linear modules whose leaf name is in `names` (or all
+  // linears but lm_head for "all-linear"), restricted to `stack` when non-empty.
+  const LayerStack* stack(const std::string& name) const;
+};
+
+}  // namespace vram

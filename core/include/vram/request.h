@@ -1,0 +1,129 @@
+// The estimate request (DESIGN.md §2), parsed and validated from JSON.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "vram/json_reader.h"
+#include "vram/model.h"
+#include "vram/status.h"
+
+namespace vram {
+
+enum class Task { kTrain, kInfer };
+enum class Method { kFull, kLora, kQlora, kFreeze };
+
+// Named precision recipes (DESIGN.md §3). Research notes §3.4 give the bytes.
+enum class Precision {
+  kFp32,       // fp32 weights, no autocast
+  kBf16,       // pure bf16: weights, grads and torch optimizer states in bf16
+  kFp16,       // pure fp16
+  kAmpBf16,    // fp32 weights + torch.autocast(bf16) (HF Trainer bf16=True on an fp32-loaded model)
+  kAmpFp16,    // fp32 weights + autocast(fp16) + GradScaler
+  kMixedBf16,  // bf16 weights and grads + fp32 master weights and states (DeepSpeed/Megatron/FSDP style)
+};
+
+enum class AttentionImpl { kEager, kSdpa, kFlash2 };
+enum class Checkpointing { kNone, kFull, kSelective };
+
+struct LoraOptions {
+  int64_t rank = 8;                  // peft LoraConfig r default 8
+  double alpha = 8;                  // peft LoraConfig lora_alpha default 8
+  double dropout = 0.0;              // peft LoraConfig lora_dropout default 0.0
+  std::vector<std::string> targets;  // leaf module names; empty = family default
+  bool all_linear = false;           // "all-linear": every nn.Linear except the output layer
+  bool adapter_fp32 = true;          // peft autocast_adapter_dtype=True upcasts adapters to fp32
+  bool use_dora = false;             // DoRA adds a magnitude vector of out_features per target
+};
+
+struct QuantOptions {
+  bool double_quant = true;  // bnb_4bit_use_double_quant (QLoRA paper recipe)
+  int64_t blocksize = 64;    // bitsandbytes quantize_4bit default blocksize
+  bool prepare_kbit = true;  // peft prepare_model_for_kbit_training casts non-4bit params to fp32
+};
+
+struct TrainOptions {
+  Method method = Method::kFull;
+  int64_t micro_batch = 1;
+  int64_t seq_len = 2048;
+  int64_t grad_accum = 1;
+  Precision precision = Precision::kBf16;
+  bool precision_given = false;
+  std::string optimizer = "adamw_torch_fused";
+  bool optimizer_given = false;
+  Checkpointing checkpointing = Checkpointing::kNone;
+  AttentionImpl attention = AttentionImpl::kSdpa;
+  bool attention_given = false;
+  bool fused_loss = false;       // Liger / cut-cross-entropy fused linear cross-entropy
+  bool fused_norm = false;       // Liger / apex fused RMSNorm kernels
+  bool sdpa_gqa_native = false;  // SDPA enable_gqa path (no padding mask, torch >= 2.5)
+  bool optimizer_in_backward = false;
+  LoraOptions lora;
+  QuantOptions quant;
+  std::vector<std::string> trainable_modules;  // method freeze: leaf names or "layers.N"
+  double dropout = -1;                         // override of the model's dropout; -1 = model default
+  int64_t images_per_sample = 0;               // VLMs
+};
+
+struct InferOptions {
+  int64_t batch = 1;
+  int64_t context_len = 4096;
+  std::string weights_dtype = "bf16";
+  std::string kv_dtype = "bf16";
+};
+
+struct ParallelOptions {
+  int64_t gpus = 1;
+  int64_t dp = 1;
+  int64_t tp = 1;
+  int64_t pp = 1;
+  int64_t zero = 0;
+  std::string fsdp;  // "", "full_shard", ...
+  bool offload_optimizer = false;
+};
+
+// Everything outside the tensors, each overridable (issue 4). Defaults and
+// their sources live in overheads.cpp.
+struct OverheadOptions {
+  std::optional<int64_t> cuda_context_bytes;
+  std::optional<int64_t> cublas_workspace_bytes;
+  std::optional<double> fragmentation;  // extra reserved/allocated fraction
+  int64_t misc_bytes = 0;               // user cushion, added to every phase
+};
+
+// The seeds' tunable factors (seed 000 "Calibration Factors"), off by default:
+// each multiplies one modelled term when given.
+struct Calibration {
+  std::optional<double> attention;
+  std::optional<double> mlp;
+  std::optional<double> logits;
+  std::optional<double> checkpointing;
+};
+
+struct GpuChoice {
+  std::string name;  // catalog name; empty with memory_gib
+  std::optional<double> memory_gib;
+};
+
+struct Request {
+  ModelSpec model;
+  Task task = Task::kTrain;
+  TrainOptions train;
+  InferOptions infer;
+  ParallelOptions parallel;
+  OverheadOptions overheads;
+  Calibration calibration;
+  GpuChoice gpu;
+  std::vector<std::string> assumptions;  // defaults the parser chose, shown to the user
+};
+
+Result<Request> parse_request(const json& request);
+
+const char* to_string(Precision p);
+const char* to_string(Method m);
+const char* to_string(AttentionImpl a);
+const char* to_string(Checkpointing c);
+
+}  // namespace vram

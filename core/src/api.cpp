@@ -1,0 +1,267 @@
+// The JSON boundary: request text in, result text out, never an exception.
+#include "vram/api.h"
+
+#include <cmath>
+
+#include "vram/estimate.h"
+#include "vram/families.h"
+#include "vram/gpus.h"
+#include "vram/optimizers.h"
+#include "vram/request.h"
+
+#ifndef VRAM_VERSION
+#define VRAM_VERSION "0.0.0"
+#endif
+
+namespace vram {
+
+namespace {
+
+const char* attn_name(AttnKind a) {
+  switch (a) {
+    case AttnKind::kMha:
+      return "mha";
+    case AttnKind::kGqa:
+      return "gqa";
+    case AttnKind::kMqa:
+      return "mqa";
+    case AttnKind::kMla:
+      return "mla";
+  }
+  return "?";
+}
+
+json stack_json(const LayerStack& s) {
+  json j = {{"layers", s.layers},
+            {"hidden", s.hidden},
+            {"heads", s.heads},
+            {"kv_heads", s.kv_heads},
+            {"head_dim", s.head_dim},
+            {"intermediate", s.intermediate},
+            {"attention", attn_name(s.attention)},
+            {"norm", s.norm == NormKind::kRmsNorm ? "rmsnorm" : "layernorm"},
+            {"mlp", s.mlp == MlpKind::kGated ? "gated" : "plain"},
+            {"activation", s.activation},
+            {"causal", s.causal}};
+  if (s.v_head_dim != s.head_dim) j["v_head_dim"] = s.v_head_dim;
+  if (s.parallel_block) j["parallel_block"] = true;
+  if (s.qk_norm) j["qk_norm"] = true;
+  if (s.experts > 0) {
+    j["moe"] = {{"layers", s.moe_layers},
+                {"experts", s.experts},
+                {"experts_per_token", s.experts_per_token},
+                {"expert_intermediate", s.expert_intermediate},
+                {"shared_expert_intermediate", s.shared_expert_intermediate}};
+  }
+  if (s.attention == AttnKind::kMla) {
+    j["mla"] = {{"q_lora_rank", s.q_lora_rank},
+                {"kv_lora_rank", s.kv_lora_rank},
+                {"qk_rope_head_dim", s.qk_rope_head_dim},
+                {"qk_nope_head_dim", s.qk_nope_head_dim}};
+  }
+  if (s.sliding_window > 0) j["sliding_window"] = {{"window", s.sliding_window}, {"layers", s.sliding_layers}};
+  return j;
+}
+
+json model_json(const ModelSpec& m) {
+  json breakdown = json::array();
+  for (const auto& [k, v] : m.params_by_component()) breakdown.push_back({{"component", k}, {"params", v}});
+  json modules = json::array();
+  for (const auto& g : m.groups) {
+    json row = {{"module", g.module},
+                {"component", g.component},
+                {"stack", g.stack},
+                {"params", g.total()},
+                {"instances", g.instances}};
+    if (g.kind == ModuleKind::kLinear) row["shape"] = {g.out_features, g.in_features};
+    modules.push_back(row);
+  }
+  json facts = stack_json(m.text);
+  facts["vocab"] = m.vocab;
+  facts["tie_word_embeddings"] = m.tie_word_embeddings;
+  if (m.max_position_embeddings > 0) facts["max_position_embeddings"] = m.max_position_embeddings;
+  json stacks = json::object();
+  for (const auto& s : m.extra_stacks) stacks[s.name] = stack_json(s);
+  json out = {{"model_type", m.model_type},
+              {"family", m.family},
+              {"architecture", m.architecture},
+              {"torch_dtype", m.torch_dtype},
+              {"params_total", m.params_total()},
+              {"params_active", m.params_active()},
+              {"exact", m.exact},
+              {"inexact", m.inexact},
+              {"notes", m.notes},
+              {"breakdown", breakdown},
+              {"modules", modules},
+              {"facts", facts}};
+  if (!stacks.empty()) out["stacks"] = stacks;
+  if (m.vision.image_size > 0) {
+    out["vision"] = {{"image_size", m.vision.image_size},
+                     {"patch_size", m.vision.patch_size},
+                     {"tokens_per_image", m.vision.tokens_per_image},
+                     {"encoder_tokens_per_image", m.vision.encoder_tokens_per_image}};
+  }
+  return out;
+}
+
+// Utilisation rounded to 4 decimals so every platform prints the same digits.
+double round4(double x) { return std::round(x * 10000.0) / 10000.0; }
+
+json result_json(const Request& req, const Estimate& e) {
+  json comps = json::array();
+  for (const auto& c : e.components) {
+    comps.push_back({{"key", c.key},
+                     {"label", c.label},
+                     {"bytes", c.bytes},
+                     {"formula", c.formula},
+                     {"pool", c.pool == Pool::kAllocated ? "allocated" : "outside"}});
+  }
+  json phases = json::array();
+  for (const auto& p : e.phases) {
+    phases.push_back({{"key", p.key},
+                      {"label", p.label},
+                      {"bytes", p.device_bytes},
+                      {"allocated_bytes", p.allocated_bytes},
+                      {"reserved_bytes", p.reserved_bytes},
+                      {"parts", p.parts}});
+  }
+  json gpus = json::array();
+  for (const auto& g : e.gpus) {
+    gpus.push_back({{"name", g.name},
+                    {"capacity_bytes", g.capacity_bytes},
+                    {"fits", g.fits},
+                    {"utilization", round4(g.utilization)},
+                    {"headroom_ok", g.headroom_ok}});
+  }
+  json model = model_json(req.model);
+  model["params_trainable"] = req.task == Task::kTrain ? e.params_trainable : 0;
+  json out = {{"schema", kSchema},
+              {"version", VRAM_VERSION},
+              {"task", req.task == Task::kTrain ? "train" : "infer"},
+              {"model", model},
+              {"peak_bytes", e.peak_bytes},
+              {"peak_allocated_bytes", e.peak_allocated_bytes},
+              {"peak_reserved_bytes", e.peak_reserved_bytes},
+              {"peak_phase", e.peak_phase},
+              {"tokens_per_micro_batch", e.tokens_per_micro_batch},
+              {"components", comps},
+              {"phases", phases},
+              {"gpus", gpus},
+              {"assumptions", e.assumptions},
+              {"warnings", e.warnings}};
+  if (e.has_fit) {
+    out["fit"] = {{"gpu", e.fit.gpu},
+                  {"total_bytes", e.fit.total_bytes},
+                  {"capacity_bytes", e.fit.capacity_bytes},
+                  {"fits", e.fit.fits},
+                  {"utilization", round4(e.fit.utilization)},
+                  {"headroom_ok", e.fit.headroom_ok},
+                  {"headroom_fraction", kHeadroomFraction}};
+    if (req.task == Task::kTrain) out["fit"]["max_micro_batch"] = e.fit.max_micro_batch;
+  } else {
+    out["fit"] = nullptr;
+  }
+  if (req.task == Task::kTrain) {
+    out["train"] = {{"method", to_string(req.train.method)},
+                    {"precision", to_string(req.model.family.empty() ? req.train.precision : req.train.precision)},
+                    {"optimizer", req.train.optimizer},
+                    {"attention", to_string(req.train.attention)},
+                    {"grad_checkpointing", to_string(req.train.checkpointing)},
+                    {"micro_batch", req.train.micro_batch},
+                    {"seq_len", req.train.seq_len},
+                    {"grad_accum", req.train.grad_accum}};
+  }
+  return out;
+}
+
+}  // namespace
+
+json error_json(const Error& e) { return {{"error", {{"code", e.code}, {"message", e.message}, {"path", e.path}}}}; }
+
+json estimate(const json& request) {
+  try {
+    auto req = parse_request(request);
+    if (!req.ok()) return error_json(req.error());
+    auto est = estimate_request(req.value());
+    if (!est.ok()) return error_json(est.error());
+    return result_json(req.value(), est.value());
+  } catch (const Failure& f) {
+    return error_json(f.error());
+  } catch (const std::exception& ex) {
+    return error_json({errc::kInternal, std::string("internal error: ") + ex.what(), ""});
+  }
+}
+
+json model_info(const json& model) {
+  try {
+    JsonReader r(model, "");
+    // Accept a whole request, its `model` object, or a bare config.json.
+    std::string prefix = "model";
+    const json* m = &model;
+    if (r.has("model")) {
+      m = r.get("model");
+      JsonReader(*m, "model");
+    } else if (r.has("model_type") && !r.has("config")) {
+      auto spec = model_from_config(model, "config");
+      if (!spec.ok()) return error_json(spec.error());
+      return model_json(spec.value());
+    } else {
+      prefix = "";
+    }
+    const std::string base = prefix.empty() ? "" : prefix + ".";
+    if (m->contains("config")) {
+      auto spec = model_from_config(m->at("config"), base + "config", m->value("allow_generic", false));
+      if (!spec.ok()) return error_json(spec.error());
+      return model_json(spec.value());
+    }
+    if (m->contains("custom")) {
+      auto spec = model_from_custom(m->at("custom"), base + "custom");
+      if (!spec.ok()) return error_json(spec.error());
+      return model_json(spec.value());
+    }
+    return error_json({errc::kMissingField, base + "config", base + "config or " + base + "custom is required"});
+  } catch (const Failure& f) {
+    return error_json(f.error());
+  } catch (const std::exception& ex) {
+    return error_json({errc::kInternal, std::string("internal error: ") + ex.what(), ""});
+  }
+}
+
+std::string estimate_json(const std::string& request_text) {
+  try {
+    return estimate(parse_json_text(request_text, "")).dump(2);
+  } catch (const Failure& f) {
+    return error_json(f.error()).dump(2);
+  } catch (const std::exception& ex) {
+    return error_json({errc::kInternal, std::string("internal error: ") + ex.what(), ""}).dump(2);
+  }
+}
+
+std::string model_info_json(const std::string& model_text) {
+  try {
+    return model_info(parse_json_text(model_text, "")).dump(2);
+  } catch (const Failure& f) {
+    return error_json(f.error()).dump(2);
+  } catch (const std::exception& ex) {
+    return error_json({errc::kInternal, std::string("internal error: ") + ex.what(), ""}).dump(2);
+  }
+}
+
+std::string version_json() {
+  json gpus = json::array();
+  for (const auto& g : gpu_catalog()) {
+    gpus.push_back({{"name", g.name},
+                    {"memory_bytes", g.total_mib * 1048576},
+                    {"usable_bytes", g.usable_bytes()},
+                    {"vendor", g.vendor},
+                    {"note", g.note}});
+  }
+  return json({{"schema", kSchema},
+               {"version", VRAM_VERSION},
+               {"supported_model_types", supported_model_types()},
+               {"optimizers", optimizer_names()},
+               {"gpus", gpus}})
+      .dump(2);
+}
+
+}  // namespace vram

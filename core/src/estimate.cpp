@@ -1,0 +1,87 @@
+// Dispatch by task, then fit against the chosen GPU and the catalog.
+#include "vram/estimate.h"
+
+#include "infer/estimate_infer.h"
+#include "train/estimate_train.h"
+#include "vram/gpus.h"
+
+namespace vram {
+
+namespace {
+
+Result<Estimate> run(const Request& req) {
+  return req.task == Task::kTrain ? train::estimate_train(req) : infer::estimate_infer(req);
+}
+
+Fit fit_for(int64_t peak, int64_t total, int64_t capacity, const std::string& name) {
+  Fit f;
+  f.gpu = name;
+  f.total_bytes = total;
+  f.capacity_bytes = capacity;
+  f.fits = peak <= capacity;
+  f.utilization = capacity > 0 ? static_cast<double>(peak) / static_cast<double>(capacity) : 0;
+  f.headroom_ok = static_cast<double>(peak) <= kHeadroomFraction * static_cast<double>(total);
+  return f;
+}
+
+// Largest micro-batch whose peak fits `capacity` (binary search: the peak is
+// non-decreasing in the micro-batch).
+int64_t max_micro_batch(const Request& req, int64_t capacity) {
+  Request r = req;
+  auto fits = [&](int64_t b) {
+    r.train.micro_batch = b;
+    auto e = train::estimate_train(r);
+    return e.ok() && e.value().peak_bytes <= capacity;
+  };
+  if (!fits(1)) return 0;
+  int64_t lo = 1, hi = 2;
+  while (hi <= (int64_t{1} << 16) && fits(hi)) {
+    lo = hi;
+    hi *= 2;
+  }
+  if (hi > (int64_t{1} << 16)) return lo;
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+}  // namespace
+
+Result<Estimate> estimate_request(const Request& req) {
+  auto r = run(req);
+  if (!r.ok()) return r;
+  Estimate& e = r.value();
+  for (const auto& a : req.assumptions) e.assumptions.push_back(a);
+  for (const auto& g : gpu_catalog()) {
+    const int64_t total = g.total_mib * 1048576;
+    const Fit f = fit_for(e.peak_bytes, total, g.usable_bytes(), g.name);
+    e.gpus.push_back({g.name, f.capacity_bytes, f.fits, f.utilization, f.headroom_ok});
+  }
+  if (!req.gpu.name.empty() || req.gpu.memory_gib) {
+    int64_t total = 0, capacity = 0;
+    std::string name;
+    if (req.gpu.memory_gib) {
+      total = static_cast<int64_t>(*req.gpu.memory_gib * 1073741824.0);
+      capacity = static_cast<int64_t>(static_cast<double>(total) * (1.0 - kDriverReserveFraction));
+      name = "custom " + std::to_string(*req.gpu.memory_gib).substr(0, 6) + " GiB";
+    } else {
+      const GpuInfo* g = find_gpu(req.gpu.name);
+      total = g->total_mib * 1048576;
+      capacity = g->usable_bytes();
+      name = g->name;
+    }
+    e.has_fit = true;
+    e.fit = fit_for(e.peak_bytes, total, capacity, name);
+    if (req.task == Task::kTrain) e.fit.max_micro_batch = max_micro_batch(req, capacity);
+    if (!e.fit.fits) {
+      e.warnings.push_back("does not fit: peak exceeds the " + name + "'s usable memory");
+    } else if (!e.fit.headroom_ok) {
+      e.warnings.push_back("fits, but above the 80% headroom rule: allocator fragmentation or longer samples may OOM");
+    }
+  }
+  return r;
+}
+
+}  // namespace vram

@@ -1,0 +1,52 @@
+#include "families/dense_helpers.h"
+
+namespace vram::detail {
+
+std::string ConfigKeys::key(std::initializer_list<const char*> keys) const {
+  for (const char* k : keys) {
+    if (cfg_.has(k)) return k;
+  }
+  return *keys.begin();
+}
+
+void ConfigKeys::note_default(const std::string& key, const std::string& value) const {
+  spec_.notes.push_back(key + " missing: using " + config_class_ + " default " + value);
+}
+
+int64_t ConfigKeys::size(std::initializer_list<const char*> keys, int64_t fallback, int64_t lo, int64_t hi) const {
+  const std::string k = key(keys);
+  if (!cfg_.has(k)) note_default(k, std::to_string(fallback));
+  return cfg_.int_or(k, fallback, lo, hi);
+}
+
+bool ConfigKeys::flag(const char* key, bool fallback) const {
+  if (!cfg_.has(key)) note_default(key, fallback ? "true" : "false");
+  return cfg_.bool_or(key, fallback);
+}
+
+std::string ConfigKeys::str(std::initializer_list<const char*> keys, const std::string& fallback) const {
+  return cfg_.str_or(key(keys), fallback);
+}
+
+void check_divisible(const std::string& num_path, int64_t num, const std::string& den_path, int64_t den) {
+  if (den <= 0 || num % den != 0) {
+    fail(
+        errc::kInconsistent, num_path,
+        num_path + " (" + std::to_string(num) + ") is not divisible by " + den_path + " (" + std::to_string(den) + ")");
+  }
+}
+
+void check_kv_heads(const std::string& kv_path, int64_t kv_heads, const std::string& heads_path, int64_t heads) {
+  if (kv_heads > heads || heads % kv_heads != 0) {
+    fail(
+        errc::kInconsistent, kv_path,
+        kv_path + " (" + std::to_string(kv_heads) + ") must divide " + heads_path + " (" + std::to_string(heads) + ")");
+  }
+}
+
+void read_dtype(const JsonReader& cfg, ModelSpec& spec) {
+  // transformers >= 4.56 writes "dtype"; older checkpoints "torch_dtype".
+  spec.torch_dtype = cfg.str_or("torch_dtype", cfg.str_or("dtype", ""));
+}
+
+}  // namespace vram::detail

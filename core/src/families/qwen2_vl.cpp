@@ -1,0 +1,118 @@
+// Qwen2-VL (Qwen2VLForConditionalGeneration): a dynamic-resolution vision
+// transformer, a patch merger and a Qwen2-shaped language model.
+#include "families/llama_like.h"
+#include "families/moe_vlm_common.h"
+#include "families/registry_entries.h"
+
+namespace vram::detail {
+
+// configuration_qwen2_vl.py: Qwen2VLTextConfig defaults vocab 152064,
+// hidden 8192, intermediate 29568, 80 layers, 64 heads, 8 KV heads, 32768
+// positions, untied; without text_config the text fields are read from the
+// top level (the Hub layout of Qwen2-VL-2B/7B/72B). Qwen2VLVisionConfig
+// defaults depth 32, embed_dim 1280, hidden_size 3584, quick_gelu,
+// mlp_ratio 4, num_heads 16, in_channels 3, patch_size 14,
+// spatial_merge_size 2, temporal_patch_size 2.
+// modeling_qwen2_vl.py: text layers as Qwen2 (q/k/v_proj with bias, o_proj
+// without); vision: patch_embed.proj Conv3d(in_channels, embed_dim,
+// [temporal_patch_size, patch, patch], bias=False); per block norm1/norm2
+// (LayerNorm), attn.qkv (embed -> 3 embed) and attn.proj, mlp.fc1/fc2
+// (embed * mlp_ratio), all with biases; merger: ln_q LayerNorm(embed) and an
+// MLP of embed * merge^2 -> embed * merge^2 -> hidden_size, with biases. The
+// rotary tables are buffers.
+void build_qwen2_vl(const JsonReader& cfg, ModelSpec& spec) {
+  LlamaLikeDefaults d;
+  d.config_class = "Qwen2VLTextConfig";
+  d.vocab = 152064;
+  d.hidden = 8192;
+  d.intermediate = 29568;
+  d.layers = 80;
+  d.heads = 64;
+  d.kv_heads = 8;
+  d.max_positions = 32768;
+  d.qkv_bias_always = true;
+  d.has_mlp_bias = false;
+  const auto text_cfg = cfg.object_opt("text_config");
+  // With a text_config, a top-level tie_word_embeddings still applies when the
+  // text config does not set its own.
+  d.tie = cfg.bool_or("tie_word_embeddings", false);
+  {
+    ModelSpec t;
+    build_llama_like(text_cfg ? *text_cfg : cfg, t, d);
+    spec.text = t.text;
+    spec.vocab = t.vocab;
+    spec.tie_word_embeddings = t.tie_word_embeddings;
+    spec.max_position_embeddings = t.max_position_embeddings;
+    spec.torch_dtype = t.torch_dtype;
+    for (const auto& n : t.notes) spec.notes.push_back(text_cfg ? "text_config." + n : n);
+    spec.groups = t.groups;
+  }
+  if (spec.torch_dtype.empty()) spec.torch_dtype = cfg.str_or("torch_dtype", cfg.str_or("dtype", ""));
+  const JsonReader& tc = text_cfg ? *text_cfg : cfg;
+  if (tc.bool_or("use_sliding_window", false) && tc.has("sliding_window")) {
+    const int64_t mwl = tc.int_or("max_window_layers", 80, 0, kMaxSize);
+    spec.text.sliding_window = tc.int_req("sliding_window");
+    spec.text.sliding_layers = spec.text.layers > mwl ? spec.text.layers - mwl : 0;
+  }
+
+  static const json kEmpty = json::object();
+  const auto vision_cfg = cfg.object_opt("vision_config");
+  if (!vision_cfg) spec.notes.push_back("vision_config missing: using Qwen2VLVisionConfig defaults");
+  const JsonReader vc = vision_cfg ? *vision_cfg : JsonReader(kEmpty, cfg.child_path("vision_config"));
+  LayerStack v;
+  v.name = "vision";
+  v.layers = vc.int_or("depth", 32, 1, 100000);
+  v.hidden = vc.int_or("embed_dim", 1280);
+  v.heads = vc.int_or("num_heads", 16, 1, 1 << 20);
+  v.kv_heads = v.heads;
+  check_heads(vc, v, "num_heads", "num_heads", false);
+  v.head_dim = v.hidden / v.heads;
+  v.v_head_dim = v.head_dim;
+  // VisionMlp: hidden_dim = int(embed_dim * mlp_ratio).
+  const double ratio = vc.num_or("mlp_ratio", 4.0, 1e-3, 1024.0);
+  v.intermediate = static_cast<int64_t>(static_cast<double>(v.hidden) * ratio);
+  v.mlp = MlpKind::kPlain;
+  v.norm = NormKind::kLayerNorm;
+  v.attention = AttnKind::kMha;
+  v.activation = vc.str_or("hidden_act", "quick_gelu");
+  v.causal = false;
+  const int64_t out_hidden = vc.int_or("hidden_size", 3584);
+  if (out_hidden != spec.text.hidden) {
+    fail(errc::kInconsistent, vc.child_path("hidden_size"),
+         vc.child_path("hidden_size") + " (" + std::to_string(out_hidden) +
+             ") must equal the language model's hidden_size (" + std::to_string(spec.text.hidden) +
+             "): the merger writes into the text embedding space");
+  }
+  const int64_t channels = vc.int_or("in_channels", 3, 1, 64);
+  const int64_t patch = vc.int_or("patch_size", 14);
+  const int64_t temporal = vc.int_or("temporal_patch_size", 2, 1, 64);
+  const int64_t merge = vc.int_or("spatial_merge_size", 2, 1, 64);
+  const int64_t h = v.hidden, L = v.layers, m = h * merge * merge;
+
+  const size_t from = spec.groups.size();
+  add_other(spec, "patch_embed", comp::kVision, "vision", channels * temporal * patch * patch * h, 1);
+  add_norm(spec, "norm1", "vision", h, true, L);
+  add_norm(spec, "norm2", "vision", h, true, L);
+  add_linear(spec, "qkv", comp::kVision, "vision", h, 3 * h, true, L);
+  add_linear(spec, "proj", comp::kVision, "vision", h, h, true, L);
+  add_linear(spec, "fc1", comp::kVision, "vision", h, v.intermediate, true, L);
+  add_linear(spec, "fc2", comp::kVision, "vision", v.intermediate, h, true, L);
+  relabel_component(spec, from, comp::kVision);
+  const size_t merger = spec.groups.size();
+  add_norm(spec, "ln_q", "projector", h, true, 1);
+  add_linear(spec, "mlp.0", comp::kProjector, "projector", m, m, true, 1);
+  add_linear(spec, "mlp.2", comp::kProjector, "projector", m, spec.text.hidden, true, 1);
+  relabel_component(spec, merger, comp::kProjector);
+  spec.extra_stacks.push_back(v);
+
+  // Images keep their own resolution: the tower sees (H/patch) x (W/patch)
+  // patches and the merger folds merge^2 of them into one language token.
+  spec.vision.patch_size = patch;
+  spec.vision.dynamic_resolution = true;
+  spec.vision.spatial_merge = merge;
+  spec.notes.push_back("dynamic resolution: an H x W image gives (H/" + std::to_string(patch) + ")*(W/" +
+                       std::to_string(patch) + ") vision-tower tokens and 1/" + std::to_string(merge * merge) +
+                       " as many language-model tokens");
+}
+
+}  // namespace vram::detail

@@ -1,0 +1,50 @@
+// Private: every adapter function, declared once for registry.cpp.
+#pragma once
+
+#include <vector>
+
+#include "vram/families.h"
+#include "vram/json_reader.h"
+#include "vram/model.h"
+
+namespace vram::detail {
+
+void build_llama(const JsonReader& cfg, ModelSpec& spec);
+void build_mistral(const JsonReader& cfg, ModelSpec& spec);
+void build_qwen2(const JsonReader& cfg, ModelSpec& spec);
+void build_qwen3(const JsonReader& cfg, ModelSpec& spec);
+
+// Dense families (dense_registry.cpp): gemma.cpp, phi.cpp, gpt2.cpp,
+// gpt_neox.cpp, falcon.cpp, opt.cpp, bloom.cpp, bert.cpp, t5.cpp.
+void build_gemma(const JsonReader& cfg, ModelSpec& spec);
+void build_gemma2(const JsonReader& cfg, ModelSpec& spec);
+void build_phi(const JsonReader& cfg, ModelSpec& spec);
+void build_phi3(const JsonReader& cfg, ModelSpec& spec);
+void build_gpt2(const JsonReader& cfg, ModelSpec& spec);
+void build_gpt_bigcode(const JsonReader& cfg, ModelSpec& spec);
+void build_gpt_neox(const JsonReader& cfg, ModelSpec& spec);
+void build_falcon(const JsonReader& cfg, ModelSpec& spec);
+void build_opt(const JsonReader& cfg, ModelSpec& spec);
+void build_bloom(const JsonReader& cfg, ModelSpec& spec);
+void build_bert(const JsonReader& cfg, ModelSpec& spec);
+void build_t5(const JsonReader& cfg, ModelSpec& spec);
+
+// Mixture-of-experts, latent attention and vision-language families
+// (mixtral.cpp, qwen_moe.cpp, deepseek.cpp, gemma3.cpp, llava.cpp, qwen2_vl.cpp).
+void build_mixtral(const JsonReader& cfg, ModelSpec& spec);
+void build_qwen2_moe(const JsonReader& cfg, ModelSpec& spec);
+void build_qwen3_moe(const JsonReader& cfg, ModelSpec& spec);
+void build_deepseek_v2(const JsonReader& cfg, ModelSpec& spec);
+void build_deepseek_v3(const JsonReader& cfg, ModelSpec& spec);
+void build_gemma3_text(const JsonReader& cfg, ModelSpec& spec);
+void build_gemma3(const JsonReader& cfg, ModelSpec& spec);
+void build_llava(const JsonReader& cfg, ModelSpec& spec);
+void build_qwen2_vl(const JsonReader& cfg, ModelSpec& spec);
+
+struct AdapterEntry;
+// Dense decoders, encoders and encoder-decoders (dense_registry.cpp).
+const std::vector<AdapterEntry>& dense_adapters();
+// Mixture-of-experts, latent attention and vision-language models (moe_vlm_registry.cpp).
+const std::vector<AdapterEntry>& moe_vlm_adapters();
+
+}  // namespace vram::detail

@@ -1,0 +1,19 @@
+// Private: serving memory on one GPU.
+#pragma once
+
+#include "vram/estimate.h"
+#include "vram/request.h"
+
+namespace vram::infer {
+
+// KV-cache bytes per token summed over layers, for `kv_elem` bytes per value.
+// GQA/MQA cache kv_heads x head_dim per K and V (vLLM kv_cache_interface.py
+// AttentionSpec: 2 * num_kv_heads * head_size * dtype_size); MLA caches the
+// latent kv_lora_rank + qk_rope_head_dim with no factor 2 (MLAAttentionSpec).
+// `hf_decompressed` instead counts what transformers' DeepseekV3Attention
+// caches: full heads of (nope + rope) keys and v_head_dim values.
+double kv_bytes_per_token(const ModelSpec& m, double kv_elem, bool hf_decompressed, int64_t context);
+
+Result<Estimate> estimate_infer(const Request& req);
+
+}  // namespace vram::infer

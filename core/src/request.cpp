@@ -1,0 +1,270 @@
+#include "vram/request.h"
+
+#include <algorithm>
+#include <map>
+
+#include "vram/families.h"
+#include "vram/gpus.h"
+#include "vram/optimizers.h"
+
+namespace vram {
+
+const char* to_string(Precision p) {
+  switch (p) {
+    case Precision::kFp32:
+      return "fp32";
+    case Precision::kBf16:
+      return "bf16";
+    case Precision::kFp16:
+      return "fp16";
+    case Precision::kAmpBf16:
+      return "amp_bf16";
+    case Precision::kAmpFp16:
+      return "amp_fp16";
+    case Precision::kMixedBf16:
+      return "mixed_bf16";
+  }
+  return "?";
+}
+
+const char* to_string(Method m) {
+  switch (m) {
+    case Method::kFull:
+      return "full";
+    case Method::kLora:
+      return "lora";
+    case Method::kQlora:
+      return "qlora";
+    case Method::kFreeze:
+      return "freeze";
+  }
+  return "?";
+}
+
+const char* to_string(AttentionImpl a) {
+  switch (a) {
+    case AttentionImpl::kEager:
+      return "eager";
+    case AttentionImpl::kSdpa:
+      return "sdpa";
+    case AttentionImpl::kFlash2:
+      return "flash_attention_2";
+  }
+  return "?";
+}
+
+const char* to_string(Checkpointing c) {
+  switch (c) {
+    case Checkpointing::kNone:
+      return "none";
+    case Checkpointing::kFull:
+      return "full";
+    case Checkpointing::kSelective:
+      return "selective";
+  }
+  return "?";
+}
+
+namespace {
+
+template <typename E>
+E pick(const JsonReader& r, const std::string& key, const std::map<std::string, E>& table, E fallback,
+       bool* given = nullptr) {
+  const auto v = r.str_opt(key);
+  if (given != nullptr) *given = v.has_value();
+  if (!v) return fallback;
+  auto it = table.find(*v);
+  if (it != table.end()) return it->second;
+  std::string allowed;
+  for (const auto& [k, _] : table) allowed += (allowed.empty() ? "" : ", ") + k;
+  fail(errc::kUnknownValue, r.child_path(key),
+       r.child_path(key) + " " + vram::quoted(*v) + " is not one of: " + allowed);
+}
+
+const std::map<std::string, Method> kMethods = {
+    {"full", Method::kFull}, {"lora", Method::kLora}, {"qlora", Method::kQlora}, {"freeze", Method::kFreeze}};
+
+// Names users bring from HF Trainer (bf16=True), Lightning (bf16-true,
+// bf16-mixed) and DeepSpeed.
+const std::map<std::string, Precision> kPrecisions = {
+    {"fp32", Precision::kFp32},        {"float32", Precision::kFp32},       {"32-true", Precision::kFp32},
+    {"bf16", Precision::kBf16},        {"bfloat16", Precision::kBf16},      {"bf16-true", Precision::kBf16},
+    {"fp16", Precision::kFp16},        {"float16", Precision::kFp16},       {"fp16-true", Precision::kFp16},
+    {"amp_bf16", Precision::kAmpBf16}, {"bf16-mixed", Precision::kAmpBf16}, {"amp_fp16", Precision::kAmpFp16},
+    {"16-mixed", Precision::kAmpFp16}, {"fp16-mixed", Precision::kAmpFp16}, {"mixed_bf16", Precision::kMixedBf16},
+};
+
+const std::map<std::string, AttentionImpl> kAttention = {
+    {"eager", AttentionImpl::kEager},
+    {"sdpa", AttentionImpl::kSdpa},
+    {"flash_attention_2", AttentionImpl::kFlash2},
+    {"flash_attention_3", AttentionImpl::kFlash2},
+    {"fa2", AttentionImpl::kFlash2},
+    {"flash", AttentionImpl::kFlash2},
+};
+
+const std::map<std::string, Checkpointing> kCheckpointing = {
+    {"none", Checkpointing::kNone}, {"full", Checkpointing::kFull}, {"selective", Checkpointing::kSelective}};
+
+// Context and batch limits: 2^24 tokens of context and 2^16 sequences per
+// micro-batch cover every real run and keep b*s*V*4 below 2^63.
+constexpr int64_t kMaxSeq = int64_t{1} << 24;
+constexpr int64_t kMaxBatch = int64_t{1} << 16;
+
+void parse_train(const JsonReader& t, Request& req) {
+  TrainOptions& o = req.train;
+  o.method = pick(t, "method", kMethods, Method::kFull);
+  o.micro_batch = t.int_or("micro_batch", 1, 1, kMaxBatch);
+  o.seq_len = t.int_or("seq_len", 2048, 1, kMaxSeq);
+  o.grad_accum = t.int_or("grad_accum", 1, 1, 1 << 20);
+  o.precision = pick(t, "precision", kPrecisions, o.precision, &o.precision_given);
+  if (const auto opt = t.str_opt("optimizer")) {
+    if (find_optimizer(*opt) == nullptr) {
+      std::string names;
+      for (const auto& n : optimizer_names()) names += (names.empty() ? "" : ", ") + n;
+      fail(errc::kUnknownValue, t.child_path("optimizer"),
+           t.child_path("optimizer") + " " + vram::quoted(*opt) + " is not known; known: " + names);
+    }
+    o.optimizer = find_optimizer(*opt)->name;
+    o.optimizer_given = true;
+  }
+  if (const json* gc = t.get("grad_checkpointing"); gc != nullptr && gc->is_boolean()) {
+    o.checkpointing = gc->get<bool>() ? Checkpointing::kFull : Checkpointing::kNone;
+  } else {
+    o.checkpointing = pick(t, "grad_checkpointing", kCheckpointing, Checkpointing::kNone);
+  }
+  o.attention = pick(t, "attention", kAttention, AttentionImpl::kSdpa, &o.attention_given);
+  o.fused_loss = t.bool_or("fused_loss", false);
+  o.fused_norm = t.bool_or("fused_norm", false);
+  o.sdpa_gqa_native = t.bool_or("sdpa_gqa_native", false);
+  o.optimizer_in_backward = t.bool_or("optimizer_in_backward", false);
+  o.dropout = t.num_or("dropout", -1.0, -1.0, 1.0);
+  o.images_per_sample = t.int_or("images_per_sample", 0, 0, 1024);
+  o.trainable_modules = t.str_list_or("trainable_modules", {});
+  if (auto l = t.object_opt("lora")) {
+    o.lora.rank = l->int_or("rank", 8, 1, 1 << 16);
+    o.lora.alpha = l->num_or("alpha", static_cast<double>(o.lora.rank), 0.0, 1e9);
+    o.lora.dropout = l->num_or("dropout", 0.0, 0.0, 1.0);
+    o.lora.adapter_fp32 = l->bool_or("adapter_fp32", true);
+    o.lora.use_dora = l->bool_or("use_dora", false);
+    if (const json* tg = l->get("targets");
+        tg != nullptr && tg->is_string() && tg->get<std::string>() == "all-linear") {
+      o.lora.all_linear = true;
+    } else {
+      o.lora.targets = l->str_list_or("targets", {});
+      if (l->has("targets") && o.lora.targets.empty()) {
+        fail(errc::kOutOfRange, l->child_path("targets"), l->child_path("targets") + " must name at least one module");
+      }
+    }
+  }
+  if (auto q = t.object_opt("quant")) {
+    o.quant.double_quant = q->bool_or("double_quant", true);
+    o.quant.blocksize = q->int_or("blocksize", 64, 16, 4096);
+    o.quant.prepare_kbit = q->bool_or("prepare_kbit", true);
+  }
+  if (o.method == Method::kFreeze && o.trainable_modules.empty()) {
+    fail(errc::kMissingField, t.child_path("trainable_modules"),
+         t.child_path("trainable_modules") + " is required with method \"freeze\" (module names or \"layers.N\")");
+  }
+}
+
+void parse_infer(const JsonReader& i, Request& req) {
+  InferOptions& o = req.infer;
+  o.batch = i.int_or("batch", 1, 1, kMaxBatch);
+  o.context_len = i.int_or("context_len", 4096, 1, kMaxSeq);
+  o.weights_dtype = i.str_or("weights_dtype", "bf16");
+  o.kv_dtype = i.str_or("kv_dtype", "bf16");
+}
+
+void parse_parallel(const JsonReader& p, Request& req) {
+  ParallelOptions& o = req.parallel;
+  o.gpus = p.int_or("gpus", 1, 1, 1 << 20);
+  o.dp = p.int_or("dp", o.gpus, 1, 1 << 20);
+  o.tp = p.int_or("tp", 1, 1, 1 << 10);
+  o.pp = p.int_or("pp", 1, 1, 1 << 12);
+  o.zero = p.int_or("zero", 0, 0, 3);
+  o.fsdp = p.str_or("fsdp", "");
+  o.offload_optimizer = p.bool_or("offload_optimizer", false);
+  if (o.dp * o.tp * o.pp != o.gpus) {
+    fail(errc::kInconsistent, p.child_path("gpus"),
+         "dp x tp x pp (" + std::to_string(o.dp * o.tp * o.pp) + ") must equal " + p.child_path("gpus") + " (" +
+             std::to_string(o.gpus) + ")");
+  }
+  if (o.gpus > 1 || o.zero > 0 || !o.fsdp.empty() || o.offload_optimizer) {
+    fail(errc::kUnsupported, p.path(),
+         "multi-GPU layouts (DDP, ZeRO, FSDP, TP/PP, offload) are not modelled yet; this version estimates one GPU");
+  }
+}
+
+void parse_overheads(const JsonReader& o, Request& req) {
+  // Up to 64 GiB for any single overhead: larger is a unit mistake.
+  constexpr int64_t kMaxOverhead = int64_t{64} << 30;
+  if (o.has("cuda_context_bytes")) req.overheads.cuda_context_bytes = o.int_req("cuda_context_bytes", 0, kMaxOverhead);
+  if (o.has("cublas_workspace_bytes")) {
+    req.overheads.cublas_workspace_bytes = o.int_req("cublas_workspace_bytes", 0, kMaxOverhead);
+  }
+  req.overheads.fragmentation = o.num_opt("fragmentation", 0.0, 4.0);
+  req.overheads.misc_bytes = o.int_or("misc_bytes", 0, 0, kMaxOverhead);
+}
+
+void parse_calibration(const JsonReader& c, Request& req) {
+  req.calibration.attention = c.num_opt("attention", 0.0, 100.0);
+  req.calibration.mlp = c.num_opt("mlp", 0.0, 100.0);
+  req.calibration.logits = c.num_opt("logits", 0.0, 100.0);
+  req.calibration.checkpointing = c.num_opt("checkpointing", 0.0, 100.0);
+}
+
+void parse_gpu(const JsonReader& g, Request& req) {
+  if (auto name = g.str_opt("name")) {
+    if (find_gpu(*name) == nullptr) {
+      std::string names;
+      for (const auto& x : gpu_catalog()) names += (names.empty() ? "" : ", ") + std::string(x.name);
+      fail(errc::kUnknownValue, g.child_path("name"),
+           g.child_path("name") + " " + vram::quoted(*name) + " is not in the catalog (" + names +
+               "); give gpu.memory_gib instead");
+    }
+    req.gpu.name = find_gpu(*name)->name;
+  }
+  req.gpu.memory_gib = g.num_opt("memory_gib", 0.25, 65536.0);
+}
+
+}  // namespace
+
+Result<Request> parse_request(const json& request) {
+  try {
+    JsonReader r(request, "");
+    Request req;
+    const JsonReader m = r.object_req("model");
+    if (m.has("config")) {
+      const json* cfg = m.get("config");
+      auto spec = model_from_config(*cfg, "model.config", m.bool_or("allow_generic", false));
+      if (!spec.ok()) return spec.error();
+      req.model = std::move(spec.value());
+    } else if (m.has("custom")) {
+      auto spec = model_from_custom(*m.get("custom"), "model.custom");
+      if (!spec.ok()) return spec.error();
+      req.model = std::move(spec.value());
+    } else {
+      fail(errc::kMissingField, "model.config", "model.config (an HF config.json object) or model.custom is required");
+    }
+    const std::string task = r.str_or("task", "train");
+    if (task == "train") {
+      req.task = Task::kTrain;
+    } else if (task == "infer") {
+      req.task = Task::kInfer;
+    } else {
+      fail(errc::kUnknownValue, "task", "task " + vram::quoted(task) + " must be \"train\" or \"infer\"");
+    }
+    if (auto t = r.object_opt("train")) parse_train(*t, req);
+    if (auto i = r.object_opt("infer")) parse_infer(*i, req);
+    if (auto p = r.object_opt("parallel")) parse_parallel(*p, req);
+    if (auto o = r.object_opt("overheads")) parse_overheads(*o, req);
+    if (auto c = r.object_opt("calibration")) parse_calibration(*c, req);
+    if (auto g = r.object_opt("gpu")) parse_gpu(*g, req);
+    return req;
+  } catch (const Failure& f) {
+    return f.error();
+  }
+}
+
+}  // namespace vram

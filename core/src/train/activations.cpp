@@ -1,0 +1,317 @@
+// Saved tensors per transformer layer: what autograd keeps for backward.
+//
+// Rules (research/memory-internals.md §4.2, derived from autograd formulas):
+// - y = x W^T saves x only when W needs a gradient; a frozen Linear saves
+//   nothing (grad_x = grad_y W needs only W). A 4-bit Linear never saves its
+//   input (bitsandbytes MatMul4Bit: ctx.tensors = (None, B)).
+// - a * b saves b when a needs a gradient and a when b does.
+// - HF RMSNorm (modeling_llama.py LlamaRMSNorm) upcasts to fp32 (saved by pow
+//   and mul: 4 B/elem) and saves the normalised value for `weight *` only when
+//   the weight trains. A fused RMSNorm (Liger) saves the input and rstd.
+// - LayerNorm (aten native_layer_norm) saves its input, mean and rstd.
+// - FlashAttention-2 / SDPA save q, k, v, out and the fp32 log-sum-exp
+//   (flash_attn_interface.py FlashAttnFunc.forward: save_for_backward(q, k, v,
+//   out_padded, softmax_lse, rng_state)).
+// - Eager attention saves the fp32 softmax output and the probabilities cast
+//   to the compute dtype (modeling_llama.py eager_attention_forward).
+// - SiLU / GELU (F.gelu) save their input; NewGELUActivation ("gelu_new",
+//   activations.py) is composed of pow/tanh/mul and saves 4 tensors.
+// - Under torch.autocast each Linear casts an fp32 input to bf16 itself, and
+//   the cast copy is what it saves (autocast_mode.cpp: only leaf weights are
+//   cached), so fp32 inputs feeding k linears cost k bf16 copies.
+#include <algorithm>
+#include <cmath>
+
+#include "train/memory_plan.h"
+
+namespace vram::train {
+
+double LayerActivations::per_token() const {
+  double s = 0;
+  for (const auto& i : items) s += i.bytes_per_token;
+  return s;
+}
+
+double LayerActivations::per_token_without_scores() const {
+  double s = 0;
+  for (const auto& i : items) {
+    if (!i.score_path) s += i.bytes_per_token;
+  }
+  return s;
+}
+
+namespace {
+
+struct LinearUse {
+  bool trains = false;     // base weight trains
+  bool lora = false;       // adapter attached
+  bool quantized = false;  // 4-bit
+};
+
+// Looks up how the `module` Linear of `stack` trains.
+LinearUse linear_use(const Request& req, const TrainablePlan& plan, const std::string& stack, const std::string& module,
+                     bool layer_trains) {
+  LinearUse u;
+  const auto& groups = req.model.groups;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    if (groups[i].stack == stack && groups[i].module == module) {
+      u.trains = plan.groups[i].trainable && layer_trains;
+      u.lora = plan.groups[i].lora;
+      u.quantized = plan.groups[i].quantized;
+      return u;
+    }
+  }
+  return u;
+}
+
+bool norm_trains(const Request& req, const TrainablePlan& plan, const std::string& stack, bool layer_trains) {
+  const auto& groups = req.model.groups;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    if (groups[i].stack == stack && groups[i].kind == ModuleKind::kNorm && groups[i].instances > 1) {
+      return plan.groups[i].trainable && layer_trains;
+    }
+  }
+  return false;
+}
+
+// Saved tensors that an activation function keeps per element of its input.
+double activation_saves(const std::string& act) {
+  // activations.py NewGELUActivation: 0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*x^3)))
+  // saves x (pow), tanh's output, 0.5*x and (1+tanh) -> 4 tensors.
+  if (act == "gelu_new" || act == "gelu_fast" || act == "quick_gelu") return 4;
+  return 1;  // F.silu, F.gelu (erf or tanh approximation), relu: one tensor
+}
+
+// Bytes per token saved by the inputs of the linears reading one site.
+// `width` is the site's feature size, `in_dtype` its element size.
+double linear_inputs(const Request& req, const Dtypes& dt, const std::vector<LinearUse>& readers, int64_t width,
+                     int64_t in_dtype, std::vector<SavedItem>& items, const std::string& site) {
+  const auto& lora = req.train.lora;
+  double bytes = 0;
+  bool shared_saved = false;
+  for (const auto& u : readers) {
+    if (u.trains && !u.quantized) {
+      if (dt.autocast && in_dtype == 4) {
+        bytes += 2.0 * width;  // its own autocast bf16 copy
+      } else if (!shared_saved) {
+        bytes += static_cast<double>(in_dtype) * width;
+        shared_saved = true;
+      }
+    }
+    if (u.lora) {
+      // peft lora/layer.py Linear.forward: x = dropout(x); x is cast to the
+      // adapter dtype (fp32 adapters under a bf16 base make a copy) and saved
+      // by lora_A; lora_A's output (r values) is saved by lora_B.
+      if (lora.dropout > 0) bytes += 1.0 * width;  // dropout mask
+      const bool cast = lora.adapter_fp32 && in_dtype != 4;
+      if (cast) {
+        bytes += 4.0 * width;
+      } else if (lora.dropout > 0) {
+        bytes += static_cast<double>(in_dtype) * width;
+      } else if (!shared_saved) {
+        bytes += static_cast<double>(in_dtype) * width;
+        shared_saved = true;
+      }
+      bytes += (lora.adapter_fp32 ? 4.0 : 2.0) * static_cast<double>(lora.rank);
+    }
+  }
+  if (bytes > 0) items.push_back({site, bytes, false});
+  return bytes;
+}
+
+void norm_site(const Request& req, const LayerStack& st, const Dtypes& dt, bool trains, int64_t width,
+               std::vector<SavedItem>& items, const std::string& name, bool needs_grad) {
+  if (!needs_grad) return;
+  double b = 0;
+  const bool gemma_style = req.model.model_type.rfind("gemma", 0) == 0;
+  if (st.norm == NormKind::kLayerNorm) {
+    // native_layer_norm saves input, mean and rstd (fp32 under autocast).
+    const double in = dt.autocast ? 4.0 : static_cast<double>(dt.residual);
+    b = in * width + 8.0;
+  } else if (req.train.fused_norm) {
+    b = static_cast<double>(dt.residual) * width + 4.0;  // Liger rms_norm: X and RSTD
+  } else {
+    // HF RMSNorm: fp32 input (4 B) + rsqrt (4 B per token); the normalised
+    // value is saved for `weight *` only when the weight trains. Gemma keeps
+    // it in fp32 (x.float() * (1 + weight.float())).
+    b = 4.0 * width + 4.0;
+    if (trains) b += (gemma_style ? 4.0 : static_cast<double>(dt.residual)) * width;
+  }
+  items.push_back({name, b, false});
+}
+
+}  // namespace
+
+LayerActivations layer_activations(const Request& req, const LayerStack& st, const TrainablePlan& plan,
+                                   const Dtypes& dt, int64_t seq, bool moe_layer, bool layer_trains) {
+  LayerActivations out;
+  auto& items = out.items;
+  const TrainOptions& t = req.train;
+  const int64_t h = st.hidden;
+  const int64_t a = st.heads;
+  const int64_t kvh = st.kv_heads;
+  const int64_t d = st.head_dim;
+  const int64_t dv = st.v_head_dim > 0 ? st.v_head_dim : st.head_dim;
+  const int64_t p = dt.compute;
+  const double dropout = t.dropout >= 0 ? t.dropout : st.dropout;
+  const std::string& sn = st.name;
+  const bool nt = norm_trains(req, plan, sn, layer_trains);
+
+  // Module names by family shape: Llama-style names; other families map
+  // onto the same roles through their own leaf names.
+  auto use = [&](const char* module) { return linear_use(req, plan, sn, module, layer_trains); };
+  auto first_present = [&](std::initializer_list<const char*> names) {
+    for (const char* n : names) {
+      for (const auto& g : req.model.groups) {
+        if (g.stack == sn && g.module == n) return std::string(n);
+      }
+    }
+    return std::string();
+  };
+
+  // 1. Norm before attention.
+  norm_site(req, st, dt, nt, h, items, "attention norm (input, statistics)", true);
+
+  // 2. Inputs of the q/k/v projections (fused or separate).
+  const int64_t attn_in_dtype = dt.autocast ? 4 : dt.residual;
+  std::vector<LinearUse> qkv;
+  for (const char* n : {"q_proj", "k_proj", "v_proj", "qkv_proj", "c_attn", "query_key_value", "query", "key", "value",
+                        "q", "k", "v", "q_a_proj", "kv_a_proj_with_mqa", "Wqkv"}) {
+    if (!first_present({n}).empty()) qkv.push_back(use(n));
+  }
+  linear_inputs(req, dt, qkv, h, attn_in_dtype, items, "q/k/v projection inputs");
+  if (st.attention == AttnKind::kMla) {
+    // Latent paths: q_a_layernorm / kv_a_layernorm (RMSNorm, fp32 upcast) and
+    // the q_b_proj / kv_b_proj inputs (deepseek modeling_deepseek_v2.py).
+    const int64_t qr = st.q_lora_rank;
+    const int64_t kvr = st.kv_lora_rank;
+    double b = 0;
+    if (qr > 0) b += 4.0 * qr + static_cast<double>(p) * qr * 2;
+    b += 4.0 * kvr + static_cast<double>(p) * kvr * 2;
+    items.push_back({"latent q/kv norms and up-projection inputs", b, false});
+  }
+
+  // 3. Attention core.
+  const int64_t pa = dt.autocast ? 2 : p;
+  const bool repeat_kv =
+      kvh < a && (t.attention == AttentionImpl::kEager || (t.attention == AttentionImpl::kSdpa && !t.sdpa_gqa_native));
+  const int64_t kv_heads_saved = (repeat_kv || st.attention == AttnKind::kMla) ? a : kvh;
+  const double q_bytes = static_cast<double>(pa) * a * d;
+  const double k_bytes = static_cast<double>(pa) * kv_heads_saved * d;
+  const double v_bytes = static_cast<double>(pa) * kv_heads_saved * dv;
+  items.push_back({"q, k, v (after rotary)", q_bytes + k_bytes + v_bytes, false});
+  const double out_bytes = static_cast<double>(pa) * a * dv;
+  const LinearUse o = use(first_present({"o_proj", "c_proj", "dense", "out_proj", "o", "self_attn.o_proj"}).c_str());
+  const bool o_saves = (o.trains && !o.quantized) || o.lora;
+  if (t.attention == AttentionImpl::kEager) {
+    // softmax(dtype=float32) output saved (4 B), cast to the compute dtype and
+    // saved by probs @ v; with dropout the mask (1 B) and dropout output.
+    const double s = static_cast<double>(seq);
+    double scores = 4.0 * a * s;
+    if (dropout > 0) {
+      scores += 1.0 * a * s + static_cast<double>(pa) * a * s;
+    } else if (pa != 4) {
+      scores += static_cast<double>(pa) * a * s;
+    }
+    items.push_back({"attention scores (eager softmax, s^2 term)", scores, true});
+    if (o_saves) items.push_back({"attention output (o_proj input)", out_bytes, false});
+  } else {
+    items.push_back({"attention output + log-sum-exp", out_bytes + 4.0 * a, false});
+    // SDPA returns (b, a, s, d); transformers' sdpa_attention_forward makes it
+    // contiguous after transpose, a second copy that o_proj saves.
+    if (t.attention == AttentionImpl::kSdpa && o_saves)
+      items.push_back({"o_proj input (contiguous copy)", out_bytes, false});
+  }
+  if (o.lora && !(o.trains && !o.quantized)) {
+    // the adapter's fp32 copy of its input (see linear_inputs)
+    if (req.train.lora.adapter_fp32) items.push_back({"o_proj adapter input (fp32 copy)", 4.0 * a * dv, false});
+  }
+  if (dropout > 0) items.push_back({"residual dropout masks", 2.0 * h, false});
+
+  // 4. Norm before the MLP (parallel blocks share the attention norm).
+  if (!st.parallel_block) norm_site(req, st, dt, nt, h, items, "MLP norm (input, statistics)", true);
+
+  // 5. MLP.
+  const double act_saves = activation_saves(st.activation);
+  auto gated_mlp = [&](int64_t inter, double tokens_factor, const char* label) {
+    // gate/up read the norm output; act(gate) * up; down reads the product.
+    std::vector<LinearUse> in_readers;
+    for (const char* n : {"gate_proj", "up_proj", "gate_up_proj", "w1", "w3", "wi_0", "wi_1"}) {
+      if (!first_present({n}).empty()) in_readers.push_back(use(n));
+    }
+    std::vector<SavedItem> tmp;
+    const double in = linear_inputs(req, dt, in_readers, h, attn_in_dtype, tmp, "");
+    const LinearUse down = use(first_present({"down_proj", "w2", "wo"}).c_str());
+    // act saves its input (gate out), mul saves act(gate) and up.
+    double b = static_cast<double>(pa) * inter * (act_saves + 2.0);
+    if ((down.trains && !down.quantized) || down.lora) {
+      b += static_cast<double>(pa) * inter;
+      if (down.lora && req.train.lora.adapter_fp32) b += 4.0 * inter;
+    }
+    items.push_back({label, (b + in) * tokens_factor, false});
+  };
+  if (moe_layer) {
+    // Routed experts (modeling_mixtral.py MixtralSparseMoeBlock): router
+    // logits (compute dtype) and their fp32 softmax; each token's hidden state
+    // is gathered once per chosen expert (saved by the expert's linears) and
+    // the expert output is saved by the routing-weight multiply.
+    const double k = static_cast<double>(st.experts_per_token);
+    items.push_back({"router logits + softmax", static_cast<double>(pa + 4) * st.experts, false});
+    items.push_back({"expert inputs and weighted outputs", k * 2.0 * pa * h, false});
+    gated_mlp(st.expert_intermediate, k, "expert MLP activations (x experts per token)");
+    if (st.shared_expert_intermediate > 0) gated_mlp(st.shared_expert_intermediate, 1.0, "shared expert MLP");
+  } else if (st.mlp == MlpKind::kGated) {
+    gated_mlp(st.intermediate, 1.0, "MLP activations (gate, act, up, product)");
+  } else {
+    std::vector<LinearUse> in_readers;
+    for (const char* n : {"fc1", "c_fc", "dense_h_to_4h", "intermediate.dense", "fc_in", "wi"}) {
+      if (!first_present({n}).empty()) in_readers.push_back(use(n));
+    }
+    std::vector<SavedItem> tmp;
+    const double in = linear_inputs(req, dt, in_readers, h, attn_in_dtype, tmp, "");
+    const LinearUse down = use(first_present({"fc2", "dense_4h_to_h", "output.dense", "fc_out", "wo"}).c_str());
+    double b = static_cast<double>(pa) * st.intermediate * act_saves;
+    if ((down.trains && !down.quantized) || down.lora) b += static_cast<double>(pa) * st.intermediate;
+    items.push_back({"MLP activations (fc1 output, activation)", b + in, false});
+  }
+  if (st.cross_attention) {
+    // Decoder cross-attention: its norm, the query input, q and the encoder's
+    // k/v projections for this layer, output and log-sum-exp.
+    norm_site(req, st, dt, nt, h, items, "cross-attention norm", true);
+    items.push_back(
+        {"cross-attention q, k, v, output", static_cast<double>(pa) * (3.0 * a * d + a * dv) + 4.0 * a, false});
+  }
+
+  // Calibration overrides (seed 000 factors), off by default.
+  const Calibration& cal = req.calibration;
+  for (auto& i : items) {
+    const bool attn = i.name.find("attention") != std::string::npos || i.name.find("q, k, v") != std::string::npos;
+    const bool mlp = i.name.find("MLP") != std::string::npos || i.name.find("expert") != std::string::npos;
+    if (attn && cal.attention) i.bytes_per_token *= *cal.attention;
+    if (mlp && cal.mlp) i.bytes_per_token *= *cal.mlp;
+  }
+  return out;
+}
+
+double layer_backward_transient(const Request& req, const LayerStack& st, const Dtypes& dt) {
+  // Gradient of the hidden state flowing down (residual grad + the branch
+  // grad being formed): 2 tensors of h in the residual dtype.
+  double b = 2.0 * dt.residual * st.hidden;
+  const int64_t a = st.heads;
+  const int64_t d = st.head_dim;
+  if (req.train.attention == AttentionImpl::kEager) {
+    // grad of the probabilities and of the scores (fp32 softmax backward).
+    b += 8.0 * a * static_cast<double>(req.train.seq_len);
+  } else {
+    // FA2 mha_bwd: dq_accum fp32 (b, s, a, d) and dq, dk, dv in the compute
+    // dtype; GQA expands dk/dv to all heads before summing
+    // (csrc/flash_attn/flash_api.cpp).
+    b += 4.0 * a * d + 2.0 * 3.0 * a * d;
+  }
+  // The widest MLP gradient: d(act) and d(up) of the intermediate width.
+  const int64_t inter = std::max(st.intermediate, st.expert_intermediate * std::max<int64_t>(st.experts_per_token, 1));
+  b += 2.0 * dt.compute * inter;
+  return b;
+}
+
+}  // namespace vram::train

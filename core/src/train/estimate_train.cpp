@@ -1,0 +1,482 @@
+// One training step on one GPU, phase by phase (DESIGN.md §3 "Phases, not a sum";
+// research/memory-internals.md §3.2 and §9.1).
+#include "train/estimate_train.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "train/memory_plan.h"
+#include "vram/optimizers.h"
+
+namespace vram::train {
+
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t to_bytes(double x) { return static_cast<int64_t>(std::ceil(x)); }
+
+std::string fmt_int(int64_t v) {
+  std::string s = std::to_string(v);
+  for (int i = static_cast<int>(s.size()) - 3; i > (v < 0 ? 1 : 0); i -= 3) s.insert(static_cast<size_t>(i), ",");
+  return s;
+}
+
+// Bytes of one 4-bit tensor of `numel` values (bitsandbytes functional.py
+// quantize_4bit): packed codes numel/2, plus one fp32 absmax per block; with
+// double quantisation the absmax are 8-bit with one fp32 scale per 256 blocks
+// (QLoRA paper §3: 4.127 bits per parameter at blocksize 64).
+int64_t nf4_bytes(int64_t numel, const QuantOptions& q) {
+  const int64_t blocks = ceil_div(numel, q.blocksize);
+  const int64_t packed = ceil_div(numel, 2);
+  if (!q.double_quant) return packed + 4 * blocks;
+  return packed + blocks + 4 * ceil_div(blocks, 256);
+}
+
+// State bytes for `numel` values of one tensor (rows x cols when 2-D).
+int64_t state_bytes(const OptimizerInfo& o, int64_t state_elem, int64_t numel, int64_t rows, int64_t cols) {
+  if (o.factored) {
+    // transformers Adafactor: 2-D tensors keep exp_avg_sq_row (rows) and
+    // exp_avg_sq_col (cols) in fp32; 1-D tensors a full exp_avg_sq.
+    return rows > 1 && cols > 1 ? 4 * (rows + cols) : 4 * numel;
+  }
+  if (o.states == 0) return 0;
+  if (o.state_dtype == StateDtype::kBlock8) {
+    // bitsandbytes optimizer.py: tensors under min_8bit_size = 4096 values keep
+    // fp32 states; others uint8 + fp32 absmax per 256-value block.
+    if (numel < 4096) return int64_t{4} * o.states * numel;
+    return o.states * (numel + 4 * ceil_div(numel, 256));
+  }
+  const int64_t elem = o.state_dtype == StateDtype::kFp32 ? 4 : state_elem;
+  return elem * o.states * numel;
+}
+
+struct Sizes {
+  // Model state
+  int64_t weights = 0;
+  int64_t weights_quantized = 0;
+  int64_t lora_weights = 0;
+  int64_t autocast_cache = 0;
+  int64_t master = 0;
+  int64_t grads = 0;
+  int64_t states = 0;
+  int64_t opt_temp = 0;
+  int64_t largest_trainable_tensor = 0;
+  // Gradients by position in backward
+  int64_t grads_head = 0;     // lm_head + final norm (first to appear)
+  int64_t grads_layer = 0;    // one text layer (average over layers)
+  int64_t grads_embed = 0;    // input embeddings (last)
+  int64_t grads_other = 0;    // vision tower, projector
+  int64_t qlora_dequant = 0;  // one dequantised 4-bit weight during backward
+};
+
+Sizes model_state(const Request& req, const TrainablePlan& plan, const Dtypes& dt, const OptimizerInfo& opt) {
+  const ModelSpec& m = req.model;
+  const TrainOptions& t = req.train;
+  Sizes s;
+  const int64_t L = std::max<int64_t>(m.text.layers, 1);
+  const int64_t lora_elem = (t.lora.adapter_fp32 || dt.weight == 4) ? 4 : dt.weight;
+  const int64_t frozen_hp_elem = (t.method == Method::kQlora && t.quant.prepare_kbit) ? 4 : dt.weight;
+  int64_t decay_group = 0;  // weights with decay: HF Trainer's first param group
+  for (size_t i = 0; i < m.groups.size(); ++i) {
+    const ParamGroup& g = m.groups[i];
+    const GroupPlan& gp = plan.groups[i];
+    if (gp.quantized) {
+      s.weights_quantized += nf4_bytes(g.in_features * g.out_features, t.quant) * g.instances;
+      if (g.bias) s.weights += frozen_hp_elem * g.out_features * g.instances;
+      // MatMul4Bit backward: grad_A = grad_out @ dequantize_4bit(B).to(dtype)
+      s.qlora_dequant = std::max(s.qlora_dequant, 2 * g.in_features * g.out_features);
+    } else {
+      s.weights += (gp.trainable ? dt.weight : frozen_hp_elem) * g.total();
+    }
+    // autocast caches a bf16 copy of every fp32 Linear weight it multiplies.
+    if (dt.autocast && g.kind == ModuleKind::kLinear && !gp.quantized)
+      s.autocast_cache += dt.autocast_cache * g.total();
+    const int64_t tn = g.numel * gp.trainable_instances;
+    if (gp.trainable && tn > 0) {
+      const int64_t rows = g.kind == ModuleKind::kLinear ? g.out_features : g.in_features;
+      const int64_t cols = g.kind == ModuleKind::kLinear ? g.in_features : g.out_features;
+      s.grads += dt.grad * tn;
+      s.master += dt.master * tn;
+      s.states += state_bytes(opt, dt.state, g.numel, rows, cols) * gp.trainable_instances;
+      s.largest_trainable_tensor = std::max(s.largest_trainable_tensor, g.numel);
+      if (g.kind != ModuleKind::kNorm) decay_group += tn;
+      if (g.stack != "text") {
+        s.grads_other += dt.grad * tn;
+      } else if (g.kind == ModuleKind::kEmbedding) {
+        s.grads_embed += dt.grad * tn;
+      } else if (g.instances % L == 0 && g.instances >= L) {
+        s.grads_layer += dt.grad * tn / L;
+      } else {
+        s.grads_head += dt.grad * tn;
+      }
+    }
+    if (gp.lora) {
+      s.lora_weights += lora_elem * gp.lora_params;
+      s.grads += lora_elem * gp.lora_params;
+      const int64_t per = gp.lora_params / g.instances;
+      // lora_A [r, in], lora_B [out, r]: both 2-D
+      s.states += state_bytes(opt, lora_elem, t.lora.rank * g.in_features, t.lora.rank, g.in_features) * g.instances +
+                  state_bytes(opt, lora_elem, t.lora.rank * g.out_features, g.out_features, t.lora.rank) * g.instances;
+      s.largest_trainable_tensor = std::max(s.largest_trainable_tensor, per);
+      decay_group += gp.lora_params;
+      if (g.stack == "text" && g.instances % L == 0) {
+        s.grads_layer += lora_elem * gp.lora_params / L;
+      } else {
+        s.grads_other += lora_elem * gp.lora_params;
+      }
+    }
+  }
+  // Step temporaries.
+  const int64_t state_elem =
+      plan.lora_params > 0 && plan.base_trainable == 0 ? lora_elem : std::max(dt.state, dt.master);
+  if (opt.kernel == StepKernel::kForeach) {
+    s.opt_temp = int64_t{opt.foreach_temporaries} * state_elem * decay_group;
+  } else if (opt.kernel == StepKernel::kForLoop) {
+    // Adafactor (transformers optimization.py) makes an fp32 copy of the grad,
+    // grad**2 + eps and the approximated update: 3 fp32 tensors of the largest
+    // parameter; other for-loop optimizers one state-sized tensor.
+    s.opt_temp = (opt.factored ? 3 * 4 : state_elem) * s.largest_trainable_tensor;
+  }
+  if (t.optimizer_in_backward)
+    s.opt_temp = std::max<int64_t>(s.opt_temp > 0 ? state_elem * s.largest_trainable_tensor : 0, 0);
+  return s;
+}
+
+}  // namespace
+
+Result<Estimate> estimate_train(const Request& req) {
+  try {
+    const ModelSpec& m = req.model;
+    const TrainOptions& t = req.train;
+    const OptimizerInfo& opt = *find_optimizer(t.optimizer);
+    const Dtypes dt = dtypes_for(req);
+    const TrainablePlan plan = plan_trainable(req);
+    Estimate e;
+    const int64_t b = t.micro_batch;
+    const int64_t s = t.seq_len;
+    const int64_t N = b * s;
+    e.tokens_per_micro_batch = N;
+    e.params_trainable = plan.base_trainable + plan.lora_params;
+    const LayerStack& st = m.text;
+    const int64_t L = st.layers;
+    const int64_t V = m.vocab;
+    const int64_t h = st.hidden;
+
+    // ---- model state -------------------------------------------------------
+    const Sizes sz = model_state(req, plan, dt, opt);
+
+    // ---- activations -------------------------------------------------------
+    const int64_t dense_layers = L - st.moe_layers;
+    const bool any_layer_grad = plan.first_grad_layer < L;
+    const int64_t grad_layers = L - plan.first_grad_layer;
+    auto per_layer = [&](bool moe, bool trains) { return layer_activations(req, st, plan, dt, s, moe, trains); };
+    // Which layers train their base weights (freeze by layer index trains
+    // only some; every other method trains all or none).
+    const LayerActivations dense_act = per_layer(false, true);
+    const LayerActivations moe_act = st.moe_layers > 0 ? per_layer(true, true) : LayerActivations{};
+    const double dense_tok =
+        t.checkpointing == Checkpointing::kSelective ? dense_act.per_token_without_scores() : dense_act.per_token();
+    const double moe_tok =
+        t.checkpointing == Checkpointing::kSelective ? moe_act.per_token_without_scores() : moe_act.per_token();
+    // Saved layers: those at or above first_grad_layer. MoE layers sit above
+    // the dense ones (DeepSeek first_k_dense_replace).
+    const int64_t saved_moe = std::min(st.moe_layers, grad_layers);
+    const int64_t saved_dense = std::max<int64_t>(grad_layers - saved_moe, 0);
+    const double ckpt_factor = req.calibration.checkpointing.value_or(1.0);
+    int64_t act_layers = 0;     // saved by all layers
+    int64_t act_one_layer = 0;  // the largest single layer (recomputed under checkpointing)
+    int64_t act_layer_dense = to_bytes(dense_tok * N);
+    int64_t act_layer_moe = to_bytes(moe_tok * N);
+    std::string act_formula;
+    if (t.checkpointing == Checkpointing::kFull) {
+      // HF gradient checkpointing saves each decoder layer's input
+      // (Korthikanti et al. 2022: 2sbh per layer) and re-runs one layer at a
+      // time in backward.
+      const int64_t per = to_bytes(static_cast<double>(dt.residual) * h * N * ckpt_factor);
+      act_layers = per * grad_layers;
+      act_one_layer = std::max(act_layer_dense, saved_moe > 0 ? act_layer_moe : 0);
+      act_formula = fmt_int(grad_layers) + " layers x " + fmt_int(N) + " tokens x " + std::to_string(dt.residual) +
+                    " B x h " + fmt_int(h) + " (checkpointed layer inputs)";
+      act_layer_dense = per;
+      act_layer_moe = per;
+    } else {
+      act_layers = act_layer_dense * saved_dense + act_layer_moe * saved_moe;
+      act_formula =
+          fmt_int(N) + " tokens x (" + fmt_int(saved_dense) + " layers x " + fmt_int(to_bytes(dense_tok)) + " B" +
+          (saved_moe > 0 ? " + " + fmt_int(saved_moe) + " MoE layers x " + fmt_int(to_bytes(moe_tok)) + " B" : "") +
+          ") per token";
+    }
+    // Final norm and lm_head input (the loss region is never checkpointed).
+    double head_tok = 0;
+    {
+      const bool head_trains =
+          std::any_of(m.groups.begin(), m.groups.end(),
+                      [&](const ParamGroup& g) {
+                        const size_t i = static_cast<size_t>(&g - m.groups.data());
+                        return g.component == std::string(comp::kLmHead) && plan.groups[i].trainable;
+                      }) ||
+          (m.tie_word_embeddings && t.method == Method::kFull);
+      if (any_layer_grad || head_trains) head_tok += 4.0 * h + 4.0;  // final RMSNorm fp32 input
+      if (head_trains) head_tok += (dt.autocast ? 2.0 : dt.compute) * h;
+    }
+    const int64_t act_head = to_bytes(head_tok * N);
+    // Vision tower tokens (VLMs): images_per_sample x encoder tokens.
+    int64_t act_vision = 0;
+    if (const LayerStack* vs = m.stack("vision"); vs != nullptr && t.images_per_sample > 0 && plan.vision_needs_grad) {
+      const int64_t nv = b * t.images_per_sample * std::max<int64_t>(m.vision.encoder_tokens_per_image, 1);
+      const LayerActivations va = layer_activations(req, *vs, plan, dt, m.vision.encoder_tokens_per_image, false, true);
+      act_vision = to_bytes(va.per_token() * static_cast<double>(nv)) * vs->layers;
+    }
+    const int64_t activations = act_layers + act_head + act_vision;
+
+    // ---- loss --------------------------------------------------------------
+    // transformers loss_utils.py ForCausalLMLoss: logits (compute dtype),
+    // logits.float() (4 B, freed after log_softmax), log_softmax output (4 B,
+    // saved). Backward: nll grad (4 B) + log_softmax grad (4 B) while the saved
+    // output is alive = 12 N V (research §3.1).
+    const bool lm_loss = st.causal;
+    const double logit_factor = req.calibration.logits.value_or(1.0);
+    int64_t loss_fwd = 0;
+    int64_t loss_bwd = 0;
+    std::string loss_formula;
+    const int64_t logits_elem = dt.autocast ? 2 : dt.compute;
+    if (lm_loss && t.fused_loss) {
+      // Liger fused_linear_cross_entropy: chunk_size = next_pow2(ceil(N / ceil(V/h)));
+      // one chunk of logits in the input dtype plus grad_input (N x h) and,
+      // when lm_head trains, grad_weight (V x h) allocated in forward.
+      const int64_t inc = ceil_div(V, h);
+      int64_t chunk = 1;
+      while (chunk < ceil_div(N, inc)) chunk *= 2;
+      const bool head_trains = sz.grads_head > 0 || (m.tie_word_embeddings && sz.grads_embed > 0);
+      loss_fwd =
+          to_bytes((static_cast<double>(chunk) * V * (logits_elem + 4) + static_cast<double>(N) * h * logits_elem +
+                    (head_trains ? static_cast<double>(V) * h * dt.grad : 0.0)) *
+                   logit_factor);
+      loss_bwd = loss_fwd;
+      loss_formula = "fused linear cross-entropy: chunk " + fmt_int(chunk) + " x V " + fmt_int(V) +
+                     " logits + grad_input N x h" + (head_trains ? " + grad_weight V x h" : "");
+    } else if (lm_loss) {
+      const int64_t upcast = logits_elem == 4 ? 0 : 4;
+      loss_fwd = to_bytes(static_cast<double>(N) * V * (logits_elem + upcast + 4) * logit_factor);
+      loss_bwd = to_bytes(static_cast<double>(N) * V * 12.0 * logit_factor);
+      loss_formula = "N " + fmt_int(N) + " x V " + fmt_int(V) + " x (" + std::to_string(logits_elem) + " logits + " +
+                     std::to_string(upcast) + " fp32 copy + 4 log_softmax) in forward; x 12 B in backward";
+    } else {
+      // Encoder-only models carry a small task head (classification), not a
+      // vocabulary-sized loss.
+      loss_formula = "classification head: negligible";
+    }
+
+    // ---- outside the tensors ----------------------------------------------
+    const GpuInfo* gpu = req.gpu.name.empty() ? nullptr : find_gpu(req.gpu.name);
+    const int sm = gpu != nullptr ? gpu->sm : 80;
+    // PyTorch CublasHandlePool.cpp: default workspace ":4096:2:16:8" = 8 MiB +
+    // 128 KiB per (handle, stream), 32 MiB on sm90; cuBLASLt 1 MiB each. One
+    // handle for the forward thread and one for autograd's backward thread.
+    const int64_t ws_each = sm == 90 ? (int64_t{32} << 20) : (int64_t{4096} * 2 + 16 * 8) * 1024;
+    const int64_t cublas = req.overheads.cublas_workspace_bytes.value_or(2 * ws_each + 2 * (int64_t{1} << 20));
+    // CUDA context with lazy module loading (default since CUDA 12.2 and set
+    // by PyTorch since 1.13): ~300 MB bare (pytorch PR #86509: 287,047,680 B;
+    // ptrblck in pytorch#109888: "around 400MB"), growing as cuBLAS, FlashAttention
+    // and Triton kernels load. 512 MiB is the working prior of research §2.1;
+    // the probe measures the real value (vram-probe overheads).
+    const int64_t context = req.overheads.cuda_context_bytes.value_or(int64_t{512} << 20);
+    const double frag = req.overheads.fragmentation.value_or(kDefaultFragmentation);
+
+    // ---- phases ------------------------------------------------------------
+    const bool accum = t.grad_accum > 1;
+    const int64_t W = sz.weights + sz.weights_quantized + sz.lora_weights;
+    const int64_t S = sz.states + sz.master;
+    const bool paged = opt.paged;
+    const int64_t S_out = paged ? sz.states : 0;
+    const int64_t G_acc = accum ? sz.grads : 0;
+
+    struct PhaseDraft {
+      const char* key;
+      const char* label;
+      std::map<std::string, int64_t> parts;
+    };
+    std::vector<PhaseDraft> drafts;
+    auto common = [&](std::map<std::string, int64_t> extra) {
+      std::map<std::string, int64_t> p = {{"weights", W}, {"optimizer_states", S}, {"cublas_workspace", cublas}};
+      if (sz.autocast_cache > 0) p["autocast_weight_cache"] = sz.autocast_cache;
+      for (auto& [k, v] : extra) p[k] += v;
+      return p;
+    };
+    drafts.push_back({"forward", "end of forward", common({{"gradients", G_acc}, {"activations", activations}})});
+    drafts.push_back({"loss", "loss (cross-entropy forward)",
+                      common({{"gradients", G_acc}, {"activations", activations}, {"loss_buffers", loss_fwd}})});
+    drafts.push_back({"backward_start", "start of backward (loss backward)",
+                      common({{"gradients", G_acc}, {"activations", activations}, {"loss_buffers", loss_bwd}})});
+    // Backward sweep from the top layer down: layer i's saved tensors are
+    // freed and its gradients appear; one layer's backward temporaries (and,
+    // with checkpointing, its recomputed activations) are live meanwhile.
+    {
+      const int64_t trans_layer = to_bytes(layer_backward_transient(req, st, dt) * N) + sz.qlora_dequant;
+      int64_t best = -1;
+      std::map<std::string, int64_t> best_parts;
+      int64_t a_rem = activations - act_head;
+      int64_t g_now = accum ? sz.grads : sz.grads_head;
+      const int64_t dx = static_cast<int64_t>(dt.residual) * N * h;
+      for (int64_t i = L - 1; i >= plan.first_grad_layer; --i) {
+        const bool moe = i >= L - st.moe_layers;  // MoE layers on top
+        const int64_t layer_saved = moe ? act_layer_moe : act_layer_dense;
+        const int64_t recompute = t.checkpointing == Checkpointing::kFull ? act_one_layer : 0;
+        const int64_t live = a_rem + g_now + trans_layer + recompute + dx;
+        if (live > best) {
+          best = live;
+          best_parts =
+              common({{"gradients", g_now}, {"activations", a_rem}, {"layer_backward", trans_layer + recompute + dx}});
+        }
+        a_rem -= layer_saved;
+        if (!accum) g_now += sz.grads_layer;
+      }
+      // Embedding gradient at the end (dense V x h grad; tied weights add it
+      // into lm_head's grad through a temporary of the same size).
+      const int64_t g_end = sz.grads;
+      const int64_t tied_tmp = m.tie_word_embeddings && sz.grads_embed > 0 ? sz.grads_embed : 0;
+      const int64_t end_live = act_vision + g_end + tied_tmp;
+      if (end_live > best) {
+        best = end_live;
+        best_parts = common({{"gradients", g_end}, {"activations", act_vision}, {"layer_backward", tied_tmp}});
+      }
+      if (best >= 0) drafts.push_back({"backward", "during backward (peak of the layer sweep)", best_parts});
+    }
+    {
+      std::map<std::string, int64_t> p = {{"weights", W},
+                                          {"optimizer_states", S},
+                                          {"gradients", t.optimizer_in_backward ? 0 : sz.grads},
+                                          {"optimizer_temporaries", sz.opt_temp},
+                                          {"cublas_workspace", cublas}};
+      drafts.push_back({"optimizer_step", "optimizer step", p});
+    }
+
+    // ---- assemble ----------------------------------------------------------
+    int64_t max_alloc = 0;
+    for (const auto& d : drafts) {
+      Phase ph;
+      ph.key = d.key;
+      ph.label = d.label;
+      ph.parts = d.parts;
+      ph.parts["misc"] = req.overheads.misc_bytes;
+      int64_t alloc = 0;
+      for (const auto& [k, v] : ph.parts) alloc += v;
+      if (paged) alloc -= S_out;
+      ph.allocated_bytes = alloc;
+      ph.reserved_bytes = alloc + to_bytes(frag * static_cast<double>(alloc));
+      ph.parts["allocator"] = ph.reserved_bytes - alloc;
+      ph.parts["cuda_context"] = context;
+      ph.device_bytes = ph.reserved_bytes + context + S_out;
+      if (ph.device_bytes > e.peak_bytes) {
+        e.peak_bytes = ph.device_bytes;
+        e.peak_phase = ph.key;
+      }
+      max_alloc = std::max(max_alloc, alloc);
+      e.peak_reserved_bytes = std::max(e.peak_reserved_bytes, ph.reserved_bytes);
+      e.phases.push_back(ph);
+    }
+    e.peak_allocated_bytes = max_alloc;
+
+    // ---- components (largest size over the step) ---------------------------
+    auto peak_of = [&](const std::string& key) {
+      int64_t mx = 0;
+      for (const auto& ph : e.phases) {
+        auto it = ph.parts.find(key);
+        if (it != ph.parts.end()) mx = std::max(mx, it->second);
+      }
+      return mx;
+    };
+    const int64_t P = m.params_total();
+    std::string w_formula = fmt_int(P) + " params";
+    if (sz.weights_quantized > 0) {
+      w_formula += ": 4-bit linears " + fmt_int(sz.weights_quantized) + " B (NF4" +
+                   (t.quant.double_quant ? " + double-quantised absmax" : " + fp32 absmax") + "), the rest " +
+                   fmt_int(sz.weights) + " B";
+    } else {
+      w_formula += " x " + std::to_string(dt.weight) + " B";
+    }
+    if (sz.lora_weights > 0)
+      w_formula += "; LoRA adapters " + fmt_int(plan.lora_params) + " x " +
+                   std::to_string(sz.lora_weights / std::max<int64_t>(plan.lora_params, 1)) + " B";
+    e.components.push_back({"weights", "Weights", W, w_formula, Pool::kAllocated});
+    if (sz.autocast_cache > 0) {
+      e.components.push_back({"autocast_weight_cache", "Autocast bf16 weight copies", sz.autocast_cache,
+                              "linear weights x 2 B, cached during forward/backward (autocast_mode.cpp cached_cast)",
+                              Pool::kAllocated});
+    }
+    if (sz.master > 0) {
+      e.components.push_back({"master_weights", "fp32 master weights", sz.master,
+                              fmt_int(plan.base_trainable) + " trainable x 4 B", Pool::kAllocated});
+    }
+    e.components.push_back({"gradients", "Gradients", sz.grads,
+                            fmt_int(e.params_trainable) + " trainable params" +
+                                (plan.base_trainable > 0 ? " x " + std::to_string(dt.grad) + " B" : " x adapter dtype"),
+                            Pool::kAllocated});
+    e.components.push_back({"optimizer_states", std::string("Optimizer states (") + opt.label + ")", sz.states,
+                            std::to_string(opt.states) + " state(s) per trainable param; " + opt.source,
+                            paged ? Pool::kOutside : Pool::kAllocated});
+    e.components.push_back({"optimizer_temporaries", "Optimizer step temporaries", sz.opt_temp,
+                            opt.kernel == StepKernel::kForeach ? "foreach: one state-sized temporary per param group"
+                            : opt.kernel == StepKernel::kFused ? "fused kernel: none"
+                                                               : "per-tensor loop: the largest tensor",
+                            Pool::kAllocated});
+    e.components.push_back({"activations", "Saved activations", peak_of("activations"), act_formula, Pool::kAllocated});
+    e.components.push_back({"layer_backward", "Backward temporaries (one layer)", peak_of("layer_backward"),
+                            "hidden-state grads, attention backward workspace" +
+                                std::string(t.checkpointing == Checkpointing::kFull ? ", one recomputed layer" : ""),
+                            Pool::kAllocated});
+    e.components.push_back(
+        {"loss_buffers", "Logits and loss buffers", peak_of("loss_buffers"), loss_formula, Pool::kAllocated});
+    e.components.push_back({"cublas_workspace", "cuBLAS/cuBLASLt workspaces", cublas,
+                            "2 x " + fmt_int(ws_each) + " B + 2 x 1 MiB (CublasHandlePool.cpp)", Pool::kAllocated});
+    if (req.overheads.misc_bytes > 0) {
+      e.components.push_back(
+          {"misc", "User cushion", req.overheads.misc_bytes, "overheads.misc_bytes", Pool::kAllocated});
+    }
+    e.components.push_back({"allocator", "Allocator fragmentation", peak_of("allocator"),
+                            "fragmentation " + std::to_string(frag).substr(0, 4) + " x allocated", Pool::kOutside});
+    e.components.push_back({"cuda_context", "CUDA context", context,
+                            req.overheads.cuda_context_bytes ? "overheads.cuda_context_bytes"
+                                                             : "512 MiB lazy-loading prior (research §2.1)",
+                            Pool::kOutside});
+
+    // ---- assumptions and warnings -----------------------------------------
+    e.assumptions.push_back(
+        std::string("precision ") + to_string(req.train.method == Method::kQlora ? Precision::kBf16 : t.precision) +
+        (t.precision_given ? "" : " (default: transformers v5 loads the checkpoint dtype, dtype=\"auto\")"));
+    e.assumptions.push_back(std::string("optimizer ") + opt.name +
+                            (t.optimizer_given ? "" : " (default: HF Trainer optim in current transformers)"));
+    e.assumptions.push_back(std::string("attention ") + to_string(t.attention) +
+                            (t.attention_given ? "" : " (default: transformers attn_implementation)"));
+    e.assumptions.push_back("steady-state step (step >= 2): optimizer states exist during forward and backward");
+    if (!plan.lora_targets.empty()) {
+      std::string tg;
+      for (const auto& x : plan.lora_targets) tg += (tg.empty() ? "" : ", ") + x;
+      e.assumptions.push_back("LoRA targets: " + tg + " (rank " + std::to_string(t.lora.rank) + ")");
+    }
+    if (m.stack("vision") != nullptr) {
+      e.assumptions.push_back("train.seq_len counts the image tokens the language model sees");
+    }
+    if (!st.causal) e.assumptions.push_back("encoder model: classification head, no vocabulary-sized loss");
+    if (paged) {
+      e.warnings.push_back(
+          "paged optimizer: states live in CUDA managed memory and are evicted to host RAM under "
+          "pressure; counted as GPU-resident here");
+    }
+    if (t.attention == AttentionImpl::kEager && s >= 4096) {
+      e.warnings.push_back("eager attention keeps a s^2 score matrix per layer; sdpa or flash_attention_2 avoids it");
+    }
+    if (!m.exact) {
+      for (const auto& r : m.inexact) e.warnings.push_back("approximate model: " + r);
+    }
+    if (t.method == Method::kQlora && t.optimizer_given == false) {
+      e.assumptions.push_back("QLoRA base weights NF4, compute dtype bf16");
+    }
+    return e;
+  } catch (const Failure& f) {
+    return f.error();
+  }
+}
+
+}  // namespace vram::train

@@ -1,0 +1,76 @@
+// Private: the pieces a training estimate is assembled from.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "vram/model.h"
+#include "vram/optimizers.h"
+#include "vram/request.h"
+
+namespace vram::train {
+
+// Element sizes of one precision recipe (research/memory-internals.md §3.4).
+struct Dtypes {
+  int64_t weight = 2;          // base weights as stored on the GPU
+  int64_t grad = 2;            // .grad of a trainable base weight
+  int64_t state = 2;           // torch optimizer state element (zeros_like(param) or master)
+  int64_t master = 0;          // fp32 master copy per trainable param (mixed_bf16)
+  int64_t compute = 2;         // matmul outputs / saved activations
+  int64_t residual = 2;        // residual stream between layers
+  bool autocast = false;       // torch.autocast active: per-op casts of fp32 inputs
+  int64_t autocast_cache = 0;  // cached low-precision weight copies per Linear param
+};
+
+Dtypes dtypes_for(const Request& req);
+
+// Which parameters train. One entry per ParamGroup of the model, same order.
+struct GroupPlan {
+  bool trainable = false;           // base weight trains (full / freeze)
+  int64_t trainable_instances = 0;  // instances of the group that train
+  bool quantized = false;           // QLoRA 4-bit Linear
+  bool lora = false;                // LoRA adapter attached
+  int64_t lora_params = 0;          // adapter parameters, all instances
+};
+
+struct TrainablePlan {
+  std::vector<GroupPlan> groups;
+  int64_t base_trainable = 0;  // trainable base parameters
+  int64_t lora_params = 0;     // adapter parameters
+  // Lowest text layer that holds a trainable parameter (activations below it
+  // are not saved for backward); 0 when embeddings train or inputs need grad.
+  int64_t first_grad_layer = 0;
+  bool any_text_trainable = false;
+  bool vision_needs_grad = false;
+  std::vector<std::string> lora_targets;  // resolved target names
+};
+
+// Resolves method, LoRA targets and frozen modules. Throws Failure naming the
+// request field on a target that matches nothing.
+TrainablePlan plan_trainable(const Request& req);
+
+// One saved tensor class of a layer: bytes per token, and whether it belongs to
+// the attention score path (dropped by selective recomputation).
+struct SavedItem {
+  std::string name;
+  double bytes_per_token = 0;
+  bool score_path = false;
+};
+
+struct LayerActivations {
+  std::vector<SavedItem> items;
+  double per_token() const;
+  double per_token_without_scores() const;
+};
+
+// Saved tensors of one transformer layer of `stack` for training, bytes per
+// token (sequence length `seq` for the s-dependent eager terms).
+LayerActivations layer_activations(const Request& req, const LayerStack& stack, const TrainablePlan& plan,
+                                   const Dtypes& dt, int64_t seq, bool moe_layer, bool layer_trains);
+
+// Backward-time temporaries of one layer, bytes per token: the hidden-state
+// gradients and the attention kernel's workspaces.
+double layer_backward_transient(const Request& req, const LayerStack& stack, const Dtypes& dt);
+
+}  // namespace vram::train

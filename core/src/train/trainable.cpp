@@ -1,0 +1,191 @@
+// Which parameters train, and in which dtype (research/memory-internals.md §3.4, §6).
+#include <algorithm>
+#include <set>
+
+#include "train/memory_plan.h"
+#include "vram/status.h"
+
+namespace vram::train {
+
+Dtypes dtypes_for(const Request& req) {
+  Dtypes d;
+  const Precision p = req.train.method == Method::kQlora ? Precision::kBf16 : req.train.precision;
+  switch (p) {
+    case Precision::kFp32:
+      d = {4, 4, 4, 0, 4, 4, false, 0};
+      break;
+    case Precision::kBf16:
+    case Precision::kFp16:
+      // Pure low precision: torch optimizers create zeros_like(param) states,
+      // so states are bf16 too (torch/optim/adam.py _init_group).
+      d = {2, 2, 2, 0, 2, 2, false, 0};
+      break;
+    case Precision::kAmpBf16:
+    case Precision::kAmpFp16:
+      // fp32 weights + autocast: grads and states fp32; autocast caches one
+      // low-precision copy of every fp32 leaf weight it casts, until the
+      // outermost autocast region exits (aten/src/ATen/autocast_mode.cpp
+      // cached_cast). The residual stream stays fp32 (fp32 embeddings + adds).
+      d = {4, 4, 4, 0, 2, 4, true, 2};
+      break;
+    case Precision::kMixedBf16:
+      // bf16 model + fp32 master weights and states: 2 + 2 + 12 B/param
+      // (ZeRO paper, arXiv:1910.02054 §5, K = 12).
+      d = {2, 2, 4, 4, 2, 2, false, 0};
+      break;
+  }
+  if (req.train.method == Method::kQlora && req.train.quant.prepare_kbit) {
+    // peft prepare_model_for_kbit_training casts every non-4-bit parameter to
+    // fp32 (peft/utils/other.py), so embeddings, norms and lm_head are fp32 and
+    // the residual stream (fp32 embedding output + adds) is fp32.
+    d.residual = 4;
+  }
+  return d;
+}
+
+namespace {
+
+// peft utils/constants.py TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING.
+std::vector<std::string> default_lora_targets(const ModelSpec& m) {
+  static const std::vector<std::pair<std::string, std::vector<std::string>>> kDefaults = {
+      {"gpt2", {"c_attn"}},
+      {"gpt_bigcode", {"c_attn"}},
+      {"gpt_neox", {"query_key_value"}},
+      {"falcon", {"query_key_value"}},
+      {"bloom", {"query_key_value"}},
+      {"t5", {"q", "v"}},
+      {"bert", {"query", "value"}},
+      {"phi3", {"qkv_proj"}},
+      {"deepseek_v2", {"q_proj", "v_proj"}},
+  };
+  for (const auto& [type, targets] : kDefaults) {
+    if (m.model_type == type) return targets;
+  }
+  return {"q_proj", "v_proj"};  // llama, mistral, qwen2/3, gemma, opt, phi, mixtral, ...
+}
+
+bool is_layer_group(const ModelSpec& m, const ParamGroup& g) {
+  return g.stack == "text" && g.instances > 1 && g.instances % std::max<int64_t>(m.text.layers, 1) == 0;
+}
+
+}  // namespace
+
+TrainablePlan plan_trainable(const Request& req) {
+  const ModelSpec& m = req.model;
+  const TrainOptions& t = req.train;
+  TrainablePlan plan;
+  plan.groups.resize(m.groups.size());
+  std::set<std::string> linear_names;
+  for (const auto& g : m.groups) {
+    if (g.kind == ModuleKind::kLinear && g.component != std::string(comp::kLmHead)) linear_names.insert(g.module);
+  }
+
+  if (t.method == Method::kLora || t.method == Method::kQlora) {
+    if (t.lora.all_linear) {
+      plan.lora_targets.assign(linear_names.begin(), linear_names.end());
+    } else {
+      plan.lora_targets = t.lora.targets.empty() ? default_lora_targets(m) : t.lora.targets;
+      for (size_t i = 0; i < plan.lora_targets.size(); ++i) {
+        if (linear_names.count(plan.lora_targets[i]) == 0) {
+          std::string avail;
+          for (const auto& n : linear_names) avail += (avail.empty() ? "" : ", ") + n;
+          const std::string path =
+              t.lora.targets.empty() ? "train.lora.targets" : "train.lora.targets[" + std::to_string(i) + "]";
+          fail(errc::kUnknownValue, path,
+               path + " " + vram::quoted(plan.lora_targets[i]) + " matches no linear module of this " + m.model_type +
+                   " model; linear modules: " + avail);
+        }
+      }
+    }
+  }
+
+  // Freeze: "layers.N" selects every per-layer group of text layer N; other
+  // names select modules by leaf name in every layer.
+  std::set<int64_t> train_layers;
+  std::set<std::string> train_names;
+  for (size_t i = 0; i < t.trainable_modules.size(); ++i) {
+    const std::string& s = t.trainable_modules[i];
+    if (s.rfind("layers.", 0) == 0) {
+      const std::string num = s.substr(7);
+      const bool digits =
+          !num.empty() && std::all_of(num.begin(), num.end(), [](char c) { return c >= '0' && c <= '9'; });
+      const int64_t n = digits && num.size() < 9 ? std::stoll(num) : -1;
+      if (n < 0 || n >= m.text.layers) {
+        const std::string path = "train.trainable_modules[" + std::to_string(i) + "]";
+        fail(errc::kOutOfRange, path,
+             path + " " + vram::quoted(s) + " must name a layer from layers.0 to layers." +
+                 std::to_string(m.text.layers - 1));
+      }
+      train_layers.insert(n);
+    } else {
+      const bool known =
+          std::any_of(m.groups.begin(), m.groups.end(), [&](const ParamGroup& g) { return g.module == s; });
+      if (!known) {
+        const std::string path = "train.trainable_modules[" + std::to_string(i) + "]";
+        fail(errc::kUnknownValue, path, path + " " + vram::quoted(s) + " matches no module of this model");
+      }
+      train_names.insert(s);
+    }
+  }
+
+  plan.first_grad_layer = m.text.layers;
+  const std::set<std::string> targets(plan.lora_targets.begin(), plan.lora_targets.end());
+  for (size_t i = 0; i < m.groups.size(); ++i) {
+    const ParamGroup& g = m.groups[i];
+    GroupPlan& gp = plan.groups[i];
+    switch (t.method) {
+      case Method::kFull:
+        gp.trainable = true;
+        gp.trainable_instances = g.instances;
+        break;
+      case Method::kFreeze:
+        if (train_names.count(g.module) != 0) {
+          gp.trainable = true;
+          gp.trainable_instances = g.instances;
+        } else if (!train_layers.empty() && is_layer_group(m, g)) {
+          gp.trainable = true;
+          gp.trainable_instances = g.instances / m.text.layers * static_cast<int64_t>(train_layers.size());
+        }
+        break;
+      case Method::kLora:
+      case Method::kQlora:
+        break;
+    }
+    // QLoRA: bitsandbytes replaces every nn.Linear but the output layer
+    // (transformers get_keys_to_not_convert keeps lm_head in high precision).
+    gp.quantized =
+        t.method == Method::kQlora && g.kind == ModuleKind::kLinear && g.component != std::string(comp::kLmHead);
+    if ((t.method == Method::kLora || t.method == Method::kQlora) && g.kind == ModuleKind::kLinear &&
+        targets.count(g.module) != 0 && g.component != std::string(comp::kLmHead)) {
+      gp.lora = true;
+      // peft tuners/lora/layer.py: lora_A [r, in] + lora_B [out, r]; DoRA adds
+      // a magnitude vector of out_features.
+      gp.lora_params =
+          (t.lora.rank * (g.in_features + g.out_features) + (t.lora.use_dora ? g.out_features : 0)) * g.instances;
+      plan.lora_params += gp.lora_params;
+    }
+    if (gp.trainable) plan.base_trainable += g.numel * gp.trainable_instances;
+    const bool grad_here = gp.trainable || gp.lora;
+    if (grad_here && g.stack == "text") {
+      plan.any_text_trainable = true;
+      if (g.kind == ModuleKind::kEmbedding) {
+        plan.first_grad_layer = 0;
+      } else if (is_layer_group(m, g)) {
+        const int64_t first = (t.method == Method::kFreeze && train_names.count(g.module) == 0 && !train_layers.empty())
+                                  ? *train_layers.begin()
+                                  : 0;
+        plan.first_grad_layer = std::min(plan.first_grad_layer, first);
+      }
+    }
+    if (grad_here && g.stack != "text") plan.vision_needs_grad = true;
+  }
+  // HF + peft with gradient checkpointing call enable_input_require_grads, so
+  // the embedding output requires grad and every layer saves its input.
+  if (t.checkpointing != Checkpointing::kNone && t.method != Method::kFull) plan.first_grad_layer = 0;
+  if (plan.base_trainable == 0 && plan.lora_params == 0) {
+    fail(errc::kInconsistent, "train.method", "nothing would train: choose trainable modules or LoRA targets");
+  }
+  return plan;
+}
+
+}  // namespace vram::train

@@ -1,0 +1,366 @@
+// vram-probe params / estimate / version: the same core the page runs.
+//
+// Flags follow the seeds' CLI (seed 000 "CLI Reference", seed 001 examples):
+// each one writes one field of the request JSON, so `--request FILE` and flags
+// combine (flags win).
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "vram/api.h"
+
+namespace vram::cli {
+
+namespace {
+
+bool read_file(const std::string& path, std::string& out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  out = ss.str();
+  return true;
+}
+
+int print_error(const json& err, bool as_json) {
+  if (as_json) {
+    std::printf("%s\n", err.dump(2).c_str());
+  } else {
+    const auto& e = err["error"];
+    std::fprintf(stderr, "vram-probe: error [%s] %s%s\n", e.value("code", "").c_str(), e.value("message", "").c_str(),
+                 e.value("path", "").empty() ? "" : (" (at " + e.value("path", "") + ")").c_str());
+    std::printf("%s\n", err.dump(2).c_str());
+  }
+  return 1;
+}
+
+json usage_error(const std::string& path, const std::string& message) {
+  return error_json({errc::kBadJson, message, path});
+}
+
+std::string gib(int64_t bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%8.2f GiB", static_cast<double>(bytes) / 1073741824.0);
+  return buf;
+}
+
+std::string with_commas(int64_t v) {
+  std::string s = std::to_string(v);
+  for (int i = static_cast<int>(s.size()) - 3; i > (v < 0 ? 1 : 0); i -= 3) s.insert(static_cast<size_t>(i), ",");
+  return s;
+}
+
+bool truthy(const std::string& v, bool& ok) {
+  ok = true;
+  if (v == "true" || v == "1" || v == "yes" || v == "on") return true;
+  if (v == "false" || v == "0" || v == "no" || v == "off") return false;
+  ok = false;
+  return false;
+}
+
+// A flag's value as JSON: integers and numbers stay numbers.
+json scalar(const std::string& v) {
+  if (v.empty()) return v;
+  char* end = nullptr;
+  const long long i = std::strtoll(v.c_str(), &end, 10);
+  if (*end == '\0') return static_cast<int64_t>(i);
+  const double d = std::strtod(v.c_str(), &end);
+  if (*end == '\0' && std::isfinite(d)) return d;
+  return v;
+}
+
+void set_path(json& j, const std::string& dotted, json value) {
+  json* cur = &j;
+  size_t start = 0;
+  while (true) {
+    const size_t dot = dotted.find('.', start);
+    const std::string key = dotted.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (dot == std::string::npos) {
+      (*cur)[key] = std::move(value);
+      return;
+    }
+    if (!cur->contains(key) || !(*cur)[key].is_object()) (*cur)[key] = json::object();
+    cur = &(*cur)[key];
+    start = dot + 1;
+  }
+}
+
+void print_params_table(const json& m) {
+  std::printf("%s  (%s, family %s)\n", m.value("architecture", "").c_str(), m.value("model_type", "").c_str(),
+              m.value("family", "").c_str());
+  std::printf("  total parameters   %20s%s\n", with_commas(m["params_total"].get<int64_t>()).c_str(),
+              m["exact"].get<bool>() ? "  (exact)" : "  (APPROXIMATE)");
+  if (m["params_active"].get<int64_t>() != m["params_total"].get<int64_t>()) {
+    std::printf("  active per token   %20s\n", with_commas(m["params_active"].get<int64_t>()).c_str());
+  }
+  std::printf("\n  %-16s %20s\n", "component", "parameters");
+  for (const auto& row : m["breakdown"]) {
+    std::printf("  %-16s %20s\n", row["component"].get<std::string>().c_str(),
+                with_commas(row["params"].get<int64_t>()).c_str());
+  }
+  const auto& f = m["facts"];
+  std::printf(
+      "\n  layers %lld, hidden %lld, heads %lld (kv %lld, head_dim %lld), intermediate %lld, vocab %lld, %s, %s\n",
+      static_cast<long long>(f["layers"].get<int64_t>()), static_cast<long long>(f["hidden"].get<int64_t>()),
+      static_cast<long long>(f["heads"].get<int64_t>()), static_cast<long long>(f["kv_heads"].get<int64_t>()),
+      static_cast<long long>(f["head_dim"].get<int64_t>()), static_cast<long long>(f["intermediate"].get<int64_t>()),
+      static_cast<long long>(f["vocab"].get<int64_t>()), f["attention"].get<std::string>().c_str(),
+      f["tie_word_embeddings"].get<bool>() ? "tied embeddings" : "untied lm_head");
+  for (const auto& r : m["inexact"]) std::printf("  ! %s\n", r.get<std::string>().c_str());
+  for (const auto& n : m["notes"]) std::printf("  note: %s\n", n.get<std::string>().c_str());
+}
+
+void print_estimate_table(const json& r) {
+  const auto& m = r["model"];
+  std::printf("%s  %s, %s params (%s trainable)\n", r["task"].get<std::string>() == "train" ? "TRAIN" : "INFER",
+              m.value("architecture", m.value("model_type", "")).c_str(),
+              with_commas(m["params_total"].get<int64_t>()).c_str(),
+              with_commas(m["params_trainable"].get<int64_t>()).c_str());
+  std::printf("\nPeak per GPU: %s at phase '%s'  (allocated %s, reserved %s)\n",
+              gib(r["peak_bytes"].get<int64_t>()).c_str(), r["peak_phase"].get<std::string>().c_str(),
+              gib(r["peak_allocated_bytes"].get<int64_t>()).c_str(),
+              gib(r["peak_reserved_bytes"].get<int64_t>()).c_str());
+  std::printf("\n  %-34s %12s   %s\n", "component", "size", "how");
+  for (const auto& c : r["components"]) {
+    std::printf("  %-34s %12s   %s\n", c["label"].get<std::string>().c_str(), gib(c["bytes"].get<int64_t>()).c_str(),
+                c["formula"].get<std::string>().c_str());
+  }
+  std::printf("\n  %-44s %12s\n", "phase", "device view");
+  for (const auto& p : r["phases"]) {
+    const bool peak = p["key"] == r["peak_phase"];
+    std::printf("  %-44s %12s%s\n", p["label"].get<std::string>().c_str(), gib(p["bytes"].get<int64_t>()).c_str(),
+                peak ? "  <- peak" : "");
+  }
+  if (!r["fit"].is_null()) {
+    const auto& f = r["fit"];
+    std::printf("\nFit on %s: %s, %.1f%% of %s usable%s", f["gpu"].get<std::string>().c_str(),
+                f["fits"].get<bool>() ? "FITS" : "DOES NOT FIT", 100.0 * f["utilization"].get<double>(),
+                gib(f["capacity_bytes"].get<int64_t>()).c_str(),
+                f["headroom_ok"].get<bool>() ? " (within the 80% headroom rule)" : " (above the 80% headroom rule)");
+    if (f.contains("max_micro_batch")) {
+      std::printf("; largest micro-batch that fits: %lld", static_cast<long long>(f["max_micro_batch"].get<int64_t>()));
+    }
+    std::printf("\n");
+  }
+  std::printf("\nGPUs that fit:");
+  int n = 0;
+  for (const auto& g : r["gpus"]) {
+    if (g["fits"].get<bool>())
+      std::printf("%s %s (%.0f%%)", n++ ? "," : "", g["name"].get<std::string>().c_str(),
+                  100.0 * g["utilization"].get<double>());
+  }
+  std::printf("%s\n", n == 0 ? " none in the catalog" : "");
+  for (const auto& a : r["assumptions"]) std::printf("  assumed: %s\n", a.get<std::string>().c_str());
+  for (const auto& w : r["warnings"]) std::printf("  WARNING: %s\n", w.get<std::string>().c_str());
+}
+
+const char* kEstimateHelp = R"(usage: vram-probe estimate [--request FILE | --model-config FILE] [options] [--json]
+
+Model:     --request FILE            a request JSON (docs/schema.md); flags below override it
+           --model-config FILE       an HF config.json (sets model.config)
+           --allow-generic           estimate unknown model types as a generic decoder (approximate)
+Task:      --task train|infer
+Training:  --method full|lora|qlora|freeze   --lora  --qlora (shortcuts)
+           --per-device-batch N  --seq-len N  --grad-accum N
+           --dtype fp32|bf16|fp16|amp_bf16|amp_fp16|mixed_bf16
+           --optimizer NAME (HF optim names: adamw_torch, adamw_torch_fused, adamw_bnb_8bit, paged_adamw_8bit,
+                             adafactor, sgd, sgd_momentum, lion_32bit, ...)
+           --grad-checkpoint true|false|selective  --flashattn true|false  --attention eager|sdpa|flash_attention_2
+           --fused-loss true|false  --liger true|false (fused loss + fused norms)
+           --lora-rank N  --lora-alpha X  --lora-dropout X  --lora-target-modules q_proj,v_proj|all-linear
+           --trainable-modules lm_head,layers.31  (method freeze)
+Inference: --batch N  --context-len N  --weights-dtype bf16|fp8|int8|int4|nf4  --kv-dtype bf16|fp8
+GPU:       --gpu NAME (e.g. "H100 80GB", A100-40GB, 4090)  --gpu-mem GIB
+Overheads: --cuda-context-gib X  --cublas-workspace-mib X  --fragmentation X  --misc-overhead-gib X
+Factors:   --attn-act-factor X  --mlp-act-factor X  --logits-factor X  --grad-ckpt-factor X (off by default)
+Output:    --json  the result object (same bytes as the page's WASM module)
+)";
+
+}  // namespace
+
+int run_params(const std::vector<std::string>& args) {
+  std::string file;
+  bool as_json = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--json") {
+      as_json = true;
+    } else if (args[i] == "--config" && i + 1 < args.size()) {
+      file = args[++i];
+    } else if (args[i] == "--help" || args[i] == "-h") {
+      std::printf("usage: vram-probe params --config FILE [--json]\n");
+      return 0;
+    } else {
+      return print_error(usage_error(args[i], "unknown argument '" + args[i] + "' (see --help)"), as_json) + 1;
+    }
+  }
+  if (file.empty()) return print_error(usage_error("--config", "--config FILE is required"), as_json) + 1;
+  std::string text;
+  if (!read_file(file, text)) return print_error(usage_error("--config", "cannot read " + file), as_json);
+  json parsed = json::parse(text, nullptr, false);
+  if (parsed.is_discarded()) {
+    return print_error(error_json({errc::kBadJson, file + " is not valid JSON", "config"}), as_json);
+  }
+  const json result = model_info(json{{"config", parsed}});
+  if (result.contains("error")) return print_error(result, as_json);
+  if (as_json) {
+    std::printf("%s\n", result.dump(2).c_str());
+  } else {
+    print_params_table(result);
+  }
+  return 0;
+}
+
+int run_estimate(const std::vector<std::string>& args) {
+  bool as_json = false;
+  for (const auto& a : args) as_json = as_json || a == "--json";
+  json req = json::object();
+  // flag -> request path (value flags) and boolean flags.
+  const std::map<std::string, std::string> value_flags = {
+      {"--task", "task"},
+      {"--method", "train.method"},
+      {"--per-device-batch", "train.micro_batch"},
+      {"--micro-batch", "train.micro_batch"},
+      {"--seq-len", "train.seq_len"},
+      {"--grad-accum", "train.grad_accum"},
+      {"--dtype", "train.precision"},
+      {"--precision", "train.precision"},
+      {"--optimizer", "train.optimizer"},
+      {"--attention", "train.attention"},
+      {"--lora-rank", "train.lora.rank"},
+      {"--lora-alpha", "train.lora.alpha"},
+      {"--lora-dropout", "train.lora.dropout"},
+      {"--images-per-sample", "train.images_per_sample"},
+      {"--batch", "infer.batch"},
+      {"--context-len", "infer.context_len"},
+      {"--weights-dtype", "infer.weights_dtype"},
+      {"--kv-dtype", "infer.kv_dtype"},
+      {"--gpu", "gpu.name"},
+      {"--gpu-mem", "gpu.memory_gib"},
+      {"--fragmentation", "overheads.fragmentation"},
+      {"--attn-act-factor", "calibration.attention"},
+      {"--mlp-act-factor", "calibration.mlp"},
+      {"--logits-factor", "calibration.logits"},
+      {"--grad-ckpt-factor", "calibration.checkpointing"},
+  };
+  const std::map<std::string, std::pair<std::string, double>> gib_flags = {
+      {"--cuda-context-gib", {"overheads.cuda_context_bytes", 1073741824.0}},
+      {"--misc-overhead-gib", {"overheads.misc_bytes", 1073741824.0}},
+      {"--cublas-workspace-mib", {"overheads.cublas_workspace_bytes", 1048576.0}},
+  };
+  std::vector<std::pair<std::string, json>> sets;
+  std::string request_file, config_file;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto need = [&](std::string& out) {
+      if (i + 1 >= args.size()) return false;
+      out = args[++i];
+      return true;
+    };
+    std::string v;
+    bool ok = true;
+    if (a == "--json") continue;
+    if (a == "--help" || a == "-h") {
+      std::printf("%s", kEstimateHelp);
+      return 0;
+    }
+    if (a == "--request") {
+      if (!need(request_file)) return print_error(usage_error(a, a + " needs a file"), as_json) + 1;
+    } else if (a == "--model-config") {
+      if (!need(config_file)) return print_error(usage_error(a, a + " needs a file"), as_json) + 1;
+    } else if (a == "--allow-generic") {
+      sets.emplace_back("model.allow_generic", true);
+    } else if (a == "--lora") {
+      sets.emplace_back("train.method", "lora");
+    } else if (a == "--qlora") {
+      sets.emplace_back("train.method", "qlora");
+    } else if (value_flags.count(a) != 0) {
+      if (!need(v)) return print_error(usage_error(a, a + " needs a value"), as_json) + 1;
+      json val = scalar(v);
+      if (a == "--gpu" || a == "--dtype" || a == "--optimizer" || a == "--method" || a == "--task") val = v;
+      sets.emplace_back(value_flags.at(a), val);
+    } else if (gib_flags.count(a) != 0) {
+      if (!need(v)) return print_error(usage_error(a, a + " needs a value"), as_json) + 1;
+      const json num = scalar(v);
+      if (!num.is_number()) return print_error(usage_error(a, a + " needs a number, got '" + v + "'"), as_json) + 1;
+      const auto& [path, unit] = gib_flags.at(a);
+      sets.emplace_back(path, static_cast<int64_t>(std::llround(num.get<double>() * unit)));
+    } else if (a == "--grad-checkpoint") {
+      if (!need(v)) return print_error(usage_error(a, a + " needs true, false or selective"), as_json) + 1;
+      const bool b = truthy(v, ok);
+      sets.emplace_back("train.grad_checkpointing", ok ? json(b) : json(v));
+    } else if (a == "--flashattn" || a == "--fused-loss" || a == "--liger") {
+      if (!need(v)) return print_error(usage_error(a, a + " needs true or false"), as_json) + 1;
+      const bool b = truthy(v, ok);
+      if (!ok) return print_error(usage_error(a, a + " needs true or false, got '" + v + "'"), as_json) + 1;
+      if (a == "--flashattn") sets.emplace_back("train.attention", b ? "flash_attention_2" : "eager");
+      if (a == "--fused-loss" || a == "--liger") sets.emplace_back("train.fused_loss", b);
+      if (a == "--liger") sets.emplace_back("train.fused_norm", b);
+    } else if (a == "--lora-target-modules" || a == "--trainable-modules") {
+      if (!need(v)) return print_error(usage_error(a, a + " needs a comma-separated list"), as_json) + 1;
+      json list = json::array();
+      std::stringstream ss(v);
+      std::string item;
+      while (std::getline(ss, item, ',')) {
+        if (!item.empty()) list.push_back(item);
+      }
+      if (a == "--lora-target-modules") {
+        sets.emplace_back("train.lora.targets", v == "all-linear" ? json("all-linear") : list);
+      } else {
+        sets.emplace_back("train.trainable_modules", list);
+      }
+    } else {
+      return print_error(usage_error(a, "unknown argument '" + a + "' (see --help)"), as_json) + 1;
+    }
+  }
+  if (!request_file.empty()) {
+    std::string text;
+    if (!read_file(request_file, text))
+      return print_error(usage_error("--request", "cannot read " + request_file), as_json);
+    req = json::parse(text, nullptr, false);
+    if (req.is_discarded())
+      return print_error(error_json({errc::kBadJson, request_file + " is not valid JSON", ""}), as_json);
+    if (!req.is_object())
+      return print_error(error_json({errc::kWrongType, "the request must be a JSON object", ""}), as_json);
+  }
+  if (!config_file.empty()) {
+    std::string text;
+    if (!read_file(config_file, text)) {
+      return print_error(usage_error("--model-config", "cannot read " + config_file), as_json);
+    }
+    json cfg = json::parse(text, nullptr, false);
+    if (cfg.is_discarded()) {
+      return print_error(error_json({errc::kBadJson, config_file + " is not valid JSON", "model.config"}), as_json);
+    }
+    set_path(req, "model.config", cfg);
+  }
+  for (auto& [path, val] : sets) set_path(req, path, val);
+  // Same code path and same bytes as the WASM module's estimate().
+  const std::string out = estimate_json(req.dump());
+  const json result = json::parse(out);
+  if (result.contains("error")) {
+    if (as_json) {
+      std::printf("%s\n", out.c_str());
+      return 1;
+    }
+    return print_error(result, false);
+  }
+  if (as_json) {
+    std::printf("%s\n", out.c_str());
+  } else {
+    print_estimate_table(result);
+  }
+  return 0;
+}
+
+int run_version(const std::vector<std::string>& /*args*/) {
+  std::printf("%s\n", version_json().c_str());
+  return 0;
+}
+
+}  // namespace vram::cli

@@ -1,0 +1,338 @@
+#include "cli_measure.h"
+
+#include <charconv>
+#include <chrono>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <utility>
+
+#include "commands.h"
+#include "measure/atomic_file.h"
+#include "measure/error_handling.h"
+#include "measure/nvml_source.h"
+#include "measure/overheads.h"
+#include "measure/report.h"
+#include "measure/report_writer.h"
+#include "measure/watch.h"
+#if defined(VRAM_PROBE_HAVE_CUDA)
+#include "measure/cuda_source.h"
+#endif
+
+namespace vram::probe {
+namespace {
+
+// The file `watch` writes when --out is not given.
+constexpr const char* kDefaultReportPath = "vram-probe-report.json";
+
+constexpr const char* kDeviceUsage =
+    "usage: vram-probe device [--json]\n"
+    "  Facts of every NVIDIA GPU: name, UUID, memory total/reserved/used/free,\n"
+    "  driver and CUDA versions, compute capability, MIG mode.\n";
+constexpr const char* kWatchUsage =
+    "usage: vram-probe watch [--interval-ms N] [--out FILE] [--device I] [--json] -- <command> [args...]\n"
+    "  Runs the command and samples its GPU memory and the device's every N ms\n"
+    "  (default 20). Writes the report to FILE (default vram-probe-report.json)\n"
+    "  once the command ends, even if it crashed or was interrupted; --json also\n"
+    "  prints it on stdout. Exits with the command's exit code.\n";
+constexpr const char* kOverheadsUsage =
+    "usage: vram-probe overheads [--json] [--device I]\n"
+    "  Measures the memory a CUDA context takes on GPU I (default 0) and prints\n"
+    "  it as overheads.cuda_context_bytes for the estimator's request.\n";
+
+int ExitCodeFor(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kNoGpu:
+      return kExitNoGpu;
+    case StatusCode::kInvalidArgument:
+      return kExitUsage;
+    case StatusCode::kExecFailed:
+      return kExitCannotRun;
+    default:
+      return kExitFailure;
+  }
+}
+
+// Prints the failure on stderr, and as the error object on stdout for --json.
+int Fail(const MeasureEnv& env, const Status& status, bool json) {
+  TextReportWriter().WriteError(status, *env.err);
+  if (json) JsonReportWriter().WriteError(status, *env.out);
+  return ExitCodeFor(status);
+}
+
+std::optional<unsigned> ParseUnsigned(const std::string& text) {
+  unsigned value = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end || text.empty()) return std::nullopt;
+  return value;
+}
+
+// Reads the value after a flag: "--device 1". Leaves `i` on the value.
+Status FlagValue(const std::vector<std::string>& args, std::size_t* i, std::string* value) {
+  if (*i + 1 >= args.size()) return Status(StatusCode::kInvalidArgument, args[*i] + " needs a value");
+  *value = args[++*i];
+  return Status::Ok();
+}
+
+Status UnsignedFlag(const std::vector<std::string>& args, std::size_t* i, unsigned* value) {
+  std::string text;
+  VRAM_RETURN_IF_ERROR(FlagValue(args, i, &text));
+  std::optional<unsigned> parsed = ParseUnsigned(text);
+  if (!parsed)
+    return Status(StatusCode::kInvalidArgument, args[*i - 1] + " wants a non-negative integer, got '" + text + "'");
+  *value = *parsed;
+  return Status::Ok();
+}
+
+// NVML first (it needs no context); CUDA only when `cuda_fallback` and NVML
+// is missing. Both failing with "no driver" is kNoGpu with both reasons.
+struct OpenedSource {
+  std::unique_ptr<MemorySource> source;
+  std::vector<Status> notes;  // why NVML was skipped, when CUDA stood in
+};
+
+Result<OpenedSource> OpenSource(const MeasureEnv& env, bool cuda_fallback) {
+  Result<std::unique_ptr<MemorySource>> nvml = env.open_nvml();
+  if (nvml.ok()) return OpenedSource{std::move(nvml.value()), {}};
+  if (!env.open_cuda) {
+    return Status(nvml.status().code(), nvml.status().message() + "; vram-probe was built without the CUDA runtime");
+  }
+  Result<std::unique_ptr<MemorySource>> cuda = env.open_cuda();
+  if (cuda.ok() && cuda_fallback) return OpenedSource{std::move(cuda.value()), {nvml.status()}};
+  if (cuda.ok()) return nvml.status();
+  const StatusCode code = nvml.status().code() == StatusCode::kNoGpu ? cuda.status().code() : nvml.status().code();
+  return Status(code, nvml.status().message() + "; " + cuda.status().message());
+}
+
+}  // namespace
+
+MeasureEnv DefaultMeasureEnv() {
+  MeasureEnv env;
+  env.open_nvml = []() -> Result<std::unique_ptr<MemorySource>> {
+    Result<std::unique_ptr<NvmlSource>> source = NvmlSource::Open();
+    if (!source.ok()) return source.status();
+    return std::unique_ptr<MemorySource>(std::move(source.value()));
+  };
+#if defined(VRAM_PROBE_HAVE_CUDA)
+  env.open_cuda = []() -> Result<std::unique_ptr<MemorySource>> {
+    Result<std::unique_ptr<CudaSource>> source = CudaSource::Open();
+    if (!source.ok()) return source.status();
+    return std::unique_ptr<MemorySource>(std::move(source.value()));
+  };
+#endif
+  env.out = &std::cout;
+  env.err = &std::cerr;
+  env.become_subreaper = true;
+  return env;
+}
+
+int RunDeviceCommand(const std::vector<std::string>& args, const MeasureEnv& env) {
+  bool json = false;
+  for (const std::string& arg : args) {
+    if (arg == "--json") {
+      json = true;
+    } else if (arg == "--help" || arg == "-h") {
+      *env.out << kDeviceUsage;
+      return kExitOk;
+    } else {
+      *env.err << kDeviceUsage;
+      return Fail(env, Status(StatusCode::kInvalidArgument, "unknown option '" + arg + "'"), json);
+    }
+  }
+  Result<OpenedSource> opened = OpenSource(env, /*cuda_fallback=*/true);
+  if (!opened.ok()) return Fail(env, opened.status(), json);
+  DeviceReport report;
+  report.errors = opened.value().notes;
+  Result<ReportHeader> header = MakeHeader(*opened.value().source, &report.errors);
+  if (!header.ok()) return Fail(env, header.status(), json);
+  report.header = std::move(header.value());
+  if (json) {
+    JsonReportWriter().WriteDevice(report, *env.out);
+  } else {
+    TextReportWriter().WriteDevice(report, *env.out);
+  }
+  return kExitOk;
+}
+
+int RunWatchCommand(const std::vector<std::string>& args, const MeasureEnv& env) {
+  WatchOptions options;
+  std::string out_path = kDefaultReportPath;
+  bool json = false;
+  std::size_t i = 0;
+  for (; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    Status status;
+    if (arg == "--") {
+      ++i;
+      break;
+    } else if (arg == "--help" || arg == "-h") {
+      *env.out << kWatchUsage;
+      return kExitOk;
+    } else if (arg == "--json") {
+      json = true;
+    } else if (arg == "--interval-ms") {
+      unsigned ms = 0;
+      status = UnsignedFlag(args, &i, &ms);
+      if (status.ok() && ms == 0) status = Status(StatusCode::kInvalidArgument, "--interval-ms must be at least 1");
+      options.interval = std::chrono::milliseconds(ms);
+    } else if (arg == "--device") {
+      status = UnsignedFlag(args, &i, &options.device);
+    } else if (arg == "--out") {
+      status = FlagValue(args, &i, &out_path);
+    } else if (arg.rfind("-", 0) == 0) {
+      status = Status(StatusCode::kInvalidArgument, "unknown option '" + arg + "'");
+    } else {
+      break;  // the command starts here even without "--"
+    }
+    if (!status.ok()) {
+      *env.err << kWatchUsage;
+      return Fail(env, status, json);
+    }
+  }
+  options.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+  options.become_subreaper = env.become_subreaper;
+  if (options.command.empty()) {
+    *env.err << kWatchUsage;
+    return Fail(env, Status(StatusCode::kInvalidArgument, "no command to watch: put it after --"), json);
+  }
+
+  // Only NVML sees other processes' memory: no CUDA fallback here.
+  Result<std::unique_ptr<MemorySource>> nvml = env.open_nvml();
+  if (!nvml.ok()) return Fail(env, nvml.status(), json);
+  MemorySource& source = *nvml.value();
+
+  WatchReport report;
+  Result<ReportHeader> header = MakeHeader(source, &report.errors);
+  if (!header.ok()) return Fail(env, header.status(), json);
+  report.header = std::move(header.value());
+  if (options.device >= report.header.gpus.size()) {
+    return Fail(env,
+                Status(StatusCode::kInvalidArgument, "--device " + std::to_string(options.device) + ": only " +
+                                                         std::to_string(report.header.gpus.size()) + " GPU(s)"),
+                json);
+  }
+  report.command = options.command;
+  report.device = options.device;
+
+  Result<WatchResult> watched = Watch(source, options);
+  if (!watched.ok()) return Fail(env, watched.status(), json);
+  report.result = std::move(watched.value());
+  report.errors.insert(report.errors.end(), report.result.errors.begin(), report.result.errors.end());
+
+  const std::string document = JsonReportWriter::WatchJson(report).dump(2) + "\n";
+  Status written = WriteFileAtomically(out_path, document);
+  if (!written.ok()) return Fail(env, written, json);
+  TextReportWriter().WriteWatch(report, *env.err);
+  *env.err << "report written to " << out_path << '\n';
+  if (json) *env.out << document;
+  return ShellExitCode(report.result.exit);
+}
+
+int RunOverheadsCommand(const std::vector<std::string>& args, const MeasureEnv& env) {
+  bool json = false;
+  unsigned device = 0;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    Status status;
+    if (args[i] == "--json") {
+      json = true;
+    } else if (args[i] == "--help" || args[i] == "-h") {
+      *env.out << kOverheadsUsage;
+      return kExitOk;
+    } else if (args[i] == "--device") {
+      status = UnsignedFlag(args, &i, &device);
+    } else {
+      status = Status(StatusCode::kInvalidArgument, "unknown option '" + args[i] + "'");
+    }
+    if (!status.ok()) {
+      *env.err << kOverheadsUsage;
+      return Fail(env, status, json);
+    }
+  }
+
+  // NVML reads memory without a context of its own; CUDA creates the context
+  // being measured. Both are needed.
+  Result<std::unique_ptr<MemorySource>> nvml = env.open_nvml();
+  Result<std::unique_ptr<MemorySource>> cuda =
+      env.open_cuda ? env.open_cuda()
+                    : Result<std::unique_ptr<MemorySource>>(
+                          Status(StatusCode::kNotSupported, "vram-probe was built without the CUDA runtime"));
+  if (!nvml.ok() || !cuda.ok()) {
+    std::string message;
+    StatusCode code = StatusCode::kNoGpu;
+    for (const Result<std::unique_ptr<MemorySource>>* r : {&nvml, &cuda}) {
+      if (r->ok()) continue;
+      if (r->status().code() != StatusCode::kNoGpu) code = r->status().code();
+      message += (message.empty() ? "" : "; ") + r->status().message();
+    }
+    // A missing driver explains everything else.
+    if ((!nvml.ok() && nvml.status().code() == StatusCode::kNoGpu) ||
+        (!cuda.ok() && cuda.status().code() == StatusCode::kNoGpu)) {
+      code = StatusCode::kNoGpu;
+    }
+    return Fail(env, Status(code, message), json);
+  }
+
+  OverheadsReport report;
+  Result<ReportHeader> header = MakeHeader(*nvml.value(), &report.errors);
+  if (!header.ok()) return Fail(env, header.status(), json);
+  report.header = std::move(header.value());
+  if (device >= report.header.gpus.size()) {
+    return Fail(env,
+                Status(StatusCode::kInvalidArgument, "--device " + std::to_string(device) + ": only " +
+                                                         std::to_string(report.header.gpus.size()) + " GPU(s)"),
+                json);
+  }
+  if (Result<SystemFacts> runtime = cuda.value()->System(); runtime.ok()) {
+    report.header.system.cuda_runtime_version = runtime.value().cuda_runtime_version;
+  }
+
+  // CUDA numbers devices fastest-first and honours CUDA_VISIBLE_DEVICES; NVML
+  // numbers them like nvidia-smi. Match by UUID.
+  unsigned cuda_index = device;
+  bool matched = false;
+  const std::optional<std::string>& uuid = report.header.gpus[device].uuid;
+  if (Result<unsigned> count = cuda.value()->DeviceCount(); count.ok() && uuid) {
+    for (unsigned c = 0; c < count.value() && !matched; ++c) {
+      Result<GpuFacts> facts = cuda.value()->Device(c);
+      if (facts.ok() && facts.value().uuid == uuid) {
+        cuda_index = c;
+        matched = true;
+      }
+    }
+  }
+  if (!matched) {
+    return Fail(env,
+                Status(StatusCode::kInvalidArgument,
+                       "GPU " + std::to_string(device) + " is not visible to CUDA (check CUDA_VISIBLE_DEVICES)"),
+                json);
+  }
+
+  Result<OverheadsResult> measured = MeasureOverheads(*nvml.value(), device, *cuda.value(), cuda_index);
+  if (!measured.ok()) return Fail(env, measured.status(), json);
+  report.result = std::move(measured.value());
+  report.errors.insert(report.errors.end(), report.result.errors.begin(), report.result.errors.end());
+  if (json) {
+    JsonReportWriter().WriteOverheads(report, *env.out);
+  } else {
+    TextReportWriter().WriteOverheads(report, *env.out);
+  }
+  return kExitOk;
+}
+
+}  // namespace vram::probe
+
+namespace vram::cli {
+
+int run_device(const std::vector<std::string>& args) {
+  return probe::RunDeviceCommand(args, probe::DefaultMeasureEnv());
+}
+
+int run_watch(const std::vector<std::string>& args) { return probe::RunWatchCommand(args, probe::DefaultMeasureEnv()); }
+
+int run_overheads(const std::vector<std::string>& args) {
+  return probe::RunOverheadsCommand(args, probe::DefaultMeasureEnv());
+}
+
+}  // namespace vram::cli

@@ -1,0 +1,54 @@
+// vram-probe: flags only. Each subcommand lives in its own file (STYLE.md).
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+
+namespace {
+
+struct Command {
+  const char* name;
+  const char* summary;
+  int (*run)(const std::vector<std::string>& args);
+};
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> kCommands = {
+      {"params", "count parameters of a config.json exactly (table, or --json)", vram::cli::run_params},
+      {"estimate", "estimate per-GPU memory for a request or flags (table, or --json)", vram::cli::run_estimate},
+      {"version", "print version, schema and supported model types as JSON", vram::cli::run_version},
+      {"device", "facts of every NVIDIA GPU: memory, driver, CUDA, MIG (text, or --json)", vram::cli::run_device},
+      {"watch", "run a command and record its GPU memory peak and timeline: watch -- <cmd>", vram::cli::run_watch},
+      {"overheads", "measure the CUDA context size on this GPU (text, or --json)", vram::cli::run_overheads},
+  };
+  return kCommands;
+}
+
+void usage(FILE* out) {
+  std::fprintf(out, "usage: vram-probe <command> [options]\n\ncommands:\n");
+  for (const auto& c : commands()) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
+  std::fprintf(out, "\nRun 'vram-probe <command> --help' for a command's options.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  const std::string name = argv[1];
+  if (name == "--help" || name == "-h" || name == "help") {
+    usage(stdout);
+    return 0;
+  }
+  std::vector<std::string> args(argv + 2, argv + argc);
+  for (const auto& c : commands()) {
+    if (name == c.name) return c.run(args);
+  }
+  std::fprintf(stderr, "vram-probe: unknown command '%s'\n\n", name.c_str());
+  usage(stderr);
+  return 2;
+}

@@ -1,0 +1,15 @@
+// Whole-or-nothing file output: a report is either complete or absent.
+#pragma once
+
+#include <string>
+
+#include "measure/status.h"
+
+namespace vram::probe {
+
+// Writes `contents` to a temporary file next to `path`, flushes it to disk and
+// renames it over `path` (rename(2) is atomic within a file system). On any
+// failure the temporary file is removed and `path` is left untouched.
+Status WriteFileAtomically(const std::string& path, const std::string& contents);
+
+}  // namespace vram::probe

@@ -1,0 +1,75 @@
+#include "measure/fake_source.h"
+
+#include <unistd.h>
+
+#include <string>
+
+#include "measure/process_tree.h"
+
+namespace vram::probe {
+
+Result<GpuFacts> FakeSource::Device(unsigned index) {
+  if (index >= gpus_.size()) {
+    return Status(StatusCode::kInvalidArgument, "no fake GPU " + std::to_string(index));
+  }
+  return gpus_[index];
+}
+
+const FakeSource::Step* FakeSource::Current() const {
+  if (steps_.empty() || memory_calls_ == 0) return steps_.empty() ? nullptr : &steps_.front();
+  const std::size_t i = static_cast<std::size_t>(memory_calls_ - 1);
+  return &steps_[i < steps_.size() ? i : steps_.size() - 1];
+}
+
+DeviceMemory FakeSource::WithContext(DeviceMemory memory) const {
+  if (!context_created_) return memory;
+  if (memory.used) *memory.used += context_bytes_;
+  if (memory.free && *memory.free >= context_bytes_) *memory.free -= context_bytes_;
+  return memory;
+}
+
+Result<DeviceMemory> FakeSource::Memory(unsigned index) {
+  if (on_memory_) on_memory_(memory_calls_);
+  ++memory_calls_;
+  if (index >= gpus_.size()) {
+    return Status(StatusCode::kInvalidArgument, "no fake GPU " + std::to_string(index));
+  }
+  const Step* step = Current();
+  if (step == nullptr) return WithContext(gpus_[index].memory);
+  if (!step->error.ok()) return step->error;
+  return WithContext(step->memory);
+}
+
+Result<std::vector<ProcessMemory>> FakeSource::Processes(unsigned index) {
+  if (index >= gpus_.size()) {
+    return Status(StatusCode::kInvalidArgument, "no fake GPU " + std::to_string(index));
+  }
+  std::vector<ProcessMemory> processes;
+  if (const Step* step = Current()) {
+    for (const ProcessMemory& p : step->processes) {
+      if (p.pid != kChildrenOfCaller) {
+        processes.push_back(p);
+        continue;
+      }
+      for (std::uint32_t child : ChildPids(static_cast<std::uint32_t>(getpid()))) {
+        processes.push_back(ProcessMemory{child, p.used_bytes});
+      }
+    }
+  }
+  if (context_created_) processes.push_back(ProcessMemory{static_cast<std::uint32_t>(getpid()), context_bytes_});
+  return processes;
+}
+
+Result<std::optional<std::uint64_t>> FakeSource::AccountingMaxBytes(unsigned /*index*/, std::uint32_t /*pid*/) {
+  return accounting_max_;
+}
+
+Status FakeSource::CreateContext(unsigned index) {
+  if (index >= gpus_.size()) {
+    return Status(StatusCode::kInvalidArgument, "no fake GPU " + std::to_string(index));
+  }
+  context_created_ = true;
+  return Status::Ok();
+}
+
+}  // namespace vram::probe

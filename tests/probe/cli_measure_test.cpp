@@ -1,0 +1,210 @@
+// The device / watch / overheads subcommands: exit codes, error JSON, report
+// files. Real sources on this GPU-less machine; FakeSource where a GPU is
+// needed.
+#include "cli_measure.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "measure/fake_source.h"
+#include "measure/nvml_source.h"
+
+namespace vram::probe {
+namespace {
+
+using nlohmann::json;
+
+bool RealNvmlPresent() {
+  void* handle = dlopen(kNvmlLibrary, RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) return false;
+  dlclose(handle);
+  return true;
+}
+
+bool Exists(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0;
+}
+
+std::vector<std::string> DirectoryEntries(const std::string& dir) {
+  std::vector<std::string> names;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (const dirent* e = readdir(d)) {
+      const std::string name = e->d_name;
+      if (name != "." && name != "..") names.push_back(name);
+    }
+    closedir(d);
+  }
+  return names;
+}
+
+class CliMeasureTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = ::testing::TempDir() + "/vram_probe_cli_XXXXXX";
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override {
+    for (const std::string& name : DirectoryEntries(dir_)) std::remove((dir_ + "/" + name).c_str());
+    rmdir(dir_.c_str());
+  }
+
+  // The real sources, with output captured.
+  MeasureEnv RealEnv() {
+    MeasureEnv env = DefaultMeasureEnv();
+    env.out = &out_;
+    env.err = &err_;
+    env.become_subreaper = false;
+    return env;
+  }
+
+  // One fake GPU seen through "NVML".
+  MeasureEnv FakeEnv() {
+    MeasureEnv env;
+    env.open_nvml = []() -> Result<std::unique_ptr<MemorySource>> {
+      auto fake = std::make_unique<FakeSource>();
+      GpuFacts gpu;
+      gpu.index = 0;
+      gpu.name = "Fake GPU";
+      gpu.uuid = "GPU-00000000-0000-0000-0000-000000000000";
+      gpu.memory.total = 1ull << 34;
+      gpu.memory.used = 1ull << 20;
+      gpu.memory.free = (1ull << 34) - (1ull << 20);
+      fake->set_gpus({gpu});
+      return std::unique_ptr<MemorySource>(std::move(fake));
+    };
+    env.out = &out_;
+    env.err = &err_;
+    return env;
+  }
+
+  std::string dir_;
+  std::ostringstream out_;
+  std::ostringstream err_;
+};
+
+TEST_F(CliMeasureTest, DeviceWithoutGpuExitsThreeWithTheNoGpuErrorJson) {
+  if (RealNvmlPresent()) GTEST_SKIP() << "an NVIDIA driver is installed here";
+  const int code = RunDeviceCommand({"--json"}, RealEnv());
+  EXPECT_EQ(code, kExitNoGpu);
+  const json doc = json::parse(out_.str());
+  EXPECT_EQ(doc["error"]["code"], "no_gpu");
+  EXPECT_EQ(doc["error"]["path"], "");
+  const std::string message = doc["error"]["message"];
+  EXPECT_NE(message.find("no NVIDIA driver: libnvidia-ml.so.1 not found"), std::string::npos) << message;
+#if defined(VRAM_PROBE_HAVE_CUDA)
+  EXPECT_NE(message.find("cudaError"), std::string::npos) << message;
+#endif
+  EXPECT_NE(err_.str().find("no NVIDIA driver"), std::string::npos);
+}
+
+TEST_F(CliMeasureTest, DeviceWithoutGpuInTextModePrintsOnlyToStderr) {
+  if (RealNvmlPresent()) GTEST_SKIP() << "an NVIDIA driver is installed here";
+  EXPECT_EQ(RunDeviceCommand({}, RealEnv()), kExitNoGpu);
+  EXPECT_TRUE(out_.str().empty());
+  EXPECT_NE(err_.str().find("vram-probe: no NVIDIA driver: libnvidia-ml.so.1 not found"), std::string::npos)
+      << err_.str();
+}
+
+TEST_F(CliMeasureTest, WatchWithoutGpuExitsThreeRunsNothingAndWritesNothing) {
+  if (RealNvmlPresent()) GTEST_SKIP() << "an NVIDIA driver is installed here";
+  const std::string report = dir_ + "/report.json";
+  const std::string marker = dir_ + "/ran";
+  const int code = RunWatchCommand({"--json", "--out", report, "--", "touch", marker}, RealEnv());
+  EXPECT_EQ(code, kExitNoGpu);
+  EXPECT_EQ(json::parse(out_.str())["error"]["code"], "no_gpu");
+  EXPECT_FALSE(Exists(marker));
+  EXPECT_TRUE(DirectoryEntries(dir_).empty()) << "no report and no temporary file";
+}
+
+TEST_F(CliMeasureTest, OverheadsWithoutGpuExitsThree) {
+  if (RealNvmlPresent()) GTEST_SKIP() << "an NVIDIA driver is installed here";
+  EXPECT_EQ(RunOverheadsCommand({"--json"}, RealEnv()), kExitNoGpu);
+  EXPECT_EQ(json::parse(out_.str())["error"]["code"], "no_gpu");
+}
+
+TEST_F(CliMeasureTest, DeviceListsTheFakeGpu) {
+  EXPECT_EQ(RunDeviceCommand({"--json"}, FakeEnv()), kExitOk);
+  const json doc = json::parse(out_.str());
+  EXPECT_EQ(doc["schema"], "vram-planner-probe/1");
+  EXPECT_EQ(doc["source"], "fake");
+  ASSERT_EQ(doc["gpus"].size(), 1u);
+  EXPECT_EQ(doc["gpus"][0]["name"], "Fake GPU");
+  EXPECT_EQ(doc["gpus"][0]["memory.total"], 1ull << 34);
+}
+
+TEST_F(CliMeasureTest, WatchWritesTheReportAndReturnsTheCommandsExitCode) {
+  const std::string report = dir_ + "/report.json";
+  const int code = RunWatchCommand({"--interval-ms", "5", "--out", report, "--", "/bin/sh", "-c", "exit 3"}, FakeEnv());
+  EXPECT_EQ(code, 3);
+  ASSERT_TRUE(Exists(report)) << err_.str();
+  EXPECT_EQ(DirectoryEntries(dir_).size(), 1u) << "the temporary file was renamed, not left behind";
+  std::ifstream in(report);
+  const json doc = json::parse(in);
+  EXPECT_EQ(doc["tool"], "vram-probe");
+  EXPECT_EQ(doc["exit"]["code"], 3);
+  EXPECT_EQ(doc["command"], json::array({"/bin/sh", "-c", "exit 3"}));
+  EXPECT_EQ(doc["sampling"]["interval_ms"], 5);
+  EXPECT_GE(doc["timeline"].size(), 1u);
+  EXPECT_NE(err_.str().find("report written to"), std::string::npos);
+}
+
+TEST_F(CliMeasureTest, WatchOfACrashingCommandStillWritesTheReport) {
+  const std::string report = dir_ + "/crash.json";
+  const int code = RunWatchCommand({"--out", report, "/bin/sh", "-c", "kill -SEGV $$"}, FakeEnv());
+  EXPECT_EQ(code, 128 + SIGSEGV);
+  std::ifstream in(report);
+  ASSERT_TRUE(in.good());
+  const json doc = json::parse(in);
+  EXPECT_EQ(doc["exit"]["signal_name"], "SIGSEGV");
+  EXPECT_TRUE(doc["exit"]["code"].is_null());
+}
+
+TEST_F(CliMeasureTest, WatchOfAMissingProgramExits127WithoutAReport) {
+  const std::string report = dir_ + "/report.json";
+  EXPECT_EQ(RunWatchCommand({"--out", report, "--", "/nonexistent/program"}, FakeEnv()), kExitCannotRun);
+  EXPECT_FALSE(Exists(report));
+  EXPECT_NE(err_.str().find("cannot run '/nonexistent/program'"), std::string::npos) << err_.str();
+}
+
+TEST_F(CliMeasureTest, UsageErrorsExitTwo) {
+  EXPECT_EQ(RunWatchCommand({"--interval-ms", "fast", "--", "true"}, FakeEnv()), kExitUsage);
+  EXPECT_EQ(RunWatchCommand({"--interval-ms", "0", "--", "true"}, FakeEnv()), kExitUsage);
+  EXPECT_EQ(RunWatchCommand({"--out"}, FakeEnv()), kExitUsage);
+  EXPECT_EQ(RunWatchCommand({}, FakeEnv()), kExitUsage);
+  EXPECT_EQ(RunWatchCommand({"--device", "4", "--", "true"}, FakeEnv()), kExitUsage);
+  EXPECT_EQ(RunDeviceCommand({"--bogus"}, FakeEnv()), kExitUsage);
+}
+
+#if defined(VRAM_PROBE_BIN)
+// The installed binary, end to end: exit status 3 and the error object.
+TEST(VramProbeBinary, DeviceJsonWithoutGpuExitsThree) {
+  if (RealNvmlPresent()) GTEST_SKIP() << "an NVIDIA driver is installed here";
+  const std::string command = std::string(VRAM_PROBE_BIN) + " device --json 2>/dev/null";
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char buffer[512];
+  while (std::fgets(buffer, sizeof(buffer), pipe) != nullptr) output += buffer;
+  const int status = pclose(pipe);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), kExitNoGpu);
+  EXPECT_EQ(json::parse(output)["error"]["code"], "no_gpu");
+}
+#endif
+
+}  // namespace
+}  // namespace vram::probe

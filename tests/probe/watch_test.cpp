@@ -1,0 +1,180 @@
+// `watch` on real child processes, measured through a FakeSource.
+#include "measure/watch.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "measure/child_process.h"
+#include "measure/fake_source.h"
+#include "measure/process_tree.h"
+
+namespace vram::probe {
+namespace {
+
+constexpr std::uint64_t kMiB = 1ull << 20;
+
+class WatchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    GpuFacts gpu;
+    gpu.index = 0;
+    gpu.name = "Fake GPU";
+    gpu.memory.total = 1024 * kMiB;
+    source_.set_gpus({gpu});
+  }
+
+  static FakeSource::Step Reading(std::uint64_t device_used, std::vector<ProcessMemory> processes = {}) {
+    FakeSource::Step step;
+    step.memory.total = 1024 * kMiB;
+    step.memory.used = device_used;
+    step.memory.free = 1024 * kMiB - device_used;
+    step.processes = std::move(processes);
+    return step;
+  }
+
+  WatchOptions Options(std::vector<std::string> command) {
+    WatchOptions options;
+    options.command = std::move(command);
+    options.interval = std::chrono::milliseconds(5);
+    return options;
+  }
+
+  FakeSource source_;
+};
+
+TEST_F(WatchTest, ExitCodeOfTheCommandIsRecorded) {
+  Result<WatchResult> r = Watch(source_, Options({"/bin/sh", "-c", "exit 3"}));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r.value().exit.code, 3);
+  EXPECT_FALSE(r.value().exit.signal.has_value());
+  EXPECT_GE(r.value().samples, 1u);
+  EXPECT_EQ(ShellExitCode(r.value().exit), 3);
+}
+
+TEST_F(WatchTest, CommandKilledBySignalIsRecordedAndStillReported) {
+  Result<WatchResult> r = Watch(source_, Options({"/bin/sh", "-c", "kill -KILL $$"}));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r.value().exit.code.has_value());
+  EXPECT_EQ(r.value().exit.signal, SIGKILL);
+  EXPECT_EQ(ShellExitCode(r.value().exit), 128 + SIGKILL);
+}
+
+TEST_F(WatchTest, SigintToTheProbeIsForwardedToTheCommand) {
+  // The third reading sends SIGINT to this process, as `kill -INT` would.
+  source_.set_on_memory([](int call) {
+    if (call == 3) kill(getpid(), SIGINT);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  Result<WatchResult> r = Watch(source_, Options({"sleep", "30"}));
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r.value().exit.signal, SIGINT);
+  ASSERT_EQ(r.value().signals_received.size(), 1u);
+  EXPECT_EQ(r.value().signals_received[0], SIGINT);
+  EXPECT_LT(elapsed, std::chrono::seconds(10));
+}
+
+TEST_F(WatchTest, PeakCountsOnlyTheCommandsProcesses) {
+  const std::uint32_t stranger = 0x7FFFFFF0u;  // no such pid: never part of the job
+  source_.set_steps({
+      Reading(100 * kMiB),  // baseline, before the command starts
+      Reading(150 * kMiB, {{FakeSource::kChildrenOfCaller, 40 * kMiB}, {stranger, 900 * kMiB}}),
+      Reading(400 * kMiB, {{FakeSource::kChildrenOfCaller, 300 * kMiB}, {stranger, 900 * kMiB}}),
+      Reading(250 * kMiB, {{FakeSource::kChildrenOfCaller, 120 * kMiB}, {stranger, 900 * kMiB}}),
+  });
+  Result<WatchResult> r = Watch(source_, Options({"sleep", "0.3"}));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const WatchResult& w = r.value();
+  EXPECT_EQ(w.baseline.used, 100 * kMiB);
+  EXPECT_TRUE(w.process_seen);
+  EXPECT_EQ(w.peak.process_used_bytes, 300 * kMiB);
+  EXPECT_EQ(w.peak.device_used_bytes, 400 * kMiB);
+  EXPECT_FALSE(w.timeline.empty());
+  EXPECT_LE(w.timeline.size(), WatchOptions().timeline_capacity + 1);
+}
+
+TEST_F(WatchTest, AccountingHighWaterMarkIsReported) {
+  source_.set_steps({Reading(0), Reading(10 * kMiB, {{FakeSource::kChildrenOfCaller, 10 * kMiB}})});
+  source_.set_accounting_max(64 * kMiB);
+  Result<WatchResult> r = Watch(source_, Options({"sleep", "0.1"}));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r.value().accounting_max_bytes, 64 * kMiB);
+}
+
+TEST_F(WatchTest, ProcessNeverListedLeavesThePeakNullWithANote) {
+  source_.set_steps({Reading(0), Reading(200 * kMiB)});
+  Result<WatchResult> r = Watch(source_, Options({"/bin/sh", "-c", "exit 0"}));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r.value().process_seen);
+  EXPECT_FALSE(r.value().peak.process_used_bytes.has_value());
+  EXPECT_EQ(r.value().peak.device_used_bytes, 200 * kMiB);
+  ASSERT_FALSE(r.value().errors.empty());
+  EXPECT_EQ(r.value().errors.back().code(), StatusCode::kProcessNotSeen);
+}
+
+TEST_F(WatchTest, FailedSamplesAreCountedOnceWithTheirMessage) {
+  FakeSource::Step lost;
+  lost.error = Status(StatusCode::kNvmlError, "NVML error 15 NVML_ERROR_GPU_IS_LOST");
+  source_.set_steps({Reading(0), Reading(5 * kMiB), lost});
+  Result<WatchResult> r = Watch(source_, Options({"sleep", "0.1"}));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_GE(r.value().failed_samples, 1u);
+  int mentions = 0;
+  for (const Status& e : r.value().errors) mentions += e.message().find("GPU_IS_LOST") != std::string::npos;
+  EXPECT_EQ(mentions, 1);
+}
+
+TEST_F(WatchTest, UnreadableDeviceRunsNothing) {
+  FakeSource::Step broken;
+  broken.error = Status(StatusCode::kNoGpu, "no NVIDIA driver");
+  source_.set_steps({broken});
+  const std::string marker = ::testing::TempDir() + "/vram_watch_should_not_exist";
+  std::remove(marker.c_str());
+  Result<WatchResult> r = Watch(source_, Options({"touch", marker}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kNoGpu);
+  struct stat st {};
+  EXPECT_NE(stat(marker.c_str(), &st), 0) << "the command ran although nothing could be measured";
+}
+
+TEST_F(WatchTest, CommandThatCannotStartIsExecFailed) {
+  Result<WatchResult> r = Watch(source_, Options({"/nonexistent/vram-probe-test-command"}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kExecFailed);
+  EXPECT_NE(r.status().message().find("No such file"), std::string::npos) << r.status().message();
+}
+
+TEST(JobMembership, GrandchildrenBelongToTheJobAndStrangersDoNot) {
+  Result<pid_t> child = Spawn({"/bin/sh", "-c", "sleep 5 & wait"});
+  ASSERT_TRUE(child.ok()) << child.status().message();
+  std::vector<std::uint32_t> grandchildren;
+  for (int i = 0; i < 200 && grandchildren.empty(); ++i) {
+    grandchildren = ChildPids(static_cast<std::uint32_t>(child.value()));
+    if (grandchildren.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  JobMembership job(static_cast<std::uint32_t>(child.value()), static_cast<std::uint32_t>(getpid()));
+  EXPECT_TRUE(job.Contains(static_cast<std::uint32_t>(child.value())));
+  ASSERT_FALSE(grandchildren.empty());
+  EXPECT_TRUE(job.Contains(grandchildren.front()));
+  EXPECT_FALSE(job.Contains(static_cast<std::uint32_t>(getppid())));
+  EXPECT_FALSE(job.Contains(static_cast<std::uint32_t>(getpid())));
+  for (std::uint32_t g : grandchildren) kill(static_cast<pid_t>(g), SIGKILL);
+  Status status;
+  std::optional<ExitInfo> exit;
+  for (int i = 0; i < 500 && !exit; ++i) {
+    exit = TryReap(child.value(), &status);
+    if (!exit) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(exit.has_value());
+}
+
+}  // namespace
+}  // namespace vram::probe
