@@ -152,7 +152,12 @@ void parse_train(const JsonReader& t, Request& req) {
       o.lora.all_linear = true;
     } else {
       o.lora.targets = l->str_list_or("targets", {});
-      if (l->has("targets") && o.lora.targets.empty()) {
+      // PEFT takes "all-linear" as a string; accept the one-element list too.
+      if (o.lora.targets.size() == 1 && o.lora.targets[0] == "all-linear") {
+        o.lora.targets.clear();
+        o.lora.all_linear = true;
+      }
+      if (l->has("targets") && o.lora.targets.empty() && !o.lora.all_linear) {
         fail(errc::kOutOfRange, l->child_path("targets"), l->child_path("targets") + " must name at least one module");
       }
     }
@@ -234,6 +239,10 @@ Result<Request> parse_request(const json& request) {
   try {
     JsonReader r(request, "");
     Request req;
+    if (!r.has("model")) {
+      fail(errc::kMissingField, "model",
+           "model is required: model.config (an HF config.json object) or model.custom (explicit sizes)");
+    }
     const JsonReader m = r.object_req("model");
     if (m.has("config")) {
       const json* cfg = m.get("config");

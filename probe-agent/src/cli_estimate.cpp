@@ -318,13 +318,28 @@ int run_estimate(const std::vector<std::string>& args) {
       return print_error(usage_error(a, "unknown argument '" + a + "' (see --help)"), as_json) + 1;
     }
   }
+  std::string request_text;
   if (!request_file.empty()) {
-    std::string text;
-    if (!read_file(request_file, text))
+    if (!read_file(request_file, request_text)) {
       return print_error(usage_error("--request", "cannot read " + request_file), as_json);
-    req = json::parse(text, nullptr, false);
-    if (req.is_discarded())
-      return print_error(error_json({errc::kBadJson, request_file + " is not valid JSON", ""}), as_json);
+    }
+    req = json::parse(request_text, nullptr, false);
+  }
+  // A request file with no flags goes to the core as text, exactly as the page
+  // sends it, so every answer (errors included) is byte-identical to WASM.
+  if (!request_file.empty() && config_file.empty() && sets.empty()) {
+    const std::string out = estimate_json(request_text);
+    const json result = json::parse(out);
+    if (result.contains("error")) return as_json ? (std::printf("%s\n", out.c_str()), 1) : print_error(result, false);
+    if (as_json) {
+      std::printf("%s\n", out.c_str());
+    } else {
+      print_estimate_table(result);
+    }
+    return 0;
+  }
+  if (!request_file.empty()) {
+    if (req.is_discarded()) return print_error(error_json({errc::kBadJson, "input is not valid JSON", ""}), as_json);
     if (!req.is_object())
       return print_error(error_json({errc::kWrongType, "the request must be a JSON object", ""}), as_json);
   }

@@ -48,20 +48,53 @@ struct LinearUse {
   bool quantized = false;  // 4-bit
 };
 
-// Looks up how the `module` Linear of `stack` trains.
-LinearUse linear_use(const Request& req, const TrainablePlan& plan, const std::string& stack, const std::string& module,
-                     bool layer_trains) {
-  LinearUse u;
+// The per-layer Linear modules of one stack by role, found by component and
+// shape so every family's leaf names work (BERT calls three of them "dense").
+struct Roles {
+  std::vector<LinearUse> attn_in;  // read the attention norm output (q/k/v, fused qkv, MLA down-projections)
+  LinearUse attn_out;              // o_proj / dense / c_proj / out_proj
+  std::vector<LinearUse> mlp_in;   // gate/up/fc1 of the dense (or shared-expert) MLP
+  LinearUse mlp_out;               // down/fc2
+  std::vector<LinearUse> exp_in;   // routed experts' gate/up
+  LinearUse exp_out;               // routed experts' down
+};
+
+bool is_output_name(const std::string& n) {
+  static const char* kOut[] = {"o_proj", "c_proj", "dense", "out_proj", "o", "wo", "proj"};
+  for (const char* o : kOut) {
+    if (n == o) return true;
+  }
+  return false;
+}
+
+Roles find_roles(const Request& req, const TrainablePlan& plan, const LayerStack& st, bool layer_trains) {
+  Roles r;
   const auto& groups = req.model.groups;
   for (size_t i = 0; i < groups.size(); ++i) {
-    if (groups[i].stack == stack && groups[i].module == module) {
-      u.trains = plan.groups[i].trainable && layer_trains;
-      u.lora = plan.groups[i].lora;
-      u.quantized = plan.groups[i].quantized;
-      return u;
+    const ParamGroup& g = groups[i];
+    if (g.stack != st.name || g.kind != ModuleKind::kLinear || g.instances < 2) continue;
+    LinearUse u;
+    u.trains = plan.groups[i].trainable && layer_trains;
+    u.lora = plan.groups[i].lora;
+    u.quantized = plan.groups[i].quantized;
+    const std::string c = g.component;
+    if (c == comp::kAttention) {
+      if (is_output_name(g.module)) {
+        r.attn_out = u;
+      } else if (g.in_features == st.hidden) {
+        r.attn_in.push_back(u);
+      }
+    } else if (c == comp::kMlp || c == comp::kExperts) {
+      auto& in = c == comp::kMlp ? r.mlp_in : r.exp_in;
+      auto& out = c == comp::kMlp ? r.mlp_out : r.exp_out;
+      if (g.in_features == st.hidden) {
+        in.push_back(u);
+      } else if (g.out_features == st.hidden) {
+        out = u;
+      }
     }
   }
-  return u;
+  return r;
 }
 
 bool norm_trains(const Request& req, const TrainablePlan& plan, const std::string& stack, bool layer_trains) {
@@ -157,29 +190,14 @@ LayerActivations layer_activations(const Request& req, const LayerStack& st, con
   const std::string& sn = st.name;
   const bool nt = norm_trains(req, plan, sn, layer_trains);
 
-  // Module names by family shape: Llama-style names; other families map
-  // onto the same roles through their own leaf names.
-  auto use = [&](const char* module) { return linear_use(req, plan, sn, module, layer_trains); };
-  auto first_present = [&](std::initializer_list<const char*> names) {
-    for (const char* n : names) {
-      for (const auto& g : req.model.groups) {
-        if (g.stack == sn && g.module == n) return std::string(n);
-      }
-    }
-    return std::string();
-  };
+  const Roles roles = find_roles(req, plan, st, layer_trains);
 
   // 1. Norm before attention.
   norm_site(req, st, dt, nt, h, items, "attention norm (input, statistics)", true);
 
   // 2. Inputs of the q/k/v projections (fused or separate).
   const int64_t attn_in_dtype = dt.autocast ? 4 : dt.residual;
-  std::vector<LinearUse> qkv;
-  for (const char* n : {"q_proj", "k_proj", "v_proj", "qkv_proj", "c_attn", "query_key_value", "query", "key", "value",
-                        "q", "k", "v", "q_a_proj", "kv_a_proj_with_mqa", "Wqkv"}) {
-    if (!first_present({n}).empty()) qkv.push_back(use(n));
-  }
-  linear_inputs(req, dt, qkv, h, attn_in_dtype, items, "q/k/v projection inputs");
+  linear_inputs(req, dt, roles.attn_in, h, attn_in_dtype, items, "q/k/v projection inputs");
   if (st.attention == AttnKind::kMla) {
     // Latent paths: q_a_layernorm / kv_a_layernorm (RMSNorm, fp32 upcast) and
     // the q_b_proj / kv_b_proj inputs (deepseek modeling_deepseek_v2.py).
@@ -201,7 +219,7 @@ LayerActivations layer_activations(const Request& req, const LayerStack& st, con
   const double v_bytes = static_cast<double>(pa) * kv_heads_saved * dv;
   items.push_back({"q, k, v (after rotary)", q_bytes + k_bytes + v_bytes, false});
   const double out_bytes = static_cast<double>(pa) * a * dv;
-  const LinearUse o = use(first_present({"o_proj", "c_proj", "dense", "out_proj", "o", "self_attn.o_proj"}).c_str());
+  const LinearUse o = roles.attn_out;
   const bool o_saves = (o.trains && !o.quantized) || o.lora;
   if (t.attention == AttentionImpl::kEager) {
     // softmax(dtype=float32) output saved (4 B), cast to the compute dtype and
@@ -233,15 +251,11 @@ LayerActivations layer_activations(const Request& req, const LayerStack& st, con
 
   // 5. MLP.
   const double act_saves = activation_saves(st.activation);
-  auto gated_mlp = [&](int64_t inter, double tokens_factor, const char* label) {
+  auto gated_mlp = [&](int64_t inter, double tokens_factor, const char* label, bool experts) {
     // gate/up read the norm output; act(gate) * up; down reads the product.
-    std::vector<LinearUse> in_readers;
-    for (const char* n : {"gate_proj", "up_proj", "gate_up_proj", "w1", "w3", "wi_0", "wi_1"}) {
-      if (!first_present({n}).empty()) in_readers.push_back(use(n));
-    }
     std::vector<SavedItem> tmp;
-    const double in = linear_inputs(req, dt, in_readers, h, attn_in_dtype, tmp, "");
-    const LinearUse down = use(first_present({"down_proj", "w2", "wo"}).c_str());
+    const double in = linear_inputs(req, dt, experts ? roles.exp_in : roles.mlp_in, h, attn_in_dtype, tmp, "");
+    const LinearUse down = experts ? roles.exp_out : roles.mlp_out;
     // act saves its input (gate out), mul saves act(gate) and up.
     double b = static_cast<double>(pa) * inter * (act_saves + 2.0);
     if ((down.trains && !down.quantized) || down.lora) {
@@ -258,18 +272,14 @@ LayerActivations layer_activations(const Request& req, const LayerStack& st, con
     const double k = static_cast<double>(st.experts_per_token);
     items.push_back({"router logits + softmax", static_cast<double>(pa + 4) * st.experts, false});
     items.push_back({"expert inputs and weighted outputs", k * 2.0 * pa * h, false});
-    gated_mlp(st.expert_intermediate, k, "expert MLP activations (x experts per token)");
-    if (st.shared_expert_intermediate > 0) gated_mlp(st.shared_expert_intermediate, 1.0, "shared expert MLP");
+    gated_mlp(st.expert_intermediate, k, "expert MLP activations (x experts per token)", true);
+    if (st.shared_expert_intermediate > 0) gated_mlp(st.shared_expert_intermediate, 1.0, "shared expert MLP", false);
   } else if (st.mlp == MlpKind::kGated) {
-    gated_mlp(st.intermediate, 1.0, "MLP activations (gate, act, up, product)");
+    gated_mlp(st.intermediate, 1.0, "MLP activations (gate, act, up, product)", false);
   } else {
-    std::vector<LinearUse> in_readers;
-    for (const char* n : {"fc1", "c_fc", "dense_h_to_4h", "intermediate.dense", "fc_in", "wi"}) {
-      if (!first_present({n}).empty()) in_readers.push_back(use(n));
-    }
     std::vector<SavedItem> tmp;
-    const double in = linear_inputs(req, dt, in_readers, h, attn_in_dtype, tmp, "");
-    const LinearUse down = use(first_present({"fc2", "dense_4h_to_h", "output.dense", "fc_out", "wo"}).c_str());
+    const double in = linear_inputs(req, dt, roles.mlp_in, h, attn_in_dtype, tmp, "");
+    const LinearUse down = roles.mlp_out;
     double b = static_cast<double>(pa) * st.intermediate * act_saves;
     if ((down.trains && !down.quantized) || down.lora) b += static_cast<double>(pa) * st.intermediate;
     items.push_back({"MLP activations (fc1 output, activation)", b + in, false});

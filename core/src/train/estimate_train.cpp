@@ -167,7 +167,6 @@ Result<Estimate> estimate_train(const Request& req) {
     const Sizes sz = model_state(req, plan, dt, opt);
 
     // ---- activations -------------------------------------------------------
-    const int64_t dense_layers = L - st.moe_layers;
     const bool any_layer_grad = plan.first_grad_layer < L;
     const int64_t grad_layers = L - plan.first_grad_layer;
     auto per_layer = [&](bool moe, bool trains) { return layer_activations(req, st, plan, dt, s, moe, trains); };
@@ -241,21 +240,23 @@ Result<Estimate> estimate_train(const Request& req) {
     int64_t loss_bwd = 0;
     std::string loss_formula;
     const int64_t logits_elem = dt.autocast ? 2 : dt.compute;
+    int64_t early_head_grads = 0;  // lm_head grad allocated in forward by a fused loss
     if (lm_loss && t.fused_loss) {
       // Liger fused_linear_cross_entropy: chunk_size = next_pow2(ceil(N / ceil(V/h)));
-      // one chunk of logits in the input dtype plus grad_input (N x h) and,
-      // when lm_head trains, grad_weight (V x h) allocated in forward.
+      // one chunk of logits (input dtype, upcast inside the kernel) plus
+      // grad_input (N x h) allocated in forward. Its grad_weight (V x h) is
+      // the lm_head gradient itself, so it is counted as gradients from the
+      // loss phase on rather than as a loss buffer.
       const int64_t inc = ceil_div(V, h);
       int64_t chunk = 1;
       while (chunk < ceil_div(N, inc)) chunk *= 2;
-      const bool head_trains = sz.grads_head > 0 || (m.tie_word_embeddings && sz.grads_embed > 0);
+      early_head_grads = t.grad_accum > 1 ? 0 : sz.grads_head;
       loss_fwd =
-          to_bytes((static_cast<double>(chunk) * V * (logits_elem + 4) + static_cast<double>(N) * h * logits_elem +
-                    (head_trains ? static_cast<double>(V) * h * dt.grad : 0.0)) *
+          to_bytes((static_cast<double>(chunk) * V * (logits_elem + 4) + static_cast<double>(N) * h * logits_elem) *
                    logit_factor);
       loss_bwd = loss_fwd;
-      loss_formula = "fused linear cross-entropy: chunk " + fmt_int(chunk) + " x V " + fmt_int(V) +
-                     " logits + grad_input N x h" + (head_trains ? " + grad_weight V x h" : "");
+      loss_formula =
+          "fused linear cross-entropy: chunk " + fmt_int(chunk) + " x V " + fmt_int(V) + " logits + grad_input N x h";
     } else if (lm_loss) {
       const int64_t upcast = logits_elem == 4 ? 0 : 4;
       loss_fwd = to_bytes(static_cast<double>(N) * V * (logits_elem + upcast + 4) * logit_factor);
@@ -305,10 +306,12 @@ Result<Estimate> estimate_train(const Request& req) {
       return p;
     };
     drafts.push_back({"forward", "end of forward", common({{"gradients", G_acc}, {"activations", activations}})});
-    drafts.push_back({"loss", "loss (cross-entropy forward)",
-                      common({{"gradients", G_acc}, {"activations", activations}, {"loss_buffers", loss_fwd}})});
-    drafts.push_back({"backward_start", "start of backward (loss backward)",
-                      common({{"gradients", G_acc}, {"activations", activations}, {"loss_buffers", loss_bwd}})});
+    drafts.push_back(
+        {"loss", "loss (cross-entropy forward)",
+         common({{"gradients", G_acc + early_head_grads}, {"activations", activations}, {"loss_buffers", loss_fwd}})});
+    drafts.push_back(
+        {"backward_start", "start of backward (loss backward)",
+         common({{"gradients", G_acc + early_head_grads}, {"activations", activations}, {"loss_buffers", loss_bwd}})});
     // Backward sweep from the top layer down: layer i's saved tensors are
     // freed and its gradients appear; one layer's backward temporaries (and,
     // with checkpointing, its recomputed activations) are live meanwhile.

@@ -56,12 +56,31 @@ std::vector<std::string> default_lora_targets(const ModelSpec& m) {
       {"t5", {"q", "v"}},
       {"bert", {"query", "value"}},
       {"phi3", {"qkv_proj"}},
-      {"deepseek_v2", {"q_proj", "v_proj"}},
   };
   for (const auto& [type, targets] : kDefaults) {
     if (m.model_type == type) return targets;
   }
-  return {"q_proj", "v_proj"};  // llama, mistral, qwen2/3, gemma, opt, phi, mixtral, ...
+  // llama, mistral, qwen2/3, gemma, opt, phi, mixtral, ...: q_proj and v_proj.
+  // Families without a peft default and without those names (DeepSeek MLA)
+  // get every attention linear that exists, as PEFT users then list them.
+  std::vector<std::string> out;
+  for (const char* n : {"q_proj", "v_proj"}) {
+    for (const auto& g : m.groups) {
+      if (g.module == n && g.kind == ModuleKind::kLinear) {
+        out.emplace_back(n);
+        break;
+      }
+    }
+  }
+  if (out.size() == 2) return out;
+  out.clear();
+  for (const auto& g : m.groups) {
+    if (g.kind == ModuleKind::kLinear && g.component == std::string(comp::kAttention) && g.stack == "text" &&
+        std::find(out.begin(), out.end(), g.module) == out.end()) {
+      out.push_back(g.module);
+    }
+  }
+  return out;
 }
 
 bool is_layer_group(const ModelSpec& m, const ParamGroup& g) {

@@ -1,0 +1,102 @@
+# VRAM Planner: the two commands of the README are `make serve` and `make test`.
+# Both install what is missing (Debian packages, npm ci), build incrementally
+# and are safe to run again.
+
+SHELL := /bin/bash
+BUILD ?= build
+WASM_BUILD ?= build-wasm
+JOBS ?= $(shell nproc)
+PORT ?= 8000
+# Debian's emscripten needs its node modules (acorn) on NODE_PATH.
+export NODE_PATH := /usr/share/nodejs
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+DEB_PACKAGES := cmake g++ make nlohmann-json3-dev libgtest-dev googletest libbenchmark-dev \
+  emscripten node-acorn nodejs chromium clang-format
+
+CXX_SOURCES = $(shell git ls-files --cached --others --exclude-standard '*.cpp' '*.h' 2>/dev/null | grep -v '^site/')
+
+.PHONY: all deps native wasm site serve test test-native test-site test-e2e format format-check \
+  validate validate-check bench clean
+
+all: native site
+
+# ---- dependencies -------------------------------------------------------------
+deps: .deps/debian site/node_modules/.package-lock.json
+
+.deps/debian:
+	@missing=$$(for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:" $$missing; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+	@# npm ships with some Node installs and as a Debian package with others.
+	@command -v npm >/dev/null || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq npm; }
+	@mkdir -p .deps && touch $@
+
+site/node_modules/.package-lock.json: site/package-lock.json site/package.json
+	cd site && npm ci --no-audit --no-fund
+	@touch $@
+
+# ---- builds -------------------------------------------------------------------
+$(BUILD)/CMakeCache.txt: | .deps/debian
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+
+native: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j$(JOBS)
+
+$(WASM_BUILD)/CMakeCache.txt: | .deps/debian
+	emcmake cmake -S . -B $(WASM_BUILD) -DCMAKE_BUILD_TYPE=Release
+
+# Writes site/src/wasm/{vram_core.mjs, vram.js, vram.d.ts}.
+wasm: $(WASM_BUILD)/CMakeCache.txt
+	cmake --build $(WASM_BUILD) -j$(JOBS)
+
+site: wasm deps
+	cd site && npm run build
+
+serve: native site
+	@echo "VRAM Planner on http://localhost:$(PORT)"
+	cd site && npx vite preview --port $(PORT) --strictPort --host 127.0.0.1
+
+# ---- tests --------------------------------------------------------------------
+test: format-check test-native validate-check test-site test-e2e
+	@echo "all tests passed"
+
+test-native: native
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+# Vitest: page components and WASM parity/facade tests against the real module
+# and the native vram-probe.
+test-site: native wasm deps
+	cd site && npx vitest run
+
+test-e2e: native site
+	cd site && npm run test:e2e
+
+# ---- validation against published measurements ---------------------------------
+validate: native
+	$(BUILD)/bin/vram_validate tests/fixtures/measured.json tests/fixtures/validation/requests.json \
+	  tests/fixtures docs/validation.md
+
+# The committed table must match what the estimator gives now.
+validate-check: native
+	@tmp=$$(mktemp); $(BUILD)/bin/vram_validate tests/fixtures/measured.json \
+	  tests/fixtures/validation/requests.json tests/fixtures $$tmp >/dev/null && \
+	  diff -u docs/validation.md $$tmp && rm -f $$tmp && echo "docs/validation.md is current"
+
+bench: native wasm
+	$(BUILD)/bin/vram_bench
+	node wasm/bench/bench.mjs
+
+# ---- formatting ---------------------------------------------------------------
+format: deps
+	clang-format -i $(CXX_SOURCES)
+	cd site && npm run format
+
+format-check: deps
+	clang-format --dry-run --Werror $(CXX_SOURCES)
+	cd site && npm run format:check
+
+clean:
+	rm -rf $(BUILD) $(WASM_BUILD) site/dist site/src/wasm .deps

@@ -1,0 +1,88 @@
+// The page: inputs on the left, the estimate on the right (stacked on narrow
+// screens).
+
+import { useEffect } from 'preact/hooks';
+import { restoreFromHash, syncUrl } from '../../lib/actions.js';
+import { loadEstimator } from '../../lib/estimator.js';
+import { formatGiB } from '../../lib/format.js';
+import { outcome, versionInfo } from '../../lib/state.js';
+import { HardwareForm } from '../HardwareForm/index.jsx';
+import { ModelBox } from '../ModelBox/index.jsx';
+import { Results } from '../Results/index.jsx';
+import { WorkloadForm } from '../WorkloadForm/index.jsx';
+import styles from './style.module.css';
+
+/**
+ * Restores the state from the URL, keeps the URL in step, and starts loading
+ * the estimator. Tests render <App /> the same way the page does.
+ */
+// On narrow screens the results sit below the form: a bar pinned to the
+// bottom keeps the answer in sight while editing, and jumps to the results.
+function StickyPeak() {
+  const r = outcome.value?.result;
+  if (!r) return null;
+  const fits = r.fit ? r.fit.fits : null;
+  return (
+    <a
+      class={styles.sticky}
+      href="#results"
+      onClick={(e) => {
+        e.preventDefault();
+        document.getElementById('results')?.scrollIntoView({ behavior: 'smooth' });
+      }}
+    >
+      <span>
+        Peak <strong>{formatGiB(r.peak_bytes)} GiB</strong> per GPU
+      </span>
+      {fits !== null && (
+        <span class={fits ? styles.stickyGood : styles.stickyBad}>
+          {fits ? 'Fits' : 'Does not fit'}
+        </span>
+      )}
+    </a>
+  );
+}
+
+export function App({ win = typeof window === 'undefined' ? undefined : window }) {
+  useEffect(() => {
+    loadEstimator().catch(() => {});
+    if (!win) return undefined;
+    restoreFromHash(win.location.hash);
+    return syncUrl(win);
+  }, []);
+  const v = versionInfo.value;
+  return (
+    <div class={styles.page}>
+      <header class={styles.header}>
+        <div>
+          <h1 class={styles.title}>VRAM Planner</h1>
+          <p class={styles.tagline}>
+            How much GPU memory will this fine-tuning, training or inference job need per GPU, and
+            where does the peak come from? Computed in your browser.
+          </p>
+        </div>
+        {v && (
+          <p class={styles.version}>
+            core {v.version} · <code>{v.schema}</code>
+          </p>
+        )}
+      </header>
+      <main class={styles.main}>
+        <div class={styles.inputs}>
+          <ModelBox />
+          <WorkloadForm />
+          <HardwareForm />
+        </div>
+        <div id="results" class={styles.results} aria-label="Estimate" role="region">
+          <Results />
+        </div>
+      </main>
+      <StickyPeak />
+      <footer class={styles.footer}>
+        Estimates come from a model of what PyTorch really keeps in memory, phase by phase; every
+        number shows its formula. Nothing you enter leaves your browser, except a model id and token
+        sent to huggingface.co when you fetch a config.
+      </footer>
+    </div>
+  );
+}

@@ -1,0 +1,26 @@
+// An input the estimator rejected: its message and the field, in words.
+
+import { describePath } from '../../lib/vocabulary.js';
+import styles from './style.module.css';
+
+export function ErrorNotice({ error, title = 'The estimator could not use this input' }) {
+  const where = describePath(error?.path);
+  return (
+    <section class={styles.box} role="alert" aria-labelledby="error-heading">
+      <h2 id="error-heading" class={styles.heading}>
+        {title}
+      </h2>
+      <p class={styles.message}>{error?.message || String(error)}</p>
+      {where && (
+        <p class={styles.where}>
+          Field: <strong>{where}</strong>
+        </p>
+      )}
+      {error?.code && (
+        <p class={styles.code}>
+          Error code <code>{error.code}</code>
+        </p>
+      )}
+    </section>
+  );
+}

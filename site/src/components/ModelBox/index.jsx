@@ -1,0 +1,222 @@
+// The model box: a bundled preset, an HF Hub id (config.json fetched from the
+// browser, with an optional token for gated models), or a pasted / dropped
+// config.json.
+
+import { useEffect, useState } from 'preact/hooks';
+import { choosePreset, loadHubModel, loadPastedConfig, setHubToken } from '../../lib/actions.js';
+import { loadToken, saveToken } from '../../lib/hub.js';
+import { PRESETS } from '../../lib/presets.js';
+import { model, modelStatus } from '../../lib/state.js';
+import { SelectField, TextField } from '../Field/index.jsx';
+import styles from './style.module.css';
+
+const TABS = [
+  { key: 'preset', label: 'Preset' },
+  { key: 'hf', label: 'Hugging Face Hub' },
+  { key: 'paste', label: 'Paste config.json' },
+];
+
+const SOURCE_WORDS = {
+  preset: 'bundled preset (works offline)',
+  hf: 'config.json from the Hugging Face Hub',
+  paste: 'your config.json',
+};
+
+function PresetPanel() {
+  const m = model.value;
+  const value = m?.source === 'preset' ? m.id : '';
+  const options = [
+    ...(value ? [] : [{ value: '', label: 'Choose a preset…' }]),
+    ...PRESETS.map((p) => ({ value: p.id, label: p.id })),
+  ];
+  return (
+    <SelectField
+      label="Bundled preset"
+      value={value}
+      options={options}
+      onChange={(id) => id && choosePreset(id)}
+      hint="Real config.json files shipped with the page: no network needed."
+    />
+  );
+}
+
+function HubPanel() {
+  const m = model.value;
+  const [id, setId] = useState(m?.source === 'hf' ? m.id : '');
+  const [token, setToken] = useState(() => {
+    const t = loadToken();
+    setHubToken(t);
+    return t;
+  });
+  const onToken = (t) => {
+    setToken(t);
+    setHubToken(t);
+    saveToken(t);
+  };
+  const onSubmit = (e) => {
+    e.preventDefault();
+    if (id.trim()) loadHubModel(id, { token });
+  };
+  return (
+    <form class={styles.stack} onSubmit={onSubmit}>
+      <TextField
+        label="Model id"
+        name="pretrained_model_name_or_path"
+        value={id}
+        onChange={setId}
+        placeholder="meta-llama/Llama-3.2-1B"
+        hint="organisation/model, optionally @revision; a huggingface.co link works too."
+      />
+      <TextField
+        label="Access token for gated or private models"
+        name="HF_TOKEN"
+        type="password"
+        value={token}
+        onChange={onToken}
+        placeholder="hf_…"
+        autoComplete="off"
+        hint="Optional. Sent only to huggingface.co, kept for this tab only (sessionStorage), never put in the link."
+      />
+      <div class={styles.row}>
+        <button type="submit" class={styles.primary} disabled={!id.trim()}>
+          Fetch config.json
+        </button>
+        {token && (
+          <button type="button" class={styles.secondary} onClick={() => onToken('')}>
+            Forget token
+          </button>
+        )}
+      </div>
+    </form>
+  );
+}
+
+function readFile(file) {
+  file.text().then((text) => loadPastedConfig(text, file.name));
+}
+
+function PastePanel() {
+  // A pasted config (also one restored from a link) is shown for editing.
+  const [text, setText] = useState(() => {
+    const m = model.value;
+    return m?.source === 'paste' && m.config ? JSON.stringify(m.config, null, 2) : '';
+  });
+  const id = 'paste-config';
+  const onSubmit = (e) => {
+    e.preventDefault();
+    loadPastedConfig(text);
+  };
+  return (
+    <form class={styles.stack} onSubmit={onSubmit}>
+      <label class={styles.areaLabel} for={id}>
+        config.json contents
+      </label>
+      <textarea
+        id={id}
+        class={styles.area}
+        rows={7}
+        spellcheck={false}
+        value={text}
+        placeholder={'{\n  "model_type": "llama",\n  "hidden_size": 2048,\n  …\n}'}
+        onInput={(e) => setText(e.currentTarget.value)}
+      />
+      <div class={styles.row}>
+        <button type="submit" class={styles.primary} disabled={!text.trim()}>
+          Use this config
+        </button>
+        <label class={styles.secondary}>
+          Open a file…
+          <input
+            type="file"
+            accept=".json,application/json"
+            class={styles.visuallyHidden}
+            onChange={(e) => e.currentTarget.files?.[0] && readFile(e.currentTarget.files[0])}
+          />
+        </label>
+        <span class={styles.muted}>or drop a config.json anywhere on this box.</span>
+      </div>
+    </form>
+  );
+}
+
+export function ModelBox() {
+  const [tab, setTab] = useState(() => model.value?.source ?? 'preset');
+  const [dragging, setDragging] = useState(false);
+  const m = model.value;
+  const status = modelStatus.value;
+  // Follow the model's source when it changes (a restored link, a fetch).
+  useEffect(() => {
+    if (m?.source) setTab(m.source);
+  }, [m?.source]);
+
+  const onDrop = (e) => {
+    e.preventDefault();
+    setDragging(false);
+    const file = e.dataTransfer?.files?.[0];
+    if (file) readFile(file);
+    else {
+      const text = e.dataTransfer?.getData('text/plain');
+      if (text) loadPastedConfig(text);
+    }
+  };
+
+  return (
+    <section
+      class={`${styles.box} ${dragging ? styles.dragging : ''}`}
+      aria-labelledby="model-heading"
+      onDragOver={(e) => {
+        e.preventDefault();
+        setDragging(true);
+      }}
+      onDragLeave={() => setDragging(false)}
+      onDrop={onDrop}
+    >
+      <h2 id="model-heading" class={styles.heading}>
+        Model
+      </h2>
+      <div class={styles.tabs} role="tablist" aria-label="Where the model comes from">
+        {TABS.map((t) => (
+          <button
+            key={t.key}
+            type="button"
+            role="tab"
+            id={`model-tab-${t.key}`}
+            aria-selected={tab === t.key ? 'true' : 'false'}
+            aria-controls={`model-panel-${t.key}`}
+            class={styles.tab}
+            onClick={() => setTab(t.key)}
+          >
+            {t.label}
+          </button>
+        ))}
+      </div>
+      <div
+        role="tabpanel"
+        id={`model-panel-${tab}`}
+        aria-labelledby={`model-tab-${tab}`}
+        class={styles.panel}
+      >
+        {tab === 'preset' && <PresetPanel />}
+        {tab === 'hf' && <HubPanel />}
+        {tab === 'paste' && <PastePanel />}
+      </div>
+      {status.state === 'loading' && (
+        <p role="status" class={styles.loading}>
+          {status.message}
+        </p>
+      )}
+      {status.state === 'error' && (
+        <p role="alert" class={styles.error}>
+          {status.message}
+        </p>
+      )}
+      {m && (
+        <p class={styles.current}>
+          Using <strong>{m.id}</strong>
+          <span class={styles.muted}> · {SOURCE_WORDS[m.source]}</span>
+          {!m.config && <span class={styles.muted}> · waiting for config.json</span>}
+        </p>
+      )}
+    </section>
+  );
+}

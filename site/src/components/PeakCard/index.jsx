@@ -1,0 +1,97 @@
+// The answer: the per-GPU peak against the chosen GPU's capacity.
+
+import { bytesTitle, formatGiB, formatPercent } from '../../lib/format.js';
+import styles from './style.module.css';
+
+function verdict(fit) {
+  if (!fit) return { tone: 'neutral', words: 'No GPU chosen' };
+  if (!fit.fits) return { tone: 'bad', words: 'Does not fit' };
+  if (fit.headroom_ok === false) return { tone: 'warn', words: 'Fits, with little headroom' };
+  return { tone: 'good', words: 'Fits' };
+}
+
+export function PeakCard({ result }) {
+  const fit = result.fit;
+  const v = verdict(fit);
+  const util = fit ? Math.min(1, fit.utilization ?? result.peak_bytes / fit.capacity_bytes) : 0;
+  const phase = result.phases?.find((p) => p.key === result.peak_phase);
+  const reserved = result.peak_reserved_bytes;
+  return (
+    <section class={`${styles.card} ${styles[v.tone]}`} aria-labelledby="peak-heading">
+      <h2 id="peak-heading" class={styles.heading}>
+        Peak memory per GPU
+      </h2>
+      <div class={styles.top}>
+        <output
+          class={styles.big}
+          aria-label="Peak memory per GPU"
+          data-bytes={String(result.peak_bytes)}
+          title={bytesTitle(result.peak_bytes)}
+        >
+          {formatGiB(result.peak_bytes)}
+          <span class={styles.unit}> GiB</span>
+        </output>
+        {fit && (
+          <p class={styles.capacity}>
+            of{' '}
+            <span title={bytesTitle(fit.capacity_bytes)} data-bytes={String(fit.capacity_bytes)}>
+              {formatGiB(fit.capacity_bytes)} GiB
+            </span>{' '}
+            usable on <strong>{fit.gpu}</strong>
+          </p>
+        )}
+        <p class={styles.verdict} data-tone={v.tone}>
+          {v.words}
+          {fit && <span class={styles.util}> · {formatPercent(fit.utilization)} used</span>}
+        </p>
+      </div>
+      {fit && (
+        <div
+          class={styles.meter}
+          role="meter"
+          aria-label="Share of the GPU's usable memory"
+          aria-valuemin={0}
+          aria-valuemax={100}
+          aria-valuenow={Math.round((fit.utilization ?? 0) * 100)}
+        >
+          <div class={styles.fill} style={{ width: `${(util * 100).toFixed(2)}%` }} />
+          <div class={styles.headroom} title="80 % headroom line" />
+        </div>
+      )}
+      <dl class={styles.facts}>
+        {phase && (
+          <div>
+            <dt>Peak reached during</dt>
+            <dd>{phase.label}</dd>
+          </div>
+        )}
+        {fit && Number.isSafeInteger(fit.max_micro_batch) && (
+          <div>
+            <dt>
+              Largest micro-batch that fits <code>per_device_train_batch_size</code>
+            </dt>
+            <dd>{fit.max_micro_batch === 0 ? 'none: even 1 is too large' : fit.max_micro_batch}</dd>
+          </div>
+        )}
+        {Number.isFinite(result.peak_allocated_bytes) && (
+          <div>
+            <dt>
+              Allocated by tensors <code>max_memory_allocated</code>
+            </dt>
+            <dd title={bytesTitle(result.peak_allocated_bytes)}>
+              {formatGiB(result.peak_allocated_bytes)} GiB
+            </dd>
+          </div>
+        )}
+        {Number.isFinite(reserved) && (
+          <div>
+            <dt>
+              Reserved by the allocator <code>max_memory_reserved</code>
+            </dt>
+            <dd title={bytesTitle(reserved)}>{formatGiB(reserved)} GiB</dd>
+          </div>
+        )}
+      </dl>
+    </section>
+  );
+}

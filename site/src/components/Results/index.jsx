@@ -1,0 +1,95 @@
+// The right-hand side: the estimate for the current state, or why there is
+// none yet. Never a blank panel and never NaN: every state has words.
+
+import { currentHash } from '../../lib/actions.js';
+import {
+  estimator,
+  estimatorLoadError,
+  model,
+  modelStatus,
+  outcome,
+  request,
+} from '../../lib/state.js';
+import { BreakdownTable } from '../BreakdownTable/index.jsx';
+import { ErrorNotice } from '../ErrorNotice/index.jsx';
+import { GpuTable } from '../GpuTable/index.jsx';
+import { ModelSummary } from '../ModelSummary/index.jsx';
+import { Assumptions, Warnings } from '../Notes/index.jsx';
+import { PeakCard } from '../PeakCard/index.jsx';
+import { PhaseTimeline } from '../PhaseTimeline/index.jsx';
+import { SharePanel } from '../SharePanel/index.jsx';
+import styles from './style.module.css';
+
+function shareLink() {
+  if (typeof location === 'undefined') return currentHash();
+  return `${location.origin}${location.pathname}${currentHash()}`;
+}
+
+function Waiting({ children }) {
+  return (
+    <div class={styles.waiting} role="status">
+      <span class={styles.spinner} aria-hidden="true" />
+      {children}
+    </div>
+  );
+}
+
+export function Results() {
+  if (estimatorLoadError.value) {
+    return <ErrorNotice title="The estimator did not load" error={estimatorLoadError.value} />;
+  }
+  const m = model.value;
+  if (!m?.config) {
+    if (modelStatus.value.state === 'error') {
+      return (
+        <ErrorNotice
+          title="No model loaded"
+          error={{
+            message: `${modelStatus.value.message} Pick a bundled preset to continue offline.`,
+          }}
+        />
+      );
+    }
+    return <Waiting>Waiting for the model's config.json…</Waiting>;
+  }
+  if (!estimator.value) return <Waiting>Loading the estimator (WebAssembly)…</Waiting>;
+  const o = outcome.value;
+  if (!o) return <Waiting>Estimating…</Waiting>;
+  const link = shareLink();
+  if (o.error) {
+    return (
+      <div class={styles.stack}>
+        <ErrorNotice error={o.error} />
+        <SharePanel request={request.value} link={link} />
+      </div>
+    );
+  }
+  const r = o.result;
+  return (
+    <div class={styles.stack} aria-live="polite">
+      <PeakCard result={r} />
+      <Warnings warnings={r.warnings} />
+      {r.phases?.length > 0 && (
+        <PhaseTimeline
+          phases={r.phases}
+          peakPhase={r.peak_phase}
+          capacityBytes={r.fit?.capacity_bytes}
+          components={r.components}
+        />
+      )}
+      {r.components?.length > 0 && (
+        <BreakdownTable
+          components={r.components}
+          peakBytes={r.peak_bytes}
+          peakParts={r.phases?.find((p) => p.key === r.peak_phase)?.parts}
+        />
+      )}
+      <div class={styles.pair}>
+        {r.gpus?.length > 0 && <GpuTable gpus={r.gpus} current={r.fit?.gpu} />}
+        {r.model && <ModelSummary model={r.model} name={m.id} />}
+      </div>
+      <Assumptions assumptions={r.assumptions} />
+      <SharePanel request={request.value} result={r} link={link} />
+    </div>
+  );
+}

@@ -1,0 +1,81 @@
+// Sharing and reproducing: the link that restores this page, the request JSON
+// the estimator received, and the command that gives the same answer natively.
+
+import { useState } from 'preact/hooks';
+import styles from './style.module.css';
+
+function download(name, text) {
+  const url = URL.createObjectURL(new Blob([text], { type: 'application/json' }));
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = name;
+  a.click();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+export function SharePanel({ request, result, link }) {
+  const [copied, setCopied] = useState('');
+  const requestText = JSON.stringify(request, null, 2);
+  const copy = async (what, text) => {
+    try {
+      await navigator.clipboard.writeText(text);
+      setCopied(what);
+      setTimeout(() => setCopied(''), 1500);
+    } catch {
+      setCopied('');
+    }
+  };
+  return (
+    <section class={styles.card} aria-labelledby="share-heading">
+      <h2 id="share-heading" class={styles.heading}>
+        Share and reproduce
+      </h2>
+      <div class={styles.row}>
+        <label class={styles.visuallyHidden} for="share-link">
+          Link to this estimate
+        </label>
+        <input
+          id="share-link"
+          class={styles.link}
+          readOnly
+          value={link}
+          onFocus={(e) => e.currentTarget.select()}
+        />
+        <button type="button" class={styles.button} onClick={() => copy('link', link)}>
+          {copied === 'link' ? 'Copied' : 'Copy link'}
+        </button>
+      </div>
+      <details class={styles.details}>
+        <summary>Request JSON and command line</summary>
+        <p class={styles.note}>
+          The same request gives the same bytes natively: save it as <code>request.json</code> and
+          run <code>vram-probe estimate --request request.json --json</code>.
+        </p>
+        <pre class={styles.pre} aria-label="Request JSON" data-testid="request-json">
+          {requestText}
+        </pre>
+        <div class={styles.row}>
+          <button type="button" class={styles.button} onClick={() => copy('request', requestText)}>
+            {copied === 'request' ? 'Copied' : 'Copy request'}
+          </button>
+          <button
+            type="button"
+            class={styles.button}
+            onClick={() => download('request.json', requestText)}
+          >
+            Download request.json
+          </button>
+          {result && (
+            <button
+              type="button"
+              class={styles.button}
+              onClick={() => download('result.json', JSON.stringify(result, null, 2))}
+            >
+              Download result.json
+            </button>
+          )}
+        </div>
+      </details>
+    </section>
+  );
+}

@@ -1,0 +1,224 @@
+// The job: training or inference, in HF Trainer / PEFT / vLLM vocabulary.
+
+import { layerCount, model, optimizerOptions, setSetting, settings } from '../../lib/state.js';
+import {
+  ATTENTIONS,
+  CHECKPOINTING,
+  KV_DTYPES,
+  LORA_TARGET_PRESETS,
+  METHODS,
+  PRECISIONS,
+  TASKS,
+  WEIGHT_DTYPES,
+} from '../../lib/vocabulary.js';
+import { CheckboxField, NumberField, SelectField, TextField } from '../Field/index.jsx';
+import styles from './style.module.css';
+
+function TaskSwitch({ value }) {
+  return (
+    <div class={styles.switch} role="radiogroup" aria-label="Task">
+      {TASKS.map((t) => (
+        <label
+          key={t.value}
+          class={styles.switchOption}
+          data-checked={value === t.value ? '' : undefined}
+        >
+          <input
+            type="radio"
+            name="task"
+            value={t.value}
+            checked={value === t.value}
+            onChange={() => setSetting('task', t.value)}
+          />
+          {t.label}
+        </label>
+      ))}
+    </div>
+  );
+}
+
+function LoraFields({ lora }) {
+  const preset = LORA_TARGET_PRESETS.some((p) => p.value === lora.targets);
+  return (
+    <fieldset class={styles.group}>
+      <legend class={styles.legend}>LoRA adapters</legend>
+      <div class={styles.grid}>
+        <NumberField
+          label="Rank"
+          name="r"
+          value={lora.rank}
+          min={1}
+          max={65536}
+          onChange={(v) => setSetting('train.lora.rank', v)}
+        />
+        <NumberField
+          label="Alpha"
+          name="lora_alpha"
+          value={lora.alpha}
+          min={1}
+          max={1e6}
+          onChange={(v) => setSetting('train.lora.alpha', v)}
+        />
+        <SelectField
+          label="Target modules"
+          name="target_modules"
+          value={preset ? lora.targets : 'custom'}
+          options={[...LORA_TARGET_PRESETS, { value: 'custom', label: 'custom list…' }]}
+          onChange={(v) =>
+            setSetting('train.lora.targets', v === 'custom' ? 'q_proj,v_proj,gate_proj' : v)
+          }
+        />
+        {!preset && (
+          <TextField
+            label="Module names, comma-separated"
+            name="target_modules"
+            value={lora.targets}
+            onChange={(v) => setSetting('train.lora.targets', v)}
+            hint="Leaf names as in the model: q_proj, c_attn, query_key_value, …"
+          />
+        )}
+      </div>
+    </fieldset>
+  );
+}
+
+function FreezeFields({ text }) {
+  const n = layerCount(model.value?.config);
+  return (
+    <fieldset class={styles.group}>
+      <legend class={styles.legend}>Frozen model</legend>
+      <TextField
+        label="Trainable modules, comma-separated"
+        name="freeze_trainable_modules"
+        value={text}
+        placeholder={n >= 2 ? `layers.${n - 2}, layers.${n - 1}` : 'layers.0'}
+        onChange={(v) => setSetting('train.freeze_modules', v)}
+        hint="Leaf names (lm_head, q_proj) or layers.N. Empty: the last two layers train, as LLaMA-Factory's freeze_trainable_layers=2."
+      />
+    </fieldset>
+  );
+}
+
+function TrainingFields({ t }) {
+  return (
+    <>
+      <div class={styles.grid}>
+        <SelectField
+          label="Method"
+          name="finetuning_type"
+          value={t.method}
+          options={METHODS}
+          onChange={(v) => setSetting('train.method', v)}
+        />
+        <SelectField
+          label="Precision"
+          name="bf16 / fp16 / torch_dtype"
+          value={t.precision}
+          options={PRECISIONS}
+          onChange={(v) => setSetting('train.precision', v)}
+          hint={PRECISIONS.find((p) => p.value === t.precision)?.hint}
+        />
+        <NumberField
+          label="Micro-batch per GPU"
+          name="per_device_train_batch_size"
+          value={t.micro_batch}
+          max={65536}
+          onChange={(v) => setSetting('train.micro_batch', v)}
+        />
+        <NumberField
+          label="Sequence length"
+          name="max_seq_length"
+          value={t.seq_len}
+          max={16777216}
+          onChange={(v) => setSetting('train.seq_len', v)}
+        />
+        <NumberField
+          label="Gradient accumulation"
+          name="gradient_accumulation_steps"
+          value={t.grad_accum}
+          max={65536}
+          onChange={(v) => setSetting('train.grad_accum', v)}
+        />
+        <SelectField
+          label="Optimizer"
+          name="optim"
+          value={t.optimizer}
+          options={optimizerOptions.value}
+          onChange={(v) => setSetting('train.optimizer', v)}
+        />
+        <SelectField
+          label="Attention kernel"
+          name="attn_implementation"
+          value={t.attention}
+          options={ATTENTIONS}
+          onChange={(v) => setSetting('train.attention', v)}
+        />
+        <SelectField
+          label="Gradient checkpointing"
+          name="gradient_checkpointing"
+          value={t.grad_checkpointing}
+          options={CHECKPOINTING}
+          onChange={(v) => setSetting('train.grad_checkpointing', v)}
+        />
+      </div>
+      <div class={styles.checks}>
+        <CheckboxField
+          label="Fused cross-entropy"
+          name="use_liger_kernel"
+          checked={t.fused_loss}
+          onChange={(v) => setSetting('train.fused_loss', v)}
+        />
+      </div>
+      {(t.method === 'lora' || t.method === 'qlora') && <LoraFields lora={t.lora} />}
+      {t.method === 'freeze' && <FreezeFields text={t.freeze_modules} />}
+    </>
+  );
+}
+
+function InferenceFields({ i }) {
+  return (
+    <div class={styles.grid}>
+      <NumberField
+        label="Concurrent sequences"
+        name="batch_size / max_num_seqs"
+        value={i.batch}
+        max={65536}
+        onChange={(v) => setSetting('infer.batch', v)}
+      />
+      <NumberField
+        label="Context length"
+        name="max_model_len"
+        value={i.context_len}
+        max={16777216}
+        onChange={(v) => setSetting('infer.context_len', v)}
+      />
+      <SelectField
+        label="Weights dtype"
+        name="torch_dtype / quantization"
+        value={i.weights_dtype}
+        options={WEIGHT_DTYPES}
+        onChange={(v) => setSetting('infer.weights_dtype', v)}
+      />
+      <SelectField
+        label="KV-cache dtype"
+        name="kv_cache_dtype"
+        value={i.kv_dtype}
+        options={KV_DTYPES}
+        onChange={(v) => setSetting('infer.kv_dtype', v)}
+      />
+    </div>
+  );
+}
+
+export function WorkloadForm() {
+  const s = settings.value;
+  return (
+    <section class={styles.card} aria-labelledby="workload-heading">
+      <h2 id="workload-heading" class={styles.heading}>
+        Job
+      </h2>
+      <TaskSwitch value={s.task} />
+      {s.task === 'train' ? <TrainingFields t={s.train} /> : <InferenceFields i={s.infer} />}
+    </section>
+  );
+}

@@ -1,0 +1,135 @@
+// What the model box and the URL do to the state: load a preset, fetch from
+// the Hub, take a pasted config, restore from and write to the URL hash.
+
+import { batch, effect } from '@preact/signals';
+import { fetchHubConfig } from './hub.js';
+import { findPreset } from './presets.js';
+import { DEFAULT_PRESET, model, modelStatus, setPreset, settings } from './state.js';
+import { parse, serialize } from './url-state.js';
+
+/** The token the user pasted (memory only; the ModelBox mirrors it to sessionStorage). */
+let hubToken = '';
+export function setHubToken(token) {
+  hubToken = token;
+}
+
+let hubRequest = 0;
+
+/**
+ * Fetches <id>/config.json from the Hub and makes it the model. On failure the
+ * previous model stays and modelStatus carries the reason in words.
+ */
+export async function loadHubModel(idText, { token = hubToken } = {}) {
+  const ticket = ++hubRequest;
+  modelStatus.value = {
+    state: 'loading',
+    message: `Fetching config.json of ${idText.trim()} from the Hub…`,
+  };
+  try {
+    const { id, config } = await fetchHubConfig(idText, { token });
+    if (ticket !== hubRequest) return;
+    batch(() => {
+      model.value = { source: 'hf', id, config };
+      modelStatus.value = { state: 'idle', message: '' };
+    });
+  } catch (error) {
+    if (ticket !== hubRequest) return;
+    modelStatus.value = { state: 'error', message: error.message, kind: error.kind };
+  }
+}
+
+/**
+ * Parses pasted or dropped config.json text and makes it the model. Returns
+ * true on success; on failure modelStatus says why.
+ */
+export function loadPastedConfig(text, name = 'pasted config.json') {
+  let config;
+  try {
+    config = JSON.parse(text);
+  } catch (e) {
+    modelStatus.value = {
+      state: 'error',
+      message: `That is not valid JSON (${e.message}). Paste the whole config.json file.`,
+      kind: 'bad_json',
+    };
+    return false;
+  }
+  if (!config || typeof config !== 'object' || Array.isArray(config)) {
+    modelStatus.value = {
+      state: 'error',
+      message: 'A config.json is a JSON object ({ "model_type": …, "hidden_size": … }).',
+      kind: 'bad_json',
+    };
+    return false;
+  }
+  // A whole request ({"model": {"config": …}}) or a model-info body also works.
+  if (config.model?.config && typeof config.model.config === 'object') config = config.model.config;
+  else if (config.config && typeof config.config === 'object' && !config.model_type)
+    config = config.config;
+  batch(() => {
+    hubRequest++;
+    model.value = { source: 'paste', id: name, config };
+    modelStatus.value = { state: 'idle', message: '' };
+  });
+  return true;
+}
+
+export function choosePreset(id) {
+  hubRequest++;
+  return setPreset(id);
+}
+
+/** Restores model and settings from a hash; Hub models are fetched again. */
+export function restoreFromHash(hash) {
+  const { model: m, settings: s } = parse(hash);
+  batch(() => {
+    settings.value = s;
+    if (!m) {
+      setPreset(DEFAULT_PRESET);
+    } else if (m.source === 'preset') {
+      if (!setPreset(m.id)) {
+        setPreset(DEFAULT_PRESET);
+        modelStatus.value = {
+          state: 'error',
+          message: `The link names a preset this page does not bundle (${m.id}); showing ${DEFAULT_PRESET} instead.`,
+        };
+      }
+    } else if (m.source === 'paste') {
+      model.value = m;
+    } else if (m.source === 'hf') {
+      // The link may name a model that is also bundled: keep it a Hub model
+      // (its config may differ) but show the preset's numbers if offline.
+      model.value = { source: 'hf', id: m.id, config: findPreset(m.id)?.config ?? null };
+    }
+  });
+  if (m?.source === 'hf') loadHubModel(m.id);
+}
+
+/** The hash for the current state. */
+export function currentHash() {
+  return serialize(model.value, settings.value);
+}
+
+/**
+ * Keeps the URL in step with the state (replaceState: no history entry per
+ * keystroke) and restores the state when the user edits the hash or goes
+ * back. Returns a function that stops both.
+ */
+export function syncUrl(win = window) {
+  let writing = '';
+  const stop = effect(() => {
+    const hash = currentHash();
+    if (hash !== win.location.hash) {
+      writing = hash;
+      win.history.replaceState(null, '', hash);
+    }
+  });
+  const onHashChange = () => {
+    if (win.location.hash !== writing) restoreFromHash(win.location.hash);
+  };
+  win.addEventListener('hashchange', onHashChange);
+  return () => {
+    stop();
+    win.removeEventListener('hashchange', onHashChange);
+  };
+}

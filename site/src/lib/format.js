@@ -1,0 +1,42 @@
+// Number formatting shared by every result view. Memory is shown in GiB (2^30
+// bytes, what torch.cuda and nvidia-smi's MiB columns use), never GB.
+
+export const GIB = 1024 ** 3;
+
+/** Bytes as GiB with two decimals, e.g. 3.42. Non-finite input reads as a dash. */
+export function formatGiB(bytes) {
+  if (!Number.isFinite(bytes)) return '–';
+  return (bytes / GIB).toFixed(2);
+}
+
+/** Exact integer with thousands separators: 1,235,814,400. */
+export function formatInt(n) {
+  if (!Number.isFinite(n)) return '–';
+  return Math.round(n).toLocaleString('en-US');
+}
+
+/** Short parameter count: 1.24 B, 135 M, 7.6 K. */
+export function formatParamsShort(n) {
+  if (!Number.isFinite(n)) return '–';
+  const units = [
+    [1e12, 'T'],
+    [1e9, 'B'],
+    [1e6, 'M'],
+    [1e3, 'K'],
+  ];
+  for (const [scale, unit] of units) {
+    if (n >= scale) return `${(n / scale).toPrecision(3)} ${unit}`;
+  }
+  return String(n);
+}
+
+/** A fraction (0.43) as a percentage with one decimal: 43.0 %. */
+export function formatPercent(fraction) {
+  if (!Number.isFinite(fraction)) return '–';
+  return `${(fraction * 100).toFixed(1)} %`;
+}
+
+/** Exact bytes for titles and tooltips: "3,674,210,304 bytes". */
+export function bytesTitle(bytes) {
+  return `${formatInt(bytes)} bytes`;
+}

@@ -1,0 +1,146 @@
+// Fetching config.json from the Hugging Face Hub, straight from the browser.
+// The optional token goes in an Authorization header to huggingface.co and
+// nowhere else; it is kept in memory and, for the tab's lifetime only, in
+// sessionStorage (never localStorage, never the URL).
+
+export const HUB_ORIGIN = 'https://huggingface.co';
+const TOKEN_KEY = 'vram-planner.hf-token';
+
+/** A failed Hub fetch, with a `kind` the page turns into words. */
+export class HubError extends Error {
+  constructor(kind, message, status = null) {
+    super(message);
+    this.name = 'HubError';
+    this.kind = kind; // 'invalid_id' | 'gated' | 'not_found' | 'offline' | 'http' | 'bad_json'
+    this.status = status;
+  }
+}
+
+/**
+ * Parses what a user types into {repo, revision}: "org/name", "name",
+ * "org/name@revision" or a huggingface.co URL. Returns null when it cannot be
+ * a Hub model id.
+ */
+export function parseModelId(text) {
+  let s = String(text ?? '').trim();
+  const url = s.match(/^https?:\/\/(?:www\.)?(?:huggingface\.co|hf\.co)\/(.+)$/i);
+  if (url) {
+    // https://huggingface.co/org/name/tree/rev or /blob/rev/config.json
+    const parts = url[1].split(/[?#]/)[0].split('/').filter(Boolean);
+    const treeAt = parts.findIndex((p) => p === 'tree' || p === 'blob' || p === 'resolve');
+    const repoParts = treeAt === -1 ? parts.slice(0, 2) : parts.slice(0, treeAt);
+    const revision = treeAt === -1 ? 'main' : parts[treeAt + 1] || 'main';
+    s = `${repoParts.join('/')}@${revision}`;
+  }
+  const m = s.match(/^([A-Za-z0-9][\w.-]*(?:\/[A-Za-z0-9][\w.-]*)?)(?:@([\w./-]+))?$/);
+  if (!m) return null;
+  return { repo: m[1], revision: m[2] || 'main' };
+}
+
+/** The config.json address of a parsed id. */
+export function configUrl({ repo, revision }) {
+  const path = repo
+    .split('/')
+    .map((p) => encodeURIComponent(p))
+    .join('/');
+  return `${HUB_ORIGIN}/${path}/resolve/${encodeURIComponent(revision)}/config.json`;
+}
+
+/**
+ * Fetches and parses a model's config.json. Throws HubError with a sentence a
+ * user can act on for every failure: bad id, gated/private (401/403), not
+ * found (404), offline (network TypeError), other HTTP status, invalid JSON.
+ */
+export async function fetchHubConfig(idText, { token = '', signal } = {}) {
+  const id = parseModelId(idText);
+  if (!id) {
+    throw new HubError(
+      'invalid_id',
+      `“${idText}” is not a Hugging Face model id. Use the form organisation/model, e.g. meta-llama/Llama-3.2-1B.`,
+    );
+  }
+  const headers = { Accept: 'application/json' };
+  if (token) headers.Authorization = `Bearer ${token.trim()}`;
+  let response;
+  try {
+    response = await fetch(configUrl(id), { headers, signal });
+  } catch (e) {
+    if (e && e.name === 'AbortError') throw e;
+    throw new HubError(
+      'offline',
+      `Could not reach the Hugging Face Hub to fetch ${id.repo} (you seem to be offline, or the request was blocked). Bundled presets and pasted configs still work without a network.`,
+    );
+  }
+  const modelPage = `${HUB_ORIGIN}/${id.repo}`;
+  // The Hub names the reason in X-Error-Code (exposed to CORS readers):
+  // GatedRepo, RepoNotFound, EntryNotFound, RevisionNotFound.
+  const errorCode = response.headers?.get?.('x-error-code') || '';
+  if (response.status === 401 || response.status === 403) {
+    if (errorCode === 'RepoNotFound') {
+      throw new HubError(
+        'not_found',
+        `No model ${id.repo} on the Hub${token ? '' : ', or it is private (paste a token with read access to see private models)'}. Check the spelling.`,
+        response.status,
+      );
+    }
+    throw new HubError(
+      'gated',
+      token
+        ? `${id.repo} is gated or private and the Hub refused this token (${response.status}). Make sure you were granted access: request access on the model page (${modelPage}) and paste a token with read access.`
+        : `${id.repo} is gated or private (${response.status}): request access on the model page (${modelPage}) and paste a token with read access below.`,
+      response.status,
+    );
+  }
+  if (response.status === 404) {
+    const what =
+      errorCode === 'RevisionNotFound'
+        ? `revision “${id.revision}” of ${id.repo}`
+        : errorCode === 'EntryNotFound'
+          ? `a config.json in ${id.repo} (the repository exists but has no config.json at its root)`
+          : `model ${id.repo}`;
+    throw new HubError(
+      'not_found',
+      `Not found on the Hub (404): no ${what}. Check the spelling, or paste the config.json instead.`,
+      404,
+    );
+  }
+  if (!response.ok) {
+    throw new HubError(
+      'http',
+      `The Hub answered ${response.status} ${response.statusText || ''}for ${id.repo}. Try again later, or paste the config.json.`.replace(
+        '  ',
+        ' ',
+      ),
+      response.status,
+    );
+  }
+  let config;
+  try {
+    config = await response.json();
+  } catch {
+    throw new HubError('bad_json', `The config.json of ${id.repo} is not valid JSON.`);
+  }
+  if (!config || typeof config !== 'object' || Array.isArray(config)) {
+    throw new HubError('bad_json', `The config.json of ${id.repo} is not a JSON object.`);
+  }
+  return { id: id.revision === 'main' ? id.repo : `${id.repo}@${id.revision}`, config };
+}
+
+/** The token remembered for this tab, or ''. */
+export function loadToken() {
+  try {
+    return sessionStorage.getItem(TOKEN_KEY) || '';
+  } catch {
+    return '';
+  }
+}
+
+/** Remembers the token for this tab only ('' forgets it). */
+export function saveToken(token) {
+  try {
+    if (token) sessionStorage.setItem(TOKEN_KEY, token);
+    else sessionStorage.removeItem(TOKEN_KEY);
+  } catch {
+    // sessionStorage can be unavailable (privacy mode): the token stays in memory.
+  }
+}

@@ -1,0 +1,24 @@
+// Bundled model presets: real config.json files (the same fixtures the core's
+// tests check parameter counts against), compiled into the page so it works
+// with no network. File names are "<org>__<name>.json" for the Hub id
+// "<org>/<name>".
+
+const modules = import.meta.glob('../presets/*.json', { eager: true, import: 'default' });
+
+function idFromPath(path) {
+  const file = path
+    .split('/')
+    .pop()
+    .replace(/\.json$/, '');
+  return file.replace('__', '/');
+}
+
+/** Every preset as {id, config}, sorted by organisation then name. */
+export const PRESETS = Object.entries(modules)
+  .map(([path, config]) => ({ id: idFromPath(path), config }))
+  .sort((a, b) => a.id.localeCompare(b.id, 'en', { sensitivity: 'base' }));
+
+/** The preset with this Hub id, or undefined. */
+export function findPreset(id) {
+  return PRESETS.find((p) => p.id === id);
+}

@@ -1,0 +1,190 @@
+// The page's state, in @preact/signals. Three inputs (the model, the form
+// settings, the loaded estimator) and two derived values (the request JSON and
+// the estimator's outcome). Every component reads these; nothing else holds
+// state that the URL must carry.
+
+import { signal, computed } from '@preact/signals';
+import { findPreset } from './presets.js';
+import { OPTIMIZERS } from './vocabulary.js';
+
+export const DEFAULT_PRESET = 'meta-llama/Llama-3.2-1B';
+
+export const DEFAULT_SETTINGS = Object.freeze({
+  task: 'train',
+  train: {
+    method: 'lora',
+    micro_batch: 1,
+    seq_len: 2048,
+    grad_accum: 1,
+    precision: 'bf16',
+    optimizer: 'adamw_torch',
+    grad_checkpointing: 'none',
+    attention: 'sdpa',
+    fused_loss: false,
+    lora: { rank: 16, alpha: 32, targets: 'all-linear' },
+    // Method freeze: trainable modules, comma-separated; '' = the last two
+    // layers (LLaMA-Factory's freeze_trainable_layers default of 2).
+    freeze_modules: '',
+  },
+  infer: { batch: 1, context_len: 4096, weights_dtype: 'bf16', kv_dtype: 'bf16' },
+  parallel: { gpus: 1, tp: 1, pp: 1, zero: 0, fsdp: '', offload_optimizer: false },
+  // mode 'catalog' uses gpu.name from vram.version().gpus; 'custom' a capacity in GiB.
+  gpu: { mode: 'catalog', name: '', memory_gib: 24 },
+});
+
+export function defaultSettings() {
+  return structuredClone(DEFAULT_SETTINGS);
+}
+
+function presetModel(id) {
+  const p = findPreset(id);
+  return p ? { source: 'preset', id: p.id, config: p.config } : null;
+}
+
+/** The form: everything but the model. */
+export const settings = signal(defaultSettings());
+
+/**
+ * The model: {source: 'preset' | 'hf' | 'paste', id, config}. `config` is
+ * null while a Hub fetch is in flight.
+ */
+export const model = signal(presetModel(DEFAULT_PRESET));
+
+/** What the model box says about loading: {state: 'idle'|'loading'|'error', message}. */
+export const modelStatus = signal({ state: 'idle', message: '' });
+
+/** The loaded WASM facade ({estimate, modelInfo, version}) or null. */
+export const estimator = signal(null);
+/** Why the estimator could not load, or null. */
+export const estimatorLoadError = signal(null);
+
+/** vram.version(): schema, version, supported model types and the GPU catalog. */
+export const versionInfo = computed(() => {
+  const v = estimator.value;
+  if (!v) return null;
+  try {
+    return v.version();
+  } catch {
+    return null;
+  }
+});
+
+export const gpuCatalog = computed(() => versionInfo.value?.gpus ?? []);
+
+/** The optimizer names the estimator knows, as select options. */
+export const optimizerOptions = computed(() => {
+  const names = versionInfo.value?.optimizers;
+  return names?.length ? names.map((n) => ({ value: n, label: n })) : OPTIMIZERS;
+});
+
+/** Sets one field by dotted path ("train.seq_len") without mutating. */
+export function setSetting(path, value) {
+  const next = structuredClone(settings.value);
+  const keys = path.split('.');
+  let o = next;
+  for (const k of keys.slice(0, -1)) o = o[k];
+  o[keys[keys.length - 1]] = value;
+  settings.value = next;
+}
+
+export function setPreset(id) {
+  const m = presetModel(id);
+  if (!m) return false;
+  model.value = m;
+  modelStatus.value = { state: 'idle', message: '' };
+  return true;
+}
+
+/** The GPU the request names: the chosen catalog card, else a sensible default. */
+export function chosenGpuName(s, catalog) {
+  if (s.gpu.name) return s.gpu.name;
+  if (!catalog.length) return '';
+  const preferred = catalog.find((g) => /H100/i.test(g.name) && /80/.test(g.name));
+  return (preferred ?? catalog[0]).name;
+}
+
+/** Decoder layers of a config (text_config for VLMs), or 0 when unknown. */
+export function layerCount(config) {
+  const c = config?.text_config ?? config ?? {};
+  const n = c.num_hidden_layers ?? c.n_layer ?? c.num_layers ?? 0;
+  return Number.isSafeInteger(n) && n > 0 ? n : 0;
+}
+
+/** Freeze's trainable modules: the user's list, or the last two layers. */
+export function freezeModules(text, config) {
+  const names = String(text ?? '')
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean);
+  if (names.length) return names;
+  const n = layerCount(config);
+  return n >= 2 ? [`layers.${n - 2}`, `layers.${n - 1}`] : ['layers.0'];
+}
+
+/** The request JSON (docs/schema.md) for the settings and a model config. */
+export function buildRequest(s, config, catalog = []) {
+  const req = { model: { config }, task: s.task };
+  if (s.task === 'train') {
+    const t = s.train;
+    req.train = {
+      method: t.method,
+      micro_batch: t.micro_batch,
+      seq_len: t.seq_len,
+      grad_accum: t.grad_accum,
+      precision: t.precision,
+      optimizer: t.optimizer,
+      // The contract's boolean for off/full; 'selective' is the core's extension.
+      grad_checkpointing:
+        t.grad_checkpointing === 'selective' ? 'selective' : t.grad_checkpointing === 'full',
+      attention: t.attention,
+      fused_loss: t.fused_loss,
+    };
+    if (t.method === 'lora' || t.method === 'qlora') {
+      const targets =
+        t.lora.targets === 'all-linear'
+          ? 'all-linear'
+          : t.lora.targets
+              .split(',')
+              .map((x) => x.trim())
+              .filter(Boolean);
+      req.train.lora = { rank: t.lora.rank, alpha: t.lora.alpha, targets };
+    }
+    if (t.method === 'freeze')
+      req.train.trainable_modules = freezeModules(t.freeze_modules, config);
+  } else {
+    req.infer = { ...s.infer };
+  }
+  const p = s.parallel;
+  const dp = Math.max(1, Math.floor(p.gpus / Math.max(1, p.tp * p.pp)));
+  req.parallel = { gpus: p.gpus, dp, tp: p.tp, pp: p.pp, zero: p.zero };
+  if (p.fsdp) req.parallel.fsdp = p.fsdp;
+  if (p.offload_optimizer) req.parallel.offload_optimizer = true;
+  if (s.gpu.mode === 'custom') {
+    req.gpu = { memory_gib: s.gpu.memory_gib };
+  } else {
+    const name = chosenGpuName(s, catalog);
+    if (name) req.gpu = { name };
+  }
+  return req;
+}
+
+export const request = computed(() =>
+  model.value?.config ? buildRequest(settings.value, model.value.config, gpuCatalog.value) : null,
+);
+
+/**
+ * The estimate for the current request: {result} or {error} (an
+ * EstimatorError with code, path and message), or null while the estimator or
+ * the model is not there yet. A single estimate takes well under a
+ * millisecond, so it runs on the main thread.
+ */
+export const outcome = computed(() => {
+  const vram = estimator.value;
+  const req = request.value;
+  if (!vram || !req) return null;
+  try {
+    return { result: vram.estimate(req) };
+  } catch (error) {
+    return { error };
+  }
+});

@@ -1,0 +1,195 @@
+// The form speaks the user's vocabulary (HF Trainer, PEFT, DeepSpeed, FSDP,
+// LLaMA-Factory, vLLM); this file maps each of those choices to the request
+// field and value of the estimator's JSON contract (docs/schema.md). Labels
+// are what the page shows; `value` is what the request carries.
+
+export const TASKS = [
+  { value: 'train', label: 'Training / fine-tuning' },
+  { value: 'infer', label: 'Inference' },
+];
+
+// LLaMA-Factory's finetuning_type (full | freeze | lora) plus QLoRA, which is
+// LoRA over a 4-bit NF4 base (quantization_bit: 4 / BitsAndBytesConfig).
+export const METHODS = [
+  { value: 'full', label: 'full' },
+  { value: 'lora', label: 'lora' },
+  { value: 'qlora', label: 'qlora (4-bit NF4 base)' },
+  { value: 'freeze', label: 'freeze (some layers train)' },
+];
+
+// How the model is held and computed in: HF Trainer's bf16/fp16 flags with a
+// model loaded in fp32 are autocast (AMP); a model loaded with
+// torch_dtype=bfloat16 and no flag is pure bf16; DeepSpeed/FSDP mixed
+// precision keeps fp32 master weights in the optimizer.
+export const PRECISIONS = [
+  {
+    value: 'bf16',
+    label: 'bf16 (pure)',
+    hint: 'Model loaded with torch_dtype=bfloat16: weights, gradients and torch optimizer states in bf16.',
+  },
+  {
+    value: 'fp16',
+    label: 'fp16 (pure)',
+    hint: 'Model loaded with torch_dtype=float16: everything in fp16.',
+  },
+  {
+    value: 'amp_bf16',
+    label: 'bf16 AMP',
+    hint: 'bf16=True on an fp32-loaded model: fp32 weights and states, bf16 autocast.',
+  },
+  {
+    value: 'amp_fp16',
+    label: 'fp16 AMP',
+    hint: 'fp16=True on an fp32-loaded model: fp32 weights, fp16 autocast and GradScaler.',
+  },
+  {
+    value: 'mixed_bf16',
+    label: 'bf16 + fp32 master',
+    hint: 'DeepSpeed / FSDP / Megatron mixed precision: bf16 weights and gradients, fp32 master weights and optimizer states.',
+  },
+  { value: 'fp32', label: 'fp32', hint: 'No mixed precision: everything in fp32.' },
+];
+
+// HF Trainer `optim` names (transformers TrainingArguments / OptimizerNames),
+// shown until the estimator's own list (vram.version().optimizers) arrives.
+export const OPTIMIZERS = [
+  { value: 'adamw_torch', label: 'adamw_torch' },
+  { value: 'adamw_torch_fused', label: 'adamw_torch_fused' },
+  { value: 'adamw_bnb_8bit', label: 'adamw_bnb_8bit' },
+  { value: 'paged_adamw_8bit', label: 'paged_adamw_8bit' },
+  { value: 'paged_adamw_32bit', label: 'paged_adamw_32bit' },
+  { value: 'adafactor', label: 'adafactor' },
+  { value: 'lion_32bit', label: 'lion_32bit' },
+  { value: 'lion_8bit', label: 'lion_8bit' },
+  { value: 'sgd', label: 'sgd' },
+];
+
+// attn_implementation of from_pretrained.
+export const ATTENTIONS = [
+  { value: 'sdpa', label: 'sdpa' },
+  { value: 'flash_attention_2', label: 'flash_attention_2' },
+  { value: 'eager', label: 'eager (keeps s² scores)' },
+];
+
+// gradient_checkpointing=True recomputes every layer in backward (full);
+// selective recomputes only the attention score path (Megatron's
+// --recompute-granularity selective).
+export const CHECKPOINTING = [
+  { value: 'none', label: 'off' },
+  { value: 'full', label: 'on (every layer recomputed)' },
+  { value: 'selective', label: 'selective (attention only)' },
+];
+
+// PEFT LoraConfig(target_modules=...). "all-linear" is PEFT's shortcut for
+// every nn.Linear except the output layer.
+export const LORA_TARGET_PRESETS = [
+  { value: 'all-linear', label: 'all-linear' },
+  { value: 'q_proj,v_proj', label: 'q_proj, v_proj' },
+  { value: 'q_proj,k_proj,v_proj,o_proj', label: 'q_proj, k_proj, v_proj, o_proj' },
+];
+
+// Serving dtype of the weights (torch_dtype, or the quantisation method).
+export const WEIGHT_DTYPES = [
+  { value: 'bf16', label: 'bf16' },
+  { value: 'fp16', label: 'fp16' },
+  { value: 'fp32', label: 'fp32' },
+  { value: 'fp8', label: 'fp8' },
+  { value: 'int8', label: 'int8 (bitsandbytes LLM.int8 / W8)' },
+  { value: 'int4', label: 'int4' },
+  { value: 'nf4', label: 'nf4 (bitsandbytes 4-bit)' },
+  { value: 'awq', label: 'awq' },
+  { value: 'gptq', label: 'gptq' },
+];
+
+// vLLM's kv_cache_dtype ("auto" = the weights' dtype).
+export const KV_DTYPES = [
+  { value: 'bf16', label: 'bf16' },
+  { value: 'fp16', label: 'fp16' },
+  { value: 'fp8', label: 'fp8' },
+  { value: 'fp32', label: 'fp32' },
+];
+
+// DeepSpeed zero_optimization.stage.
+export const ZERO_STAGES = [
+  { value: 0, label: '0 (off: plain DDP)' },
+  { value: 1, label: '1 (optimizer states sharded)' },
+  { value: 2, label: '2 (+ gradients sharded)' },
+  { value: 3, label: '3 (+ parameters sharded)' },
+];
+
+// FSDP sharding_strategy (accelerate's fsdp_sharding_strategy).
+export const FSDP_STRATEGIES = [
+  { value: '', label: 'off' },
+  { value: 'full_shard', label: 'FULL_SHARD' },
+  { value: 'shard_grad_op', label: 'SHARD_GRAD_OP' },
+  { value: 'hybrid_shard', label: 'HYBRID_SHARD' },
+];
+
+/** The label of `value` in an option list, or the value itself. */
+export function labelOf(options, value) {
+  const o = options.find((x) => x.value === value);
+  return o ? o.label : String(value);
+}
+
+// Request paths in words, for error messages: which box of the form, or
+// which config.json key, the core complained about.
+const PATH_WORDS = {
+  model: 'Model',
+  'model.config': 'config.json',
+  'model.custom': 'custom model',
+  task: 'Task',
+  'train.method': 'Method',
+  'train.micro_batch': 'per_device_train_batch_size',
+  'train.seq_len': 'max_seq_length',
+  'train.grad_accum': 'gradient_accumulation_steps',
+  'train.precision': 'Precision',
+  'train.optimizer': 'optim',
+  'train.grad_checkpointing': 'gradient_checkpointing',
+  'train.attention': 'attn_implementation',
+  'train.fused_loss': 'Fused cross-entropy',
+  'train.lora.rank': 'LoRA r',
+  'train.lora.alpha': 'lora_alpha',
+  'train.lora.targets': 'target_modules',
+  'train.trainable_modules': 'Trainable modules',
+  'infer.batch': 'Concurrent sequences',
+  'infer.context_len': 'Context length',
+  'infer.weights_dtype': 'Weights dtype',
+  'infer.kv_dtype': 'kv_cache_dtype',
+  'parallel.gpus': 'Number of GPUs',
+  'parallel.dp': 'Data parallel',
+  'parallel.tp': 'Tensor parallel',
+  'parallel.pp': 'Pipeline parallel',
+  'parallel.zero': 'ZeRO stage',
+  'parallel.fsdp': 'FSDP',
+  'parallel.offload_optimizer': 'offload_optimizer',
+  gpu: 'GPU',
+  'gpu.name': 'GPU',
+  'gpu.memory_gib': 'GPU memory',
+};
+
+/**
+ * A request path ("model.config.text_config.hidden_size", "train.seq_len")
+ * in words: "config.json › text_config › hidden_size", "Training ›
+ * max_seq_length (train.seq_len)".
+ */
+export function describePath(path) {
+  if (!path) return '';
+  const p = String(path);
+  if (p.startsWith('model.config.')) {
+    return `config.json › ${p.slice('model.config.'.length).split('.').join(' › ')}`;
+  }
+  if (p.startsWith('model.custom.')) {
+    return `custom model › ${p.slice('model.custom.'.length).split('.').join(' › ')}`;
+  }
+  if (PATH_WORDS[p]) {
+    const section = p.startsWith('train.')
+      ? 'Training › '
+      : p.startsWith('infer.')
+        ? 'Inference › '
+        : p.startsWith('parallel.')
+          ? 'Parallelism › '
+          : '';
+    return `${section}${PATH_WORDS[p]} (${p})`;
+  }
+  return p.split('.').join(' › ');
+}

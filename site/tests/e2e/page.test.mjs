@@ -1,0 +1,172 @@
+// End to end: the BUILT page (site/dist) in Debian's Chromium, driven by
+// playwright-core, against the native estimator. It serves dist/ on
+// 127.0.0.1, blocks every other address (the page must work offline), picks a
+// preset, reads the peak bytes the page shows, and checks them against
+// `vram-probe estimate --request <the page's request JSON> --json`.
+//
+// Run: npm run build && npm run test:e2e   (node's built-in test runner)
+// Needs: /usr/bin/chromium (or CHROMIUM), build/bin/vram-probe (or VRAM_PROBE).
+
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { dirname, extname, join, normalize, resolve, sep } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const siteDir = resolve(here, '..', '..');
+const distDir = join(siteDir, 'dist');
+const probe = process.env.VRAM_PROBE || resolve(siteDir, '..', 'build', 'bin', 'vram-probe');
+const chromiumPath = process.env.CHROMIUM || '/usr/bin/chromium';
+const screenshotPath = process.env.VRAM_SCREENSHOT || '/tmp/vram-page.png';
+const PRESET = 'Qwen/Qwen3-0.6B';
+
+const TYPES = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.json': 'application/json',
+  '.wasm': 'application/wasm',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+};
+
+/** A static file server for dist/ on 127.0.0.1 and a free port. */
+function serve(root) {
+  const server = createServer((req, res) => {
+    const path = decodeURIComponent(new URL(req.url, 'http://127.0.0.1').pathname);
+    let file = normalize(join(root, path));
+    if (!file.startsWith(root + sep) && file !== root) {
+      res.writeHead(403).end();
+      return;
+    }
+    if (existsSync(file) && statSync(file).isDirectory()) file = join(file, 'index.html');
+    if (!existsSync(file)) {
+      res.writeHead(404).end('not found');
+      return;
+    }
+    res.writeHead(200, { 'content-type': TYPES[extname(file)] || 'application/octet-stream' });
+    res.end(readFileSync(file));
+  });
+  return new Promise((ok) => server.listen(0, '127.0.0.1', () => ok(server)));
+}
+
+function runProbe(request) {
+  const dir = mkdtempSync(join(tmpdir(), 'vram-e2e-req-'));
+  const file = join(dir, 'request.json');
+  writeFileSync(file, JSON.stringify(request));
+  const run = spawnSync(probe, ['estimate', '--request', file, '--json'], {
+    encoding: 'utf8',
+    timeout: 30000,
+  });
+  rmSync(dir, { recursive: true, force: true });
+  assert.equal(run.status, 0, `vram-probe failed (${run.status}): ${run.stderr || run.stdout}`);
+  return JSON.parse(run.stdout);
+}
+
+describe('the built page in Chromium', () => {
+  let server;
+  let context;
+  let page;
+  let base;
+  let userDataDir;
+  const consoleErrors = [];
+  const blocked = [];
+
+  before(async () => {
+    assert.ok(
+      existsSync(join(distDir, 'index.html')),
+      `no ${distDir}/index.html: run \`npm run build\` first`,
+    );
+    assert.ok(
+      existsSync(probe),
+      `no native estimator at ${probe}: build it with cmake (see README)`,
+    );
+    assert.ok(existsSync(chromiumPath), `no Chromium at ${chromiumPath}`);
+    server = await serve(distDir);
+    base = `http://127.0.0.1:${server.address().port}/`;
+    userDataDir = mkdtempSync(join(tmpdir(), 'vram-e2e-chromium-'));
+    context = await chromium.launchPersistentContext(userDataDir, {
+      executablePath: chromiumPath,
+      headless: true,
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+        '--disable-quic',
+      ],
+      viewport: { width: 1440, height: 1000 },
+    });
+    // Only the local server: proves the page needs no network for presets.
+    await context.route('**/*', (route) => {
+      const url = route.request().url();
+      if (url.startsWith(base) || url.startsWith('data:') || url.startsWith('blob:'))
+        return route.continue();
+      blocked.push(url);
+      return route.abort();
+    });
+    page = context.pages()[0] ?? (await context.newPage());
+    page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()));
+    page.on('pageerror', (e) => consoleErrors.push(String(e)));
+  });
+
+  after(async () => {
+    await context?.close();
+    await new Promise((ok) => (server ? server.close(ok) : ok()));
+    if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
+  });
+
+  it('shows the same peak bytes as vram-probe for a preset, and restores it from its link', async (t) => {
+    await page.goto(base);
+    await page.getByLabel('Bundled preset').selectOption(PRESET);
+    const requestJson = page.getByTestId('request-json');
+    await page.waitForFunction(
+      (id) => {
+        const pre = document.querySelector('[data-testid=request-json]');
+        const peak = document.querySelector('output[data-bytes]');
+        return pre && peak && location.hash.includes(`preset:${id}`);
+      },
+      PRESET,
+      { timeout: 30000 },
+    );
+    const request = JSON.parse(await requestJson.textContent());
+    const shown = Number(await page.locator('output[data-bytes]').getAttribute('data-bytes'));
+    const native = runProbe(request);
+    t.diagnostic(`${PRESET}: page data-bytes ${shown}, vram-probe peak_bytes ${native.peak_bytes}`);
+    assert.equal(shown, native.peak_bytes, 'the page and vram-probe disagree on peak_bytes');
+    assert.ok(Number.isSafeInteger(shown) && shown > 0);
+
+    const peakText = await page.getByRole('status', { name: 'Peak memory per GPU' }).textContent();
+    assert.ok(
+      peakText.includes((native.peak_bytes / 1024 ** 3).toFixed(2)),
+      `peak text ${peakText}`,
+    );
+    const summary = page.getByRole('region', { name: 'Model summary' });
+    await summary.getByText(native.model.params_total.toLocaleString('en-US')).waitFor();
+
+    await page.screenshot({ path: screenshotPath, fullPage: true });
+
+    // The link restores the same estimate in a fresh page.
+    const link = page.url();
+    const again = await context.newPage();
+    await again.goto(link);
+    await again.waitForSelector('output[data-bytes]', { timeout: 30000 });
+    assert.equal(
+      Number(await again.locator('output[data-bytes]').getAttribute('data-bytes')),
+      native.peak_bytes,
+    );
+    await again.close();
+
+    assert.deepEqual(blocked, [], 'the page tried to reach the network');
+    assert.deepEqual(consoleErrors, [], 'the page logged errors');
+  });
+});

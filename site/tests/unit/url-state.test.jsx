@@ -1,0 +1,73 @@
+import { fireEvent, screen, waitFor, within } from '@testing-library/preact';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { defaultSettings } from '../../src/lib/state.js';
+import { parse, serialize } from '../../src/lib/url-state.js';
+import { MODELS } from './fixtures.js';
+import { loadRealEstimator, openPage, peakBytes, peakChangedFrom } from './helpers.jsx';
+import { cleanup } from '@testing-library/preact';
+
+beforeAll(async () => {
+  await loadRealEstimator();
+});
+
+describe('the state in the URL', () => {
+  it('round-trips every setting through serialize and parse', () => {
+    const s = defaultSettings();
+    Object.assign(s.train, {
+      method: 'qlora',
+      micro_batch: 4,
+      seq_len: 4096,
+      grad_accum: 8,
+      precision: 'amp_bf16',
+      optimizer: 'paged_adamw_8bit',
+      grad_checkpointing: 'full',
+      attention: 'flash_attention_2',
+      fused_loss: true,
+    });
+    s.train.lora = { rank: 64, alpha: 128, targets: 'q_proj,v_proj' };
+    s.infer = { batch: 8, context_len: 32768, weights_dtype: 'int4', kv_dtype: 'fp8' };
+    s.parallel = { gpus: 8, tp: 2, pp: 1, zero: 3, fsdp: '', offload_optimizer: true };
+    s.gpu = { mode: 'catalog', name: 'A100 80GB', memory_gib: 24 };
+    const model = { source: 'preset', id: 'Qwen/Qwen3-0.6B' };
+    const back = parse(serialize(model, s));
+    expect(back.settings).toEqual(s);
+    expect(back.model).toEqual(model);
+  });
+
+  it('round-trips a pasted config.json inside the link', () => {
+    const config = MODELS['HuggingFaceTB/SmolLM2-135M'].config;
+    const back = parse(
+      serialize({ source: 'paste', id: 'config.json', config }, defaultSettings()),
+    );
+    expect(back.model.source).toBe('paste');
+    expect(back.model.config).toEqual(config);
+  });
+
+  it('ignores values it does not know and keeps the defaults', () => {
+    const { settings } = parse('#seq=-3&mb=abc&prec=fp64&optim=No%20Such!&gc=maybe&task=infer');
+    const d = defaultSettings();
+    expect(settings.train).toEqual(d.train);
+    expect(settings.task).toBe('infer');
+  });
+
+  it('writes the page state to the hash and restores the same estimate from it', async () => {
+    await openPage('#m=preset:Qwen/Qwen3-0.6B&method=full');
+    const before = peakBytes();
+    fireEvent.input(screen.getByLabelText(/per_device_train_batch_size/), {
+      target: { value: '4' },
+    });
+    const changed = await peakChangedFrom(before);
+    await waitFor(() => expect(window.location.hash).toContain('mb=4'));
+    const link = window.location.hash;
+    expect(link).toContain('m=preset:Qwen/Qwen3-0.6B');
+
+    cleanup();
+    window.history.replaceState(null, '', window.location.pathname);
+    await openPage(link);
+    expect(peakBytes()).toBe(changed);
+    expect(screen.getByLabelText(/per_device_train_batch_size/).value).toBe('4');
+    expect(
+      within(screen.getByRole('region', { name: 'Model summary' })).getByText('Qwen/Qwen3-0.6B'),
+    ).toBeTruthy();
+  });
+});

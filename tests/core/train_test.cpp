@@ -1,0 +1,294 @@
+// Training memory: hand-derived bytes for each rule (source named per test)
+// and properties that must hold for any model.
+#include <gtest/gtest.h>
+
+#include "fixtures.h"
+#include "vram/api.h"
+
+namespace vram {
+namespace {
+
+class TrainTest : public ::testing::Test {
+ protected:
+  static json request(const std::string& id, json train) {
+    return {{"model", {{"config", testing::model_config(id)}}}, {"task", "train"}, {"train", std::move(train)}};
+  }
+  static json run(const json& req) {
+    json r = estimate(req);
+    EXPECT_FALSE(r.contains("error")) << r.dump();
+    return r;
+  }
+  static int64_t component(const json& r, const std::string& key) {
+    for (const auto& c : r["components"]) {
+      if (c["key"] == key) return c["bytes"].get<int64_t>();
+    }
+    ADD_FAILURE() << "no component " << key;
+    return -1;
+  }
+  static int64_t phase(const json& r, const std::string& key, const std::string& part) {
+    for (const auto& p : r["phases"]) {
+      if (p["key"] == key) return p["parts"].value(part, int64_t{0});
+    }
+    ADD_FAILURE() << "no phase " << key;
+    return -1;
+  }
+  static int64_t peak(const json& r) { return r["peak_bytes"].get<int64_t>(); }
+};
+
+constexpr int64_t kLlama31Params = 8030261248;
+
+// research/memory-internals.md §3.4: pure bf16 = 2 + 2 + 4 B/param (torch
+// optimizers create zeros_like(param) states in the parameter dtype).
+TEST_F(TrainTest, PureBf16FullFineTuneIsTwoTwoFourBytesPerParam) {
+  const json r = run(request("meta-llama/Llama-3.1-8B", {{"precision", "bf16"}, {"optimizer", "adamw_torch_fused"}}));
+  EXPECT_EQ(component(r, "weights"), 2 * kLlama31Params);
+  EXPECT_EQ(component(r, "gradients"), 2 * kLlama31Params);
+  EXPECT_EQ(component(r, "optimizer_states"), 4 * kLlama31Params);
+  EXPECT_EQ(component(r, "optimizer_temporaries"), 0);  // fused: no param-sized temporaries
+  EXPECT_EQ(r["model"]["params_trainable"].get<int64_t>(), kLlama31Params);
+}
+
+// torch/optim/adam.py _multi_tensor_adam: exp_avg_sq_sqrt = _foreach_sqrt(...)
+// allocates one state-sized tensor for the decay param group (all but norms).
+TEST_F(TrainTest, ForeachAdamWAddsOneStateSizedTemporaryForTheDecayGroup) {
+  const json r = run(request("meta-llama/Llama-3.1-8B", {{"precision", "bf16"}, {"optimizer", "adamw_torch"}}));
+  // norms: 2 per layer x 32 layers x 4096 + final 4096
+  const int64_t norm_params = (2 * 32 + 1) * 4096;
+  EXPECT_EQ(component(r, "optimizer_temporaries"), 2 * (kLlama31Params - norm_params));
+}
+
+// fp32 weights + autocast: 4 + 4 + 8 B/param, plus the bf16 copy autocast
+// caches for every Linear weight (aten autocast_mode.cpp cached_cast).
+TEST_F(TrainTest, AmpKeepsFp32StateAndCachesBf16LinearWeights) {
+  const json r =
+      run(request("meta-llama/Llama-3.1-8B", {{"precision", "amp_bf16"}, {"optimizer", "adamw_torch_fused"}}));
+  EXPECT_EQ(component(r, "weights"), 4 * kLlama31Params);
+  EXPECT_EQ(component(r, "optimizer_states"), 8 * kLlama31Params);
+  const int64_t embed = 128256 * 4096;
+  const int64_t norms = (2 * 32 + 1) * 4096;
+  EXPECT_EQ(component(r, "autocast_weight_cache"), 2 * (kLlama31Params - embed - norms));
+}
+
+// ZeRO paper §5 (K = 12): bf16 weights and grads + fp32 master + fp32 Adam.
+TEST_F(TrainTest, MixedPrecisionWithMasterWeightsIsSixteenBytesPerParam) {
+  const json r =
+      run(request("meta-llama/Llama-3.1-8B", {{"precision", "mixed_bf16"}, {"optimizer", "adamw_torch_fused"}}));
+  EXPECT_EQ(component(r, "weights") + component(r, "gradients") + component(r, "master_weights") +
+                component(r, "optimizer_states"),
+            16 * kLlama31Params);
+}
+
+// peft tuners/lora/layer.py: r x (in + out) per targeted Linear. Research §6.4:
+// Llama-3-8B all-linear r16 = 1,310,720 per layer = 41,943,040.
+TEST_F(TrainTest, LoraAllLinearRank16OnLlama3_8bTrains41_9MParams) {
+  const json r = run(
+      request("meta-llama/Llama-3.1-8B", {{"method", "lora"}, {"lora", {{"rank", 16}, {"targets", "all-linear"}}}}));
+  EXPECT_EQ(r["model"]["params_trainable"].get<int64_t>(), 41943040);
+  // peft upcasts adapters to fp32: 4 B weights + 4 B grads + 8 B Adam.
+  EXPECT_EQ(component(r, "gradients"), 4 * 41943040);
+}
+
+TEST_F(TrainTest, LoraDefaultTargetsAreQAndVAsInPeft) {
+  const json r = run(request("meta-llama/Llama-3.1-8B", {{"method", "lora"}}));
+  // q: 8 x (4096 + 4096), v: 8 x (4096 + 1024), 32 layers
+  EXPECT_EQ(r["model"]["params_trainable"].get<int64_t>(), 32 * (8 * 8192 + 8 * 5120));
+}
+
+TEST_F(TrainTest, LoraTargetThatMatchesNothingNamesTheField) {
+  const json r =
+      estimate(request("meta-llama/Llama-3.1-8B", {{"method", "lora"}, {"lora", {{"targets", {"q_proj", "wq"}}}}}));
+  ASSERT_TRUE(r.contains("error"));
+  EXPECT_EQ(r["error"]["path"], "train.lora.targets[1]");
+  EXPECT_EQ(r["error"]["code"], "unknown_value");
+}
+
+// bitsandbytes quantize_4bit + QLoRA paper §3: packed 4-bit values, one 8-bit
+// absmax per 64 values and one fp32 scale per 256 blocks (double quant).
+TEST_F(TrainTest, QloraStoresLinearsAsNf4WithDoubleQuantisedAbsmax) {
+  const json r = run(request("meta-llama/Llama-3.1-8B", {{"method", "qlora"}}));
+  auto nf4 = [](int64_t n) {
+    const int64_t blocks = (n + 63) / 64;
+    return (n + 1) / 2 + blocks + 4 * ((blocks + 255) / 256);
+  };
+  const int64_t h = 4096, kv = 1024, inter = 14336;
+  const int64_t per_layer = 2 * nf4(h * h) + 2 * nf4(h * kv) + 3 * nf4(h * inter);
+  // prepare_model_for_kbit_training: embeddings, norms, lm_head in fp32.
+  const int64_t fp32 = 4 * (2 * 128256 * h + (2 * 32 + 1) * h);
+  // adapters q, v rank 8 in fp32
+  const int64_t adapters = 4 * 32 * (8 * 8192 + 8 * 5120);
+  EXPECT_EQ(component(r, "weights"), 32 * per_layer + fp32 + adapters);
+}
+
+// HF LlamaRMSNorm + FlashAttention-2 + SwiGLU (research §4.2): per token per
+// layer 20h + 4h_kv + 8I + 4a bytes, plus 4 B of rsqrt per norm site.
+TEST_F(TrainTest, LlamaLayerWithFlashAttentionSavesTwentyHPlusEightI) {
+  const json r = run(
+      request("meta-llama/Llama-3.1-8B", {{"attention", "flash_attention_2"}, {"micro_batch", 1}, {"seq_len", 1024}}));
+  const int64_t h = 4096, hkv = 1024, inter = 14336, a = 32;
+  const int64_t per_token_layer = 20 * h + 4 * hkv + 8 * inter + 4 * a + 8;
+  // plus final norm (4h + 4) and lm_head input (2h) per token
+  EXPECT_EQ(component(r, "activations"), 1024 * (32 * per_token_layer + 4 * h + 4 + 2 * h));
+}
+
+// transformers loss_utils.py ForCausalLMLoss (research §3.1): forward keeps
+// bf16 logits + fp32 copy + log_softmax = 10 N V; backward 12 N V.
+TEST_F(TrainTest, CrossEntropyBuffersAreTenThenTwelveBytesPerLogit) {
+  const json r = run(request("meta-llama/Llama-3.1-8B", {{"micro_batch", 2}, {"seq_len", 512}}));
+  const int64_t nv = int64_t{1024} * 128256;
+  EXPECT_EQ(phase(r, "loss", "loss_buffers"), 10 * nv);
+  EXPECT_EQ(phase(r, "backward_start", "loss_buffers"), 12 * nv);
+}
+
+TEST_F(TrainTest, GradientAccumulationKeepsGradientsAliveInForward) {
+  const json r1 = run(request("meta-llama/Llama-3.2-1B", {{"grad_accum", 1}}));
+  const json r4 = run(request("meta-llama/Llama-3.2-1B", {{"grad_accum", 4}}));
+  EXPECT_EQ(phase(r1, "forward", "gradients"), 0);
+  EXPECT_EQ(phase(r4, "forward", "gradients"), int64_t{2} * 1235814400);
+}
+
+TEST_F(TrainTest, PeakIsTheLargestPhaseAndNamesIt) {
+  const json r = run(request("meta-llama/Llama-3.1-8B", {{"seq_len", 4096}}));
+  int64_t mx = 0;
+  std::string key;
+  for (const auto& p : r["phases"]) {
+    if (p["bytes"].get<int64_t>() > mx) {
+      mx = p["bytes"].get<int64_t>();
+      key = p["key"];
+    }
+  }
+  EXPECT_EQ(peak(r), mx);
+  EXPECT_EQ(r["peak_phase"], key);
+}
+
+// ---- properties -----------------------------------------------------------
+
+TEST_F(TrainTest, MoreBatchOrSequenceNeverNeedsLess) {
+  for (const char* id : {"meta-llama/Llama-3.2-1B", "Qwen/Qwen3-30B-A3B", "google-bert/bert-large-uncased",
+                         "deepseek-ai/DeepSeek-V2-Lite", "openai-community/gpt2"}) {
+    for (const char* method : {"full", "lora"}) {
+      int64_t prev = 0;
+      for (int64_t b : {1, 2, 4, 8}) {
+        const int64_t p = peak(run(request(id, {{"method", method}, {"micro_batch", b}, {"seq_len", 256}})));
+        EXPECT_GE(p, prev) << id << " " << method << " b=" << b;
+        prev = p;
+      }
+      prev = 0;
+      for (int64_t s : {128, 256, 512, 1024}) {
+        const int64_t p = peak(run(request(id, {{"method", method}, {"seq_len", s}})));
+        EXPECT_GE(p, prev) << id << " " << method << " s=" << s;
+        prev = p;
+      }
+    }
+  }
+}
+
+TEST_F(TrainTest, CheckpointingNeverKeepsMoreActivations) {
+  for (const char* id : {"meta-llama/Llama-3.1-8B", "mistralai/Mixtral-8x7B-v0.1", "microsoft/phi-2"}) {
+    for (const char* attn : {"eager", "sdpa", "flash_attention_2"}) {
+      const json base = {{"seq_len", 2048}, {"attention", attn}};
+      json ck = base;
+      ck["grad_checkpointing"] = true;
+      json sel = base;
+      sel["grad_checkpointing"] = "selective";
+      const int64_t a0 = component(run(request(id, base)), "activations");
+      EXPECT_LE(component(run(request(id, ck)), "activations"), a0) << id << " " << attn;
+      EXPECT_LE(component(run(request(id, sel)), "activations"), a0) << id << " " << attn;
+      EXPECT_LE(peak(run(request(id, ck))), peak(run(request(id, base)))) << id << " " << attn;
+    }
+  }
+}
+
+TEST_F(TrainTest, LoraNeedsLessThanFullFineTuning) {
+  for (const char* id : {"meta-llama/Llama-3.1-8B", "Qwen/Qwen2.5-7B", "google/gemma-2-2b", "facebook/opt-125m"}) {
+    const int64_t full = peak(run(request(id, {{"method", "full"}})));
+    const int64_t lora = peak(run(request(id, {{"method", "lora"}})));
+    const int64_t qlora = peak(run(request(id, {{"method", "qlora"}})));
+    EXPECT_LT(lora, full) << id;
+    EXPECT_LT(qlora, lora) << id;
+  }
+}
+
+TEST_F(TrainTest, EightBitStatesAreSmallerThanThirtyTwoBit) {
+  const json s8 = run(request("meta-llama/Llama-3.2-1B", {{"precision", "amp_bf16"}, {"optimizer", "adamw_bnb_8bit"}}));
+  const json s32 =
+      run(request("meta-llama/Llama-3.2-1B", {{"precision", "amp_bf16"}, {"optimizer", "adamw_torch_fused"}}));
+  EXPECT_LT(component(s8, "optimizer_states"), component(s32, "optimizer_states"));
+  EXPECT_LT(peak(s8), peak(s32));
+}
+
+TEST_F(TrainTest, FusedLossNeedsLessThanStandardCrossEntropy) {
+  for (int64_t s : {512, 4096}) {
+    const json std_loss = run(request("meta-llama/Llama-3.1-8B", {{"seq_len", s}}));
+    const json fused = run(request("meta-llama/Llama-3.1-8B", {{"seq_len", s}, {"fused_loss", true}}));
+    EXPECT_LT(component(fused, "loss_buffers"), component(std_loss, "loss_buffers")) << s;
+    EXPECT_LE(peak(fused), peak(std_loss)) << s;
+  }
+}
+
+TEST_F(TrainTest, FrozenLayersStillSaveActivationsAboveTheFirstTrainedLayer) {
+  // seed 002: training only the top layer still passes activation grads through
+  // it; training layer 0 forces every layer above to save for backward.
+  const json top =
+      run(request("meta-llama/Llama-3.2-1B", {{"method", "freeze"}, {"trainable_modules", {"layers.15"}}}));
+  const json bottom =
+      run(request("meta-llama/Llama-3.2-1B", {{"method", "freeze"}, {"trainable_modules", {"layers.0"}}}));
+  EXPECT_LT(component(top, "activations"), component(bottom, "activations"));
+  EXPECT_EQ(top["model"]["params_trainable"], bottom["model"]["params_trainable"]);
+}
+
+TEST_F(TrainTest, LargestMicroBatchThatFitsReallyFits) {
+  json req = request("meta-llama/Llama-3.2-1B", {{"seq_len", 2048}});
+  req["gpu"] = {{"name", "A100 40GB"}};
+  const json r = run(req);
+  const int64_t b = r["fit"]["max_micro_batch"].get<int64_t>();
+  ASSERT_GT(b, 0);
+  const int64_t cap = r["fit"]["capacity_bytes"].get<int64_t>();
+  req["train"]["micro_batch"] = b;
+  EXPECT_LE(peak(run(req)), cap);
+  req["train"]["micro_batch"] = b + 1;
+  EXPECT_GT(peak(run(req)), cap);
+}
+
+// ---- bad input ---------------------------------------------------------------
+
+TEST_F(TrainTest, BadTrainingFieldsNameTheirPath) {
+  const std::vector<std::pair<json, std::string>> cases = {
+      {{{"seq_len", 0}}, "train.seq_len"},
+      {{{"micro_batch", -1}}, "train.micro_batch"},
+      {{{"micro_batch", "four"}}, "train.micro_batch"},
+      {{{"precision", "bf17"}}, "train.precision"},
+      {{{"optimizer", "adamw_quantum"}}, "train.optimizer"},
+      {{{"attention", "magic"}}, "train.attention"},
+      {{{"grad_accum", 1.5}}, "train.grad_accum"},
+      {{{"seq_len", int64_t{1} << 40}}, "train.seq_len"},
+      {{{"method", "freeze"}}, "train.trainable_modules"},
+      {{{"method", "freeze"}, {"trainable_modules", {"layers.99"}}}, "train.trainable_modules[0]"},
+  };
+  for (const auto& [train, path] : cases) {
+    const json r = estimate(request("meta-llama/Llama-3.2-1B", train));
+    ASSERT_TRUE(r.contains("error")) << train.dump();
+    EXPECT_EQ(r["error"]["path"], path) << train.dump();
+    EXPECT_FALSE(r["error"]["message"].get<std::string>().empty());
+  }
+}
+
+TEST_F(TrainTest, NanAndGarbageTextNeverCrash) {
+  EXPECT_NE(estimate_json("{not json").find("bad_json"), std::string::npos);
+  EXPECT_NE(estimate_json("[]").find("wrong_type"), std::string::npos);
+  EXPECT_NE(estimate_json("{\"model\": {\"config\": {\"model_type\": \"llama\"}}, \"train\": {\"seq_len\": NaN}}")
+                .find("bad_json"),
+            std::string::npos);
+  EXPECT_NE(estimate_json("{}").find("model.config"), std::string::npos);
+}
+
+TEST_F(TrainTest, UnknownGpuListsTheCatalog) {
+  json req = request("meta-llama/Llama-3.2-1B", json::object());
+  req["gpu"] = {{"name", "Voodoo 2"}};
+  const json r = estimate(req);
+  ASSERT_TRUE(r.contains("error"));
+  EXPECT_EQ(r["error"]["path"], "gpu.name");
+  EXPECT_NE(r["error"]["message"].get<std::string>().find("H100 80GB"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace vram

@@ -1,0 +1,114 @@
+// Timing of the WebAssembly estimator in Node (DESIGN.md §6: speed is measured
+// by a script, not asserted in unit tests).
+//
+//   node wasm/bench/bench.mjs [--module PATH/TO/vram.js] [--n 2000]
+//
+// Loads the built facade (by default the copy the WASM build places in
+// site/src/wasm/), times N calls each of estimate and modelInfo for a
+// 70B-class config through the facade (JSON.stringify + WASM + JSON.parse) and
+// through the raw text call, and prints median and p90 microseconds per call
+// plus the module's size raw and gzipped.
+import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import { gzipSync } from 'node:zlib';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const { values: flags } = parseArgs({
+  options: {
+    module: { type: 'string', default: resolve(here, '../../site/src/wasm/vram.js') },
+    n: { type: 'string', default: '2000' },
+  },
+});
+const facadePath = resolve(flags.module);
+const modulePath = resolve(dirname(facadePath), 'vram_core.mjs');
+const n = Number(flags.n);
+// Calls made before timing so that V8 has compiled the JS glue and the
+// WebAssembly tiers up (Liftoff -> TurboFan) before the first timed call.
+const kWarmup = 200;
+
+// meta-llama/Llama-2-70b-hf config.json sizes (hidden 8192, intermediate
+// 28672, 80 layers, 64 heads, 8 KV heads, vocab 32000).
+const llama70bConfig = {
+  architectures: ['LlamaForCausalLM'],
+  model_type: 'llama',
+  hidden_size: 8192,
+  intermediate_size: 28672,
+  num_hidden_layers: 80,
+  num_attention_heads: 64,
+  num_key_value_heads: 8,
+  vocab_size: 32000,
+  max_position_embeddings: 4096,
+  rms_norm_eps: 1e-5,
+  hidden_act: 'silu',
+  tie_word_embeddings: false,
+  torch_dtype: 'float16',
+};
+const request = {
+  model: { config: llama70bConfig },
+  task: 'train',
+  train: {
+    method: 'full',
+    micro_batch: 1,
+    seq_len: 2048,
+    precision: 'bf16',
+    optimizer: 'adamw_torch_fused',
+    grad_checkpointing: false,
+    attention: 'sdpa',
+  },
+  gpu: { name: 'H100 80GB' },
+};
+
+function time(label, fn) {
+  for (let i = 0; i < kWarmup; i++) fn();
+  const samples = new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    const start = process.hrtime.bigint();
+    fn();
+    samples[i] = Number(process.hrtime.bigint() - start) / 1000;
+  }
+  samples.sort();
+  // Nearest-rank percentiles.
+  const at = (q) => samples[Math.min(n - 1, Math.ceil(q * n) - 1)];
+  console.log(
+    `${label.padEnd(28)} median ${at(0.5).toFixed(1).padStart(8)} µs   p90 ${at(0.9).toFixed(1).padStart(8)} µs   (n=${n})`,
+  );
+}
+
+const { loadVram } = await import(pathToFileURL(facadePath).href);
+
+const loadStart = process.hrtime.bigint();
+const vram = await loadVram();
+const loadMs = Number(process.hrtime.bigint() - loadStart) / 1e6;
+
+// Fail loudly rather than time the error path.
+const result = vram.estimate(request);
+const info = vram.modelInfo({ config: llama70bConfig });
+
+const raw = readFileSync(modulePath);
+const gzipped = gzipSync(raw); // zlib default level 6, what static hosts typically serve
+const kib = (bytes) => `${(bytes / 1024).toFixed(1)} KiB (${bytes} bytes)`;
+
+console.log(`module      ${modulePath}`);
+console.log(`size raw    ${kib(raw.length)}`);
+console.log(`size gzip   ${kib(gzipped.length)}`);
+console.log(`load        ${loadMs.toFixed(1)} ms (import + instantiate, first call of loadVram)`);
+console.log(`node        ${process.version}`);
+console.log(
+  `check       params_total ${info.params_total}, peak_bytes ${result.peak_bytes} (${result.peak_phase})`,
+);
+console.log('');
+
+const requestText = JSON.stringify(request);
+const modelText = JSON.stringify({ config: llama70bConfig });
+time('estimate (facade)', () => vram.estimate(request));
+time('modelInfo (facade)', () => vram.modelInfo({ config: llama70bConfig }));
+
+// Raw text calls on a second instance of the module: the WebAssembly work
+// plus string copies, without the JS object <-> JSON text conversions the
+// facade adds.
+const { default: createVramModule } = await import(pathToFileURL(modulePath).href);
+const module = await createVramModule();
+time('estimate (raw text)', () => module._estimate(requestText));
+time('modelInfo (raw text)', () => module._modelInfo(modelText));

@@ -1,0 +1,564 @@
+// Types of the WebAssembly estimator's facade (vram.js). They mirror the JSON
+// contract (DESIGN.md §2, docs/schema.md): the request the core parses
+// (core/src/request.cpp) and the result it prints (core/src/api.cpp). Fields
+// marked "contract" are used by external validation and are never renamed.
+// Sizes are integer byte counts, exact as JSON numbers up to 2^53.
+
+// ---------------------------------------------------------------------------
+// Request
+
+/** An HF `config.json` object, as the Hub serves it. */
+export type HfConfig = {
+  /** Picks the family adapter ("llama", "qwen2", "mixtral", ...); required. */
+  model_type: string;
+  /** Any other config.json key; each family reads the ones its modeling code reads. */
+  [key: string]: unknown;
+};
+
+/** Explicit sizes for a model without a config.json: a Llama-shaped decoder. */
+export interface CustomModel {
+  /** Decoder layers. */
+  layers: number;
+  /** Hidden size. */
+  hidden: number;
+  /** Attention heads. */
+  heads: number;
+  /** Key/value heads (GQA); defaults to `heads`. */
+  kv_heads?: number;
+  /** Per-head dimension; defaults to `hidden / heads`. */
+  head_dim?: number;
+  /** MLP intermediate size; defaults to 8/3 x hidden rounded up to 256. */
+  intermediate?: number;
+  /** Vocabulary size. */
+  vocab: number;
+  /** Whether lm_head shares the embedding matrix; default false. */
+  tie_word_embeddings?: boolean;
+  /** Stated parameter total; the excess over the derived count is shown as "other". */
+  params?: number;
+}
+
+/** The model: a config.json (contract: `model.config`) or explicit sizes (contract: `model.custom`). */
+export interface ModelInput {
+  /** Contract. An HF config.json object. */
+  config?: HfConfig;
+  /** Contract. Explicit sizes, used when `config` is absent. */
+  custom?: CustomModel;
+  /** Estimate an unknown model_type as a generic Llama-like decoder (flagged inexact) instead of failing. */
+  allow_generic?: boolean;
+}
+
+/** Training method (contract: `train.method`). */
+export type Method = 'full' | 'lora' | 'qlora' | 'freeze';
+
+/**
+ * Precision recipe (contract: `train.precision`): pure `bf16`/`fp16`/`fp32`,
+ * autocast over fp32 weights (`amp_bf16`, `amp_fp16`), or bf16 weights with
+ * fp32 master weights and states (`mixed_bf16`). Lightning and torch spellings
+ * are accepted too.
+ */
+export type Precision =
+  | 'fp32'
+  | 'float32'
+  | '32-true'
+  | 'bf16'
+  | 'bfloat16'
+  | 'bf16-true'
+  | 'fp16'
+  | 'float16'
+  | 'fp16-true'
+  | 'amp_bf16'
+  | 'bf16-mixed'
+  | 'amp_fp16'
+  | '16-mixed'
+  | 'fp16-mixed'
+  | 'mixed_bf16';
+
+/** Attention kernel (contract: `train.attention`); transformers' attn_implementation names. */
+export type Attention =
+  'eager' | 'sdpa' | 'flash_attention_2' | 'flash_attention_3' | 'fa2' | 'flash';
+
+/** LoRA / QLoRA adapter settings (peft LoraConfig). */
+export interface LoraOptions {
+  /** Contract. Adapter rank `r`; peft's default 8. */
+  rank?: number;
+  /** `lora_alpha`; defaults to the rank. */
+  alpha?: number;
+  /** `lora_dropout`, 0 to 1; default 0. */
+  dropout?: number;
+  /** Contract. Leaf module names (`["q_proj", "v_proj"]`) or `"all-linear"`; default the family's. */
+  targets?: string[] | 'all-linear';
+  /** peft autocast_adapter_dtype: adapters kept in fp32; default true. */
+  adapter_fp32?: boolean;
+  /** DoRA: a magnitude vector per target; default false. */
+  use_dora?: boolean;
+}
+
+/** bitsandbytes 4-bit settings for QLoRA. */
+export interface QuantOptions {
+  /** bnb_4bit_use_double_quant; default true. */
+  double_quant?: boolean;
+  /** Quantization block size; default 64. */
+  blocksize?: number;
+  /** peft prepare_model_for_kbit_training (non-4-bit params cast to fp32); default true. */
+  prepare_kbit?: boolean;
+}
+
+/** Training workload, used when `task` is "train". */
+export interface TrainOptions {
+  /** Contract. full | lora | qlora | freeze; default full. */
+  method?: Method;
+  /** Contract. Sequences per GPU per forward pass; default 1. */
+  micro_batch?: number;
+  /** Contract. Tokens per sequence; default 2048. */
+  seq_len?: number;
+  /** Contract. Gradient accumulation steps; default 1. */
+  grad_accum?: number;
+  /** Contract. Precision recipe; default bf16. */
+  precision?: Precision;
+  /** Contract. HF Trainer `optim` name (adamw_torch_fused, adamw_bnb_8bit, paged_adamw_8bit, adafactor, sgd, lion, ...). */
+  optimizer?: string;
+  /** Contract. Gradient checkpointing: a boolean, or none | full | selective. */
+  grad_checkpointing?: boolean | 'none' | 'full' | 'selective';
+  /** Contract. Attention implementation; default sdpa. */
+  attention?: Attention;
+  /** Contract. Fused linear cross-entropy (Liger, cut-cross-entropy): no full logits; default false. */
+  fused_loss?: boolean;
+  /** Fused RMSNorm kernels (Liger, apex); default false. */
+  fused_norm?: boolean;
+  /** SDPA's native GQA path (torch >= 2.5, no padding mask); default false. */
+  sdpa_gqa_native?: boolean;
+  /** Optimizer step fused into backward, one parameter at a time; default false. */
+  optimizer_in_backward?: boolean;
+  /** Contract (`train.lora.rank`, `train.lora.targets`). Adapter settings for lora and qlora. */
+  lora?: LoraOptions;
+  /** 4-bit quantization settings for qlora. */
+  quant?: QuantOptions;
+  /** Method freeze: the trainable leaf module names or "layers.N"; required with freeze. */
+  trainable_modules?: string[];
+  /** Dropout probability overriding the model's, 0 to 1. */
+  dropout?: number;
+  /** VLMs: images per training sample; default 0. */
+  images_per_sample?: number;
+}
+
+/** Inference workload, used when `task` is "infer". */
+export interface InferOptions {
+  /** Contract. Concurrent sequences; default 1. */
+  batch?: number;
+  /** Contract. Tokens per sequence (prompt + generated); default 4096. */
+  context_len?: number;
+  /** Contract. Serving dtype of the weights (bf16, fp16, fp8, int8, int4, nf4, ...); default bf16. */
+  weights_dtype?: string;
+  /** Contract. KV-cache dtype; default bf16. */
+  kv_dtype?: string;
+}
+
+/** How the job is spread over GPUs. */
+export interface ParallelOptions {
+  /** Contract. GPUs in the job; default 1. */
+  gpus?: number;
+  /** Contract. Data-parallel degree; default `gpus`. dp x tp x pp must equal gpus. */
+  dp?: number;
+  /** Contract. Tensor-parallel degree; default 1. */
+  tp?: number;
+  /** Contract. Pipeline stages; default 1. */
+  pp?: number;
+  /** Contract. DeepSpeed ZeRO stage 0 to 3; default 0. */
+  zero?: 0 | 1 | 2 | 3;
+  /** Contract. FSDP sharding strategy ("full_shard", "shard_grad_op", "hybrid_shard"); default none. */
+  fsdp?: string;
+  /** Contract. Optimizer states offloaded to the CPU; default false. */
+  offload_optimizer?: boolean;
+}
+
+/** Overrides of the memory outside the tensors (defaults documented in the core). */
+export interface OverheadOptions {
+  /** CUDA context bytes. */
+  cuda_context_bytes?: number;
+  /** cuBLAS/cuBLASLt workspace bytes. */
+  cublas_workspace_bytes?: number;
+  /** Allocator fragmentation: extra reserved over allocated, as a fraction (0 to 4). */
+  fragmentation?: number;
+  /** A cushion in bytes added to every phase. */
+  misc_bytes?: number;
+}
+
+/** Multipliers of single modelled terms, for calibrating against measurements; off when absent. */
+export interface Calibration {
+  /** Attention activations. */
+  attention?: number;
+  /** MLP activations. */
+  mlp?: number;
+  /** Logits and loss buffers. */
+  logits?: number;
+  /** What gradient checkpointing keeps. */
+  checkpointing?: number;
+}
+
+/** The GPU to check the fit against: a catalog name (contract: `gpu.name`) or a size (contract: `gpu.memory_gib`). */
+export interface GpuInput {
+  /** Contract. Catalog name, case-insensitive, aliases accepted ("H100 80GB", "a100-80gb", "4090"). */
+  name?: string;
+  /** Contract. Memory in GiB for a card not in the catalog. */
+  memory_gib?: number;
+}
+
+/** The estimate request: `estimate(request)`. */
+export interface Request {
+  /** Contract. The model to estimate. */
+  model: ModelInput;
+  /** Contract. "train" (default) or "infer". */
+  task?: 'train' | 'infer';
+  /** Contract. Training workload. */
+  train?: TrainOptions;
+  /** Contract. Inference workload. */
+  infer?: InferOptions;
+  /** Contract. Multi-GPU layout. */
+  parallel?: ParallelOptions;
+  /** Overrides of context, workspace and fragmentation. */
+  overheads?: OverheadOptions;
+  /** Calibration factors. */
+  calibration?: Calibration;
+  /** Contract. The GPU to fit on; without it the result has no fit verdict. */
+  gpu?: GpuInput;
+}
+
+// ---------------------------------------------------------------------------
+// Result
+/** One transformer stack's architecture as the adapter read it. */
+export interface StackFacts {
+  /** Layers. */
+  layers: number;
+  /** Hidden size. */
+  hidden: number;
+  /** Attention heads. */
+  heads: number;
+  /** Key/value heads. */
+  kv_heads: number;
+  /** Query/key head dimension (MLA: nope + rope). */
+  head_dim: number;
+  /** Value head dimension, only when it differs from head_dim (MLA). */
+  v_head_dim?: number;
+  /** Dense MLP intermediate size. */
+  intermediate: number;
+  /** Attention kind: multi-head, grouped-query, multi-query or multi-head latent. */
+  attention: 'mha' | 'gqa' | 'mqa' | 'mla';
+  /** Norm kind. */
+  norm: 'rmsnorm' | 'layernorm';
+  /** Gated (SwiGLU/GeGLU) or plain (fc1-act-fc2) MLP. */
+  mlp: 'gated' | 'plain';
+  /** config.json hidden_act. */
+  activation: string;
+  /** Causal (decoder) or bidirectional (encoder) attention. */
+  causal: boolean;
+  /** Present and true when attention and MLP read the same input (GPT-J, NeoX, Phi, Falcon). */
+  parallel_block?: boolean;
+  /** Present and true with per-head q/k norms (Qwen3, Gemma 3). */
+  qk_norm?: boolean;
+  /** Mixture of experts, for sparse models. */
+  moe?: {
+    /** Layers with routed experts. */
+    layers: number;
+    /** Routed experts per sparse layer. */
+    experts: number;
+    /** Experts each token is routed to. */
+    experts_per_token: number;
+    /** Intermediate size of one expert. */
+    expert_intermediate: number;
+    /** Total width of the always-on shared experts, 0 for none. */
+    shared_expert_intermediate: number;
+  };
+  /** Multi-head latent attention ranks (DeepSeek V2/V3). */
+  mla?: {
+    /** Query low-rank size, 0 for a direct q_proj. */
+    q_lora_rank: number;
+    /** Compressed key/value size. */
+    kv_lora_rank: number;
+    /** Rotary part of the query/key head. */
+    qk_rope_head_dim: number;
+    /** Non-rotary part of the query/key head. */
+    qk_nope_head_dim: number;
+  };
+  /** Sliding-window attention: `layers` of the stack attend to at most `window` tokens. */
+  sliding_window?: { window: number; layers: number };
+}
+
+/** The model summary: `modelInfo(model)`, and `result.model` of an estimate. */
+export interface ModelInfo {
+  /** config.json model_type ("custom" for explicit sizes). */
+  model_type: string;
+  /** The adapter that built the inventory. */
+  family: string;
+  /** architectures[0], or the class transformers would pick. */
+  architecture: string;
+  /** Checkpoint dtype from config.json, "" when unknown. */
+  torch_dtype: string;
+  /** Contract. Every parameter, tied weights counted once: sum(p.numel() for p in model.parameters()). */
+  params_total: number;
+  /** Parameters used per token (MoE: only the routed experts). */
+  params_active: number;
+  /** Whether params_total is exact for this config. */
+  exact: boolean;
+  /** Why the count is not exact, when `exact` is false. */
+  inexact: string[];
+  /** Defaults applied and assumptions made while reading the config. */
+  notes: string[];
+  /** Parameters per component (embeddings, attention, mlp, experts, router, norms, lm_head, vision_tower, projector). */
+  breakdown: { component: string; params: number }[];
+  /** Every weight tensor group. */
+  modules: ModuleRow[];
+  /** The language model's architecture plus vocabulary facts. */
+  facts: StackFacts & {
+    /** Vocabulary size. */
+    vocab: number;
+    /** Whether lm_head shares the embedding matrix. */
+    tie_word_embeddings: boolean;
+    /** max_position_embeddings, when the config gives one. */
+    max_position_embeddings?: number;
+  };
+  /** Other stacks by name: the vision tower of a VLM, the encoder of T5. */
+  stacks?: Record<string, StackFacts>;
+  /** Image input of a VLM. */
+  vision?: {
+    /** Input image side in pixels. */
+    image_size: number;
+    /** Patch side in pixels. */
+    patch_size: number;
+    /** Tokens the language model sees per image. */
+    tokens_per_image: number;
+    /** Tokens inside the vision tower per image. */
+    encoder_tokens_per_image: number;
+  };
+}
+
+/** One group of identical weight tensors (a module repeated over layers or experts). */
+export interface ModuleRow {
+  /** HF leaf module name, as PEFT target_modules uses it ("q_proj"). */
+  module: string;
+  /** Breakdown component it counts towards. */
+  component: string;
+  /** Stack it belongs to ("text", "vision", "encoder", "projector"). */
+  stack: string;
+  /** Parameters of all instances, biases included. */
+  params: number;
+  /** Copies in the model (layers, layers x experts). */
+  instances: number;
+  /** nn.Linear weight shape [out_features, in_features]; linears only. */
+  shape?: [number, number];
+}
+
+/** One named memory component of the estimate. */
+export interface Component {
+  /** Contract. Stable id: weights, gradients, optimizer_states, activations, kv_cache, cuda_context, ... */
+  key: string;
+  /** Name for people. */
+  label: string;
+  /** Contract. The component's largest size over the step, in bytes. */
+  bytes: number;
+  /** The formula with the values plugged in. */
+  formula: string;
+  /** Counted by PyTorch's caching allocator, or outside it (CUDA context, NCCL, paged memory). */
+  pool: 'allocated' | 'outside';
+}
+
+/** Memory at one moment of a step. */
+export interface Phase {
+  /** Contract. Stable id: forward, loss, backward_start, backward, optimizer_step (training); weights_loaded, prefill, decode (inference). */
+  key: string;
+  /** Name for people. */
+  label: string;
+  /** Contract. What nvidia-smi shows for the process at that moment: reserved plus outside-allocator memory. */
+  bytes: number;
+  /** torch.cuda.memory_allocated at that moment. */
+  allocated_bytes: number;
+  /** torch.cuda.memory_reserved: allocated plus block rounding and fragmentation. */
+  reserved_bytes: number;
+  /** Component key to the bytes of it live in this phase. */
+  parts: Record<string, number>;
+}
+
+/** The verdict for the requested GPU. */
+export interface Fit {
+  /** Catalog name, or a description of `gpu.memory_gib`. */
+  gpu: string;
+  /** What nvidia-smi shows as the card's total. */
+  total_bytes: number;
+  /** Contract. What a process can really use (total minus the driver's reserve). */
+  capacity_bytes: number;
+  /** Contract. peak_bytes <= capacity_bytes. */
+  fits: boolean;
+  /** peak_bytes / capacity_bytes, rounded to 4 decimals. */
+  utilization: number;
+  /** peak_bytes <= headroom_fraction x total_bytes (the seeds' safety margin). */
+  headroom_ok: boolean;
+  /** The headroom rule's fraction (0.8). */
+  headroom_fraction: number;
+  /** Training only: the largest micro-batch that fits, 0 if none. */
+  max_micro_batch?: number;
+}
+
+/** One row of the GPU table: the same peak against every catalog card. */
+export interface GpuRow {
+  /** Catalog name. */
+  name: string;
+  /** Usable bytes of the card. */
+  capacity_bytes: number;
+  /** The peak fits. */
+  fits: boolean;
+  /** Peak / capacity, rounded to 4 decimals. */
+  utilization: number;
+  /** The peak is within the headroom rule. */
+  headroom_ok: boolean;
+}
+
+/** The estimate: `estimate(request)`. */
+export interface Result {
+  /** Schema version of this object ("vram-planner/1"). */
+  schema: string;
+  /** Version of the estimator that produced it. */
+  version: string;
+  /** The task estimated. */
+  task: 'train' | 'infer';
+  /** Contract (`model.params_total`, `model.params_trainable`). The model summary plus trainable parameters. */
+  model: ModelInfo & {
+    /** Contract. Parameters the optimizer updates (adapters for LoRA); 0 for inference. */
+    params_trainable: number;
+  };
+  /** Contract. Per-GPU peak in bytes as nvidia-smi would show it: the largest phase. */
+  peak_bytes: number;
+  /** torch.cuda.max_memory_allocated at the peak. */
+  peak_allocated_bytes: number;
+  /** torch.cuda.max_memory_reserved at the peak. */
+  peak_reserved_bytes: number;
+  /** Contract. Key of the phase where the peak happens. */
+  peak_phase: string;
+  /** Tokens in one micro-batch (micro_batch x seq_len, or batch x context_len). */
+  tokens_per_micro_batch: number;
+  /** Contract. Every memory component with its formula. */
+  components: Component[];
+  /** Contract. Memory at each moment of the step, in order. */
+  phases: Phase[];
+  /** The same peak against every card of the catalog. */
+  gpus: GpuRow[];
+  /** Defaults the estimator chose for fields the request left out. */
+  assumptions: string[];
+  /** Contract. Things the user should know (inexact counts, risky settings). */
+  warnings: string[];
+  /** Contract (`fit.fits`, `fit.capacity_bytes`). The verdict for `request.gpu`; null without a GPU. */
+  fit: Fit | null;
+  /** Training only: the settings used, defaults filled in. */
+  train?: {
+    /** Training method. */
+    method: Method;
+    /** Canonical precision recipe name. */
+    precision: 'fp32' | 'bf16' | 'fp16' | 'amp_bf16' | 'amp_fp16' | 'mixed_bf16';
+    /** Optimizer name as resolved from its alias. */
+    optimizer: string;
+    /** Canonical attention name. */
+    attention: 'eager' | 'sdpa' | 'flash_attention_2';
+    /** Gradient checkpointing mode. */
+    grad_checkpointing: 'none' | 'full' | 'selective';
+    /** Sequences per GPU per forward pass. */
+    micro_batch: number;
+    /** Tokens per sequence. */
+    seq_len: number;
+    /** Gradient accumulation steps. */
+    grad_accum: number;
+  };
+}
+
+/** One card of the GPU catalog. */
+export interface CatalogGpu {
+  /** Catalog name ("H100 80GB"). */
+  name: string;
+  /** What nvidia-smi shows as the total, in bytes. */
+  memory_bytes: number;
+  /** What a process can really use, in bytes. */
+  usable_bytes: number;
+  /** "nvidia" or "amd". */
+  vendor: string;
+  /** Memory type or form factor. */
+  note: string;
+}
+
+/** `version()`: what this build of the estimator knows. */
+export interface VersionInfo {
+  /** Schema version of results ("vram-planner/1"). */
+  schema: string;
+  /** Estimator version. */
+  version: string;
+  /** config.json model_type values with an exact adapter, sorted. */
+  supported_model_types: string[];
+  /** Known optimizer names (HF Trainer `optim` vocabulary plus aliases). */
+  optimizers: string[];
+  /** The GPU catalog. */
+  gpus: CatalogGpu[];
+}
+
+// ---------------------------------------------------------------------------
+// Errors and the facade
+
+/** The boundary's error object: `{"error": {code, message, path}}`. */
+export interface ErrorInfo {
+  /** Stable code: bad_json | missing_field | wrong_type | out_of_range | inconsistent | unsupported_model | unknown_value | internal. */
+  code: ErrorCode;
+  /** What is wrong, naming the field. */
+  message: string;
+  /** Dotted JSON path of the offending field ("model.config.hidden_size"), "" for the whole input. */
+  path: string;
+}
+
+/** Stable error codes (core/include/vram/status.h); new ones may be added, none renamed. */
+export type ErrorCode =
+  | 'bad_json'
+  | 'missing_field'
+  | 'wrong_type'
+  | 'out_of_range'
+  | 'inconsistent'
+  | 'unsupported_model'
+  | 'unknown_value'
+  | 'internal';
+
+/** Thrown by the facade for rejected input, and with code "internal" when the module itself fails. */
+export declare class EstimatorError extends Error {
+  /** Builds the error from the boundary's error object. */
+  constructor(error?: Partial<ErrorInfo>);
+  /** Always "EstimatorError". */
+  readonly name: 'EstimatorError';
+  /** Stable error code. */
+  readonly code: ErrorCode;
+  /** Dotted JSON path of the offending field, "" for the whole input. */
+  readonly path: string;
+}
+
+/** The loaded estimator. All calls are synchronous and never return an error object: they throw EstimatorError. */
+export interface Vram {
+  /** Estimates a request. Throws EstimatorError for bad input. */
+  estimate(request: Request): Result;
+  /** Counts a model's parameters: `{config}` or `{custom}` (or a whole request). Throws EstimatorError for bad input. */
+  modelInfo(model: ModelInput | Request): ModelInfo;
+  /** Version, schema, supported model types and the GPU catalog. */
+  version(): VersionInfo;
+}
+
+/**
+ * Loads the WebAssembly module on the first call and resolves to the
+ * estimator; later calls return the same promise. After the module itself
+ * fails (code "internal"), the next call loads a new instance. Rejects with
+ * EstimatorError (code "internal") when the module cannot be loaded.
+ */
+export declare function loadVram(): Promise<Vram>;
+
+/**
+ * The exact output text for a request text, errors included as
+ * `{"error": {...}}` text: byte-for-byte what
+ * `vram-probe estimate --request FILE --json` prints, without its final newline.
+ */
+export declare function estimateRaw(requestText: string): Promise<string>;
+
+/**
+ * The exact model summary text for a model text (`{"config": {...}}`), errors
+ * included: what `vram-probe params --config FILE --json` prints, without its
+ * final newline.
+ */
+export declare function modelInfoRaw(modelText: string): Promise<string>;

@@ -1,0 +1,169 @@
+// The JavaScript face of the WebAssembly estimator.
+//
+// The module (vram_core.mjs, built from wasm/bindings.cpp) exposes three
+// private functions that take and return JSON text. This facade loads the
+// module lazily and once, turns objects into text and back, and turns the
+// boundary's {"error": {...}} object into a thrown EstimatorError (manifold's
+// ManifoldError), so callers never see a bare number or a null.
+//
+// Types and the JSON contract: vram.d.ts beside this file.
+
+/** A request or a model the estimator rejected, or a failure of the module. */
+export class EstimatorError extends Error {
+  /**
+   * @param {{code?: string, message?: string, path?: string}} error the
+   *   boundary's error object
+   */
+  constructor({ code = 'internal', message = 'unknown error', path = '' } = {}) {
+    super(message);
+    this.name = 'EstimatorError';
+    this.code = code;
+    this.path = path;
+  }
+}
+
+// The same stable codes core uses (core/include/vram/status.h) for the
+// failures that happen on this side of the boundary.
+const kBadJson = 'bad_json';
+const kInternal = 'internal';
+const kOutOfRange = 'out_of_range';
+
+let modulePromise = null;
+let vramPromise = null;
+
+// Load and instantiate the module on first use and share the promise (squoosh
+// worker-utils, manifold getManifoldModule). The dynamic import keeps the
+// module, which embeds its WebAssembly as base64, out of the page's first
+// bundle until an estimate is needed.
+function loadModule() {
+  if (modulePromise === null) {
+    modulePromise = import('./vram_core.mjs')
+      .then(({ default: createVramModule }) => createVramModule())
+      .catch((cause) => {
+        // Let a later call try again instead of caching the failure forever.
+        forget();
+        throw new EstimatorError({
+          code: kInternal,
+          message: `could not load the WebAssembly module: ${describe(cause)}`,
+        });
+      });
+  }
+  return modulePromise;
+}
+
+// Drop the cached module so that the next loadVram() starts a new instance.
+function forget() {
+  modulePromise = null;
+  vramPromise = null;
+}
+
+function describe(thrown) {
+  return thrown instanceof Error ? thrown.message : String(thrown);
+}
+
+// Dotted path of the first NaN or Infinity inside `value`, in core's path
+// style ("train.seq_len", "train.lora.targets[0]"), or null. Called only on
+// values JSON.stringify accepted, so there are no cycles to guard against.
+function nonFinitePath(value, path) {
+  if (typeof value === 'number') return Number.isFinite(value) ? null : path;
+  if (value === null || typeof value !== 'object') return null;
+  const entries = Array.isArray(value)
+    ? value.map((item, i) => [`${path}[${i}]`, item])
+    : Object.entries(value).map(([key, item]) => [path ? `${path}.${key}` : key, item]);
+  for (const [childPath, item] of entries) {
+    const found = nonFinitePath(item, childPath);
+    if (found !== null) return found;
+  }
+  return null;
+}
+
+// Object -> JSON text. JSON.stringify throws on cycles and BigInt and returns
+// undefined for undefined and functions; all of those are bad requests.
+function toText(value, what) {
+  let text;
+  try {
+    text = JSON.stringify(value);
+  } catch (cause) {
+    throw new EstimatorError({
+      code: kBadJson,
+      message: `${what} is not serialisable as JSON: ${describe(cause)}`,
+    });
+  }
+  if (typeof text !== 'string') {
+    throw new EstimatorError({
+      code: kBadJson,
+      message: `${what} must be a JSON object, got ${typeof value}`,
+    });
+  }
+  // JSON.stringify writes NaN and Infinity as null, which core reads as "not
+  // given" and would silently replace with a default. Name the field instead.
+  // Every non-finite number becomes a null, so text without one has none.
+  if (text.includes('null')) {
+    const path = nonFinitePath(value, '');
+    if (path !== null) {
+      throw new EstimatorError({
+        code: kOutOfRange,
+        message: `${path || what} must be a finite number`,
+        path,
+      });
+    }
+  }
+  return text;
+}
+
+// Call one raw binding. core never throws across the boundary (api.h), so
+// anything thrown here is the module itself failing (out of memory, abort); a
+// module that aborted cannot be used again, so the next call loads a new one.
+function call(module, name, text) {
+  try {
+    return text === undefined ? module[name]() : module[name](text);
+  } catch (cause) {
+    forget();
+    throw new EstimatorError({
+      code: kInternal,
+      message: `the WebAssembly module failed: ${describe(cause)}`,
+    });
+  }
+}
+
+// JSON text -> object, throwing the boundary's error object as EstimatorError.
+function fromText(text) {
+  const value = JSON.parse(text);
+  if (value !== null && typeof value === 'object' && 'error' in value) {
+    throw new EstimatorError(value.error);
+  }
+  return value;
+}
+
+/**
+ * Load the module and return the estimator. The first call starts the load;
+ * every later call returns the same promise. See vram.d.ts for the request and
+ * result types.
+ */
+export function loadVram() {
+  if (vramPromise === null) {
+    vramPromise = loadModule().then((module) => ({
+      estimate: (request) => fromText(call(module, '_estimate', toText(request, 'the request'))),
+      modelInfo: (model) => fromText(call(module, '_modelInfo', toText(model, 'the model'))),
+      version: () => fromText(call(module, '_version')),
+    }));
+  }
+  return vramPromise;
+}
+
+/**
+ * The estimator's exact output text for a request text, errors included, as
+ * `vram-probe estimate --request FILE --json` prints it. For byte-for-byte
+ * comparisons and for saving results; `estimate` is the everyday call.
+ */
+export async function estimateRaw(requestText) {
+  return call(await loadModule(), '_estimate', String(requestText));
+}
+
+/**
+ * The exact model summary text for a model text (`{"config": {...}}`), errors
+ * included, as `vram-probe params --config FILE --json` prints it.
+ */
+export async function modelInfoRaw(modelText) {
+  return call(await loadModule(), '_modelInfo', String(modelText));
+}

@@ -1,0 +1,117 @@
+// Type-only test of vram.d.ts (CanvasKit's npm_build/types idea): it is
+// compiled with `tsc --noEmit -p wasm/tsconfig.json` and never run. Lines
+// marked @ts-expect-error must fail to compile; if one compiles, tsc reports
+// the unused directive and the test fails.
+import {
+  EstimatorError,
+  estimateRaw,
+  loadVram,
+  modelInfoRaw,
+  type ErrorCode,
+  type ModelInfo,
+  type Request,
+  type Result,
+  type VersionInfo,
+  type Vram,
+} from './vram.js';
+
+// The argument must have exactly type T (both ways assignable).
+declare function expectType<T>(value: T): void;
+type Equal<A, B> =
+  (<X>() => X extends A ? 1 : 2) extends <X>() => X extends B ? 1 : 2 ? true : false;
+declare function assertTrue<T extends true>(): void;
+
+async function usesTheFacade(): Promise<void> {
+  const pending = loadVram();
+  expectType<Promise<Vram>>(pending);
+  const vram = await pending;
+
+  // The contract's example request (DESIGN.md §2) type-checks as written.
+  const request: Request = {
+    model: { config: { model_type: 'llama', hidden_size: 4096, num_hidden_layers: 32 } },
+    task: 'train',
+    train: {
+      method: 'full',
+      micro_batch: 1,
+      seq_len: 2048,
+      precision: 'bf16',
+      optimizer: 'adamw_torch_fused',
+      grad_checkpointing: false,
+      attention: 'sdpa',
+      lora: { rank: 16, targets: ['q_proj', 'v_proj'] },
+    },
+    parallel: { gpus: 8, dp: 8, tp: 1, pp: 1, zero: 3, fsdp: '', offload_optimizer: false },
+    gpu: { name: 'H100 80GB' },
+  };
+  const inference: Request = {
+    model: { custom: { layers: 32, hidden: 4096, heads: 32, vocab: 32000 } },
+    task: 'infer',
+    infer: { batch: 8, context_len: 8192, weights_dtype: 'int4', kv_dtype: 'fp8' },
+    gpu: { memory_gib: 24 },
+  };
+
+  const result = vram.estimate(request);
+  assertTrue<Equal<typeof result, Result>>();
+  expectType<number>(result.peak_bytes);
+  expectType<string>(result.peak_phase);
+  expectType<number>(result.model.params_total);
+  expectType<number>(result.model.params_trainable);
+  expectType<string>(result.components[0].key);
+  expectType<number>(result.components[0].bytes);
+  expectType<string>(result.phases[0].key);
+  expectType<number>(result.phases[0].bytes);
+  expectType<string[]>(result.warnings);
+  // fit is null without a GPU, so it has to be checked before use.
+  // @ts-expect-error fit may be null
+  result.fit.fits;
+  if (result.fit !== null) {
+    expectType<boolean>(result.fit.fits);
+    expectType<number>(result.fit.capacity_bytes);
+  }
+  expectType<number>(vram.estimate(inference).tokens_per_micro_batch);
+
+  const info = vram.modelInfo({ config: { model_type: 'qwen2' } });
+  assertTrue<Equal<typeof info, ModelInfo>>();
+  expectType<number>(info.params_total);
+  expectType<number>(vram.modelInfo(request).params_active);
+
+  const version = vram.version();
+  assertTrue<Equal<typeof version, VersionInfo>>();
+  expectType<string[]>(version.supported_model_types);
+
+  expectType<Promise<string>>(estimateRaw('{}'));
+  expectType<Promise<string>>(modelInfoRaw('{}'));
+
+  // @ts-expect-error a request needs a model
+  vram.estimate({ task: 'train' });
+  // @ts-expect-error task is train or infer
+  vram.estimate({ model: { config: { model_type: 'llama' } }, task: 'serve' });
+  const tiny = { custom: { layers: 1, hidden: 64, heads: 1, vocab: 10 } };
+  // @ts-expect-error method is full, lora, qlora or freeze
+  vram.estimate({ model: tiny, train: { method: 'dora' } });
+  // @ts-expect-error micro_batch is a number
+  vram.estimate({ model: { config: { model_type: 'llama' } }, train: { micro_batch: '4' } });
+  // @ts-expect-error a config needs its model_type
+  vram.modelInfo({ config: { hidden_size: 4096 } });
+  // @ts-expect-error the raw call takes text, not an object
+  estimateRaw(request);
+}
+
+function handlesErrors(thrown: unknown): void {
+  if (thrown instanceof EstimatorError) {
+    expectType<ErrorCode>(thrown.code);
+    expectType<string>(thrown.path);
+    expectType<string>(thrown.message);
+    const asError: Error = thrown;
+    void asError;
+    // @ts-expect-error the code is read-only
+    thrown.code = 'bad_json';
+  }
+  const made = new EstimatorError({ code: 'missing_field', message: 'x is required', path: 'x' });
+  // @ts-expect-error codes are the stable list
+  new EstimatorError({ code: 'oops' });
+  void made;
+}
+
+void usesTheFacade;
+void handlesErrors;
