@@ -7,6 +7,9 @@ import preact from '@preact/preset-vite';
 export default defineConfig({
   base: './',
   plugins: [preact()],
+  // The presets are the repository's test fixtures (tests/fixtures/models),
+  // one level above the site: let the dev server read them.
+  server: { fs: { allow: ['..'] } },
   // Lightning CSS handles the CSS modules (composes across files included)
   // without PostCSS.
   css: { transformer: 'lightningcss' },

@@ -1,9 +1,18 @@
-// Bundled model presets: real config.json files (the same fixtures the core's
-// tests check parameter counts against), compiled into the page so it works
-// with no network. File names are "<org>__<name>.json" for the Hub id
-// "<org>/<name>".
+// Bundled model presets: the real config.json files the core's tests check
+// parameter counts against (tests/fixtures/models, one copy in the repo),
+// compiled into the page so it works with no network. File names are
+// "<org>__<name>.json" for the Hub id "<org>/<name>".
 
-const modules = import.meta.glob('../presets/*.json', { eager: true, import: 'default' });
+const modules = {
+  ...import.meta.glob('../../../tests/fixtures/models/*__*.json', {
+    eager: true,
+    import: 'default',
+  }),
+  ...import.meta.glob('../../../tests/fixtures/validation/*__*.json', {
+    eager: true,
+    import: 'default',
+  }),
+};
 
 function idFromPath(path) {
   const file = path

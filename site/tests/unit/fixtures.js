@@ -1,9 +1,9 @@
 // Real config.json files and their checkpoints' exact parameter counts
 // (shared/fixtures/models.json: sum(p.numel() for p in model.parameters()),
 // tied weights counted once).
-import qwen3 from '../../src/presets/Qwen__Qwen3-0.6B.json';
-import smollm2 from '../../src/presets/HuggingFaceTB__SmolLM2-135M.json';
-import llama32 from '../../src/presets/meta-llama__Llama-3.2-1B.json';
+import qwen3 from '../../../tests/fixtures/models/Qwen__Qwen3-0.6B.json';
+import smollm2 from '../../../tests/fixtures/models/HuggingFaceTB__SmolLM2-135M.json';
+import llama32 from '../../../tests/fixtures/models/meta-llama__Llama-3.2-1B.json';
 
 export const MODELS = {
   'Qwen/Qwen3-0.6B': { config: qwen3, params: 596049920 },
