@@ -161,6 +161,15 @@ json result_json(const Request& req, const Estimate& e) {
   } else {
     out["fit"] = nullptr;
   }
+  if (req.task == Task::kInfer) {
+    json inf = {{"engine", e.engine},
+                {"batch", req.infer.batch},
+                {"context_len", req.infer.context_len},
+                {"weights_dtype", req.infer.weights_dtype},
+                {"kv_dtype", req.infer.kv_dtype}};
+    for (const auto& [k, v] : e.facts) inf[k] = v;
+    out["infer"] = inf;
+  }
   if (req.task == Task::kTrain) {
     out["train"] = {{"method", to_string(req.train.method)},
                     {"precision", to_string(req.model.family.empty() ? req.train.precision : req.train.precision)},

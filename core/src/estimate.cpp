@@ -47,6 +47,30 @@ int64_t max_micro_batch(const Request& req, int64_t capacity) {
   return lo;
 }
 
+// Largest value of `field` (infer.batch or infer.context_len) whose peak fits
+// `capacity`: the peak is non-decreasing in both.
+int64_t max_infer(const Request& req, int64_t capacity, int64_t InferOptions::*field, int64_t limit) {
+  Request r = req;
+  auto fits = [&](int64_t v) {
+    r.infer.*field = v;
+    if (r.infer.prompt_len > r.infer.context_len) r.infer.prompt_len = r.infer.context_len;
+    auto e = infer::estimate_infer(r);
+    return e.ok() && e.value().peak_bytes <= capacity;
+  };
+  if (!fits(1)) return 0;
+  int64_t lo = 1, hi = 2;
+  while (hi <= limit && fits(hi)) {
+    lo = hi;
+    hi *= 2;
+  }
+  if (hi > limit) return lo;
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
 }  // namespace
 
 Result<Estimate> estimate_request(const Request& req) {
@@ -75,6 +99,11 @@ Result<Estimate> estimate_request(const Request& req) {
     e.has_fit = true;
     e.fit = fit_for(e.peak_bytes, total, capacity, name);
     if (req.task == Task::kTrain) e.fit.max_micro_batch = max_micro_batch(req, capacity);
+    if (req.task == Task::kInfer && req.infer.engine == "hf") {
+      // transformers generate: the answers users ask for (issue 5).
+      e.facts.push_back({"max_concurrent_sequences", max_infer(req, capacity, &InferOptions::batch, int64_t{1} << 16)});
+      e.facts.push_back({"max_context_len", max_infer(req, capacity, &InferOptions::context_len, int64_t{1} << 24)});
+    }
     if (!e.fit.fits) {
       e.warnings.push_back("does not fit: peak exceeds the " + name + "'s usable memory");
     } else if (!e.fit.headroom_ok) {

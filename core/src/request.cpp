@@ -138,6 +138,7 @@ void parse_train(const JsonReader& t, Request& req) {
   o.fused_norm = t.bool_or("fused_norm", false);
   o.sdpa_gqa_native = t.bool_or("sdpa_gqa_native", false);
   o.optimizer_in_backward = t.bool_or("optimizer_in_backward", false);
+  o.activation_offload = t.bool_or("activation_offload", false);
   o.dropout = t.num_or("dropout", -1.0, -1.0, 1.0);
   o.images_per_sample = t.int_or("images_per_sample", 0, 0, 1024);
   o.trainable_modules = t.str_list_or("trainable_modules", {});
@@ -177,16 +178,33 @@ void parse_infer(const JsonReader& i, Request& req) {
   InferOptions& o = req.infer;
   o.batch = i.int_or("batch", 1, 1, kMaxBatch);
   o.context_len = i.int_or("context_len", 4096, 1, kMaxSeq);
+  o.prompt_len = i.int_or("prompt_len", 0, 1, kMaxSeq);
+  if (o.prompt_len > o.context_len) {
+    fail(errc::kInconsistent, i.child_path("prompt_len"),
+         i.child_path("prompt_len") + " (" + std::to_string(o.prompt_len) + ") exceeds " + i.child_path("context_len") +
+             " (" + std::to_string(o.context_len) + ")");
+  }
   o.weights_dtype = i.str_or("weights_dtype", "bf16");
   o.kv_dtype = i.str_or("kv_dtype", "bf16");
+  o.engine = i.str_or("engine", "hf");
+  if (o.engine != "hf" && o.engine != "vllm") {
+    fail(errc::kUnknownValue, i.child_path("engine"),
+         i.child_path("engine") + " " + vram::quoted(o.engine) + " must be \"hf\" or \"vllm\"");
+  }
+  o.gpu_memory_utilization = i.num_or("gpu_memory_utilization", 0.9, 0.01, 1.0);
+  o.block_size = i.int_or("block_size", 16, 1, 4096);
+  o.max_num_seqs = i.int_or("max_num_seqs", 256, 1, kMaxBatch);
+  o.max_num_batched_tokens = i.int_or("max_num_batched_tokens", 8192, 1, kMaxSeq);
+  o.cuda_graphs = !i.bool_or("enforce_eager", false);
 }
 
 void parse_parallel(const JsonReader& p, Request& req) {
   ParallelOptions& o = req.parallel;
   o.gpus = p.int_or("gpus", 1, 1, 1 << 20);
-  o.dp = p.int_or("dp", o.gpus, 1, 1 << 20);
   o.tp = p.int_or("tp", 1, 1, 1 << 10);
   o.pp = p.int_or("pp", 1, 1, 1 << 12);
+  // Data parallel fills what tensor and pipeline parallel leave.
+  o.dp = p.int_or("dp", std::max<int64_t>(o.gpus / (o.tp * o.pp), 1), 1, 1 << 20);
   o.zero = p.int_or("zero", 0, 0, 3);
   o.fsdp = p.str_or("fsdp", "");
   o.offload_optimizer = p.bool_or("offload_optimizer", false);
@@ -195,9 +213,13 @@ void parse_parallel(const JsonReader& p, Request& req) {
          "dp x tp x pp (" + std::to_string(o.dp * o.tp * o.pp) + ") must equal " + p.child_path("gpus") + " (" +
              std::to_string(o.gpus) + ")");
   }
-  if (o.gpus > 1 || o.zero > 0 || !o.fsdp.empty() || o.offload_optimizer) {
+  // Inference may shard with tensor parallelism alone (vLLM, TGI, HF tp_plan).
+  const bool infer_tp =
+      req.task == Task::kInfer && o.dp == 1 && o.pp == 1 && o.zero == 0 && o.fsdp.empty() && !o.offload_optimizer;
+  if (!infer_tp && (o.gpus > 1 || o.zero > 0 || !o.fsdp.empty() || o.offload_optimizer)) {
     fail(errc::kUnsupported, p.path(),
-         "multi-GPU layouts (DDP, ZeRO, FSDP, TP/PP, offload) are not modelled yet; this version estimates one GPU");
+         "multi-GPU training layouts (DDP, ZeRO, FSDP, TP/PP, offload) are not modelled yet; this version estimates "
+         "one GPU for training and tensor parallelism for inference");
   }
 }
 

@@ -173,6 +173,7 @@ Training:  --method full|lora|qlora|freeze   --lora  --qlora (shortcuts)
                              adafactor, sgd, sgd_momentum, lion_32bit, ...)
            --grad-checkpoint true|false|selective  --flashattn true|false  --attention eager|sdpa|flash_attention_2
            --fused-loss true|false  --liger true|false (fused loss + fused norms)
+           --activation-offload true|false  --optimizer-in-backward true|false
            --lora-rank N  --lora-alpha X  --lora-dropout X  --lora-target-modules q_proj,v_proj|all-linear
            --trainable-modules lm_head,layers.31  (method freeze)
 Inference: --batch N  --context-len N  --weights-dtype bf16|fp8|int8|int4|nf4  --kv-dtype bf16|fp8
@@ -294,6 +295,11 @@ int run_estimate(const std::vector<std::string>& args) {
       if (!need(v)) return print_error(usage_error(a, a + " needs true, false or selective"), as_json) + 1;
       const bool b = truthy(v, ok);
       sets.emplace_back("train.grad_checkpointing", ok ? json(b) : json(v));
+    } else if (a == "--activation-offload" || a == "--optimizer-in-backward") {
+      if (!need(v)) return print_error(usage_error(a, a + " needs true or false"), as_json) + 1;
+      const bool b = truthy(v, ok);
+      if (!ok) return print_error(usage_error(a, a + " needs true or false, got '" + v + "'"), as_json) + 1;
+      sets.emplace_back(a == "--activation-offload" ? "train.activation_offload" : "train.optimizer_in_backward", b);
     } else if (a == "--flashattn" || a == "--fused-loss" || a == "--liger") {
       if (!need(v)) return print_error(usage_error(a, a + " needs true or false"), as_json) + 1;
       const bool b = truthy(v, ok);

@@ -292,3 +292,27 @@ TEST_F(TrainTest, UnknownGpuListsTheCatalog) {
 
 }  // namespace
 }  // namespace vram
+
+namespace vram {
+namespace {
+
+// Every bundled preset (the page offers them all) estimates without error, and
+// every byte figure is non-negative, for each method and for inference.
+TEST(EveryPreset, EstimatesForEveryMethodAndInference) {
+  const json rows = json::parse(testing::read_text("models.json"));
+  for (const auto& row : rows) {
+    const json cfg = json::parse(testing::read_text(row["config"].get<std::string>()));
+    for (const char* method : {"full", "lora", "qlora"}) {
+      const json r = estimate({{"model", {{"config", cfg}}}, {"train", {{"method", method}, {"seq_len", 1024}}}});
+      ASSERT_FALSE(r.contains("error")) << row["id"] << " " << method << ": " << r.dump();
+      EXPECT_GT(r["peak_bytes"].get<int64_t>(), 0) << row["id"];
+      for (const auto& c : r["components"]) EXPECT_GE(c["bytes"].get<int64_t>(), 0) << row["id"] << " " << c["key"];
+    }
+    const json inf = estimate({{"model", {{"config", cfg}}}, {"task", "infer"}, {"infer", {{"context_len", 8192}}}});
+    ASSERT_FALSE(inf.contains("error")) << row["id"] << ": " << inf.dump();
+    EXPECT_GT(inf["peak_bytes"].get<int64_t>(), 0);
+  }
+}
+
+}  // namespace
+}  // namespace vram

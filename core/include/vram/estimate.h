@@ -61,6 +61,10 @@ struct Estimate {
   int64_t tokens_per_micro_batch = 0;
   std::vector<std::string> assumptions;
   std::vector<std::string> warnings;
+  // Task-specific answers (inference: kv_bytes_per_token, max_concurrent_sequences,
+  // max_context_len, ...), serialised as the result's `infer` object.
+  std::vector<std::pair<std::string, int64_t>> facts;
+  std::string engine;
   bool has_fit = false;
   Fit fit;
   std::vector<GpuRow> gpus;

@@ -60,6 +60,7 @@ struct TrainOptions {
   bool fused_norm = false;       // Liger / apex fused RMSNorm kernels
   bool sdpa_gqa_native = false;  // SDPA enable_gqa path (no padding mask, torch >= 2.5)
   bool optimizer_in_backward = false;
+  bool activation_offload = false;  // saved activations kept in host memory
   LoraOptions lora;
   QuantOptions quant;
   std::vector<std::string> trainable_modules;  // method freeze: leaf names or "layers.N"
@@ -68,10 +69,18 @@ struct TrainOptions {
 };
 
 struct InferOptions {
-  int64_t batch = 1;
-  int64_t context_len = 4096;
+  int64_t batch = 1;           // concurrent sequences
+  int64_t context_len = 4096;  // tokens per sequence (prompt + generated)
+  int64_t prompt_len = 0;      // prefill length; 0 = context_len
   std::string weights_dtype = "bf16";
   std::string kv_dtype = "bf16";
+  std::string engine = "hf";  // "hf" (transformers generate) | "vllm" (paged)
+  // vLLM EngineArgs defaults (vllm/engine/arg_utils.py).
+  double gpu_memory_utilization = 0.9;
+  int64_t block_size = 16;
+  int64_t max_num_seqs = 256;
+  int64_t max_num_batched_tokens = 8192;  // chunked prefill budget per step
+  bool cuda_graphs = true;                // enforce_eager = false
 };
 
 struct ParallelOptions {

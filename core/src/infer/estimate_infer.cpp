@@ -1,5 +1,7 @@
 // Serving a model: weights in their serving format, the KV cache, prefill
-// activations and logits (DESIGN.md §3 "Inference"; research §7).
+// activations and logits (DESIGN.md §3 "Inference"; research §7), for
+// transformers' generate (dynamic cache) or a paged engine (vLLM), on one GPU
+// or sharded with tensor parallelism.
 #include "infer/estimate_infer.h"
 
 #include <algorithm>
@@ -14,30 +16,36 @@ namespace vram::infer {
 namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t ceil_bytes(double x) { return static_cast<int64_t>(std::ceil(x)); }
 
 struct Format {
   const char* name;
-  double linear_bytes;  // bytes per Linear weight value, scales included (per group)
-  int64_t group;        // values per scale group (0: per output row)
+  double linear_bytes;  // bytes per Linear weight value
+  int64_t group;        // values per scale group (0: one scale per output row)
   double scale_bytes;   // bytes per group (scale + zero point)
   const char* source;
 };
 
-// Serving formats. int8: bitsandbytes LLM.int8 Int8Params keeps CB (int8) and
-// SCB (one fp32 absmax per output row). GPTQ/AWQ int4: packed 4-bit values
-// plus an fp16 scale and a 4-bit zero point per group of 128 (AutoGPTQ /
-// AutoAWQ default group_size). NF4: see training (QLoRA paper §3).
+// Serving formats.
+// - fp8: float8_e4m3 weights with one fp32 scale per output row (vLLM
+//   Fp8LinearMethod per-channel; per-tensor scales are smaller still).
+// - int8: bitsandbytes LLM.int8 Int8Params keeps CB (int8) and SCB (one fp32
+//   absmax per output row).
+// - GPTQ/AWQ int4: packed 4-bit values plus an fp16 scale and a 4-bit zero
+//   point per group of 128 (AutoGPTQ / AutoAWQ default group_size).
+// - NF4: one fp32 absmax per 64 values; double quantisation 8-bit absmax plus
+//   an fp32 scale per 256 blocks (QLoRA paper §3).
 const Format kFormats[] = {
-    {"fp32", 4.0, 0, 0.0, "torch.float32"},
-    {"bf16", 2.0, 0, 0.0, "torch.bfloat16"},
-    {"fp16", 2.0, 0, 0.0, "torch.float16"},
-    {"fp8", 1.0, 0, 4.0, "float8_e4m3 weights + one fp32 scale per output row"},
-    {"int8", 1.0, 0, 4.0, "bitsandbytes LLM.int8: int8 + fp32 absmax per row"},
-    {"int4", 0.5, 128, 2.5, "GPTQ/AWQ 4-bit, group 128: fp16 scale + 4-bit zero per group"},
+    {"fp32", 4.0, 0, 0.0, "fp32"},
+    {"bf16", 2.0, 0, 0.0, "bf16"},
+    {"fp16", 2.0, 0, 0.0, "fp16"},
+    {"fp8", 1.0, 0, 4.0, "fp8 e4m3 + fp32 scale per row"},
+    {"int8", 1.0, 0, 4.0, "LLM.int8: int8 + fp32 absmax per row"},
+    {"int4", 0.5, 128, 2.5, "4-bit, group 128: fp16 scale + 4-bit zero"},
     {"gptq", 0.5, 128, 2.5, "GPTQ 4-bit, group 128"},
     {"awq", 0.5, 128, 2.5, "AWQ 4-bit, group 128"},
-    {"nf4", 0.5, 64, 4.0, "bitsandbytes NF4, fp32 absmax per 64"},
-    {"nf4-dq", 0.5, 64, 1.0 + 4.0 / 256.0, "bitsandbytes NF4 + double quantisation"},
+    {"nf4", 0.5, 64, 4.0, "NF4, fp32 absmax per 64"},
+    {"nf4-dq", 0.5, 64, 1.0 + 4.0 / 256.0, "NF4 + double-quantised absmax"},
 };
 
 const Format* find_format(const std::string& n) {
@@ -64,6 +72,15 @@ double kv_elem_bytes(const std::string& n) {
   return -1;
 }
 
+// Everything that does not depend on the batch and the context.
+struct Fixed {
+  int64_t weights = 0;
+  int64_t cublas = 0;
+  int64_t context = 0;
+  int64_t graphs = 0;  // CUDA graphs (vLLM)
+  int64_t nccl = 0;    // non-torch memory of tensor parallelism
+};
+
 }  // namespace
 
 double kv_bytes_per_token(const ModelSpec& m, double kv_elem, bool hf_decompressed, int64_t context) {
@@ -80,7 +97,7 @@ double kv_bytes_per_token(const ModelSpec& m, double kv_elem, bool hf_decompress
   // a `context`-long sequence.
   const int64_t sliding = t.sliding_window > 0 ? std::min(t.sliding_layers, t.layers) : 0;
   const double sliding_share =
-      context > 0 ? std::min<double>(1.0, static_cast<double>(t.sliding_window) / context) : 1.0;
+      context > 0 ? std::min<double>(1.0, static_cast<double>(t.sliding_window) / static_cast<double>(context)) : 1.0;
   return per_layer_full * (static_cast<double>(t.layers - sliding) + static_cast<double>(sliding) * sliding_share);
 }
 
@@ -88,6 +105,7 @@ Result<Estimate> estimate_infer(const Request& req) {
   try {
     const ModelSpec& m = req.model;
     const InferOptions& o = req.infer;
+    const LayerStack& t = m.text;
     const Format* fmt = find_format(o.weights_dtype);
     if (fmt == nullptr) {
       fail(errc::kUnknownValue, "infer.weights_dtype",
@@ -98,68 +116,165 @@ Result<Estimate> estimate_infer(const Request& req) {
       fail(errc::kUnknownValue, "infer.kv_dtype",
            "infer.kv_dtype " + vram::quoted(o.kv_dtype) + " is not one of: bf16, fp16, fp32, fp8, int8, int4");
     }
+    const int64_t tp = req.parallel.tp;
+    if (t.heads % tp != 0) {
+      fail(
+          errc::kInconsistent, "parallel.tp",
+          "parallel.tp (" + std::to_string(tp) + ") must divide the attention heads (" + std::to_string(t.heads) + ")");
+    }
+    const bool vllm = o.engine == "vllm";
     Estimate e;
-    const int64_t hp = (fmt->linear_bytes >= 2.0) ? static_cast<int64_t>(fmt->linear_bytes) : 2;
-    // Weights: quantised formats replace nn.Linear only; embeddings, norms and
-    // lm_head stay in 16-bit (transformers get_keys_to_not_convert).
-    int64_t w = 0;
+    e.engine = o.engine;
+
+    // ---- weights per GPU ---------------------------------------------------
+    // Tensor parallel splits every Linear (column / row parallel) and the
+    // vocabulary-parallel embeddings and lm_head; norms are replicated
+    // (Megatron-LM; vLLM ColumnParallelLinear / RowParallelLinear /
+    // VocabParallelEmbedding).
+    const int64_t hp = fmt->linear_bytes >= 2.0 ? static_cast<int64_t>(fmt->linear_bytes) : 2;
+    Fixed fx;
     for (const auto& g : m.groups) {
+      const bool split = g.kind == ModuleKind::kLinear || g.kind == ModuleKind::kEmbedding;
+      const int64_t share = split ? tp : 1;
       const bool quant =
           fmt->linear_bytes < 2.0 && g.kind == ModuleKind::kLinear && g.component != std::string(comp::kLmHead);
       if (!quant) {
-        w += hp * g.total();
+        fx.weights += ceil_div(hp * g.total(), share);
         continue;
       }
       const int64_t values = g.in_features * g.out_features;
       const int64_t groups = fmt->group > 0 ? ceil_div(values, fmt->group) : g.out_features;
-      const int64_t bytes = static_cast<int64_t>(std::ceil(values * fmt->linear_bytes + groups * fmt->scale_bytes)) +
-                            (g.bias ? 2 * g.out_features : 0);
-      w += bytes * g.instances;
+      const int64_t bytes =
+          ceil_bytes(static_cast<double>(values) * fmt->linear_bytes + static_cast<double>(groups) * fmt->scale_bytes) +
+          (g.bias ? 2 * g.out_features : 0);
+      fx.weights += ceil_div(bytes * g.instances, share);
     }
-    const int64_t B = o.batch;
-    const int64_t ctx = o.context_len;
-    const bool hf_mla = m.text.attention == AttnKind::kMla;  // HF generate caches decompressed heads
-    const double kv_tok = kv_bytes_per_token(m, kv_elem, hf_mla, ctx);
-    const int64_t kv = static_cast<int64_t>(std::ceil(kv_tok * static_cast<double>(B) * ctx));
+
+    // ---- per-token costs ---------------------------------------------------
+    // KV heads per rank: max(1, kv_heads / tp) (vLLM get_num_kv_heads: heads
+    // are replicated when tp exceeds them). MLA's latent is replicated.
+    ModelSpec sharded = m;
+    sharded.text.kv_heads = std::max<int64_t>(1, t.kv_heads / tp);
+    sharded.text.heads = t.heads / tp;
+    const bool hf_mla = !vllm && t.attention == AttnKind::kMla;  // transformers caches decompressed heads
+    auto kv_tok_at = [&](int64_t ctx) { return kv_bytes_per_token(sharded, kv_elem, hf_mla, ctx); };
+    const double kv_tok_full = kv_bytes_per_token(sharded, kv_elem, hf_mla, 0);
+    // Encoder-decoder: every decoder layer caches the encoder's keys and
+    // values for cross-attention (T5 past_key_values, 4 tensors per layer).
+    const double cross_tok =
+        t.cross_attention ? 2.0 * (t.heads / tp) * t.head_dim * kv_elem * static_cast<double>(t.layers) : 0.0;
     // Prefill working set of one layer (the forward frees each layer's
     // intermediates): residual + norm output + q/k/v/out + the MLP's
-    // gate/up/act outputs, in 16-bit, for all prompt tokens; eager attention
-    // adds the fp32 score matrix.
-    const LayerStack& t = m.text;
+    // gate/up/act outputs, in 16-bit.
+    const int64_t inter = std::max(t.intermediate, t.expert_intermediate * std::max<int64_t>(t.experts_per_token, 1));
     const double pre_tok =
-        2.0 * (2.0 * t.hidden + 2.0 * t.heads * t.head_dim + 2.0 * t.kv_heads * t.head_dim) +
-        2.0 * 3.0 * std::max(t.intermediate, t.expert_intermediate * std::max<int64_t>(t.experts_per_token, 1));
-    const int64_t prefill = static_cast<int64_t>(std::ceil(pre_tok * static_cast<double>(B) * ctx));
-    // Logits of the last position only (generate uses logits_to_keep=1),
-    // upcast to fp32 for sampling.
-    const int64_t logits = B * m.vocab * (2 + 4);
+        2.0 * (2.0 * t.hidden + 2.0 * t.heads / tp * t.head_dim + 2.0 * sharded.text.kv_heads * t.head_dim) +
+        2.0 * 3.0 * static_cast<double>(inter) / static_cast<double>(tp);
+
+    // ---- outside the tensors ----------------------------------------------
     const GpuInfo* gpu = req.gpu.name.empty() ? nullptr : find_gpu(req.gpu.name);
     const int sm = gpu != nullptr ? gpu->sm : 80;
+    // One inference thread: one cuBLAS (8 MiB + 128 KiB, 32 MiB on sm90) and
+    // one cuBLASLt (1 MiB) workspace (PyTorch CublasHandlePool.cpp).
     const int64_t ws_each = sm == 90 ? (int64_t{32} << 20) : (int64_t{4096} * 2 + 16 * 8) * 1024;
-    // Inference runs on one thread: one cuBLAS and one cuBLASLt workspace.
-    const int64_t cublas = req.overheads.cublas_workspace_bytes.value_or(ws_each + (int64_t{1} << 20));
-    const int64_t context = req.overheads.cuda_context_bytes.value_or(int64_t{512} << 20);
+    fx.cublas = req.overheads.cublas_workspace_bytes.value_or(ws_each + (int64_t{1} << 20));
+    fx.context = req.overheads.cuda_context_bytes.value_or(int64_t{512} << 20);
+    // llm-d config_explorer on H100 measured vLLM's non-torch memory at
+    // 0.13 GiB for TP=1 and 0.55 GiB for TP=2 (research §2.4, §7.4): the
+    // difference is NCCL's buffers.
+    if (tp > 1) fx.nccl = (int64_t{55} << 30) / 100 - (int64_t{13} << 30) / 100;
+    // CUDA graphs captured after vLLM's profiling: llm-d measured -0.45 to
+    // +0.39 GiB across three models; 256 MiB is the prior.
+    if (vllm && o.cuda_graphs) fx.graphs = int64_t{256} << 20;
     const double frag = req.overheads.fragmentation.value_or(0.0);
 
-    auto phase = [&](const char* key, const char* label, std::map<std::string, int64_t> parts) {
+    const int64_t B = o.batch;
+    const int64_t ctx = o.context_len;
+    const int64_t prompt = o.prompt_len > 0 ? o.prompt_len : ctx;
+    const int64_t V = m.vocab;
+
+    auto make_phase = [&](const char* key, const char* label, std::map<std::string, int64_t> parts,
+                          int64_t outside_extra) {
       Phase p;
       p.key = key;
       p.label = label;
       p.parts = std::move(parts);
-      p.parts["cublas_workspace"] = cublas;
+      p.parts["cublas_workspace"] = fx.cublas;
       p.parts["misc"] = req.overheads.misc_bytes;
       for (const auto& [k, v] : p.parts) p.allocated_bytes += v;
-      p.reserved_bytes = p.allocated_bytes + static_cast<int64_t>(std::ceil(frag * p.allocated_bytes));
+      p.reserved_bytes = p.allocated_bytes + ceil_bytes(frag * static_cast<double>(p.allocated_bytes));
       p.parts["allocator"] = p.reserved_bytes - p.allocated_bytes;
-      p.parts["cuda_context"] = context;
-      p.device_bytes = p.reserved_bytes + context;
+      p.parts["cuda_context"] = fx.context;
+      if (fx.nccl > 0) p.parts["nccl"] = fx.nccl;
+      if (outside_extra > 0) p.parts["cuda_graphs"] = outside_extra;
+      p.device_bytes = p.reserved_bytes + fx.context + fx.nccl + outside_extra;
       return p;
     };
-    e.phases.push_back(phase("weights_loaded", "weights loaded", {{"weights", w}}));
-    e.phases.push_back(phase("prefill", "prefill (prompt through the model)",
-                             {{"weights", w}, {"kv_cache", kv}, {"activations", prefill}, {"logits", logits}}));
-    e.phases.push_back(
-        phase("decode", "decoding at full context", {{"weights", w}, {"kv_cache", kv}, {"logits", logits}}));
+
+    int64_t kv = 0;
+    int64_t prefill = 0;
+    int64_t logits = 0;
+    if (!vllm) {
+      // transformers generate: a dynamic cache grows to the full context;
+      // DynamicLayer.update concatenates, so one layer's cache is briefly
+      // held twice. Prefill runs the whole prompt at once; the logits of the
+      // last position only (logits_to_keep=1), upcast to fp32 for sampling.
+      kv = ceil_bytes((kv_tok_at(ctx) * static_cast<double>(ctx) + cross_tok * static_cast<double>(prompt)) *
+                      static_cast<double>(B));
+      const int64_t cat_copy = ceil_bytes(kv_tok_full / std::max<int64_t>(t.layers, 1) * static_cast<double>(B * ctx));
+      prefill = ceil_bytes(pre_tok * static_cast<double>(B * prompt));
+      logits = B * ceil_div(V, tp) * (2 + 4);
+      e.phases.push_back(make_phase("weights_loaded", "weights loaded", {{"weights", fx.weights}}, 0));
+      e.phases.push_back(make_phase("prefill", "prefill (prompt through the model)",
+                                    {{"weights", fx.weights},
+                                     {"kv_cache", ceil_bytes(kv_tok_at(prompt) * static_cast<double>(B * prompt))},
+                                     {"activations", prefill},
+                                     {"logits", logits}},
+                                    0));
+      e.phases.push_back(make_phase("decode", "decoding at full context",
+                                    {{"weights", fx.weights}, {"kv_cache", kv + cat_copy}, {"logits", logits}}, 0));
+    } else {
+      // vLLM (vllm/v1/worker/gpu_worker.py determine_available_memory):
+      // requested = total x gpu_memory_utilization; the profile run's peak
+      // activations (a max_num_batched_tokens prefill and the sampler over
+      // max_num_seqs) and the non-torch increase are subtracted; the rest
+      // becomes KV blocks of block_size tokens.
+      if (gpu == nullptr && !req.gpu.memory_gib) {
+        fail(errc::kMissingField, "gpu.name",
+             "gpu.name or gpu.memory_gib is required with infer.engine \"vllm\": its KV cache fills the GPU");
+      }
+      const int64_t total =
+          gpu != nullptr ? gpu->usable_bytes()
+                         : static_cast<int64_t>(*req.gpu.memory_gib * 1073741824.0 * (1.0 - kDriverReserveFraction));
+      const int64_t requested = static_cast<int64_t>(static_cast<double>(total) * o.gpu_memory_utilization);
+      prefill = ceil_bytes(pre_tok * static_cast<double>(o.max_num_batched_tokens));
+      logits = o.max_num_seqs * ceil_div(V, tp) * 4;
+      const int64_t non_kv = fx.weights + prefill + logits + fx.cublas + fx.nccl;
+      const int64_t pool = std::max<int64_t>(requested - non_kv, 0);
+      const int64_t page = ceil_bytes(kv_tok_full * static_cast<double>(o.block_size));
+      const int64_t blocks = page > 0 ? pool / page : 0;
+      kv = blocks * page;
+      const int64_t blocks_per_seq = ceil_div(ctx, o.block_size);
+      e.facts.push_back({"kv_blocks", blocks});
+      e.facts.push_back({"kv_block_bytes", page});
+      e.facts.push_back({"max_concurrent_sequences", std::min(o.max_num_seqs, blocks / blocks_per_seq)});
+      e.facts.push_back(
+          {"max_context_len", std::min<int64_t>(blocks / std::max<int64_t>(B, 1) * o.block_size, kMaxSize)});
+      e.phases.push_back(make_phase("weights_loaded", "weights loaded", {{"weights", fx.weights}}, 0));
+      e.phases.push_back(make_phase("profile", "profiling run (max_num_batched_tokens prefill + sampler)",
+                                    {{"weights", fx.weights}, {"activations", prefill}, {"logits", logits}}, 0));
+      e.phases.push_back(make_phase(
+          "serving", "serving (KV cache allocated, CUDA graphs captured)",
+          {{"weights", fx.weights}, {"kv_cache", kv}, {"activations", prefill}, {"logits", logits}}, fx.graphs));
+      if (blocks < blocks_per_seq) {
+        e.warnings.push_back("vLLM cannot start: the KV cache holds " + std::to_string(blocks * o.block_size) +
+                             " tokens, fewer than one sequence of " + std::to_string(ctx) +
+                             " (lower context_len, raise gpu_memory_utilization or add GPUs)");
+      } else if (blocks / blocks_per_seq < B) {
+        e.warnings.push_back("only " + std::to_string(blocks / blocks_per_seq) + " sequences of " +
+                             std::to_string(ctx) + " tokens fit at once; the rest wait in the queue");
+      }
+    }
     for (const auto& p : e.phases) {
       if (p.device_bytes > e.peak_bytes) {
         e.peak_bytes = p.device_bytes;
@@ -168,23 +283,56 @@ Result<Estimate> estimate_infer(const Request& req) {
       e.peak_allocated_bytes = std::max(e.peak_allocated_bytes, p.allocated_bytes);
       e.peak_reserved_bytes = std::max(e.peak_reserved_bytes, p.reserved_bytes);
     }
-    e.components.push_back({"weights", "Weights", w,
-                            std::to_string(m.params_total()) + " params; linears as " + fmt->source, Pool::kAllocated});
-    e.components.push_back({"kv_cache", "KV cache", kv,
-                            std::to_string(static_cast<int64_t>(kv_tok)) + " B/token x batch " + std::to_string(B) +
-                                " x context " + std::to_string(ctx),
+    // vLLM's device use is its budget, whatever the cache holds.
+    if (vllm && !e.phases.empty() && e.warnings.empty()) e.peak_phase = "serving";
+
+    e.facts.insert(e.facts.begin(), {"kv_bytes_per_token", ceil_bytes(kv_tok_full)});
+    e.facts.insert(e.facts.begin() + 1,
+                   {"kv_bytes_per_token_per_layer",
+                    ceil_bytes(kv_tok_full / static_cast<double>(std::max<int64_t>(t.layers, 1)))});
+    e.facts.push_back({"kv_cache_bytes", kv});
+    e.facts.push_back({"tp", tp});
+
+    const std::string tp_note = tp > 1 ? " / tp " + std::to_string(tp) : "";
+    e.components.push_back({"weights", "Weights", fx.weights,
+                            std::to_string(m.params_total()) + " params; linears as " + fmt->source + tp_note,
                             Pool::kAllocated});
+    e.components.push_back({"kv_cache", "KV cache", kv,
+                            vllm ? "blocks of " + std::to_string(o.block_size) +
+                                       " tokens filling gpu_memory_utilization " +
+                                       std::to_string(o.gpu_memory_utilization).substr(0, 4)
+                                 : std::to_string(ceil_bytes(kv_tok_at(ctx))) + " B/token x batch " +
+                                       std::to_string(B) + " x context " + std::to_string(ctx),
+                            Pool::kAllocated});
+    e.components.push_back({"activations", "Prefill activations (one layer)", prefill,
+                            "per token " + std::to_string(ceil_bytes(pre_tok)) + " B x " +
+                                std::to_string(vllm ? o.max_num_batched_tokens : B * prompt) + " tokens",
+                            Pool::kAllocated});
+    e.components.push_back({"logits",
+                            vllm ? "Sampler logits (max_num_seqs, fp32)" : "Logits (last position, fp32 copy)", logits,
+                            vllm ? "max_num_seqs x V x 4 B" : "batch x V x (2 + 4) B", Pool::kAllocated});
     e.components.push_back(
-        {"activations", "Prefill activations (one layer)", prefill,
-         "per token " + std::to_string(static_cast<int64_t>(pre_tok)) + " B x " + std::to_string(B * ctx) + " tokens",
-         Pool::kAllocated});
-    e.components.push_back(
-        {"logits", "Logits (last position, fp32 copy)", logits, "batch x V x (2 + 4) B", Pool::kAllocated});
-    e.components.push_back({"cublas_workspace", "cuBLAS/cuBLASLt workspaces", cublas, "one handle", Pool::kAllocated});
-    e.components.push_back(
-        {"cuda_context", "CUDA context", context, "512 MiB lazy-loading prior (research §2.1)", Pool::kOutside});
-    e.assumptions.push_back("engine: transformers generate with a dynamic cache sized to the full context");
+        {"cublas_workspace", "cuBLAS/cuBLASLt workspaces", fx.cublas, "one handle", Pool::kAllocated});
+    if (fx.nccl > 0) {
+      e.components.push_back({"nccl", "NCCL buffers (tensor parallel)", fx.nccl,
+                              "0.55 - 0.13 GiB non-torch at TP=2 vs TP=1 (llm-d, H100)", Pool::kOutside});
+    }
+    if (fx.graphs > 0) {
+      e.components.push_back(
+          {"cuda_graphs", "CUDA graphs", fx.graphs, "256 MiB prior (llm-d: -0.45 to +0.39 GiB)", Pool::kOutside});
+    }
+    e.components.push_back({"cuda_context", "CUDA context", fx.context,
+                            req.overheads.cuda_context_bytes ? "overheads.cuda_context_bytes"
+                                                             : "512 MiB lazy-loading prior (research §2.1)",
+                            Pool::kOutside});
+    e.assumptions.push_back(vllm ? "engine: vLLM paged KV cache (V1 worker memory profiling)"
+                                 : "engine: transformers generate with a dynamic cache grown to the full context");
     if (hf_mla) e.assumptions.push_back("MLA: transformers caches decompressed keys and values, not the latent");
+    if (vllm && t.attention == AttnKind::kMla) e.assumptions.push_back("MLA: vLLM caches the compressed latent");
+    if (t.sliding_window > 0 && t.sliding_layers > 0) {
+      e.assumptions.push_back(std::to_string(t.sliding_layers) + " sliding-window layers cache at most " +
+                              std::to_string(t.sliding_window) + " tokens");
+    }
     e.tokens_per_micro_batch = B * ctx;
     return e;
   } catch (const Failure& f) {

@@ -227,7 +227,15 @@ Result<Estimate> estimate_train(const Request& req) {
       const LayerActivations va = layer_activations(req, *vs, plan, dt, m.vision.encoder_tokens_per_image, false, true);
       act_vision = to_bytes(va.per_token() * static_cast<double>(nv)) * vs->layers;
     }
-    const int64_t activations = act_layers + act_head + act_vision;
+    // Activation offloading (torch.autograd.graph.save_on_cpu, or the
+    // "offload" gradient checkpointing of axolotl / Unsloth): saved tensors
+    // of the layer stack live in pinned host memory; the GPU holds the layer
+    // being computed and the one being prefetched.
+    const int64_t layer_max = std::max(act_layer_dense, saved_moe > 0 ? act_layer_moe : 0);
+    auto resident = [&](int64_t stack_bytes) {
+      return t.activation_offload ? std::min(stack_bytes, 2 * layer_max) : stack_bytes;
+    };
+    const int64_t activations = resident(act_layers) + act_head + act_vision;
 
     // ---- loss --------------------------------------------------------------
     // transformers loss_utils.py ForCausalLMLoss: logits (compute dtype),
@@ -319,18 +327,19 @@ Result<Estimate> estimate_train(const Request& req) {
       const int64_t trans_layer = to_bytes(layer_backward_transient(req, st, dt) * N) + sz.qlora_dequant;
       int64_t best = -1;
       std::map<std::string, int64_t> best_parts;
-      int64_t a_rem = activations - act_head;
+      int64_t a_rem = act_layers + act_vision;
       int64_t g_now = accum ? sz.grads : sz.grads_head;
       const int64_t dx = static_cast<int64_t>(dt.residual) * N * h;
       for (int64_t i = L - 1; i >= plan.first_grad_layer; --i) {
         const bool moe = i >= L - st.moe_layers;  // MoE layers on top
         const int64_t layer_saved = moe ? act_layer_moe : act_layer_dense;
         const int64_t recompute = t.checkpointing == Checkpointing::kFull ? act_one_layer : 0;
-        const int64_t live = a_rem + g_now + trans_layer + recompute + dx;
+        const int64_t live = resident(a_rem - act_vision) + act_vision + g_now + trans_layer + recompute + dx;
         if (live > best) {
           best = live;
-          best_parts =
-              common({{"gradients", g_now}, {"activations", a_rem}, {"layer_backward", trans_layer + recompute + dx}});
+          best_parts = common({{"gradients", g_now},
+                               {"activations", resident(a_rem - act_vision) + act_vision},
+                               {"layer_backward", trans_layer + recompute + dx}});
         }
         a_rem -= layer_saved;
         if (!accum) g_now += sz.grads_layer;
@@ -460,6 +469,9 @@ Result<Estimate> estimate_train(const Request& req) {
     }
     if (m.stack("vision") != nullptr) {
       e.assumptions.push_back("train.seq_len counts the image tokens the language model sees");
+    }
+    if (t.activation_offload) {
+      e.assumptions.push_back("saved activations offloaded to host memory; two layers resident on the GPU");
     }
     if (!st.causal) e.assumptions.push_back("encoder model: classification head, no vocabulary-sized loss");
     if (paged) {
