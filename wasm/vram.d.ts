@@ -127,8 +127,10 @@ export interface TrainOptions {
   fused_norm?: boolean;
   /** SDPA's native GQA path (torch >= 2.5, no padding mask); default false. */
   sdpa_gqa_native?: boolean;
-  /** Optimizer step fused into backward, one parameter at a time; default false. */
+  /** Optimizer step fused into backward, one parameter at a time (torchtune optimizer_in_bwd): gradients never all live at once; default false. */
   optimizer_in_backward?: boolean;
+  /** Saved activations offloaded to CPU memory during forward and brought back for backward (torchtune enable_activation_offloading); default false. */
+  activation_offload?: boolean;
   /** Contract (`train.lora.rank`, `train.lora.targets`). Adapter settings for lora and qlora. */
   lora?: LoraOptions;
   /** 4-bit quantization settings for qlora. */
@@ -141,16 +143,33 @@ export interface TrainOptions {
   images_per_sample?: number;
 }
 
+/** Inference engine (`infer.engine`): transformers `generate` with a dynamic cache, or vLLM's paged KV cache. */
+export type Engine = 'hf' | 'vllm';
+
 /** Inference workload, used when `task` is "infer". */
 export interface InferOptions {
   /** Contract. Concurrent sequences; default 1. */
   batch?: number;
   /** Contract. Tokens per sequence (prompt + generated); default 4096. */
   context_len?: number;
+  /** Tokens of the prompt, prefilled at once (transformers); 1 to context_len, default context_len. */
+  prompt_len?: number;
   /** Contract. Serving dtype of the weights (bf16, fp16, fp8, int8, int4, nf4, ...); default bf16. */
   weights_dtype?: string;
   /** Contract. KV-cache dtype; default bf16. */
   kv_dtype?: string;
+  /** "hf" (transformers generate, default) or "vllm" (needs `gpu.name` or `gpu.memory_gib`). */
+  engine?: Engine;
+  /** vLLM gpu_memory_utilization: the fraction of the GPU vLLM may use, 0.01 to 1; default 0.9. */
+  gpu_memory_utilization?: number;
+  /** vLLM block_size: tokens per KV-cache block, 1 to 4096; default 16. */
+  block_size?: number;
+  /** vLLM max_num_seqs: sequences scheduled at once (the sampler's profile size); default 256. */
+  max_num_seqs?: number;
+  /** vLLM max_num_batched_tokens: tokens of the profiling prefill; default 8192. */
+  max_num_batched_tokens?: number;
+  /** vLLM enforce_eager: no CUDA graphs captured; default false. */
+  enforce_eager?: boolean;
 }
 
 /** How the job is spread over GPUs. */
@@ -159,7 +178,7 @@ export interface ParallelOptions {
   gpus?: number;
   /** Contract. Data-parallel degree; default `gpus`. dp x tp x pp must equal gpus. */
   dp?: number;
-  /** Contract. Tensor-parallel degree; default 1. */
+  /** Contract. Tensor-parallel degree; default 1. With `task: "infer"` it shards weights and KV heads over `gpus = tp`. */
   tp?: number;
   /** Contract. Pipeline stages; default 1. */
   pp?: number;
@@ -349,7 +368,7 @@ export interface ModuleRow {
 
 /** One named memory component of the estimate. */
 export interface Component {
-  /** Contract. Stable id: weights, gradients, optimizer_states, activations, kv_cache, cuda_context, ... */
+  /** Contract. Stable id: weights, gradients, optimizer_states, activations, kv_cache, cuda_context, nccl, cuda_graphs, ... */
   key: string;
   /** Name for people. */
   label: string;
@@ -363,7 +382,7 @@ export interface Component {
 
 /** Memory at one moment of a step. */
 export interface Phase {
-  /** Contract. Stable id: forward, loss, backward_start, backward, optimizer_step (training); weights_loaded, prefill, decode (inference). */
+  /** Contract. Stable id: forward, loss, backward_start, backward, optimizer_step (training); weights_loaded, prefill, decode (inference, transformers); weights_loaded, profile, serving (inference, vLLM). */
   key: string;
   /** Name for people. */
   label: string;
@@ -411,6 +430,36 @@ export interface GpuRow {
   headroom_ok: boolean;
 }
 
+/** Inference answers (`result.infer`): the settings as resolved and what the KV cache allows. */
+export interface InferFacts {
+  /** Engine estimated. */
+  engine: Engine;
+  /** Concurrent sequences requested. */
+  batch: number;
+  /** Tokens per sequence. */
+  context_len: number;
+  /** Serving dtype of the weights. */
+  weights_dtype: string;
+  /** KV-cache dtype. */
+  kv_dtype: string;
+  /** KV-cache bytes of one token over every layer, on one GPU (after tensor parallel). */
+  kv_bytes_per_token: number;
+  /** KV-cache bytes of one token in one layer, on one GPU. */
+  kv_bytes_per_token_per_layer: number;
+  /** KV cache on one GPU: the full-context cache (transformers) or every allocated block (vLLM). */
+  kv_cache_bytes: number;
+  /** Tensor-parallel degree (GPUs the model is sharded over). */
+  tp: number;
+  /** Sequences of `context_len` tokens that fit at once; with a GPU (transformers), always (vLLM, capped at max_num_seqs). */
+  max_concurrent_sequences?: number;
+  /** Longest context each of `batch` sequences can reach; with a GPU (transformers), always (vLLM). */
+  max_context_len?: number;
+  /** vLLM: KV-cache blocks allocated after profiling. */
+  kv_blocks?: number;
+  /** vLLM: bytes of one KV-cache block (block_size tokens over every layer). */
+  kv_block_bytes?: number;
+}
+
 /** The estimate: `estimate(request)`. */
 export interface Result {
   /** Schema version of this object ("vram-planner/1"). */
@@ -446,6 +495,8 @@ export interface Result {
   warnings: string[];
   /** Contract (`fit.fits`, `fit.capacity_bytes`). The verdict for `request.gpu`; null without a GPU. */
   fit: Fit | null;
+  /** Inference only: engine, KV-cache sizes and how many sequences and tokens fit. */
+  infer?: InferFacts;
   /** Training only: the settings used, defaults filled in. */
   train?: {
     /** Training method. */
@@ -500,7 +551,7 @@ export interface VersionInfo {
 
 /** The boundary's error object: `{"error": {code, message, path}}`. */
 export interface ErrorInfo {
-  /** Stable code: bad_json | missing_field | wrong_type | out_of_range | inconsistent | unsupported_model | unknown_value | internal. */
+  /** Stable code: bad_json | missing_field | wrong_type | out_of_range | inconsistent | unsupported_model | unknown_value | unsupported | internal. */
   code: ErrorCode;
   /** What is wrong, naming the field. */
   message: string;
@@ -517,6 +568,7 @@ export type ErrorCode =
   | 'inconsistent'
   | 'unsupported_model'
   | 'unknown_value'
+  | 'unsupported'
   | 'internal';
 
 /** Thrown by the facade for rejected input, and with code "internal" when the module itself fails. */

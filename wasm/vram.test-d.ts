@@ -7,7 +7,9 @@ import {
   estimateRaw,
   loadVram,
   modelInfoRaw,
+  type Engine,
   type ErrorCode,
+  type InferFacts,
   type ModelInfo,
   type Request,
   type Result,
@@ -49,6 +51,29 @@ async function usesTheFacade(): Promise<void> {
     infer: { batch: 8, context_len: 8192, weights_dtype: 'int4', kv_dtype: 'fp8' },
     gpu: { memory_gib: 24 },
   };
+  // vLLM over two tensor-parallel GPUs, with every engine setting.
+  const serving: Request = {
+    model: { config: { model_type: 'llama' } },
+    task: 'infer',
+    infer: {
+      engine: 'vllm',
+      batch: 4,
+      context_len: 8192,
+      prompt_len: 1024,
+      gpu_memory_utilization: 0.9,
+      block_size: 16,
+      max_num_seqs: 256,
+      max_num_batched_tokens: 8192,
+      enforce_eager: false,
+    },
+    parallel: { gpus: 2, tp: 2 },
+    gpu: { name: 'H100 80GB' },
+  };
+  const offloaded: Request = {
+    model: { config: { model_type: 'llama' } },
+    train: { activation_offload: true, optimizer_in_backward: true },
+  };
+  void offloaded;
 
   const result = vram.estimate(request);
   assertTrue<Equal<typeof result, Result>>();
@@ -69,6 +94,23 @@ async function usesTheFacade(): Promise<void> {
     expectType<number>(result.fit.capacity_bytes);
   }
   expectType<number>(vram.estimate(inference).tokens_per_micro_batch);
+
+  // Inference answers are absent for training, so they are checked first.
+  const served = vram.estimate(serving);
+  // @ts-expect-error infer is absent for training results
+  served.infer.kv_bytes_per_token;
+  if (served.infer !== undefined) {
+    assertTrue<Equal<typeof served.infer, InferFacts>>();
+    expectType<Engine>(served.infer.engine);
+    expectType<number>(served.infer.kv_bytes_per_token);
+    expectType<number>(served.infer.kv_bytes_per_token_per_layer);
+    expectType<number>(served.infer.kv_cache_bytes);
+    expectType<number>(served.infer.tp);
+    expectType<number | undefined>(served.infer.max_concurrent_sequences);
+    expectType<number | undefined>(served.infer.max_context_len);
+    expectType<number | undefined>(served.infer.kv_blocks);
+    expectType<number | undefined>(served.infer.kv_block_bytes);
+  }
 
   const info = vram.modelInfo({ config: { model_type: 'qwen2' } });
   assertTrue<Equal<typeof info, ModelInfo>>();
@@ -91,6 +133,14 @@ async function usesTheFacade(): Promise<void> {
   vram.estimate({ model: tiny, train: { method: 'dora' } });
   // @ts-expect-error micro_batch is a number
   vram.estimate({ model: { config: { model_type: 'llama' } }, train: { micro_batch: '4' } });
+  // @ts-expect-error the engine is hf or vllm
+  vram.estimate({ model: tiny, task: 'infer', infer: { engine: 'tgi' } });
+  // @ts-expect-error gpu_memory_utilization is a number
+  vram.estimate({ model: tiny, task: 'infer', infer: { gpu_memory_utilization: '0.9' } });
+  // @ts-expect-error enforce_eager is a boolean
+  vram.estimate({ model: tiny, task: 'infer', infer: { enforce_eager: 1 } });
+  // @ts-expect-error activation_offload is a boolean
+  vram.estimate({ model: tiny, train: { activation_offload: 'cpu' } });
   // @ts-expect-error a config needs its model_type
   vram.modelInfo({ config: { hidden_size: 4096 } });
   // @ts-expect-error the raw call takes text, not an object

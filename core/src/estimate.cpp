@@ -63,7 +63,10 @@ int64_t max_infer(const Request& req, int64_t capacity, int64_t InferOptions::*f
     lo = hi;
     hi *= 2;
   }
-  if (hi > limit) return lo;
+  if (hi > limit) {
+    if (fits(limit)) return limit;
+    hi = limit;
+  }
   while (hi - lo > 1) {
     const int64_t mid = lo + (hi - lo) / 2;
     (fits(mid) ? lo : hi) = mid;
@@ -78,8 +81,28 @@ Result<Estimate> estimate_request(const Request& req) {
   if (!r.ok()) return r;
   Estimate& e = r.value();
   for (const auto& a : req.assumptions) e.assumptions.push_back(a);
+  const bool vllm = req.task == Task::kInfer && req.infer.engine == "vllm";
+  // vLLM sizes itself to each GPU: a card fits when its budget holds one
+  // sequence of context_len after weights and the profiling peak.
+  auto vllm_sequences = [&](const Estimate& x) {
+    for (const auto& [k, v] : x.facts) {
+      if (k == "max_concurrent_sequences") return v;
+    }
+    return int64_t{0};
+  };
   for (const auto& g : gpu_catalog()) {
     const int64_t total = g.total_mib * 1048576;
+    if (vllm) {
+      Request r = req;
+      r.gpu.name = g.name;
+      r.gpu.memory_gib.reset();
+      auto x = infer::estimate_infer(r);
+      const bool ok = x.ok() && vllm_sequences(x.value()) > 0;
+      const int64_t peak = x.ok() ? x.value().peak_bytes : 0;
+      e.gpus.push_back(
+          {g.name, g.usable_bytes(), ok, static_cast<double>(peak) / static_cast<double>(g.usable_bytes()), true});
+      continue;
+    }
     const Fit f = fit_for(e.peak_bytes, total, g.usable_bytes(), g.name);
     e.gpus.push_back({g.name, f.capacity_bytes, f.fits, f.utilization, f.headroom_ok});
   }
@@ -102,9 +125,17 @@ Result<Estimate> estimate_request(const Request& req) {
     if (req.task == Task::kInfer && req.infer.engine == "hf") {
       // transformers generate: the answers users ask for (issue 5).
       e.facts.push_back({"max_concurrent_sequences", max_infer(req, capacity, &InferOptions::batch, int64_t{1} << 16)});
-      e.facts.push_back({"max_context_len", max_infer(req, capacity, &InferOptions::context_len, int64_t{1} << 24)});
+      // Bounded by the model's max_position_embeddings when the config has one.
+      const int64_t model_max =
+          req.model.max_position_embeddings > 0 ? req.model.max_position_embeddings : int64_t{1} << 24;
+      e.facts.push_back({"max_context_len", max_infer(req, capacity, &InferOptions::context_len, model_max)});
     }
-    if (!e.fit.fits) {
+    if (vllm) {
+      // vLLM takes gpu_memory_utilization of the card by design; it fits when
+      // one sequence of the context fits in its KV blocks.
+      e.fit.fits = e.fit.fits && vllm_sequences(e) > 0;
+      e.fit.headroom_ok = true;
+    } else if (!e.fit.fits) {
       e.warnings.push_back("does not fit: peak exceeds the " + name + "'s usable memory");
     } else if (!e.fit.headroom_ok) {
       e.warnings.push_back("fits, but above the 80% headroom rule: allocator fragmentation or longer samples may OOM");

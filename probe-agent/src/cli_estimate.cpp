@@ -148,6 +148,21 @@ void print_estimate_table(const json& r) {
     }
     std::printf("\n");
   }
+  if (r.contains("infer")) {
+    const auto& in = r["infer"];
+    std::printf("\nServing (%s): KV %s B per token (%s B per layer), cache %s", in["engine"].get<std::string>().c_str(),
+                with_commas(in["kv_bytes_per_token"].get<int64_t>()).c_str(),
+                with_commas(in["kv_bytes_per_token_per_layer"].get<int64_t>()).c_str(),
+                gib(in["kv_cache_bytes"].get<int64_t>()).c_str());
+    if (in.contains("max_concurrent_sequences")) {
+      std::printf("\n  max concurrent sequences at %lld tokens: %lld; max context at batch %lld: %s tokens",
+                  static_cast<long long>(in["context_len"].get<int64_t>()),
+                  static_cast<long long>(in["max_concurrent_sequences"].get<int64_t>()),
+                  static_cast<long long>(in["batch"].get<int64_t>()),
+                  with_commas(in["max_context_len"].get<int64_t>()).c_str());
+    }
+    std::printf("\n");
+  }
   std::printf("\nGPUs that fit:");
   int n = 0;
   for (const auto& g : r["gpus"]) {
@@ -176,7 +191,11 @@ Training:  --method full|lora|qlora|freeze   --lora  --qlora (shortcuts)
            --activation-offload true|false  --optimizer-in-backward true|false
            --lora-rank N  --lora-alpha X  --lora-dropout X  --lora-target-modules q_proj,v_proj|all-linear
            --trainable-modules lm_head,layers.31  (method freeze)
-Inference: --batch N  --context-len N  --weights-dtype bf16|fp8|int8|int4|nf4  --kv-dtype bf16|fp8
+Inference: --batch N  --context-len N  --prompt-len N  --weights-dtype bf16|fp8|int8|gptq|awq|nf4|nf4-dq
+           --kv-dtype bf16|fp8  --engine hf|vllm  --gpu-memory-utilization X  --max-num-seqs N
+           --max-num-batched-tokens N  --block-size N
+Parallel:  --gpus N  --dp N  --tp N  --pp N  --zero 0-3  --fsdp STRATEGY  (training: one GPU in this
+           version; inference: --tp shards the model)
 GPU:       --gpu NAME (e.g. "H100 80GB", A100-40GB, 4090)  --gpu-mem GIB
 Overheads: --cuda-context-gib X  --cublas-workspace-mib X  --fragmentation X  --misc-overhead-gib X
 Factors:   --attn-act-factor X  --mlp-act-factor X  --logits-factor X  --grad-ckpt-factor X (off by default)
@@ -241,6 +260,18 @@ int run_estimate(const std::vector<std::string>& args) {
       {"--context-len", "infer.context_len"},
       {"--weights-dtype", "infer.weights_dtype"},
       {"--kv-dtype", "infer.kv_dtype"},
+      {"--prompt-len", "infer.prompt_len"},
+      {"--engine", "infer.engine"},
+      {"--gpu-memory-utilization", "infer.gpu_memory_utilization"},
+      {"--max-num-seqs", "infer.max_num_seqs"},
+      {"--max-num-batched-tokens", "infer.max_num_batched_tokens"},
+      {"--block-size", "infer.block_size"},
+      {"--gpus", "parallel.gpus"},
+      {"--dp", "parallel.dp"},
+      {"--tp", "parallel.tp"},
+      {"--pp", "parallel.pp"},
+      {"--zero", "parallel.zero"},
+      {"--fsdp", "parallel.fsdp"},
       {"--gpu", "gpu.name"},
       {"--gpu-mem", "gpu.memory_gib"},
       {"--fragmentation", "overheads.fragmentation"},
@@ -283,7 +314,10 @@ int run_estimate(const std::vector<std::string>& args) {
     } else if (value_flags.count(a) != 0) {
       if (!need(v)) return print_error(usage_error(a, a + " needs a value"), as_json) + 1;
       json val = scalar(v);
-      if (a == "--gpu" || a == "--dtype" || a == "--optimizer" || a == "--method" || a == "--task") val = v;
+      if (a == "--gpu" || a == "--dtype" || a == "--optimizer" || a == "--method" || a == "--task" || a == "--engine" ||
+          a == "--fsdp" || a == "--weights-dtype" || a == "--kv-dtype" || a == "--attention") {
+        val = v;
+      }
       sets.emplace_back(value_flags.at(a), val);
     } else if (gib_flags.count(a) != 0) {
       if (!need(v)) return print_error(usage_error(a, a + " needs a value"), as_json) + 1;

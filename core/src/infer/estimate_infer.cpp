@@ -248,18 +248,25 @@ Result<Estimate> estimate_infer(const Request& req) {
                          : static_cast<int64_t>(*req.gpu.memory_gib * 1073741824.0 * (1.0 - kDriverReserveFraction));
       const int64_t requested = static_cast<int64_t>(static_cast<double>(total) * o.gpu_memory_utilization);
       prefill = ceil_bytes(pre_tok * static_cast<double>(o.max_num_batched_tokens));
-      logits = o.max_num_seqs * ceil_div(V, tp) * 4;
+      // The profiling dummy run computes fp32 logits for every one of its
+      // max_num_batched_tokens tokens. Check against llm-d's measured
+      // "peak activation" on H100 (research §7.4): Llama-3.1-8B 4.76 GiB
+      // (8192 x 128,256 x 4 B = 3.91 GiB of it), Qwen3-0.6B 5.56 GiB
+      // (8192 x 151,936 x 4 B = 4.64 GiB).
+      logits = std::max(o.max_num_batched_tokens, o.max_num_seqs) * ceil_div(V, tp) * 4;
       const int64_t non_kv = fx.weights + prefill + logits + fx.cublas + fx.nccl;
       const int64_t pool = std::max<int64_t>(requested - non_kv, 0);
       const int64_t page = ceil_bytes(kv_tok_full * static_cast<double>(o.block_size));
       const int64_t blocks = page > 0 ? pool / page : 0;
       kv = blocks * page;
       const int64_t blocks_per_seq = ceil_div(ctx, o.block_size);
+      // max_context_len never exceeds the model's max_position_embeddings
+      // (vLLM's max_model_len default).
+      const int64_t model_max = m.max_position_embeddings > 0 ? m.max_position_embeddings : kMaxSize;
       e.facts.push_back({"kv_blocks", blocks});
       e.facts.push_back({"kv_block_bytes", page});
       e.facts.push_back({"max_concurrent_sequences", std::min(o.max_num_seqs, blocks / blocks_per_seq)});
-      e.facts.push_back(
-          {"max_context_len", std::min<int64_t>(blocks / std::max<int64_t>(B, 1) * o.block_size, kMaxSize)});
+      e.facts.push_back({"max_context_len", std::min(blocks / std::max<int64_t>(B, 1) * o.block_size, model_max)});
       e.phases.push_back(make_phase("weights_loaded", "weights loaded", {{"weights", fx.weights}}, 0));
       e.phases.push_back(make_phase("profile", "profiling run (max_num_batched_tokens prefill + sampler)",
                                     {{"weights", fx.weights}, {"activations", prefill}, {"logits", logits}}, 0));
@@ -308,9 +315,9 @@ Result<Estimate> estimate_infer(const Request& req) {
                             "per token " + std::to_string(ceil_bytes(pre_tok)) + " B x " +
                                 std::to_string(vllm ? o.max_num_batched_tokens : B * prompt) + " tokens",
                             Pool::kAllocated});
-    e.components.push_back({"logits",
-                            vllm ? "Sampler logits (max_num_seqs, fp32)" : "Logits (last position, fp32 copy)", logits,
-                            vllm ? "max_num_seqs x V x 4 B" : "batch x V x (2 + 4) B", Pool::kAllocated});
+    e.components.push_back(
+        {"logits", vllm ? "Profiling logits (fp32, every batched token)" : "Logits (last position, fp32 copy)", logits,
+         vllm ? "max_num_batched_tokens x V x 4 B" : "batch x V x (2 + 4) B", Pool::kAllocated});
     e.components.push_back(
         {"cublas_workspace", "cuBLAS/cuBLASLt workspaces", fx.cublas, "one handle", Pool::kAllocated});
     if (fx.nccl > 0) {

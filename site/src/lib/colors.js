@@ -14,6 +14,8 @@ const COLORS = {
   kv_cache: '#0090ff',
   cublas_workspace: '#8d8d8d',
   cuda_context: '#6f6e77',
+  nccl: '#5b5bd6',
+  cuda_graphs: '#978365',
   allocator: '#b4b4b4',
   misc: '#c2c2c2',
 };

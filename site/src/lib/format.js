@@ -40,3 +40,19 @@ export function formatPercent(fraction) {
 export function bytesTitle(bytes) {
   return `${formatInt(bytes)} bytes`;
 }
+
+/**
+ * Bytes in the largest binary unit that keeps a whole part: 131072 -> "128 KiB",
+ * 70272 -> "68.63 KiB", 512 -> "512 B". Up to two decimals, trailing zeros dropped.
+ */
+export function formatBytes(bytes) {
+  if (!Number.isFinite(bytes)) return '–';
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let i = 0;
+  let v = bytes;
+  while (Math.abs(v) >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i += 1;
+  }
+  return `${Number(v.toFixed(2))} ${units[i]}`;
+}

@@ -21,12 +21,28 @@ export const DEFAULT_SETTINGS = Object.freeze({
     grad_checkpointing: 'none',
     attention: 'sdpa',
     fused_loss: false,
+    activation_offload: false,
+    optimizer_in_backward: false,
     lora: { rank: 16, alpha: 32, targets: 'all-linear' },
     // Method freeze: trainable modules, comma-separated; '' = the last two
     // layers (LLaMA-Factory's freeze_trainable_layers default of 2).
     freeze_modules: '',
   },
-  infer: { batch: 1, context_len: 4096, weights_dtype: 'bf16', kv_dtype: 'bf16' },
+  infer: {
+    engine: 'hf',
+    batch: 1,
+    context_len: 4096,
+    // 0: the whole context is the prompt (the core's default).
+    prompt_len: 0,
+    weights_dtype: 'bf16',
+    kv_dtype: 'bf16',
+    // vLLM engine arguments, with vLLM's defaults.
+    gpu_memory_utilization: 0.9,
+    max_num_seqs: 256,
+    max_num_batched_tokens: 8192,
+    block_size: 16,
+    enforce_eager: false,
+  },
   parallel: { gpus: 1, tp: 1, pp: 1, zero: 0, fsdp: '', offload_optimizer: false },
   // mode 'catalog' uses gpu.name from vram.version().gpus; 'custom' a capacity in GiB.
   gpu: { mode: 'catalog', name: '', memory_gib: 24 },
@@ -139,6 +155,8 @@ export function buildRequest(s, config, catalog = []) {
       attention: t.attention,
       fused_loss: t.fused_loss,
     };
+    if (t.activation_offload) req.train.activation_offload = true;
+    if (t.optimizer_in_backward) req.train.optimizer_in_backward = true;
     if (t.method === 'lora' || t.method === 'qlora') {
       const targets =
         t.lora.targets === 'all-linear'
@@ -152,13 +170,37 @@ export function buildRequest(s, config, catalog = []) {
     if (t.method === 'freeze')
       req.train.trainable_modules = freezeModules(t.freeze_modules, config);
   } else {
-    req.infer = { ...s.infer };
+    const i = s.infer;
+    req.infer = {
+      engine: i.engine,
+      batch: i.batch,
+      context_len: i.context_len,
+      weights_dtype: i.weights_dtype,
+      kv_dtype: i.kv_dtype,
+    };
+    // The prompt matters to transformers' prefill only; vLLM profiles
+    // max_num_batched_tokens instead.
+    if (i.engine !== 'vllm' && i.prompt_len > 0) req.infer.prompt_len = i.prompt_len;
+    if (i.engine === 'vllm') {
+      Object.assign(req.infer, {
+        gpu_memory_utilization: i.gpu_memory_utilization,
+        max_num_seqs: i.max_num_seqs,
+        max_num_batched_tokens: i.max_num_batched_tokens,
+        block_size: i.block_size,
+        enforce_eager: i.enforce_eager,
+      });
+    }
   }
   const p = s.parallel;
-  const dp = Math.max(1, Math.floor(p.gpus / Math.max(1, p.tp * p.pp)));
-  req.parallel = { gpus: p.gpus, dp, tp: p.tp, pp: p.pp, zero: p.zero };
-  if (p.fsdp) req.parallel.fsdp = p.fsdp;
-  if (p.offload_optimizer) req.parallel.offload_optimizer = true;
+  if (s.task === 'infer') {
+    // Inference shards with tensor parallelism alone: one replica over tp GPUs.
+    req.parallel = { gpus: p.tp, dp: 1, tp: p.tp, pp: 1, zero: 0 };
+  } else {
+    const dp = Math.max(1, Math.floor(p.gpus / Math.max(1, p.tp * p.pp)));
+    req.parallel = { gpus: p.gpus, dp, tp: p.tp, pp: p.pp, zero: p.zero };
+    if (p.fsdp) req.parallel.fsdp = p.fsdp;
+    if (p.offload_optimizer) req.parallel.offload_optimizer = true;
+  }
   if (s.gpu.mode === 'custom') {
     req.gpu = { memory_gib: s.gpu.memory_gib };
   } else {

@@ -88,6 +88,22 @@ export const LORA_TARGET_PRESETS = [
   { value: 'q_proj,k_proj,v_proj,o_proj', label: 'q_proj, k_proj, v_proj, o_proj' },
 ];
 
+// How the model is served: transformers' model.generate() with its dynamic
+// cache growing to the context, or vLLM, whose paged KV cache takes what
+// gpu_memory_utilization leaves after the weights and a profiling run.
+export const ENGINES = [
+  {
+    value: 'hf',
+    label: 'transformers generate',
+    hint: 'model.generate(): the KV cache grows to the full context of each sequence.',
+  },
+  {
+    value: 'vllm',
+    label: 'vLLM (paged KV cache)',
+    hint: 'vLLM fills gpu_memory_utilization of the GPU: weights, a profiling run, then KV-cache blocks.',
+  },
+];
+
 // Serving dtype of the weights (torch_dtype, or the quantisation method).
 export const WEIGHT_DTYPES = [
   { value: 'bf16', label: 'bf16' },
@@ -151,8 +167,17 @@ const PATH_WORDS = {
   'train.lora.alpha': 'lora_alpha',
   'train.lora.targets': 'target_modules',
   'train.trainable_modules': 'Trainable modules',
+  'train.activation_offload': 'Offload activations to CPU',
+  'train.optimizer_in_backward': 'Optimizer step in backward',
+  'infer.engine': 'Engine',
   'infer.batch': 'Concurrent sequences',
   'infer.context_len': 'Context length',
+  'infer.prompt_len': 'Prompt length',
+  'infer.gpu_memory_utilization': 'gpu_memory_utilization',
+  'infer.max_num_seqs': 'max_num_seqs',
+  'infer.max_num_batched_tokens': 'max_num_batched_tokens',
+  'infer.block_size': 'block_size',
+  'infer.enforce_eager': 'enforce_eager',
   'infer.weights_dtype': 'Weights dtype',
   'infer.kv_dtype': 'kv_cache_dtype',
   'parallel.gpus': 'Number of GPUs',

@@ -23,9 +23,23 @@ describe('the state in the URL', () => {
       grad_checkpointing: 'full',
       attention: 'flash_attention_2',
       fused_loss: true,
+      activation_offload: true,
+      optimizer_in_backward: true,
     });
     s.train.lora = { rank: 64, alpha: 128, targets: 'q_proj,v_proj' };
-    s.infer = { batch: 8, context_len: 32768, weights_dtype: 'int4', kv_dtype: 'fp8' };
+    s.infer = {
+      engine: 'vllm',
+      batch: 8,
+      context_len: 32768,
+      prompt_len: 1024,
+      weights_dtype: 'int4',
+      kv_dtype: 'fp8',
+      gpu_memory_utilization: 0.85,
+      max_num_seqs: 64,
+      max_num_batched_tokens: 4096,
+      block_size: 32,
+      enforce_eager: true,
+    };
     s.parallel = { gpus: 8, tp: 2, pp: 1, zero: 3, fsdp: '', offload_optimizer: true };
     s.gpu = { mode: 'catalog', name: 'A100 80GB', memory_gib: 24 };
     const model = { source: 'preset', id: 'Qwen/Qwen3-0.6B' };

@@ -53,6 +53,35 @@ function GpuPicker({ s, catalog }) {
   );
 }
 
+// Inference shards with tensor parallelism alone (vLLM tensor_parallel_size,
+// transformers tp_plan): the tensor-parallel box sets the GPU count too.
+function InferenceParallelFields({ p }) {
+  return (
+    <fieldset class={styles.group}>
+      <legend class={styles.legend}>Parallelism</legend>
+      <div class={styles.grid}>
+        <NumberField
+          label="Tensor parallel"
+          name="tensor_parallel_size"
+          value={p.tp}
+          max={1024}
+          onChange={(v) => {
+            settings.value = {
+              ...settings.value,
+              parallel: { ...settings.value.parallel, tp: v, gpus: v },
+            };
+          }}
+          hint={
+            p.tp === 1
+              ? 'One GPU holds the whole model.'
+              : `${p.tp} GPUs, each with 1/${p.tp} of the weights and KV heads; memory is per GPU.`
+          }
+        />
+      </div>
+    </fieldset>
+  );
+}
+
 function ParallelFields({ p, task }) {
   const dp = Math.floor(p.gpus / Math.max(1, p.tp * p.pp));
   const uneven = p.gpus % (p.tp * p.pp) !== 0;
@@ -129,7 +158,11 @@ export function HardwareForm() {
         Hardware
       </h2>
       <GpuPicker s={s} catalog={gpuCatalog.value} />
-      <ParallelFields p={s.parallel} task={s.task} />
+      {s.task === 'infer' ? (
+        <InferenceParallelFields p={s.parallel} />
+      ) : (
+        <ParallelFields p={s.parallel} task={s.task} />
+      )}
     </section>
   );
 }

@@ -17,6 +17,7 @@ import { ModelSummary } from '../ModelSummary/index.jsx';
 import { Assumptions, Warnings } from '../Notes/index.jsx';
 import { PeakCard } from '../PeakCard/index.jsx';
 import { PhaseTimeline } from '../PhaseTimeline/index.jsx';
+import { ServingPanel } from '../ServingPanel/index.jsx';
 import { SharePanel } from '../SharePanel/index.jsx';
 import styles from './style.module.css';
 
@@ -69,6 +70,7 @@ export function Results() {
     <div class={styles.stack} aria-live="polite">
       <PeakCard result={r} />
       <Warnings warnings={r.warnings} />
+      {r.infer && <ServingPanel infer={r.infer} />}
       {r.phases?.length > 0 && (
         <PhaseTimeline
           phases={r.phases}

@@ -4,6 +4,7 @@ import { layerCount, model, optimizerOptions, setSetting, settings } from '../..
 import {
   ATTENTIONS,
   CHECKPOINTING,
+  ENGINES,
   KV_DTYPES,
   LORA_TARGET_PRESETS,
   METHODS,
@@ -168,6 +169,18 @@ function TrainingFields({ t }) {
           checked={t.fused_loss}
           onChange={(v) => setSetting('train.fused_loss', v)}
         />
+        <CheckboxField
+          label="Offload activations to CPU"
+          name="enable_activation_offloading"
+          checked={t.activation_offload}
+          onChange={(v) => setSetting('train.activation_offload', v)}
+        />
+        <CheckboxField
+          label="Optimizer step in backward"
+          name="optimizer_in_bwd"
+          checked={t.optimizer_in_backward}
+          onChange={(v) => setSetting('train.optimizer_in_backward', v)}
+        />
       </div>
       {(t.method === 'lora' || t.method === 'qlora') && <LoraFields lora={t.lora} />}
       {t.method === 'freeze' && <FreezeFields text={t.freeze_modules} />}
@@ -175,38 +188,111 @@ function TrainingFields({ t }) {
   );
 }
 
-function InferenceFields({ i }) {
+function VllmFields({ i }) {
   return (
-    <div class={styles.grid}>
-      <NumberField
-        label="Concurrent sequences"
-        name="batch_size / max_num_seqs"
-        value={i.batch}
-        max={65536}
-        onChange={(v) => setSetting('infer.batch', v)}
-      />
-      <NumberField
-        label="Context length"
-        name="max_model_len"
-        value={i.context_len}
-        max={16777216}
-        onChange={(v) => setSetting('infer.context_len', v)}
-      />
-      <SelectField
-        label="Weights dtype"
-        name="torch_dtype / quantization"
-        value={i.weights_dtype}
-        options={WEIGHT_DTYPES}
-        onChange={(v) => setSetting('infer.weights_dtype', v)}
-      />
-      <SelectField
-        label="KV-cache dtype"
-        name="kv_cache_dtype"
-        value={i.kv_dtype}
-        options={KV_DTYPES}
-        onChange={(v) => setSetting('infer.kv_dtype', v)}
-      />
-    </div>
+    <fieldset class={styles.group}>
+      <legend class={styles.legend}>vLLM engine arguments</legend>
+      <div class={styles.grid}>
+        <NumberField
+          label="GPU memory utilization"
+          name="gpu_memory_utilization"
+          value={i.gpu_memory_utilization}
+          min={0.01}
+          max={1}
+          step={0.01}
+          integer={false}
+          onChange={(v) => setSetting('infer.gpu_memory_utilization', v)}
+          hint="Fraction of the GPU vLLM takes; the KV cache gets what the weights leave."
+        />
+        <NumberField
+          label="Max sequences at once"
+          name="max_num_seqs"
+          value={i.max_num_seqs}
+          max={65536}
+          onChange={(v) => setSetting('infer.max_num_seqs', v)}
+        />
+        <NumberField
+          label="Max batched tokens"
+          name="max_num_batched_tokens"
+          value={i.max_num_batched_tokens}
+          max={16777216}
+          onChange={(v) => setSetting('infer.max_num_batched_tokens', v)}
+        />
+        <NumberField
+          label="KV block size (tokens)"
+          name="block_size"
+          value={i.block_size}
+          max={4096}
+          onChange={(v) => setSetting('infer.block_size', v)}
+        />
+      </div>
+      <div class={styles.checks}>
+        <CheckboxField
+          label="No CUDA graphs"
+          name="enforce_eager"
+          checked={i.enforce_eager}
+          onChange={(v) => setSetting('infer.enforce_eager', v)}
+        />
+      </div>
+    </fieldset>
+  );
+}
+
+function InferenceFields({ i }) {
+  const vllm = i.engine === 'vllm';
+  return (
+    <>
+      <div class={styles.grid}>
+        <SelectField
+          label="Engine"
+          name="generate / vllm serve"
+          value={i.engine}
+          options={ENGINES}
+          onChange={(v) => setSetting('infer.engine', v)}
+          hint={ENGINES.find((e) => e.value === i.engine)?.hint}
+        />
+        <NumberField
+          label="Concurrent sequences"
+          name="batch_size"
+          value={i.batch}
+          max={65536}
+          onChange={(v) => setSetting('infer.batch', v)}
+        />
+        <NumberField
+          label="Context length"
+          name="max_model_len"
+          value={i.context_len}
+          max={16777216}
+          onChange={(v) => setSetting('infer.context_len', v)}
+        />
+        {!vllm && (
+          <NumberField
+            label="Prompt length"
+            name="input_ids length"
+            value={i.prompt_len}
+            min={0}
+            max={16777216}
+            onChange={(v) => setSetting('infer.prompt_len', v)}
+            hint="Tokens prefilled at once; 0: the whole context."
+          />
+        )}
+        <SelectField
+          label="Weights dtype"
+          name="torch_dtype / quantization"
+          value={i.weights_dtype}
+          options={WEIGHT_DTYPES}
+          onChange={(v) => setSetting('infer.weights_dtype', v)}
+        />
+        <SelectField
+          label="KV-cache dtype"
+          name="kv_cache_dtype"
+          value={i.kv_dtype}
+          options={KV_DTYPES}
+          onChange={(v) => setSetting('infer.kv_dtype', v)}
+        />
+      </div>
+      {vllm && <VllmFields i={i} />}
+    </>
   );
 }
 

@@ -1,0 +1,132 @@
+// Inference with the engines the core models: transformers generate and vLLM's
+// paged KV cache, the serving answers panel, tensor parallel, and the training
+// switches that came with them (activation offload, optimizer in backward).
+import { cleanup, fireEvent, screen, waitFor, within } from '@testing-library/preact';
+import { beforeAll, describe, expect, it } from 'vitest';
+import llama31 from '../../../tests/fixtures/models/meta-llama__Llama-3.1-8B.json';
+import { request } from '../../src/lib/state.js';
+import { loadRealEstimator, openPage, peakBytes, peakChangedFrom } from './helpers.jsx';
+
+let vram;
+
+beforeAll(async () => {
+  vram = await loadRealEstimator();
+});
+
+const LLAMA31 = '#m=preset:meta-llama/Llama-3.1-8B&task=infer';
+
+function servingPanel() {
+  return screen.getByRole('region', { name: 'Serving answers' });
+}
+
+/** The value (<dd>) of the panel's statistic whose term matches `term`. */
+function stat(term) {
+  const dt = within(servingPanel()).getByText(term);
+  return dt.parentElement.querySelector('dd');
+}
+
+/** What the core itself answers for a Llama-3.1-8B inference request. */
+function coreInfer(infer, gpu = { name: 'H100 80GB' }) {
+  return vram.estimate({ model: { config: llama31 }, task: 'infer', infer, gpu }).infer;
+}
+
+function chooseVllm() {
+  fireEvent.change(screen.getByLabelText(/vllm serve/), { target: { value: 'vllm' } });
+}
+
+describe('inference engines and the serving answers', () => {
+  it('shows 128 KiB of KV cache per token for Llama-3.1-8B in bf16', async () => {
+    await openPage(LLAMA31);
+    const perToken = stat('KV cache per token');
+    expect(perToken.textContent).toBe('128 KiB');
+    expect(perToken.getAttribute('data-bytes')).toBe(String(128 * 1024));
+    expect(stat('KV cache per token per layer').textContent).toBe('4 KiB');
+    const core = coreInfer({ context_len: 4096 });
+    expect(stat(/Max concurrent sequences at 4,096 tokens/).textContent).toBe(
+      core.max_concurrent_sequences.toLocaleString('en-US'),
+    );
+  });
+
+  it('with vLLM on a catalog GPU shows the core’s max concurrent sequences and KV blocks', async () => {
+    await openPage(`${LLAMA31}&ctx=8192`);
+    const before = peakBytes();
+    chooseVllm();
+    await screen.findByLabelText(/gpu_memory_utilization/);
+    await peakChangedFrom(before);
+    const core = coreInfer({ engine: 'vllm', context_len: 8192 });
+    expect(core.max_concurrent_sequences).toBeGreaterThan(1);
+    expect(stat(/Max concurrent sequences at 8,192 tokens/).textContent).toBe(
+      core.max_concurrent_sequences.toLocaleString('en-US'),
+    );
+    expect(stat('KV blocks').textContent).toContain(core.kv_blocks.toLocaleString('en-US'));
+    expect(Number(stat('KV cache allocated').getAttribute('data-bytes'))).toBe(core.kv_cache_bytes);
+    // The prompt length is transformers' prefill; vLLM profiles batched tokens instead.
+    expect(screen.queryByLabelText(/input_ids length/)).toBeNull();
+  });
+
+  it('sizes vLLM’s KV cache for a custom GPU memory', async () => {
+    await openPage(`${LLAMA31}&eng=vllm`);
+    fireEvent.change(screen.getByLabelText('GPU'), { target: { value: '__custom__' } });
+    const box = await screen.findByLabelText(/memory_gib/);
+    fireEvent.input(box, { target: { value: '48' } });
+    const core = coreInfer({ engine: 'vllm' }, { memory_gib: 48 });
+    await waitFor(() =>
+      expect(stat('KV blocks').textContent).toContain(core.kv_blocks.toLocaleString('en-US')),
+    );
+    expect(request.value.gpu).toEqual({ memory_gib: 48 });
+    expect(document.body.textContent).not.toMatch(/NaN|undefined/);
+  });
+
+  it('keeps the engine and the utilization in the link', async () => {
+    await openPage(LLAMA31);
+    chooseVllm();
+    const util = await screen.findByLabelText(/gpu_memory_utilization/);
+    fireEvent.input(util, { target: { value: '0.8' } });
+    await waitFor(() => expect(window.location.hash).toContain('gmu=0.8'));
+    expect(window.location.hash).toContain('eng=vllm');
+    const blocks = stat('KV blocks').textContent;
+    const peak = peakBytes();
+    const link = window.location.hash;
+
+    cleanup();
+    window.history.replaceState(null, '', window.location.pathname);
+    await openPage(link);
+    expect(screen.getByLabelText(/vllm serve/).value).toBe('vllm');
+    expect(screen.getByLabelText(/gpu_memory_utilization/).value).toBe('0.8');
+    expect(stat('KV blocks').textContent).toBe(blocks);
+    expect(peakBytes()).toBe(peak);
+  });
+
+  it('shards over tensor-parallel GPUs: the box sets parallel.tp and parallel.gpus', async () => {
+    await openPage(LLAMA31);
+    fireEvent.input(screen.getByLabelText(/tensor_parallel_size/), { target: { value: '2' } });
+    await waitFor(() => expect(stat('KV cache per token').textContent).toBe('64 KiB'));
+    expect(request.value.parallel).toMatchObject({ gpus: 2, dp: 1, tp: 2, pp: 1 });
+    expect(screen.queryByLabelText(/world_size/)).toBeNull();
+    expect(within(servingPanel()).getByText(/per GPU \(tensor parallel 2\)/)).toBeTruthy();
+  });
+
+  it('shows no serving answers for training', async () => {
+    await openPage('#m=preset:Qwen/Qwen3-0.6B&task=train');
+    expect(screen.queryByRole('region', { name: 'Serving answers' })).toBeNull();
+  });
+});
+
+describe('training memory switches', () => {
+  it('offloading activations to CPU lowers the peak and is kept in the link', async () => {
+    await openPage('#m=preset:Qwen/Qwen3-0.6B&task=train&method=full&seq=4096');
+    const before = peakBytes();
+    fireEvent.click(screen.getByRole('checkbox', { name: /Offload activations to CPU/ }));
+    expect(await peakChangedFrom(before)).toBeLessThan(before);
+    expect(request.value.train.activation_offload).toBe(true);
+    await waitFor(() => expect(window.location.hash).toContain('aoff=1'));
+  });
+
+  it('the optimizer step in backward is sent to the core', async () => {
+    await openPage('#m=preset:Qwen/Qwen3-0.6B&task=train&method=full');
+    const box = screen.getByRole('checkbox', { name: /Optimizer step in backward/ });
+    fireEvent.click(box);
+    await waitFor(() => expect(request.value.train.optimizer_in_backward).toBe(true));
+    await waitFor(() => expect(window.location.hash).toContain('oib=1'));
+  });
+});
