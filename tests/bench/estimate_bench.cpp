@@ -4,7 +4,9 @@
 #include <benchmark/benchmark.h>
 
 #include "vram/api.h"
+#include "vram/estimate.h"
 #include "vram/families.h"
+#include "vram/request.h"
 
 namespace {
 
@@ -49,6 +51,25 @@ void BM_EstimateTrainWithFitSearch70b(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(vram::estimate_json(text));
 }
 BENCHMARK(BM_EstimateTrainWithFitSearch70b);
+
+// Request object in, result object out: no text parsing or printing.
+void BM_EstimateJsonObject70b(benchmark::State& state) {
+  const vram::json req = {{"model", {{"config", kLlama70b}}},
+                          {"task", "train"},
+                          {"train", {{"method", "lora"}, {"seq_len", 4096}, {"grad_checkpointing", true}}}};
+  for (auto _ : state) benchmark::DoNotOptimize(vram::estimate(req));
+}
+BENCHMARK(BM_EstimateJsonObject70b);
+
+// The estimate itself, without JSON parsing or printing.
+void BM_EstimateCore70b(benchmark::State& state) {
+  const vram::json req = {{"model", {{"config", kLlama70b}}},
+                          {"task", "train"},
+                          {"train", {{"method", "lora"}, {"seq_len", 4096}, {"grad_checkpointing", true}}}};
+  const auto parsed = vram::parse_request(req);
+  for (auto _ : state) benchmark::DoNotOptimize(vram::estimate_request(parsed.value()).value().peak_bytes);
+}
+BENCHMARK(BM_EstimateCore70b);
 
 }  // namespace
 

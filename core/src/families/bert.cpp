@@ -23,21 +23,8 @@ namespace vram::detail {
 // adds cls.predictions) and are named in a note rather than guessed.
 void build_bert(const JsonReader& cfg, ModelSpec& spec) {
   ConfigKeys k(cfg, spec, "BertConfig (configuration_bert.py)");
+  read_mha_layernorm_stack(k, cfg, spec, {30522, 768, "intermediate_size", 3072, 12, 12, "hidden_act", "gelu"});
   LayerStack& t = spec.text;
-  t.name = "text";
-  spec.vocab = k.size({"vocab_size"}, 30522);
-  t.hidden = k.size({"hidden_size"}, 768);
-  t.intermediate = k.size({"intermediate_size"}, 3072);
-  t.layers = k.size({"num_hidden_layers"}, 12, 1, 100000);
-  t.heads = k.size({"num_attention_heads"}, 12, 1, 1 << 20);
-  check_divisible(cfg.child_path("hidden_size"), t.hidden, cfg.child_path("num_attention_heads"), t.heads);
-  t.kv_heads = t.heads;
-  t.head_dim = t.hidden / t.heads;
-  t.v_head_dim = t.head_dim;
-  t.attention = AttnKind::kMha;
-  t.mlp = MlpKind::kPlain;
-  t.norm = NormKind::kLayerNorm;
-  t.activation = k.str({"hidden_act"}, "gelu");
   // BertLMHeadModel-style decoders set is_decoder (causal self-attention) and
   // add_cross_attention (a second BertAttention per layer with its own
   // LayerNorm); both default to False in PretrainedConfig.

@@ -49,4 +49,23 @@ void read_dtype(const JsonReader& cfg, ModelSpec& spec) {
   spec.torch_dtype = cfg.str_or("torch_dtype", cfg.str_or("dtype", ""));
 }
 
+void read_mha_layernorm_stack(const ConfigKeys& k, const JsonReader& cfg, ModelSpec& spec,
+                              const MhaLayerNormDefaults& d) {
+  LayerStack& t = spec.text;
+  t.name = "text";
+  spec.vocab = k.size({"vocab_size"}, d.vocab);
+  t.hidden = k.size({"hidden_size"}, d.hidden);
+  t.intermediate = k.size({d.intermediate_key}, d.intermediate);
+  t.layers = k.size({"num_hidden_layers"}, d.layers, 1, 100000);
+  t.heads = k.size({"num_attention_heads"}, d.heads, 1, 1 << 20);
+  check_divisible(cfg.child_path("hidden_size"), t.hidden, cfg.child_path("num_attention_heads"), t.heads);
+  t.kv_heads = t.heads;
+  t.head_dim = t.hidden / t.heads;
+  t.v_head_dim = t.head_dim;
+  t.attention = AttnKind::kMha;
+  t.mlp = MlpKind::kPlain;
+  t.norm = NormKind::kLayerNorm;
+  t.activation = k.str({d.activation_key}, d.activation);
+}
+
 }  // namespace vram::detail

@@ -56,6 +56,25 @@ void check_divisible(const std::string& num_path, int64_t num, const std::string
 // divides the query head count (grouped-query attention needs whole groups).
 void check_kv_heads(const std::string& kv_path, int64_t kv_heads, const std::string& heads_path, int64_t heads);
 
+// Defaults of a multi-head-attention stack with plain (fc1-act-fc2) MLP and
+// LayerNorm, the shape BERT, GPT-NeoX and OPT share.
+struct MhaLayerNormDefaults {
+  int64_t vocab;
+  int64_t hidden;
+  const char* intermediate_key;  // "intermediate_size" or OPT's "ffn_dim"
+  int64_t intermediate;
+  int64_t layers;
+  int64_t heads;
+  const char* activation_key;  // "hidden_act" or "activation_function"
+  const char* activation;
+};
+
+// Reads vocab, hidden, intermediate, layers and heads with the class defaults
+// (noted when missing), checks hidden % heads, and sets an MHA / plain-MLP /
+// LayerNorm text stack.
+void read_mha_layernorm_stack(const ConfigKeys& k, const JsonReader& cfg, ModelSpec& spec,
+                              const MhaLayerNormDefaults& d);
+
 // The checkpoint dtype ("torch_dtype", or "dtype" from transformers 4.56 on).
 void read_dtype(const JsonReader& cfg, ModelSpec& spec);
 

@@ -17,21 +17,8 @@ namespace vram::detail {
 // mlp.dense_4h_to_h (nn.Linear, bias); final_layer_norm; embed_out (no bias).
 void build_gpt_neox(const JsonReader& cfg, ModelSpec& spec) {
   ConfigKeys k(cfg, spec, "GPTNeoXConfig (configuration_gpt_neox.py)");
+  read_mha_layernorm_stack(k, cfg, spec, {50432, 6144, "intermediate_size", 24576, 44, 64, "hidden_act", "gelu"});
   LayerStack& t = spec.text;
-  t.name = "text";
-  spec.vocab = k.size({"vocab_size"}, 50432);
-  t.hidden = k.size({"hidden_size"}, 6144);
-  t.intermediate = k.size({"intermediate_size"}, 24576);
-  t.layers = k.size({"num_hidden_layers"}, 44, 1, 100000);
-  t.heads = k.size({"num_attention_heads"}, 64, 1, 1 << 20);
-  check_divisible(cfg.child_path("hidden_size"), t.hidden, cfg.child_path("num_attention_heads"), t.heads);
-  t.kv_heads = t.heads;
-  t.head_dim = t.hidden / t.heads;
-  t.v_head_dim = t.head_dim;
-  t.attention = AttnKind::kMha;
-  t.mlp = MlpKind::kPlain;
-  t.norm = NormKind::kLayerNorm;
-  t.activation = k.str({"hidden_act"}, "gelu");
   t.parallel_block = k.flag("use_parallel_residual", true);
   t.position_encoding = "rope";
   t.dropout = cfg.num_or("hidden_dropout", 0.0, 0.0, 1.0);

@@ -22,21 +22,8 @@ namespace vram::detail {
 // OPTForCausalLM: lm_head (word_embed_proj_dim -> vocab, no bias), tied.
 void build_opt(const JsonReader& cfg, ModelSpec& spec) {
   ConfigKeys k(cfg, spec, "OPTConfig (configuration_opt.py)");
+  read_mha_layernorm_stack(k, cfg, spec, {50272, 768, "ffn_dim", 3072, 12, 12, "activation_function", "relu"});
   LayerStack& t = spec.text;
-  t.name = "text";
-  spec.vocab = k.size({"vocab_size"}, 50272);
-  t.hidden = k.size({"hidden_size"}, 768);
-  t.intermediate = k.size({"ffn_dim"}, 3072);
-  t.layers = k.size({"num_hidden_layers"}, 12, 1, 100000);
-  t.heads = k.size({"num_attention_heads"}, 12, 1, 1 << 20);
-  check_divisible(cfg.child_path("hidden_size"), t.hidden, cfg.child_path("num_attention_heads"), t.heads);
-  t.kv_heads = t.heads;
-  t.head_dim = t.hidden / t.heads;
-  t.v_head_dim = t.head_dim;
-  t.attention = AttnKind::kMha;
-  t.mlp = MlpKind::kPlain;
-  t.norm = NormKind::kLayerNorm;
-  t.activation = k.str({"activation_function"}, "relu");
   t.position_encoding = "learned";
   t.dropout = cfg.num_or("dropout", 0.1, 0.0, 1.0);
   spec.max_position_embeddings = k.size({"max_position_embeddings"}, 2048);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <map>
 
+#include "overheads.h"
 #include "vram/gpus.h"
 #include "vram/status.h"
 
@@ -15,7 +16,7 @@ namespace vram::infer {
 
 namespace {
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+using overheads::ceil_div;
 int64_t ceil_bytes(double x) { return static_cast<int64_t>(std::ceil(x)); }
 
 struct Format {
@@ -173,12 +174,8 @@ Result<Estimate> estimate_infer(const Request& req) {
 
     // ---- outside the tensors ----------------------------------------------
     const GpuInfo* gpu = req.gpu.name.empty() ? nullptr : find_gpu(req.gpu.name);
-    const int sm = gpu != nullptr ? gpu->sm : 80;
-    // One inference thread: one cuBLAS (8 MiB + 128 KiB, 32 MiB on sm90) and
-    // one cuBLASLt (1 MiB) workspace (PyTorch CublasHandlePool.cpp).
-    const int64_t ws_each = sm == 90 ? (int64_t{32} << 20) : (int64_t{4096} * 2 + 16 * 8) * 1024;
-    fx.cublas = req.overheads.cublas_workspace_bytes.value_or(ws_each + (int64_t{1} << 20));
-    fx.context = req.overheads.cuda_context_bytes.value_or(int64_t{512} << 20);
+    fx.cublas = overheads::cublas_bytes(req, 1);
+    fx.context = overheads::context_bytes(req);
     // llm-d config_explorer on H100 measured vLLM's non-torch memory at
     // 0.13 GiB for TP=1 and 0.55 GiB for TP=2 (research §2.4, §7.4): the
     // difference is NCCL's buffers.

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 
+#include "overheads.h"
 #include "train/memory_plan.h"
 #include "vram/optimizers.h"
 
@@ -13,7 +14,7 @@ namespace vram::train {
 
 namespace {
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+using overheads::ceil_div;
 int64_t to_bytes(double x) { return static_cast<int64_t>(std::ceil(x)); }
 
 std::string fmt_int(int64_t v) {
@@ -278,19 +279,8 @@ Result<Estimate> estimate_train(const Request& req) {
     }
 
     // ---- outside the tensors ----------------------------------------------
-    const GpuInfo* gpu = req.gpu.name.empty() ? nullptr : find_gpu(req.gpu.name);
-    const int sm = gpu != nullptr ? gpu->sm : 80;
-    // PyTorch CublasHandlePool.cpp: default workspace ":4096:2:16:8" = 8 MiB +
-    // 128 KiB per (handle, stream), 32 MiB on sm90; cuBLASLt 1 MiB each. One
-    // handle for the forward thread and one for autograd's backward thread.
-    const int64_t ws_each = sm == 90 ? (int64_t{32} << 20) : (int64_t{4096} * 2 + 16 * 8) * 1024;
-    const int64_t cublas = req.overheads.cublas_workspace_bytes.value_or(2 * ws_each + 2 * (int64_t{1} << 20));
-    // CUDA context with lazy module loading (default since CUDA 12.2 and set
-    // by PyTorch since 1.13): ~300 MB bare (pytorch PR #86509: 287,047,680 B;
-    // ptrblck in pytorch#109888: "around 400MB"), growing as cuBLAS, FlashAttention
-    // and Triton kernels load. 512 MiB is the working prior of research §2.1;
-    // the probe measures the real value (vram-probe overheads).
-    const int64_t context = req.overheads.cuda_context_bytes.value_or(int64_t{512} << 20);
+    const int64_t cublas = overheads::cublas_bytes(req, 2);
+    const int64_t context = overheads::context_bytes(req);
     const double frag = req.overheads.fragmentation.value_or(kDefaultFragmentation);
 
     // ---- phases ------------------------------------------------------------
@@ -441,7 +431,7 @@ Result<Estimate> estimate_train(const Request& req) {
     e.components.push_back(
         {"loss_buffers", "Logits and loss buffers", peak_of("loss_buffers"), loss_formula, Pool::kAllocated});
     e.components.push_back({"cublas_workspace", "cuBLAS/cuBLASLt workspaces", cublas,
-                            "2 x " + fmt_int(ws_each) + " B + 2 x 1 MiB (CublasHandlePool.cpp)", Pool::kAllocated});
+                            "2 handles x (cuBLAS + 1 MiB cuBLASLt) (CublasHandlePool.cpp)", Pool::kAllocated});
     if (req.overheads.misc_bytes > 0) {
       e.components.push_back(
           {"misc", "User cushion", req.overheads.misc_bytes, "overheads.misc_bytes", Pool::kAllocated});
