@@ -135,6 +135,9 @@ Result<Estimate> estimate_request(const Request& req) {
       // one sequence of the context fits in its KV blocks.
       e.fit.fits = e.fit.fits && vllm_sequences(e) > 0;
       e.fit.headroom_ok = true;
+      e.assumptions.push_back(
+          "vLLM takes gpu_memory_utilization of the GPU by design, so the 80% headroom rule "
+          "does not apply; it fits when one sequence of context_len fits in its KV blocks");
     } else if (!e.fit.fits) {
       e.warnings.push_back("does not fit: peak exceeds the " + name + "'s usable memory");
     } else if (!e.fit.headroom_ok) {

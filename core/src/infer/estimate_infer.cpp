@@ -8,6 +8,7 @@
 #include <cmath>
 #include <map>
 
+#include "format.h"
 #include "overheads.h"
 #include "vram/gpus.h"
 #include "vram/status.h"
@@ -299,17 +300,17 @@ Result<Estimate> estimate_infer(const Request& req) {
 
     const std::string tp_note = tp > 1 ? " / tp " + std::to_string(tp) : "";
     e.components.push_back({"weights", "Weights", fx.weights,
-                            std::to_string(m.params_total()) + " params; linears as " + fmt->source + tp_note,
+                            fmt_int(m.params_total()) + " params; linears as " + fmt->source + tp_note,
                             Pool::kAllocated});
     e.components.push_back({"kv_cache", "KV cache", kv,
                             vllm ? "blocks of " + std::to_string(o.block_size) +
                                        " tokens filling gpu_memory_utilization " +
                                        std::to_string(o.gpu_memory_utilization).substr(0, 4)
-                                 : std::to_string(ceil_bytes(kv_tok_at(ctx))) + " B/token x batch " +
-                                       std::to_string(B) + " x context " + std::to_string(ctx),
+                                 : fmt_int(ceil_bytes(kv_tok_at(ctx))) + " B/token x batch " + std::to_string(B) +
+                                       " x context " + std::to_string(ctx),
                             Pool::kAllocated});
     e.components.push_back({"activations", "Prefill activations (one layer)", prefill,
-                            "per token " + std::to_string(ceil_bytes(pre_tok)) + " B x " +
+                            "per token " + fmt_int(ceil_bytes(pre_tok)) + " B x " +
                                 std::to_string(vllm ? o.max_num_batched_tokens : B * prompt) + " tokens",
                             Pool::kAllocated});
     e.components.push_back(

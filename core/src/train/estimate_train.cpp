@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 
+#include "format.h"
 #include "overheads.h"
 #include "train/memory_plan.h"
 #include "vram/optimizers.h"
@@ -16,12 +17,6 @@ namespace {
 
 using overheads::ceil_div;
 int64_t to_bytes(double x) { return static_cast<int64_t>(std::ceil(x)); }
-
-std::string fmt_int(int64_t v) {
-  std::string s = std::to_string(v);
-  for (int i = static_cast<int>(s.size()) - 3; i > (v < 0 ? 1 : 0); i -= 3) s.insert(static_cast<size_t>(i), ",");
-  return s;
-}
 
 // Bytes of one 4-bit tensor of `numel` values (bitsandbytes functional.py
 // quantize_4bit): packed codes numel/2, plus one fp32 absmax per block; with

@@ -42,8 +42,10 @@ describe('inference engines and the serving answers', () => {
     expect(perToken.getAttribute('data-bytes')).toBe(String(128 * 1024));
     expect(stat('KV cache per token per layer').textContent).toBe('4 KiB');
     const core = coreInfer({ context_len: 4096 });
-    expect(stat(/Max concurrent sequences at 4,096 tokens/).textContent).toBe(
-      core.max_concurrent_sequences.toLocaleString('en-US'),
+    const sequences = stat('Max concurrent sequences');
+    expect(sequences.getAttribute('data-count')).toBe(String(core.max_concurrent_sequences));
+    expect(sequences.textContent).toBe(
+      `${core.max_concurrent_sequences.toLocaleString('en-US')} at 4,096 tokens`,
     );
   });
 
@@ -55,10 +57,13 @@ describe('inference engines and the serving answers', () => {
     await peakChangedFrom(before);
     const core = coreInfer({ engine: 'vllm', context_len: 8192 });
     expect(core.max_concurrent_sequences).toBeGreaterThan(1);
-    expect(stat(/Max concurrent sequences at 8,192 tokens/).textContent).toBe(
-      core.max_concurrent_sequences.toLocaleString('en-US'),
+    const sequences = stat('Max concurrent sequences');
+    expect(sequences.getAttribute('data-count')).toBe(String(core.max_concurrent_sequences));
+    expect(sequences.textContent).toBe(
+      `${core.max_concurrent_sequences.toLocaleString('en-US')} at 8,192 tokens`,
     );
-    expect(stat('KV blocks').textContent).toContain(core.kv_blocks.toLocaleString('en-US'));
+    expect(stat('Max context').getAttribute('data-count')).toBe(String(core.max_context_len));
+    expect(stat('KV blocks').getAttribute('data-count')).toBe(String(core.kv_blocks));
     expect(Number(stat('KV cache allocated').getAttribute('data-bytes'))).toBe(core.kv_cache_bytes);
     // The prompt length is transformers' prefill; vLLM profiles batched tokens instead.
     expect(screen.queryByLabelText(/input_ids length/)).toBeNull();
@@ -71,7 +76,7 @@ describe('inference engines and the serving answers', () => {
     fireEvent.input(box, { target: { value: '48' } });
     const core = coreInfer({ engine: 'vllm' }, { memory_gib: 48 });
     await waitFor(() =>
-      expect(stat('KV blocks').textContent).toContain(core.kv_blocks.toLocaleString('en-US')),
+      expect(stat('KV blocks').getAttribute('data-count')).toBe(String(core.kv_blocks)),
     );
     expect(request.value.gpu).toEqual({ memory_gib: 48 });
     expect(document.body.textContent).not.toMatch(/NaN|undefined/);
@@ -103,7 +108,7 @@ describe('inference engines and the serving answers', () => {
     await waitFor(() => expect(stat('KV cache per token').textContent).toBe('64 KiB'));
     expect(request.value.parallel).toMatchObject({ gpus: 2, dp: 1, tp: 2, pp: 1 });
     expect(screen.queryByLabelText(/world_size/)).toBeNull();
-    expect(within(servingPanel()).getByText(/per GPU \(tensor parallel 2\)/)).toBeTruthy();
+    expect(within(servingPanel()).getByText(/per GPU of 2 \(tensor parallel\)/)).toBeTruthy();
   });
 
   it('shows no serving answers for training', async () => {

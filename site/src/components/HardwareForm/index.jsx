@@ -82,7 +82,8 @@ function InferenceParallelFields({ p }) {
   );
 }
 
-function ParallelFields({ p, task }) {
+// Training: data parallel fills what tensor and pipeline parallel leave.
+function TrainingParallelFields({ p }) {
   const dp = Math.floor(p.gpus / Math.max(1, p.tp * p.pp));
   const uneven = p.gpus % (p.tp * p.pp) !== 0;
   return (
@@ -111,24 +112,20 @@ function ParallelFields({ p, task }) {
           max={1024}
           onChange={(v) => setSetting('parallel.pp', v)}
         />
-        {task === 'train' && (
-          <>
-            <SelectField
-              label="ZeRO stage"
-              name="zero_optimization.stage"
-              value={p.zero}
-              options={ZERO_STAGES}
-              onChange={(v) => setSetting('parallel.zero', v)}
-            />
-            <SelectField
-              label="FSDP"
-              name="fsdp_sharding_strategy"
-              value={p.fsdp}
-              options={FSDP_STRATEGIES}
-              onChange={(v) => setSetting('parallel.fsdp', v)}
-            />
-          </>
-        )}
+        <SelectField
+          label="ZeRO stage"
+          name="zero_optimization.stage"
+          value={p.zero}
+          options={ZERO_STAGES}
+          onChange={(v) => setSetting('parallel.zero', v)}
+        />
+        <SelectField
+          label="FSDP"
+          name="fsdp_sharding_strategy"
+          value={p.fsdp}
+          options={FSDP_STRATEGIES}
+          onChange={(v) => setSetting('parallel.fsdp', v)}
+        />
       </div>
       {uneven && (
         <p class={styles.error} role="alert">
@@ -136,16 +133,14 @@ function ParallelFields({ p, task }) {
           {p.tp * p.pp}).
         </p>
       )}
-      {task === 'train' && (
-        <div class={styles.checks}>
-          <CheckboxField
-            label="Offload optimizer states to CPU"
-            name="offload_optimizer.device: cpu"
-            checked={p.offload_optimizer}
-            onChange={(v) => setSetting('parallel.offload_optimizer', v)}
-          />
-        </div>
-      )}
+      <div class={styles.checks}>
+        <CheckboxField
+          label="Offload optimizer states to CPU"
+          name="offload_optimizer.device: cpu"
+          checked={p.offload_optimizer}
+          onChange={(v) => setSetting('parallel.offload_optimizer', v)}
+        />
+      </div>
     </fieldset>
   );
 }
@@ -161,7 +156,7 @@ export function HardwareForm() {
       {s.task === 'infer' ? (
         <InferenceParallelFields p={s.parallel} />
       ) : (
-        <ParallelFields p={s.parallel} task={s.task} />
+        <TrainingParallelFields p={s.parallel} />
       )}
     </section>
   );

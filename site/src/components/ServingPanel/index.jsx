@@ -4,12 +4,14 @@
 import { bytesTitle, formatBytes, formatGiB, formatInt } from '../../lib/format.js';
 import styles from './style.module.css';
 
-function Stat({ label, value, bytes, note }) {
+/** One answer: a short term, the value (exact bytes in data-bytes and the title), a muted note. */
+function Stat({ label, value, bytes, count, note }) {
   return (
     <div class={styles.stat}>
       <dt>{label}</dt>
       <dd
         data-bytes={bytes === undefined ? undefined : String(bytes)}
+        data-count={count === undefined ? undefined : String(count)}
         title={bytes === undefined ? undefined : bytesTitle(bytes)}
       >
         {value}
@@ -21,7 +23,7 @@ function Stat({ label, value, bytes, note }) {
 
 export function ServingPanel({ infer }) {
   const vllm = infer.engine === 'vllm';
-  const perGpu = infer.tp > 1 ? ` per GPU (tensor parallel ${infer.tp})` : '';
+  const perGpu = infer.tp > 1 ? ` · per GPU of ${infer.tp} (tensor parallel)` : '';
   return (
     <section class={styles.card} aria-labelledby="serving-heading">
       <h2 id="serving-heading" class={styles.heading}>
@@ -51,21 +53,26 @@ export function ServingPanel({ infer }) {
         />
         {Number.isFinite(infer.max_concurrent_sequences) && (
           <Stat
-            label={`Max concurrent sequences at ${formatInt(infer.context_len)} tokens`}
+            label="Max concurrent sequences"
             value={formatInt(infer.max_concurrent_sequences)}
+            count={infer.max_concurrent_sequences}
+            note={`at ${formatInt(infer.context_len)} tokens`}
           />
         )}
         {Number.isFinite(infer.max_context_len) && (
           <Stat
-            label={`Max context at ${formatInt(infer.batch)} sequence${infer.batch === 1 ? '' : 's'}`}
+            label="Max context"
             value={`${formatInt(infer.max_context_len)} tokens`}
+            count={infer.max_context_len}
+            note={`at ${formatInt(infer.batch)} sequence${infer.batch === 1 ? '' : 's'}`}
           />
         )}
         {vllm && Number.isFinite(infer.kv_blocks) && (
           <Stat
             label="KV blocks"
             value={formatInt(infer.kv_blocks)}
-            note={`× ${formatBytes(infer.kv_block_bytes)}`}
+            count={infer.kv_blocks}
+            note={`of ${formatBytes(infer.kv_block_bytes)} each`}
           />
         )}
       </dl>
