@@ -9,26 +9,14 @@ import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 
 import { EstimatorError, estimateRaw, loadVram } from '../../src/wasm/vram.js';
+import { trainRequest } from './requests.js';
 
 const fixtures = fileURLToPath(new URL('../../../tests/fixtures/models/', import.meta.url));
 const llama2 = JSON.parse(readFileSync(join(fixtures, 'meta-llama__Llama-2-7b-hf.json'), 'utf8'));
 
+// The shared Llama-2-7B request; `overrides` replace whole top-level fields.
 function request(overrides = {}) {
-  return {
-    model: { config: llama2 },
-    task: 'train',
-    train: {
-      method: 'full',
-      micro_batch: 1,
-      seq_len: 2048,
-      precision: 'bf16',
-      optimizer: 'adamw_torch_fused',
-      grad_checkpointing: false,
-      attention: 'sdpa',
-    },
-    gpu: { name: 'H100 80GB' },
-    ...overrides,
-  };
+  return trainRequest(llama2, {}, overrides);
 }
 
 // What a call threw, or undefined when it returned.

@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { estimateRaw, modelInfoRaw } from '../../src/wasm/vram.js';
+import { trainRequest } from './requests.js';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 const probe = process.env.VRAM_PROBE ?? join(repoRoot, 'build/bin/vram-probe');
@@ -23,26 +24,6 @@ function fixture(name) {
 
 function config(name) {
   return JSON.parse(fixture(name));
-}
-
-// The contract's example request (DESIGN.md §2) with overrides per case.
-function trainRequest(modelConfig, train = {}, extra = {}) {
-  return {
-    model: { config: modelConfig },
-    task: 'train',
-    train: {
-      method: 'full',
-      micro_batch: 1,
-      seq_len: 2048,
-      precision: 'bf16',
-      optimizer: 'adamw_torch_fused',
-      grad_checkpointing: false,
-      attention: 'sdpa',
-      ...train,
-    },
-    gpu: { name: 'H100 80GB' },
-    ...extra,
-  };
 }
 
 function inferRequest(modelConfig, infer) {
