@@ -171,14 +171,15 @@ json result_json(const Request& req, const Estimate& e) {
     out["infer"] = inf;
   }
   if (req.task == Task::kTrain) {
-    out["train"] = {{"method", to_string(req.train.method)},
-                    {"precision", to_string(req.model.family.empty() ? req.train.precision : req.train.precision)},
-                    {"optimizer", req.train.optimizer},
-                    {"attention", to_string(req.train.attention)},
-                    {"grad_checkpointing", to_string(req.train.checkpointing)},
-                    {"micro_batch", req.train.micro_batch},
-                    {"seq_len", req.train.seq_len},
-                    {"grad_accum", req.train.grad_accum}};
+    out["train"] = {
+        {"method", to_string(req.train.method)},
+        {"precision", to_string(req.train.method == Method::kQlora ? Precision::kBf16 : req.train.precision)},
+        {"optimizer", req.train.optimizer},
+        {"attention", to_string(req.train.attention)},
+        {"grad_checkpointing", to_string(req.train.checkpointing)},
+        {"micro_batch", req.train.micro_batch},
+        {"seq_len", req.train.seq_len},
+        {"grad_accum", req.train.grad_accum}};
   }
   return out;
 }
@@ -209,7 +210,7 @@ json model_info(const json& model) {
     const json* m = &model;
     if (r.has("model")) {
       m = r.get("model");
-      JsonReader(*m, "model");
+      JsonReader(*m, "model");  // fails with wrong_type unless `model` is an object
     } else if (r.has("model_type") && !r.has("config")) {
       auto spec = model_from_config(model, "config");
       if (!spec.ok()) return error_json(spec.error());

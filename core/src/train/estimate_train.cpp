@@ -134,8 +134,9 @@ Sizes model_state(const Request& req, const TrainablePlan& plan, const Dtypes& d
     // parameter; other for-loop optimizers one state-sized tensor.
     s.opt_temp = (opt.factored ? 3 * 4 : state_elem) * s.largest_trainable_tensor;
   }
-  if (t.optimizer_in_backward)
-    s.opt_temp = std::max<int64_t>(s.opt_temp > 0 ? state_elem * s.largest_trainable_tensor : 0, 0);
+  // Optimizer in backward steps one parameter at a time from its grad hook:
+  // temporaries never exceed one tensor's state.
+  if (t.optimizer_in_backward && s.opt_temp > 0) s.opt_temp = state_elem * s.largest_trainable_tensor;
   return s;
 }
 
