@@ -170,6 +170,11 @@ json result_json(const Request& req, const Estimate& e) {
     for (const auto& [k, v] : e.facts) inf[k] = v;
     out["infer"] = inf;
   }
+  if (req.task == Task::kTrain && !e.facts.empty()) {
+    json par = {{"layout", e.engine}};
+    for (const auto& [k, v] : e.facts) par[k] = v;
+    out["parallel"] = par;
+  }
   if (req.task == Task::kTrain) {
     out["train"] = {
         {"method", to_string(req.train.method)},

@@ -114,10 +114,12 @@ constexpr int64_t kMaxBatch = int64_t{1} << 16;
 void parse_train(const JsonReader& t, Request& req) {
   TrainOptions& o = req.train;
   o.method = pick(t, "method", kMethods, Method::kFull);
-  o.micro_batch = t.int_or("micro_batch", 1, 1, kMaxBatch);
+  o.micro_batch = t.int_or("micro_batch", o.micro_batch, 1, kMaxBatch);
   o.seq_len = t.int_or("seq_len", 2048, 1, kMaxSeq);
-  o.grad_accum = t.int_or("grad_accum", 1, 1, 1 << 20);
-  o.precision = pick(t, "precision", kPrecisions, o.precision, &o.precision_given);
+  o.grad_accum = t.int_or("grad_accum", o.grad_accum, 1, 1 << 20);
+  bool precision_here = false;
+  o.precision = pick(t, "precision", kPrecisions, o.precision, &precision_here);
+  o.precision_given = o.precision_given || precision_here;
   if (const auto opt = t.str_opt("optimizer")) {
     if (find_optimizer(*opt) == nullptr) {
       std::string names;
@@ -198,28 +200,106 @@ void parse_infer(const JsonReader& i, Request& req) {
   o.cuda_graphs = !i.bool_or("enforce_eager", false);
 }
 
+// DeepSpeed's own config JSON (zero_optimization.*, train_micro_batch_size_per_gpu,
+// gradient_accumulation_steps, bf16/fp16.enabled) fills request fields; the
+// request's own train / parallel fields, read afterwards, win.
+void parse_deepspeed(const JsonReader& d, Request& req) {
+  if (auto z = d.object_opt("zero_optimization")) {
+    ParallelOptions& o = req.parallel;
+    o.zero = z->int_or("stage", 0, 0, 3);
+    if (auto off = z->object_opt("offload_optimizer")) o.offload_optimizer = off->str_or("device", "none") != "none";
+    if (auto off = z->object_opt("offload_param")) o.offload_params = off->str_or("device", "none") != "none";
+    constexpr int64_t kMaxElems = int64_t{1} << 40;
+    o.reduce_bucket_size = z->int_or("reduce_bucket_size", o.reduce_bucket_size, 1, kMaxElems);
+    o.contiguous_gradients = z->bool_or("contiguous_gradients", o.contiguous_gradients);
+    if (z->has("overlap_comm")) {
+      o.overlap_comm = z->bool_or("overlap_comm", false);
+      o.overlap_comm_given = true;
+    }
+    o.stage3_prefetch_bucket_size =
+        z->int_or("stage3_prefetch_bucket_size", o.stage3_prefetch_bucket_size, 0, kMaxElems);
+    o.stage3_max_live_parameters = z->int_or("stage3_max_live_parameters", o.stage3_max_live_parameters, 0, kMaxElems);
+  }
+  if (d.has("train_micro_batch_size_per_gpu")) {
+    req.train.micro_batch = d.int_req("train_micro_batch_size_per_gpu", 1, kMaxBatch);
+  }
+  if (d.has("gradient_accumulation_steps")) req.train.grad_accum = d.int_req("gradient_accumulation_steps", 1, 1 << 20);
+  // DeepSpeed's bf16/fp16 modes keep fp32 master weights and states.
+  auto enabled = [&](const char* key) {
+    auto o = d.object_opt(key);
+    return o && o->bool_or("enabled", false);
+  };
+  if (enabled("bf16")) {
+    req.train.precision = Precision::kMixedBf16;
+    req.train.precision_given = true;
+  } else if (enabled("fp16")) {
+    req.train.precision = Precision::kMixedBf16;
+    req.train.precision_given = true;
+  }
+}
+
+const std::vector<std::string> kFsdpStrategies = {"full_shard", "shard_grad_op", "hybrid_shard", "no_shard"};
+
 void parse_parallel(const JsonReader& p, Request& req) {
   ParallelOptions& o = req.parallel;
   o.gpus = p.int_or("gpus", 1, 1, 1 << 20);
   o.tp = p.int_or("tp", 1, 1, 1 << 10);
   o.pp = p.int_or("pp", 1, 1, 1 << 12);
-  // Data parallel fills what tensor and pipeline parallel leave.
-  o.dp = p.int_or("dp", std::max<int64_t>(o.gpus / (o.tp * o.pp), 1), 1, 1 << 20);
-  o.zero = p.int_or("zero", 0, 0, 3);
-  o.fsdp = p.str_or("fsdp", "");
-  o.offload_optimizer = p.bool_or("offload_optimizer", false);
-  if (o.dp * o.tp * o.pp != o.gpus) {
-    fail(errc::kInconsistent, p.child_path("gpus"),
-         "dp x tp x pp (" + std::to_string(o.dp * o.tp * o.pp) + ") must equal " + p.child_path("gpus") + " (" +
-             std::to_string(o.gpus) + ")");
+  o.cp = p.int_or("cp", 1, 1, 1 << 12);
+  // Data parallel fills what tensor, pipeline and context parallel leave.
+  o.dp = p.int_or("dp", std::max<int64_t>(o.gpus / (o.tp * o.pp * o.cp), 1), 1, 1 << 20);
+  o.zero = p.int_or("zero", o.zero, 0, 3);
+  o.fsdp = p.str_or("fsdp", o.fsdp);
+  o.offload_optimizer = p.bool_or("offload_optimizer", o.offload_optimizer);
+  o.offload_params = p.bool_or("offload_params", o.offload_params);
+  o.sequence_parallel = p.bool_or("sequence_parallel", false);
+  o.gpus_per_node = p.int_or("gpus_per_node", 8, 1, 1 << 10);
+  o.gradient_as_bucket_view = p.bool_or("gradient_as_bucket_view", false);
+  if (p.has("overlap_comm")) {
+    o.overlap_comm = p.bool_or("overlap_comm", false);
+    o.overlap_comm_given = true;
   }
-  // Inference may shard with tensor parallelism alone (vLLM, TGI, HF tp_plan).
-  const bool infer_tp =
-      req.task == Task::kInfer && o.dp == 1 && o.pp == 1 && o.zero == 0 && o.fsdp.empty() && !o.offload_optimizer;
-  if (!infer_tp && (o.gpus > 1 || o.zero > 0 || !o.fsdp.empty() || o.offload_optimizer)) {
+  if (o.dp * o.tp * o.pp * o.cp != o.gpus) {
+    fail(errc::kInconsistent, p.child_path("gpus"),
+         "dp x tp x pp x cp (" + std::to_string(o.dp * o.tp * o.pp * o.cp) + ") must equal " + p.child_path("gpus") +
+             " (" + std::to_string(o.gpus) + ")");
+  }
+  if (!o.fsdp.empty() && std::find(kFsdpStrategies.begin(), kFsdpStrategies.end(), o.fsdp) == kFsdpStrategies.end()) {
+    fail(errc::kUnknownValue, p.child_path("fsdp"),
+         p.child_path("fsdp") + " " + vram::quoted(o.fsdp) +
+             " is not one of: full_shard, shard_grad_op, hybrid_shard, no_shard");
+  }
+  if (!o.fsdp.empty() && o.zero > 0) {
+    fail(errc::kInconsistent, p.child_path("fsdp"),
+         "choose DeepSpeed ZeRO (parallel.zero) or FSDP (parallel.fsdp), not both");
+  }
+  if (o.offload_params && o.zero != 3 && o.fsdp != "full_shard" && o.fsdp != "hybrid_shard") {
+    fail(errc::kInconsistent, p.child_path("offload_params"),
+         p.child_path("offload_params") + " needs ZeRO stage 3 or FSDP full_shard / hybrid_shard");
+  }
+  if (o.offload_optimizer && o.zero == 0 && o.fsdp.empty()) {
+    fail(errc::kInconsistent, p.child_path("offload_optimizer"),
+         p.child_path("offload_optimizer") + " needs ZeRO (parallel.zero >= 1) or FSDP");
+  }
+  const LayerStack& t = req.model.text;
+  if (t.heads % o.tp != 0) {
+    fail(errc::kInconsistent, p.child_path("tp"),
+         p.child_path("tp") + " (" + std::to_string(o.tp) + ") must divide the attention heads (" +
+             std::to_string(t.heads) + ")");
+  }
+  if (req.task == Task::kTrain && t.kv_heads % o.tp != 0 && o.tp % t.kv_heads != 0) {
+    fail(errc::kInconsistent, p.child_path("tp"),
+         p.child_path("tp") + " (" + std::to_string(o.tp) + ") and the KV heads (" + std::to_string(t.kv_heads) +
+             ") must divide one another (Megatron replicates KV heads only by whole factors)");
+  }
+  if (o.pp > t.layers) {
+    fail(errc::kInconsistent, p.child_path("pp"),
+         p.child_path("pp") + " (" + std::to_string(o.pp) + ") exceeds the layers (" + std::to_string(t.layers) + ")");
+  }
+  if (req.task == Task::kInfer && (o.dp > 1 || o.pp > 1 || o.cp > 1 || o.zero > 0 || !o.fsdp.empty())) {
     fail(errc::kUnsupported, p.path(),
-         "multi-GPU training layouts (DDP, ZeRO, FSDP, TP/PP, offload) are not modelled yet; this version estimates "
-         "one GPU for training and tensor parallelism for inference");
+         "inference shards with tensor parallelism (parallel.tp); data, pipeline and context parallel or ZeRO/FSDP "
+         "serving are not modelled");
   }
 }
 
@@ -286,9 +366,18 @@ Result<Request> parse_request(const json& request) {
     } else {
       fail(errc::kUnknownValue, "task", "task " + vram::quoted(task) + " must be \"train\" or \"infer\"");
     }
-    if (auto t = r.object_opt("train")) parse_train(*t, req);
     if (auto i = r.object_opt("infer")) parse_infer(*i, req);
+    if (auto d = r.object_opt("deepspeed")) parse_deepspeed(*d, req);
+    if (auto t = r.object_opt("train")) parse_train(*t, req);
     if (auto p = r.object_opt("parallel")) parse_parallel(*p, req);
+    const ParallelOptions& par = req.parallel;
+    const bool sharded = par.zero > 0 || (!par.fsdp.empty() && par.fsdp != "no_shard");
+    if (req.task == Task::kTrain && sharded && !req.train.precision_given && req.train.method != Method::kQlora) {
+      // DeepSpeed's bf16 mode and FSDP's MixedPrecision keep fp32 master
+      // weights and states next to the bf16 compute copy.
+      req.train.precision = Precision::kMixedBf16;
+      req.assumptions.push_back("precision mixed_bf16: DeepSpeed / FSDP keep fp32 master weights and states");
+    }
     if (auto o = r.object_opt("overheads")) parse_overheads(*o, req);
     if (auto c = r.object_opt("calibration")) parse_calibration(*c, req);
     if (auto g = r.object_opt("gpu")) parse_gpu(*g, req);

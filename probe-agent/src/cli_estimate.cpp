@@ -194,8 +194,9 @@ Training:  --method full|lora|qlora|freeze   --lora  --qlora (shortcuts)
 Inference: --batch N  --context-len N  --prompt-len N  --weights-dtype bf16|fp8|int8|gptq|awq|nf4|nf4-dq
            --kv-dtype bf16|fp8  --engine hf|vllm  --gpu-memory-utilization X  --max-num-seqs N
            --max-num-batched-tokens N  --block-size N
-Parallel:  --gpus N  --dp N  --tp N  --pp N  --zero 0-3  --fsdp STRATEGY  (training: one GPU in this
-           version; inference: --tp shards the model)
+Parallel:  --gpus N  --dp N  --tp N  --pp N  --cp N  --zero 0-3  --fsdp full_shard|shard_grad_op|hybrid_shard|no_shard
+           --gpus-per-node N  --offload-optimizer true  --offload-params true  --sequence-parallel true
+           --deepspeed-config ds_config.json  (zero_optimization, micro-batch, accumulation, bf16)
 GPU:       --gpu NAME (e.g. "H100 80GB", A100-40GB, 4090)  --gpu-mem GIB
 Overheads: --cuda-context-gib X  --cublas-workspace-mib X  --fragmentation X  --misc-overhead-gib X
 Factors:   --attn-act-factor X  --mlp-act-factor X  --logits-factor X  --grad-ckpt-factor X (off by default)
@@ -270,6 +271,8 @@ int run_estimate(const std::vector<std::string>& args) {
       {"--dp", "parallel.dp"},
       {"--tp", "parallel.tp"},
       {"--pp", "parallel.pp"},
+      {"--cp", "parallel.cp"},
+      {"--gpus-per-node", "parallel.gpus_per_node"},
       {"--zero", "parallel.zero"},
       {"--fsdp", "parallel.fsdp"},
       {"--gpu", "gpu.name"},
@@ -329,11 +332,26 @@ int run_estimate(const std::vector<std::string>& args) {
       if (!need(v)) return print_error(usage_error(a, a + " needs true, false or selective"), as_json) + 1;
       const bool b = truthy(v, ok);
       sets.emplace_back("train.grad_checkpointing", ok ? json(b) : json(v));
-    } else if (a == "--activation-offload" || a == "--optimizer-in-backward") {
+    } else if (a == "--activation-offload" || a == "--optimizer-in-backward" || a == "--offload-optimizer" ||
+               a == "--offload-params" || a == "--sequence-parallel") {
       if (!need(v)) return print_error(usage_error(a, a + " needs true or false"), as_json) + 1;
       const bool b = truthy(v, ok);
       if (!ok) return print_error(usage_error(a, a + " needs true or false, got '" + v + "'"), as_json) + 1;
-      sets.emplace_back(a == "--activation-offload" ? "train.activation_offload" : "train.optimizer_in_backward", b);
+      static const std::map<std::string, std::string> kBoolPaths = {
+          {"--activation-offload", "train.activation_offload"},
+          {"--optimizer-in-backward", "train.optimizer_in_backward"},
+          {"--offload-optimizer", "parallel.offload_optimizer"},
+          {"--offload-params", "parallel.offload_params"},
+          {"--sequence-parallel", "parallel.sequence_parallel"}};
+      sets.emplace_back(kBoolPaths.at(a), b);
+    } else if (a == "--deepspeed-config") {
+      std::string file, text;
+      if (!need(file)) return print_error(usage_error(a, a + " needs a file"), as_json) + 1;
+      if (!read_file(file, text)) return print_error(usage_error(a, "cannot read " + file), as_json);
+      json ds = json::parse(text, nullptr, false);
+      if (ds.is_discarded())
+        return print_error(error_json({errc::kBadJson, file + " is not valid JSON", "deepspeed"}), as_json);
+      sets.emplace_back("deepspeed", ds);
     } else if (a == "--flashattn" || a == "--fused-loss" || a == "--liger") {
       if (!need(v)) return print_error(usage_error(a, a + " needs true or false"), as_json) + 1;
       const bool b = truthy(v, ok);

@@ -103,6 +103,9 @@ struct LayerStack {
   int64_t sliding_layers = 0;
 
   double dropout = 0.0;  // attention / residual dropout probability used in training
+  // Megatron sequence parallel on a tensor-parallel rank: norms, residual
+  // dropouts and layer inputs are split across this many ranks (1 = none).
+  int64_t hidden_split = 1;
 };
 
 struct VisionInput {

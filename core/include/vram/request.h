@@ -88,9 +88,21 @@ struct ParallelOptions {
   int64_t dp = 1;
   int64_t tp = 1;
   int64_t pp = 1;
-  int64_t zero = 0;
-  std::string fsdp;  // "", "full_shard", ...
-  bool offload_optimizer = false;
+  int64_t cp = 1;                  // context parallel: the sequence split across ranks
+  int64_t zero = 0;                // DeepSpeed ZeRO stage
+  std::string fsdp;                // "", "full_shard", "shard_grad_op", "hybrid_shard", "no_shard"
+  bool offload_optimizer = false;  // ZeRO / FSDP optimizer (and fp32 master) offload to CPU
+  bool offload_params = false;     // ZeRO-3 / FSDP parameter offload to CPU
+  bool sequence_parallel = false;  // Megatron SP: norms and dropouts split across tp ranks
+  int64_t gpus_per_node = 8;       // FSDP HYBRID_SHARD shards within a node
+  // Buffers (torch DistributedDataParallel and deepspeed/runtime/zero/config.py defaults).
+  bool gradient_as_bucket_view = false;
+  int64_t reduce_bucket_size = 500000000;  // elements
+  bool overlap_comm = false;               // DeepSpeed turns it on for stage 3
+  bool overlap_comm_given = false;
+  bool contiguous_gradients = true;
+  int64_t stage3_prefetch_bucket_size = 50000000;
+  int64_t stage3_max_live_parameters = 1000000000;
 };
 
 // Everything outside the tensors, each overridable (issue 4). Defaults and

@@ -292,6 +292,18 @@ LayerActivations layer_activations(const Request& req, const LayerStack& st, con
         {"cross-attention q, k, v, output", static_cast<double>(pa) * (3.0 * a * d + a * dv) + 4.0 * a, false});
   }
 
+  // Sequence parallel (Korthikanti et al. 2022 §4.2.2): the parts tensor
+  // parallel leaves whole (norms, their outputs feeding the projections,
+  // residual dropouts) are split along the sequence too.
+  if (st.hidden_split > 1) {
+    for (auto& i : items) {
+      const bool whole = i.name.find("norm") != std::string::npos ||
+                         i.name.find("projection inputs") != std::string::npos ||
+                         i.name.find("residual") != std::string::npos;
+      if (whole) i.bytes_per_token /= static_cast<double>(st.hidden_split);
+    }
+  }
+
   // Calibration overrides (seed 000 factors), off by default.
   const Calibration& cal = req.calibration;
   for (auto& i : items) {

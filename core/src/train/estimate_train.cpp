@@ -8,6 +8,7 @@
 
 #include "format.h"
 #include "overheads.h"
+#include "train/layout.h"
 #include "train/memory_plan.h"
 #include "vram/optimizers.h"
 
@@ -142,7 +143,9 @@ Sizes model_state(const Request& req, const TrainablePlan& plan, const Dtypes& d
 
 }  // namespace
 
-Result<Estimate> estimate_train(const Request& req) {
+// One rank: `req` is the rank's view of the model (layout.h rank_request),
+// `global` the request as the user gave it.
+Result<Estimate> estimate_rank(const Request& req, const Request& global, const Stage& stage) {
   try {
     const ModelSpec& m = req.model;
     const TrainOptions& t = req.train;
@@ -161,7 +164,86 @@ Result<Estimate> estimate_train(const Request& req) {
     const int64_t h = st.hidden;
 
     // ---- model state -------------------------------------------------------
-    const Sizes sz = model_state(req, plan, dt, opt);
+    Sizes sz = model_state(req, plan, dt, opt);
+
+    // ---- data-parallel sharding (ZeRO paper §5; DeepSpeed stage_1_and_2.py,
+    // stage3.py; FSDP ShardingStrategy) -------------------------------------
+    const ParallelOptions& par = global.parallel;
+    const Sharding sh = sharding_for(par);
+    const int64_t n = sh.group;
+    // One decoder layer's parameters on this rank (FSDP unit, ZeRO-3 gather).
+    int64_t layer_params = 0;
+    for (size_t i = 0; i < m.groups.size(); ++i) {
+      const ParamGroup& g = m.groups[i];
+      // A 4-bit base is not partitioned, so it is never gathered either.
+      if (g.stack == "text" && st.layers > 0 && g.instances >= st.layers && g.instances % st.layers == 0 &&
+          !plan.groups[i].quantized) {
+        layer_params += g.numel * (g.instances / st.layers);
+      }
+    }
+    const int64_t trainable_local = [&] {
+      int64_t x = 0;
+      for (size_t i = 0; i < m.groups.size(); ++i) x += m.groups[i].numel * plan.groups[i].trainable_instances;
+      return x + plan.lora_params;
+    }();
+    // DeepSpeed keeps fp32 gradient partitions next to the fp32 master
+    // (estimate_zero2_model_states_mem_needs: "4_grads_32bit"; stage3.py
+    // grad_partitions_flat_buffer).
+    int64_t grad_partitions = sh.deepspeed && dt.master > 0 ? ceil_div(4 * trainable_local, n) : 0;
+    if (sh.states) {
+      sz.states = ceil_div(sz.states, n);
+      sz.master = ceil_div(sz.master, n);
+      sz.opt_temp = ceil_div(sz.opt_temp, n);
+    }
+    if (sh.grads) {
+      for (int64_t* x : {&sz.grads, &sz.grads_head, &sz.grads_layer, &sz.grads_embed, &sz.grads_other}) {
+        *x = ceil_div(*x, n);
+      }
+    }
+    if (sh.weights) {
+      // A 4-bit base stays replicated under ZeRO-3 (seed 000: "ZeRO-3 (QLoRA):
+      // base weights replicated, only LoRA params sharded").
+      sz.weights = ceil_div(sz.weights, n);
+      sz.lora_weights = ceil_div(sz.lora_weights, n);
+    }
+    if (par.offload_optimizer && (sh.states || sh.deepspeed || sh.fsdp)) {
+      sz.states = sz.master = sz.opt_temp = grad_partitions = 0;  // the step runs on the CPU
+    }
+    if (par.offload_params) sz.weights = 0;
+    // Parameters gathered for compute: ZeRO-3 / FULL_SHARD hold the current
+    // and the prefetched layer (FSDP forward/backward prefetch; DeepSpeed
+    // stage3_prefetch_bucket_size, capped by stage3_max_live_parameters);
+    // SHARD_GRAD_OP keeps every layer unsharded from forward to backward.
+    int64_t gathered = 0;
+    if (sh.weights || par.offload_params) {
+      int64_t elems = 2 * layer_params;
+      if (sh.deepspeed)
+        elems = std::min(elems + par.stage3_prefetch_bucket_size,
+                         std::max(par.stage3_max_live_parameters, 2 * layer_params));
+      gathered = elems * dt.weight;
+    } else if (sh.fsdp && !sh.weights) {
+      gathered = 0;  // shard_grad_op: weights were never divided above
+    }
+    // Communication buffers: DDP's bucket copy of the gradients; DeepSpeed's
+    // contiguous reduce bucket (doubled by overlap_comm, on by default for
+    // stage 3); FSDP's reduce-scatter input of one unit.
+    int64_t comm = 0;
+    std::string comm_formula;
+    if (sh.ddp_buckets) {
+      comm = sz.grads;
+      comm_formula = "DDP buckets: a second copy of the gradients (gradient_as_bucket_view=False)";
+    } else if (sh.deepspeed) {
+      const bool overlap = par.overlap_comm_given ? par.overlap_comm : par.zero == 3;
+      comm = (par.contiguous_gradients || par.zero == 3 ? par.reduce_bucket_size * dt.grad : 0) * (overlap ? 2 : 1);
+      comm_formula = "reduce_bucket_size " + fmt_int(par.reduce_bucket_size) + " x " + std::to_string(dt.grad) + " B" +
+                     (overlap ? " x 2 (overlap_comm)" : "");
+    } else if (sh.fsdp) {
+      comm = layer_params * dt.grad;
+      comm_formula = "reduce-scatter input: one unit's unsharded gradients";
+    }
+    // NCCL: 544-688 MB per communicator after the first all-reduce on
+    // 4 x A100 NVLink (NVIDIA/nccl#964, research §2.4); 512 MiB each.
+    const int64_t nccl = communicators(par) * (int64_t{512} << 20);
 
     // ---- activations -------------------------------------------------------
     const bool any_layer_grad = plan.first_grad_layer < L;
@@ -213,8 +295,8 @@ Result<Estimate> estimate_train(const Request& req) {
                         return g.component == std::string(comp::kLmHead) && plan.groups[i].trainable;
                       }) ||
           (m.tie_word_embeddings && t.method == Method::kFull);
-      if (any_layer_grad || head_trains) head_tok += 4.0 * h + 4.0;  // final RMSNorm fp32 input
-      if (head_trains) head_tok += (dt.autocast ? 2.0 : dt.compute) * h;
+      if (stage.last && (any_layer_grad || head_trains)) head_tok += 4.0 * h + 4.0;  // final RMSNorm fp32 input
+      if (stage.last && head_trains) head_tok += (dt.autocast ? 2.0 : dt.compute) * h;
     }
     const int64_t act_head = to_bytes(head_tok * N);
     // Vision tower tokens (VLMs): images_per_sample x encoder tokens.
@@ -232,6 +314,11 @@ Result<Estimate> estimate_train(const Request& req) {
     auto resident = [&](int64_t stack_bytes) {
       return t.activation_offload ? std::min(stack_bytes, 2 * layer_max) : stack_bytes;
     };
+    // 1F1B: the first pipeline stage holds up to pp micro-batches in flight
+    // (Korthikanti et al. 2022 §4.2.3).
+    act_layers *= stage.in_flight;
+    act_layer_dense *= stage.in_flight;
+    act_layer_moe *= stage.in_flight;
     const int64_t activations = resident(act_layers) + act_head + act_vision;
 
     // ---- loss --------------------------------------------------------------
@@ -239,7 +326,7 @@ Result<Estimate> estimate_train(const Request& req) {
     // logits.float() (4 B, freed after log_softmax), log_softmax output (4 B,
     // saved). Backward: nll grad (4 B) + log_softmax grad (4 B) while the saved
     // output is alive = 12 N V (research §3.1).
-    const bool lm_loss = st.causal;
+    const bool lm_loss = st.causal && stage.last;
     const double logit_factor = req.calibration.logits.value_or(1.0);
     int64_t loss_fwd = 0;
     int64_t loss_bwd = 0;
@@ -296,6 +383,9 @@ Result<Estimate> estimate_train(const Request& req) {
     auto common = [&](std::map<std::string, int64_t> extra) {
       std::map<std::string, int64_t> p = {{"weights", W}, {"optimizer_states", S}, {"cublas_workspace", cublas}};
       if (sz.autocast_cache > 0) p["autocast_weight_cache"] = sz.autocast_cache;
+      if (gathered > 0) p["gathered_params"] = gathered;
+      if (grad_partitions > 0) p["grad_partitions"] = grad_partitions;
+      if (comm > 0) p["comm_buffers"] = comm;
       for (auto& [k, v] : extra) p[k] += v;
       return p;
     };
@@ -347,6 +437,8 @@ Result<Estimate> estimate_train(const Request& req) {
                                           {"gradients", t.optimizer_in_backward ? 0 : sz.grads},
                                           {"optimizer_temporaries", sz.opt_temp},
                                           {"cublas_workspace", cublas}};
+      if (grad_partitions > 0) p["grad_partitions"] = grad_partitions;
+      if (comm > 0) p["comm_buffers"] = comm;
       drafts.push_back({"optimizer_step", "optimizer step", p});
     }
 
@@ -365,7 +457,8 @@ Result<Estimate> estimate_train(const Request& req) {
       ph.reserved_bytes = alloc + to_bytes(frag * static_cast<double>(alloc));
       ph.parts["allocator"] = ph.reserved_bytes - alloc;
       ph.parts["cuda_context"] = context;
-      ph.device_bytes = ph.reserved_bytes + context + S_out;
+      if (nccl > 0) ph.parts["nccl"] = nccl;
+      ph.device_bytes = ph.reserved_bytes + context + S_out + nccl;
       if (ph.device_bytes > e.peak_bytes) {
         e.peak_bytes = ph.device_bytes;
         e.peak_phase = ph.key;
@@ -395,8 +488,7 @@ Result<Estimate> estimate_train(const Request& req) {
       w_formula += " x " + std::to_string(dt.weight) + " B";
     }
     if (sz.lora_weights > 0)
-      w_formula += "; LoRA adapters " + fmt_int(plan.lora_params) + " x " +
-                   std::to_string(sz.lora_weights / std::max<int64_t>(plan.lora_params, 1)) + " B";
+      w_formula += "; LoRA adapters " + fmt_int(plan.lora_params) + " params, " + fmt_int(sz.lora_weights) + " B here";
     e.components.push_back({"weights", "Weights", W, w_formula, Pool::kAllocated});
     if (sz.autocast_cache > 0) {
       e.components.push_back({"autocast_weight_cache", "Autocast bf16 weight copies", sz.autocast_cache,
@@ -434,6 +526,25 @@ Result<Estimate> estimate_train(const Request& req) {
     }
     e.components.push_back({"allocator", "Allocator fragmentation", peak_of("allocator"),
                             "fragmentation " + std::to_string(frag).substr(0, 4) + " x allocated", Pool::kOutside});
+    if (gathered > 0) {
+      e.components.push_back({"gathered_params", "Gathered parameters (current + prefetched layer)", gathered,
+                              fmt_int(gathered / std::max<int64_t>(dt.weight, 1)) + " params x " +
+                                  std::to_string(dt.weight) + " B (" + sh.label + ")",
+                              Pool::kAllocated});
+    }
+    if (grad_partitions > 0) {
+      e.components.push_back({"grad_partitions", "fp32 gradient partitions", grad_partitions,
+                              fmt_int(trainable_local) + " trainable x 4 B / " + std::to_string(n) + " (DeepSpeed)",
+                              Pool::kAllocated});
+    }
+    if (comm > 0) {
+      e.components.push_back({"comm_buffers", "Communication buckets", comm, comm_formula, Pool::kAllocated});
+    }
+    if (nccl > 0) {
+      e.components.push_back({"nccl", "NCCL buffers", nccl,
+                              std::to_string(communicators(par)) + " communicator(s) x 512 MiB (NVIDIA/nccl#964)",
+                              Pool::kOutside});
+    }
     e.components.push_back({"cuda_context", "CUDA context", context,
                             req.overheads.cuda_context_bytes ? "overheads.cuda_context_bytes"
                                                              : "512 MiB lazy-loading prior (research §2.1)",
@@ -478,6 +589,48 @@ Result<Estimate> estimate_train(const Request& req) {
   } catch (const Failure& f) {
     return f.error();
   }
+}
+
+Result<Estimate> estimate_train(const Request& req) {
+  const ParallelOptions& p = req.parallel;
+  const int64_t L = req.model.text.layers;
+  if (p.tp == 1 && p.pp == 1 && p.cp == 1 && p.dp == 1) return estimate_rank(req, req, Stage{true, true, L, 1});
+  // Pipeline: the first stage takes ceil(L / pp) layers and holds up to pp
+  // micro-batches in flight; the last stage holds the head and the loss. The
+  // busiest rank decides the per-GPU answer.
+  std::vector<Stage> stages;
+  const int64_t first_layers = (L + p.pp - 1) / p.pp;
+  stages.push_back({true, p.pp == 1, first_layers, std::min(p.pp, req.train.grad_accum)});
+  if (p.pp > 1)
+    stages.push_back(
+        {false, true, L - first_layers * (p.pp - 1) > 0 ? L - first_layers * (p.pp - 1) : first_layers, 1});
+  Result<Estimate> best = Error{errc::kInternal, "no pipeline stage", "parallel.pp"};
+  std::vector<std::pair<std::string, int64_t>> ranks;
+  for (const auto& stage : stages) {
+    auto r = estimate_rank(rank_request(req, stage), req, stage);
+    if (!r.ok()) return r;
+    ranks.push_back({stage.first ? "first_stage_peak_bytes" : "last_stage_peak_bytes", r.value().peak_bytes});
+    if (!best.ok() || r.value().peak_bytes > best.value().peak_bytes) best = r;
+  }
+  Estimate& e = best.value();
+  // Trainable parameters of the whole model, not of one rank.
+  const TrainablePlan plan = plan_trainable(req);
+  e.params_trainable = plan.base_trainable + plan.lora_params;
+  const Sharding sh = sharding_for(p);
+  e.facts.push_back({"gpus", p.gpus});
+  e.facts.push_back({"dp", p.dp});
+  e.facts.push_back({"tp", p.tp});
+  e.facts.push_back({"pp", p.pp});
+  e.facts.push_back({"cp", p.cp});
+  e.facts.push_back({"shard_group", sh.group});
+  if (p.pp > 1) {
+    for (const auto& r : ranks) e.facts.push_back(r);
+  }
+  e.engine = sh.label.empty() ? "model parallel" : sh.label;
+  e.assumptions.push_back("layout: " + e.engine + ", dp " + std::to_string(p.dp) + " x tp " + std::to_string(p.tp) +
+                          " x pp " + std::to_string(p.pp) + " x cp " + std::to_string(p.cp) +
+                          (p.pp > 1 ? "; the busiest pipeline stage is reported" : ""));
+  return best;
 }
 
 }  // namespace vram::train
