@@ -122,6 +122,21 @@ Result<Estimate> estimate_request(const Request& req) {
     e.has_fit = true;
     e.fit = fit_for(e.peak_bytes, total, capacity, name);
     if (req.task == Task::kTrain) e.fit.max_micro_batch = max_micro_batch(req, capacity);
+    const ParallelOptions& par = req.parallel;
+    const bool sharded = par.zero > 0 || (!par.fsdp.empty() && par.fsdp != "no_shard");
+    if (req.task == Task::kTrain && sharded) {
+      // Fewest GPUs for this layout: grow data parallel (the shard group) in
+      // powers of two, keeping tp x pp x cp, until the per-GPU peak fits.
+      Request r = req;
+      int64_t found = 0;
+      for (int64_t dp = 1; dp <= 4096 && found == 0; dp *= 2) {
+        r.parallel.dp = dp;
+        r.parallel.gpus = dp * par.tp * par.pp * par.cp;
+        auto x = train::estimate_train(r);
+        if (x.ok() && x.value().peak_bytes <= capacity) found = r.parallel.gpus;
+      }
+      e.facts.push_back({"min_gpus_to_fit", found});
+    }
     if (req.task == Task::kInfer && req.infer.engine == "hf") {
       // transformers generate: the answers users ask for (issue 5).
       e.facts.push_back({"max_concurrent_sequences", max_infer(req, capacity, &InferOptions::batch, int64_t{1} << 16)});

@@ -148,6 +148,26 @@ void print_estimate_table(const json& r) {
     }
     std::printf("\n");
   }
+  if (r.contains("parallel")) {
+    const auto& pl = r["parallel"];
+    std::printf("\nLayout: %s", pl.value("layout", std::string("")).c_str());
+    for (const char* k : {"gpus", "dp", "tp", "pp", "cp", "shard_group"}) {
+      if (pl.contains(k)) std::printf(", %s %lld", k, static_cast<long long>(pl[k].get<int64_t>()));
+    }
+    if (pl.contains("first_stage_peak_bytes")) {
+      std::printf("; first stage %s, last stage %s", gib(pl["first_stage_peak_bytes"].get<int64_t>()).c_str(),
+                  gib(pl["last_stage_peak_bytes"].get<int64_t>()).c_str());
+    }
+    if (pl.contains("min_gpus_to_fit")) {
+      const int64_t n = pl["min_gpus_to_fit"].get<int64_t>();
+      if (n > 0) {
+        std::printf("\n  fewest GPUs for this layout to fit: %lld", static_cast<long long>(n));
+      } else {
+        std::printf("\n  no data-parallel size up to 4096 makes this layout fit");
+      }
+    }
+    std::printf("\n");
+  }
   if (r.contains("infer")) {
     const auto& in = r["infer"];
     std::printf("\nServing (%s): KV %s B per token (%s B per layer), cache %s", in["engine"].get<std::string>().c_str(),

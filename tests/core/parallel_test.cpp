@@ -227,3 +227,24 @@ TEST(Seed001, Llama2_70bLoraZero3Dp32Tp4FitsAnA100_40GB) {
 
 }  // namespace
 }  // namespace vram
+
+namespace vram {
+namespace {
+
+TEST(Layouts, FewestGpusForALayoutReallyFit) {
+  json req = train_request({{"gpus", 8}, {"zero", 3}}, {{"precision", "mixed_bf16"}});
+  req["model"]["config"] = testing::model_config("meta-llama/Llama-3.1-8B");
+  req["gpu"] = {{"name", "A100 40GB"}};
+  const json r = estimate(req);
+  ASSERT_FALSE(r.contains("error")) << r.dump();
+  const int64_t n = r["parallel"]["min_gpus_to_fit"].get<int64_t>();
+  ASSERT_GT(n, 1);
+  const int64_t cap = r["fit"]["capacity_bytes"].get<int64_t>();
+  req["parallel"]["gpus"] = n;
+  EXPECT_LE(estimate(req)["peak_bytes"].get<int64_t>(), cap);
+  req["parallel"]["gpus"] = n / 2;
+  EXPECT_GT(estimate(req)["peak_bytes"].get<int64_t>(), cap);
+}
+
+}  // namespace
+}  // namespace vram
