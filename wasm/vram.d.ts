@@ -176,7 +176,7 @@ export interface InferOptions {
 export interface ParallelOptions {
   /** Contract. GPUs in the job; default 1. */
   gpus?: number;
-  /** Contract. Data-parallel degree; default `gpus`. dp x tp x pp must equal gpus. */
+  /** Contract. Data-parallel degree; default gpus / (tp x pp x cp). dp x tp x pp x cp must equal gpus. */
   dp?: number;
   /** Contract. Tensor-parallel degree; default 1. With `task: "infer"` it shards weights and KV heads over `gpus = tp`. */
   tp?: number;
@@ -184,10 +184,22 @@ export interface ParallelOptions {
   pp?: number;
   /** Contract. DeepSpeed ZeRO stage 0 to 3; default 0. */
   zero?: 0 | 1 | 2 | 3;
-  /** Contract. FSDP sharding strategy ("full_shard", "shard_grad_op", "hybrid_shard"); default none. */
-  fsdp?: string;
-  /** Contract. Optimizer states offloaded to the CPU; default false. */
+  /** Contract. FSDP sharding strategy; default none. Exclusive with `zero`. */
+  fsdp?: 'full_shard' | 'shard_grad_op' | 'hybrid_shard' | 'no_shard' | '';
+  /** Contract. Optimizer states and fp32 master offloaded to the CPU (needs ZeRO >= 1 or FSDP); default false. */
   offload_optimizer?: boolean;
+  /** Context-parallel degree (the sequence split across ranks); default 1. */
+  cp?: number;
+  /** Parameters offloaded to the CPU (needs ZeRO-3 or FSDP full/hybrid shard); default false. */
+  offload_params?: boolean;
+  /** Megatron sequence parallel: norms and residual activations split over tp; default false. */
+  sequence_parallel?: boolean;
+  /** GPUs per node: the shard group of FSDP hybrid_shard; default 8. */
+  gpus_per_node?: number;
+  /** DDP gradient_as_bucket_view (no bucket copy of the gradients); default false. */
+  gradient_as_bucket_view?: boolean;
+  /** DeepSpeed overlap_comm (doubles the reduce bucket); default true for ZeRO-3 only. */
+  overlap_comm?: boolean;
 }
 
 /** Overrides of the memory outside the tensors (defaults documented in the core). */
@@ -234,6 +246,12 @@ export interface Request {
   infer?: InferOptions;
   /** Contract. Multi-GPU layout. */
   parallel?: ParallelOptions;
+  /**
+   * A DeepSpeed config JSON as is: zero_optimization (stage, offload_optimizer/offload_param devices,
+   * reduce_bucket_size, overlap_comm, ...), train_micro_batch_size_per_gpu,
+   * gradient_accumulation_steps, bf16/fp16.enabled. Explicit train/parallel fields win.
+   */
+  deepspeed?: Record<string, unknown>;
   /** Overrides of context, workspace and fragmentation. */
   overheads?: OverheadOptions;
   /** Calibration factors. */
@@ -461,6 +479,25 @@ export interface InferFacts {
 }
 
 /** The estimate: `estimate(request)`. */
+/** The multi-GPU training layout behind a result. */
+export interface ParallelFacts {
+  /** "DDP", "ZeRO-1" .. "ZeRO-3", "FSDP full_shard", ..., or "model parallel". */
+  layout: string;
+  /** GPUs and the degree of each parallel dimension. */
+  gpus?: number;
+  dp?: number;
+  tp?: number;
+  pp?: number;
+  cp?: number;
+  /** Ranks the model state is sharded over. */
+  shard_group?: number;
+  /** With pp > 1: the first and last pipeline stage's peaks (the result is the larger). */
+  first_stage_peak_bytes?: number;
+  last_stage_peak_bytes?: number;
+  /** With a GPU and a sharded layout: the fewest GPUs (growing dp) for which it fits; 0 if none up to dp 4096. */
+  min_gpus_to_fit?: number;
+}
+
 export interface Result {
   /** Schema version of this object ("vram-planner/1"). */
   schema: string;
@@ -497,6 +534,8 @@ export interface Result {
   fit: Fit | null;
   /** Inference only: engine, KV-cache sizes and how many sequences and tokens fit. */
   infer?: InferFacts;
+  /** Multi-GPU training only: the layout each rank was estimated for. */
+  parallel?: ParallelFacts;
   /** Training only: the settings used, defaults filled in. */
   train?: {
     /** Training method. */

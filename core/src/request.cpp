@@ -233,6 +233,8 @@ void parse_deepspeed(const JsonReader& d, Request& req) {
     req.train.precision = Precision::kMixedBf16;
     req.train.precision_given = true;
   } else if (enabled("fp16")) {
+    // fp16 mode: fp16 weights and grads + fp32 master and states, the same
+    // bytes as the bf16 recipe.
     req.train.precision = Precision::kMixedBf16;
     req.train.precision_given = true;
   }
@@ -376,6 +378,7 @@ Result<Request> parse_request(const json& request) {
       // DeepSpeed's bf16 mode and FSDP's MixedPrecision keep fp32 master
       // weights and states next to the bf16 compute copy.
       req.train.precision = Precision::kMixedBf16;
+      req.train.precision_given = true;  // explained by the assumption below, not as a transformers default
       req.assumptions.push_back("precision mixed_bf16: DeepSpeed / FSDP keep fp32 master weights and states");
     }
     if (auto o = r.object_opt("overheads")) parse_overheads(*o, req);

@@ -43,7 +43,22 @@ export const DEFAULT_SETTINGS = Object.freeze({
     block_size: 16,
     enforce_eager: false,
   },
-  parallel: { gpus: 1, tp: 1, pp: 1, zero: 0, fsdp: '', offload_optimizer: false },
+  parallel: {
+    gpus: 1,
+    tp: 1,
+    pp: 1,
+    cp: 1,
+    zero: 0,
+    fsdp: '',
+    offload_optimizer: false,
+    offload_params: false,
+    sequence_parallel: false,
+    gpus_per_node: 8,
+  },
+  // A pasted DeepSpeed config (its JSON text; '' = none). Its
+  // zero_optimization / micro-batch / accumulation / bf16 settings fill the
+  // request where the form leaves a field out.
+  deepspeed: '',
   // mode 'catalog' uses gpu.name from vram.version().gpus; 'custom' a capacity in GiB.
   gpu: { mode: 'catalog', name: '', memory_gib: 24 },
 });
@@ -137,9 +152,79 @@ export function freezeModules(text, config) {
   return n >= 2 ? [`layers.${n - 2}`, `layers.${n - 1}`] : ['layers.0'];
 }
 
+/**
+ * The pasted DeepSpeed config text -> {config: object | null, error: ''}.
+ * Empty text is no config; text that is not a JSON object is an error in words.
+ */
+export function parseDeepspeed(text) {
+  const t = String(text ?? '').trim();
+  if (!t) return { config: null, error: '' };
+  let v;
+  try {
+    v = JSON.parse(t);
+  } catch (e) {
+    return {
+      config: null,
+      error: `That is not valid JSON (${e.message}). Paste the whole ds_config.json file.`,
+    };
+  }
+  if (!v || typeof v !== 'object' || Array.isArray(v)) {
+    return {
+      config: null,
+      error: 'A DeepSpeed config is a JSON object ({ "zero_optimization": { "stage": 2 }, … }).',
+    };
+  }
+  return { config: v, error: '' };
+}
+
+/** Device of a DeepSpeed offload block ("cpu", "nvme") or '' when off or absent. */
+function offloadDevice(block) {
+  const d = block && typeof block === 'object' ? block.device : undefined;
+  return typeof d === 'string' && d !== 'none' ? d : '';
+}
+
+/**
+ * What a DeepSpeed config sets, so the form can leave those fields out of the
+ * request (the request's own fields would win over the config's).
+ */
+export function deepspeedSets(ds) {
+  const z = ds?.zero_optimization;
+  const zo = z && typeof z === 'object' ? z : null;
+  const enabled = (k) => ds?.[k] && typeof ds[k] === 'object' && ds[k].enabled === true;
+  return {
+    zero: zo && 'stage' in zo ? zo.stage : undefined,
+    offload_optimizer:
+      zo && 'offload_optimizer' in zo ? offloadDevice(zo.offload_optimizer) : undefined,
+    offload_params: zo && 'offload_param' in zo ? offloadDevice(zo.offload_param) : undefined,
+    micro_batch:
+      ds && 'train_micro_batch_size_per_gpu' in ds ? ds.train_micro_batch_size_per_gpu : undefined,
+    grad_accum:
+      ds && 'gradient_accumulation_steps' in ds ? ds.gradient_accumulation_steps : undefined,
+    precision: enabled('bf16') ? 'bf16' : enabled('fp16') ? 'fp16' : undefined,
+  };
+}
+
+/** Offloading parameters needs them sharded: ZeRO-3 or FSDP full / hybrid shard. */
+export function canOffloadParams(p, zero = p.zero) {
+  return zero === 3 || p.fsdp === 'full_shard' || p.fsdp === 'hybrid_shard';
+}
+
+/** Offloading optimizer states needs them sharded: ZeRO ≥ 1 or FSDP. */
+export function canOffloadOptimizer(p, zero = p.zero) {
+  return zero >= 1 || Boolean(p.fsdp);
+}
+
+/** Data parallel: what tensor, pipeline and context parallel leave of the GPUs. */
+export function dataParallel(p) {
+  return Math.max(1, Math.floor(p.gpus / Math.max(1, p.tp * p.pp * p.cp)));
+}
+
 /** The request JSON (docs/schema.md) for the settings and a model config. */
 export function buildRequest(s, config, catalog = []) {
   const req = { model: { config }, task: s.task };
+  const ds = s.task === 'train' ? parseDeepspeed(s.deepspeed).config : null;
+  const fromDs = deepspeedSets(ds);
+  if (ds) req.deepspeed = ds;
   if (s.task === 'train') {
     const t = s.train;
     req.train = {
@@ -155,6 +240,10 @@ export function buildRequest(s, config, catalog = []) {
       attention: t.attention,
       fused_loss: t.fused_loss,
     };
+    // What the DeepSpeed config sets, it sets: the form's boxes step aside.
+    if (fromDs.micro_batch !== undefined) delete req.train.micro_batch;
+    if (fromDs.grad_accum !== undefined) delete req.train.grad_accum;
+    if (fromDs.precision !== undefined) delete req.train.precision;
     if (t.activation_offload) req.train.activation_offload = true;
     if (t.optimizer_in_backward) req.train.optimizer_in_backward = true;
     if (t.method === 'lora' || t.method === 'qlora') {
@@ -196,10 +285,22 @@ export function buildRequest(s, config, catalog = []) {
     // Inference shards with tensor parallelism alone: one replica over tp GPUs.
     req.parallel = { gpus: p.tp, dp: 1, tp: p.tp, pp: 1, zero: 0 };
   } else {
-    const dp = Math.max(1, Math.floor(p.gpus / Math.max(1, p.tp * p.pp)));
-    req.parallel = { gpus: p.gpus, dp, tp: p.tp, pp: p.pp, zero: p.zero };
+    req.parallel = { gpus: p.gpus, dp: dataParallel(p), tp: p.tp, pp: p.pp };
+    if (p.cp > 1) req.parallel.cp = p.cp;
+    const zero = fromDs.zero ?? p.zero;
+    if (fromDs.zero === undefined) req.parallel.zero = p.zero;
     if (p.fsdp) req.parallel.fsdp = p.fsdp;
-    if (p.offload_optimizer) req.parallel.offload_optimizer = true;
+    // The offload boxes are shown only where they are valid; a hidden box is not sent.
+    if (
+      fromDs.offload_optimizer === undefined &&
+      p.offload_optimizer &&
+      canOffloadOptimizer(p, zero)
+    )
+      req.parallel.offload_optimizer = true;
+    if (fromDs.offload_params === undefined && p.offload_params && canOffloadParams(p, zero))
+      req.parallel.offload_params = true;
+    if (p.sequence_parallel && p.tp > 1) req.parallel.sequence_parallel = true;
+    if (p.fsdp === 'hybrid_shard') req.parallel.gpus_per_node = p.gpus_per_node;
   }
   if (s.gpu.mode === 'custom') {
     req.gpu = { memory_gib: s.gpu.memory_gib };

@@ -6,9 +6,11 @@
 //   #m=preset:meta-llama/Llama-3.2-1B&task=train&method=lora&mb=1&seq=2048...
 //
 // Model sources: preset:<id>, hf:<id>[@rev] (fetched again on load), and
-// cfg:<base64url of the pasted config.json>.
+// cfg:<base64url of the pasted config.json>. A pasted DeepSpeed config travels
+// as ds=<base64url of its text> when it is valid JSON and short enough
+// (DEEPSPEED_URL_LIMIT characters encoded); a longer one stays out of the link.
 
-import { defaultSettings } from './state.js';
+import { defaultSettings, parseDeepspeed } from './state.js';
 import {
   ATTENTIONS,
   CHECKPOINTING,
@@ -56,10 +58,26 @@ const FIELDS = [
   ['pp', 'parallel.pp', 'int'],
   ['zero', 'parallel.zero', 'int'],
   ['fsdp', 'parallel.fsdp', 'enum', FSDP_STRATEGIES],
+  ['cp', 'parallel.cp', 'int'],
   ['offload', 'parallel.offload_optimizer', 'bool'],
+  ['offp', 'parallel.offload_params', 'bool'],
+  ['sp', 'parallel.sequence_parallel', 'bool'],
+  ['gpn', 'parallel.gpus_per_node', 'int'],
+  ['ds', 'deepspeed', 'deepspeed'],
   ['gpu', 'gpu.name', 'text'],
   ['gib', 'gpu.memory_gib', 'num'],
 ];
+
+/** Longest base64url DeepSpeed config the link carries. */
+export const DEEPSPEED_URL_LIMIT = 2000;
+
+/** The DeepSpeed config text as a link value, or '' when invalid or too long. */
+export function deepspeedForUrl(text) {
+  const t = String(text ?? '').trim();
+  if (!t || !parseDeepspeed(t).config) return '';
+  const enc = toBase64Url(t);
+  return enc.length <= DEEPSPEED_URL_LIMIT ? enc : '';
+}
 
 function get(obj, path) {
   return path.split('.').reduce((o, k) => o?.[k], obj);
@@ -99,7 +117,8 @@ export function serialize(model, settings) {
   for (const [key, path, kind] of FIELDS) {
     if (key === 'gpu' && settings.gpu.mode === 'custom') continue;
     if (key === 'gib' && settings.gpu.mode !== 'custom') continue;
-    const v = get(settings, path);
+    let v = get(settings, path);
+    if (kind === 'deepspeed') v = deepspeedForUrl(v);
     if (v === '' || v === undefined || v === null) continue;
     q.set(key, kind === 'bool' ? (v ? '1' : '0') : String(v));
   }
@@ -132,6 +151,14 @@ export function parse(hash) {
     } else if (kind === 'name') {
       if (!/^[a-z0-9_]{1,64}$/.test(raw)) continue;
       v = raw;
+    } else if (kind === 'deepspeed') {
+      if (raw.length > DEEPSPEED_URL_LIMIT) continue;
+      try {
+        v = fromBase64Url(raw);
+      } catch {
+        continue;
+      }
+      if (!parseDeepspeed(v).config) continue;
     } else if (kind === 'enum') {
       const o = options.find((x) => String(x.value) === raw);
       if (!o) continue;

@@ -128,9 +128,9 @@ export const KV_DTYPES = [
 // DeepSpeed zero_optimization.stage.
 export const ZERO_STAGES = [
   { value: 0, label: '0 (off: plain DDP)' },
-  { value: 1, label: '1 (optimizer states sharded)' },
+  { value: 1, label: '1 (optimizer sharded)' },
   { value: 2, label: '2 (+ gradients sharded)' },
-  { value: 3, label: '3 (+ parameters sharded)' },
+  { value: 3, label: '3 (+ params sharded)' },
 ];
 
 // FSDP sharding_strategy (accelerate's fsdp_sharding_strategy).
@@ -138,8 +138,25 @@ export const FSDP_STRATEGIES = [
   { value: '', label: 'off' },
   { value: 'full_shard', label: 'FULL_SHARD' },
   { value: 'shard_grad_op', label: 'SHARD_GRAD_OP' },
-  { value: 'hybrid_shard', label: 'HYBRID_SHARD' },
+  { value: 'hybrid_shard', label: 'HYBRID_SHARD (shard within a node)' },
+  { value: 'no_shard', label: 'NO_SHARD (like DDP)' },
 ];
+
+// The framework names of the training-layout boxes (DeepSpeed config keys,
+// accelerate / Megatron / torchrun arguments), shown beside each label.
+export const PARALLEL_NAMES = {
+  gpus: 'world_size',
+  tp: 'tensor_parallel_size',
+  pp: 'pipeline_parallel_size',
+  cp: 'context_parallel_size',
+  zero: 'zero_optimization.stage',
+  fsdp: 'fsdp_sharding_strategy',
+  offload_optimizer: 'zero_optimization.offload_optimizer.device',
+  offload_params: 'zero_optimization.offload_param.device',
+  sequence_parallel: 'sequence_parallel',
+  gpus_per_node: 'nproc_per_node',
+  deepspeed: 'ds_config.json',
+};
 
 /** The label of `value` in an option list, or the value itself. */
 export function labelOf(options, value) {
@@ -186,7 +203,12 @@ const PATH_WORDS = {
   'parallel.pp': 'Pipeline parallel',
   'parallel.zero': 'ZeRO stage',
   'parallel.fsdp': 'FSDP',
-  'parallel.offload_optimizer': 'offload_optimizer',
+  'parallel.cp': 'Context parallel',
+  'parallel.offload_optimizer': 'Offload optimizer states',
+  'parallel.offload_params': 'Offload parameters',
+  'parallel.sequence_parallel': 'Sequence parallel',
+  'parallel.gpus_per_node': 'GPUs per node',
+  deepspeed: 'DeepSpeed config',
   gpu: 'GPU',
   'gpu.name': 'GPU',
   'gpu.memory_gib': 'GPU memory',
@@ -202,6 +224,9 @@ export function describePath(path) {
   const p = String(path);
   if (p.startsWith('model.config.')) {
     return `config.json › ${p.slice('model.config.'.length).split('.').join(' › ')}`;
+  }
+  if (p.startsWith('deepspeed.')) {
+    return `DeepSpeed config › ${p.slice('deepspeed.'.length).split('.').join(' › ')}`;
   }
   if (p.startsWith('model.custom.')) {
     return `custom model › ${p.slice('model.custom.'.length).split('.').join(' › ')}`;

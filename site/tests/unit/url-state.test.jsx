@@ -40,7 +40,19 @@ describe('the state in the URL', () => {
       block_size: 32,
       enforce_eager: true,
     };
-    s.parallel = { gpus: 8, tp: 2, pp: 1, zero: 3, fsdp: '', offload_optimizer: true };
+    s.parallel = {
+      gpus: 16,
+      tp: 2,
+      pp: 1,
+      cp: 2,
+      zero: 0,
+      fsdp: 'hybrid_shard',
+      offload_optimizer: true,
+      offload_params: true,
+      sequence_parallel: true,
+      gpus_per_node: 4,
+    };
+    s.deepspeed = '{"zero_optimization": {"overlap_comm": true, "reduce_bucket_size": 5e8}}';
     s.gpu = { mode: 'catalog', name: 'A100 80GB', memory_gib: 24 };
     const model = { source: 'preset', id: 'Qwen/Qwen3-0.6B' };
     const back = parse(serialize(model, s));
@@ -55,6 +67,16 @@ describe('the state in the URL', () => {
     );
     expect(back.model.source).toBe('paste');
     expect(back.model.config).toEqual(config);
+  });
+
+  it('leaves an invalid or very long DeepSpeed config out of the link', () => {
+    const s = defaultSettings();
+    s.deepspeed = '{"zero_optimization": ';
+    expect(serialize(null, s)).not.toContain('ds=');
+    s.deepspeed = JSON.stringify({ comment: 'x'.repeat(4000), zero_optimization: { stage: 1 } });
+    expect(serialize(null, s)).not.toContain('ds=');
+    s.deepspeed = '{"zero_optimization": {"stage": 1}}';
+    expect(parse(serialize(null, s)).settings.deepspeed).toBe(s.deepspeed);
   });
 
   it('ignores values it does not know and keeps the defaults', () => {

@@ -84,7 +84,7 @@ export function NumberField({
 }
 
 /** A drop-down of {value, label} options; values may be numbers. */
-export function SelectField({ label, name, value, options, onChange, hint }) {
+export function SelectField({ label, name, value, options, onChange, hint, disabled = false }) {
   const id = useId();
   return (
     <div class={styles.field}>
@@ -93,6 +93,7 @@ export function SelectField({ label, name, value, options, onChange, hint }) {
         id={id}
         class={styles.input}
         value={String(value)}
+        disabled={disabled}
         onChange={(e) => {
           const o = options.find((x) => String(x.value) === e.currentTarget.value);
           onChange(o ? o.value : e.currentTarget.value);
@@ -115,7 +116,7 @@ export function SelectField({ label, name, value, options, onChange, hint }) {
 }
 
 /** A check box with the framework flag name beside it. */
-export function CheckboxField({ label, name, checked, onChange, hint }) {
+export function CheckboxField({ label, name, checked, onChange, hint, disabled = false }) {
   const id = useId();
   return (
     <div class={`${styles.field} ${styles.check}`}>
@@ -123,6 +124,7 @@ export function CheckboxField({ label, name, checked, onChange, hint }) {
         id={id}
         type="checkbox"
         checked={checked}
+        disabled={disabled}
         onChange={(e) => onChange(e.currentTarget.checked)}
       />
       <Label id={id} label={label} name={name} />

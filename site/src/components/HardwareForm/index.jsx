@@ -1,10 +1,22 @@
 // GPUs: which card (from the core's catalog, or a custom capacity) and how
-// the job is spread over several (DeepSpeed ZeRO, FSDP, tensor/pipeline
-// parallel).
+// the job is spread over several (DeepSpeed ZeRO, FSDP, tensor/pipeline/
+// context parallel, a pasted DeepSpeed config).
 
-import { chosenGpuName, gpuCatalog, setSetting, settings } from '../../lib/state.js';
+import { useId } from 'preact/hooks';
+import {
+  canOffloadOptimizer,
+  canOffloadParams,
+  chosenGpuName,
+  dataParallel,
+  deepspeedSets,
+  gpuCatalog,
+  parseDeepspeed,
+  setSetting,
+  settings,
+} from '../../lib/state.js';
 import { formatGiB } from '../../lib/format.js';
-import { FSDP_STRATEGIES, ZERO_STAGES } from '../../lib/vocabulary.js';
+import { deepspeedForUrl } from '../../lib/url-state.js';
+import { FSDP_STRATEGIES, PARALLEL_NAMES, ZERO_STAGES } from '../../lib/vocabulary.js';
 import { CheckboxField, NumberField, SelectField } from '../Field/index.jsx';
 import styles from './style.module.css';
 
@@ -82,17 +94,29 @@ function InferenceParallelFields({ p }) {
   );
 }
 
-// Training: data parallel fills what tensor and pipeline parallel leave.
-function TrainingParallelFields({ p }) {
-  const dp = Math.floor(p.gpus / Math.max(1, p.tp * p.pp));
-  const uneven = p.gpus % (p.tp * p.pp) !== 0;
+// Training: data parallel fills what tensor, pipeline and context parallel
+// leave. ZeRO and FSDP are exclusive (choosing one turns the other off); the
+// offload boxes appear only where the layout allows them.
+function TrainingParallelFields({ p, dsText, precision }) {
+  const ds = parseDeepspeed(dsText);
+  const fromDs = deepspeedSets(ds.config);
+  const zero = fromDs.zero ?? p.zero;
+  const split = p.tp * p.pp * p.cp;
+  const dp = dataParallel(p);
+  const uneven = p.gpus % split !== 0;
+  const setParallel = (patch) => {
+    settings.value = { ...settings.value, parallel: { ...settings.value.parallel, ...patch } };
+  };
+  const fromConfig = 'Set by the DeepSpeed config below.';
+  const sharded = zero > 0 || (p.fsdp && p.fsdp !== 'no_shard');
+  const pureHalf = (precision === 'bf16' || precision === 'fp16') && fromDs.precision === undefined;
   return (
     <fieldset class={styles.group}>
       <legend class={styles.legend}>Parallelism</legend>
       <div class={styles.grid}>
         <NumberField
           label="Number of GPUs"
-          name="world_size"
+          name={PARALLEL_NAMES.gpus}
           value={p.gpus}
           max={65536}
           onChange={(v) => setSetting('parallel.gpus', v)}
@@ -100,48 +124,164 @@ function TrainingParallelFields({ p }) {
         />
         <NumberField
           label="Tensor parallel"
-          name="tensor_parallel_size"
+          name={PARALLEL_NAMES.tp}
           value={p.tp}
           max={1024}
           onChange={(v) => setSetting('parallel.tp', v)}
         />
         <NumberField
           label="Pipeline parallel"
-          name="pipeline_parallel_size"
+          name={PARALLEL_NAMES.pp}
           value={p.pp}
           max={1024}
           onChange={(v) => setSetting('parallel.pp', v)}
         />
+        <NumberField
+          label="Context parallel"
+          name={PARALLEL_NAMES.cp}
+          value={p.cp}
+          max={1024}
+          onChange={(v) => setSetting('parallel.cp', v)}
+          hint={p.cp > 1 ? `Each GPU holds 1/${p.cp} of every sequence.` : undefined}
+        />
         <SelectField
           label="ZeRO stage"
-          name="zero_optimization.stage"
-          value={p.zero}
+          name={PARALLEL_NAMES.zero}
+          value={zero}
           options={ZERO_STAGES}
-          onChange={(v) => setSetting('parallel.zero', v)}
+          disabled={fromDs.zero !== undefined}
+          hint={fromDs.zero !== undefined ? fromConfig : undefined}
+          onChange={(v) => setParallel(v > 0 ? { zero: v, fsdp: '' } : { zero: v })}
         />
         <SelectField
           label="FSDP"
-          name="fsdp_sharding_strategy"
+          name={PARALLEL_NAMES.fsdp}
           value={p.fsdp}
           options={FSDP_STRATEGIES}
-          onChange={(v) => setSetting('parallel.fsdp', v)}
+          onChange={(v) => setParallel(v ? { fsdp: v, zero: 0 } : { fsdp: v })}
         />
+        {p.fsdp === 'hybrid_shard' && (
+          <NumberField
+            label="GPUs per node"
+            name={PARALLEL_NAMES.gpus_per_node}
+            value={p.gpus_per_node}
+            max={1024}
+            onChange={(v) => setSetting('parallel.gpus_per_node', v)}
+            hint="HYBRID_SHARD shards within a node and replicates across nodes."
+          />
+        )}
       </div>
       {uneven && (
         <p class={styles.error} role="alert">
-          The number of GPUs ({p.gpus}) must be a multiple of tensor × pipeline parallel (
-          {p.tp * p.pp}).
+          The number of GPUs ({p.gpus}) must be a multiple of tensor × pipeline × context parallel (
+          {split}).
+        </p>
+      )}
+      {sharded && pureHalf && (
+        <p class={styles.note}>
+          Precision is pure {precision}: no fp32 master weights. DeepSpeed and FSDP mixed precision
+          keep them; choose “bf16 + fp32 master” under Precision to count them.
         </p>
       )}
       <div class={styles.checks}>
-        <CheckboxField
-          label="Offload optimizer states to CPU"
-          name="offload_optimizer.device: cpu"
-          checked={p.offload_optimizer}
-          onChange={(v) => setSetting('parallel.offload_optimizer', v)}
-        />
+        {canOffloadOptimizer(p, zero) && (
+          <CheckboxField
+            label="Offload optimizer states to CPU"
+            name={PARALLEL_NAMES.offload_optimizer}
+            checked={
+              fromDs.offload_optimizer !== undefined
+                ? Boolean(fromDs.offload_optimizer)
+                : p.offload_optimizer
+            }
+            disabled={fromDs.offload_optimizer !== undefined}
+            hint={fromDs.offload_optimizer !== undefined ? fromConfig : undefined}
+            onChange={(v) => setSetting('parallel.offload_optimizer', v)}
+          />
+        )}
+        {canOffloadParams(p, zero) && (
+          <CheckboxField
+            label="Offload parameters to CPU"
+            name={PARALLEL_NAMES.offload_params}
+            checked={
+              fromDs.offload_params !== undefined
+                ? Boolean(fromDs.offload_params)
+                : p.offload_params
+            }
+            disabled={fromDs.offload_params !== undefined}
+            hint={fromDs.offload_params !== undefined ? fromConfig : undefined}
+            onChange={(v) => setSetting('parallel.offload_params', v)}
+          />
+        )}
+        {p.tp > 1 && (
+          <CheckboxField
+            label="Sequence parallel (Megatron)"
+            name={PARALLEL_NAMES.sequence_parallel}
+            checked={p.sequence_parallel}
+            onChange={(v) => setSetting('parallel.sequence_parallel', v)}
+          />
+        )}
       </div>
+      <DeepspeedBox text={dsText} parsed={ds} fromDs={fromDs} />
     </fieldset>
+  );
+}
+
+function describeDeepspeed(fromDs) {
+  const parts = [];
+  if (fromDs.zero !== undefined) parts.push(`ZeRO stage ${fromDs.zero}`);
+  if (fromDs.offload_optimizer !== undefined)
+    parts.push(`optimizer offload ${fromDs.offload_optimizer || 'off'}`);
+  if (fromDs.offload_params !== undefined)
+    parts.push(`parameter offload ${fromDs.offload_params || 'off'}`);
+  if (fromDs.micro_batch !== undefined) parts.push(`micro-batch ${fromDs.micro_batch}`);
+  if (fromDs.grad_accum !== undefined) parts.push(`accumulation ${fromDs.grad_accum}`);
+  if (fromDs.precision !== undefined) parts.push(`${fromDs.precision} + fp32 master weights`);
+  return parts;
+}
+
+// An optional ds_config.json: its settings go to the request's `deepspeed`
+// object and replace the matching boxes. Invalid JSON is said in words and
+// the estimate goes on without it.
+function DeepspeedBox({ text, parsed, fromDs }) {
+  const id = useId();
+  const parts = parsed.config ? describeDeepspeed(fromDs) : [];
+  const inLink = !text.trim() || !parsed.config || deepspeedForUrl(text) !== '';
+  return (
+    <details class={styles.deepspeed} open={Boolean(text.trim())}>
+      <summary>Paste a DeepSpeed config (optional)</summary>
+      <label class={styles.dsLabel} for={id}>
+        DeepSpeed config <code>{PARALLEL_NAMES.deepspeed}</code>
+      </label>
+      <textarea
+        id={id}
+        class={styles.textarea}
+        rows={6}
+        spellcheck={false}
+        value={text}
+        placeholder='{"zero_optimization": {"stage": 3, "offload_param": {"device": "cpu"}}, "bf16": {"enabled": true}}'
+        aria-invalid={parsed.error ? 'true' : undefined}
+        aria-describedby={`${id}-note`}
+        onInput={(e) => setSetting('deepspeed', e.currentTarget.value)}
+      />
+      <p
+        id={`${id}-note`}
+        class={parsed.error ? styles.error : styles.note}
+        role={parsed.error ? 'alert' : undefined}
+      >
+        {parsed.error
+          ? `${parsed.error} The estimate ignores it until it parses.`
+          : parsed.config
+            ? parts.length
+              ? `From this config: ${parts.join(', ')}.${inLink ? '' : ' It is too long for the link; share the request JSON instead.'}`
+              : 'This config sets none of the fields the estimate uses (zero_optimization, train_micro_batch_size_per_gpu, gradient_accumulation_steps, bf16).'
+            : 'zero_optimization (stage, offload_optimizer, offload_param, overlap_comm, reduce_bucket_size), train_micro_batch_size_per_gpu, gradient_accumulation_steps and bf16.enabled replace the boxes above.'}
+      </p>
+      {text.trim() && (
+        <button type="button" class={styles.clear} onClick={() => setSetting('deepspeed', '')}>
+          Remove the DeepSpeed config
+        </button>
+      )}
+    </details>
   );
 }
 
@@ -156,7 +296,11 @@ export function HardwareForm() {
       {s.task === 'infer' ? (
         <InferenceParallelFields p={s.parallel} />
       ) : (
-        <TrainingParallelFields p={s.parallel} />
+        <TrainingParallelFields
+          p={s.parallel}
+          dsText={s.deepspeed ?? ''}
+          precision={s.train.precision}
+        />
       )}
     </section>
   );

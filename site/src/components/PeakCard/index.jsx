@@ -10,6 +10,49 @@ function verdict(fit) {
   return { tone: 'good', words: 'Fits' };
 }
 
+// How the job is laid out over the GPUs: the layout's name, the group each
+// shard is split over, and dp × tp × pp × cp.
+function LayoutFacts({ parallel }) {
+  const split = `dp ${parallel.dp} × tp ${parallel.tp} × pp ${parallel.pp} × cp ${parallel.cp ?? 1}`;
+  return (
+    <div class={styles.layout} aria-label="Training layout" role="group">
+      <p class={styles.layoutLine}>
+        <strong>{parallel.layout}</strong> on {parallel.gpus} GPU{parallel.gpus === 1 ? '' : 's'}
+        <span class={styles.split}>
+          {' '}
+          · shard group {parallel.shard_group} · {split}
+        </span>
+      </p>
+      {parallel.pp > 1 && (
+        <dl class={styles.facts}>
+          {Number.isSafeInteger(parallel.first_stage_peak_bytes) && (
+            <div>
+              <dt>First pipeline stage peak</dt>
+              <dd
+                title={bytesTitle(parallel.first_stage_peak_bytes)}
+                data-bytes={String(parallel.first_stage_peak_bytes)}
+              >
+                {formatGiB(parallel.first_stage_peak_bytes)} GiB
+              </dd>
+            </div>
+          )}
+          {Number.isSafeInteger(parallel.last_stage_peak_bytes) && (
+            <div>
+              <dt>Last pipeline stage peak</dt>
+              <dd
+                title={bytesTitle(parallel.last_stage_peak_bytes)}
+                data-bytes={String(parallel.last_stage_peak_bytes)}
+              >
+                {formatGiB(parallel.last_stage_peak_bytes)} GiB
+              </dd>
+            </div>
+          )}
+        </dl>
+      )}
+    </div>
+  );
+}
+
 export function PeakCard({ result }) {
   const fit = result.fit;
   const v = verdict(fit);
@@ -92,6 +135,7 @@ export function PeakCard({ result }) {
           </div>
         )}
       </dl>
+      {result.parallel?.layout && <LayoutFacts parallel={result.parallel} />}
     </section>
   );
 }
