@@ -1,6 +1,8 @@
 // Dispatch by task, then fit against the chosen GPU and the catalog.
 #include "vram/estimate.h"
 
+#include <functional>
+
 #include "infer/estimate_infer.h"
 #include "train/estimate_train.h"
 #include "vram/gpus.h"
@@ -24,39 +26,9 @@ Fit fit_for(int64_t peak, int64_t total, int64_t capacity, const std::string& na
   return f;
 }
 
-// Largest micro-batch whose peak fits `capacity` (binary search: the peak is
-// non-decreasing in the micro-batch).
-int64_t max_micro_batch(const Request& req, int64_t capacity) {
-  Request r = req;
-  auto fits = [&](int64_t b) {
-    r.train.micro_batch = b;
-    auto e = train::estimate_train(r);
-    return e.ok() && e.value().peak_bytes <= capacity;
-  };
-  if (!fits(1)) return 0;
-  int64_t lo = 1, hi = 2;
-  while (hi <= (int64_t{1} << 16) && fits(hi)) {
-    lo = hi;
-    hi *= 2;
-  }
-  if (hi > (int64_t{1} << 16)) return lo;
-  while (hi - lo > 1) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    (fits(mid) ? lo : hi) = mid;
-  }
-  return lo;
-}
-
-// Largest value of `field` (infer.batch or infer.context_len) whose peak fits
-// `capacity`: the peak is non-decreasing in both.
-int64_t max_infer(const Request& req, int64_t capacity, int64_t InferOptions::*field, int64_t limit) {
-  Request r = req;
-  auto fits = [&](int64_t v) {
-    r.infer.*field = v;
-    if (r.infer.prompt_len > r.infer.context_len) r.infer.prompt_len = r.infer.context_len;
-    auto e = infer::estimate_infer(r);
-    return e.ok() && e.value().peak_bytes <= capacity;
-  };
+// Largest v in [1, limit] with fits(v), 0 if none; `fits` must be monotone
+// (true up to some value, false after): doubling, then bisection.
+int64_t largest_fitting(const std::function<bool(int64_t)>& fits, int64_t limit) {
   if (!fits(1)) return 0;
   int64_t lo = 1, hi = 2;
   while (hi <= limit && fits(hi)) {
@@ -72,6 +44,33 @@ int64_t max_infer(const Request& req, int64_t capacity, int64_t InferOptions::*f
     (fits(mid) ? lo : hi) = mid;
   }
   return lo;
+}
+
+// Largest micro-batch whose peak fits `capacity` (the peak is non-decreasing
+// in the micro-batch).
+int64_t max_micro_batch(const Request& req, int64_t capacity) {
+  Request r = req;
+  return largest_fitting(
+      [&](int64_t b) {
+        r.train.micro_batch = b;
+        auto e = train::estimate_train(r);
+        return e.ok() && e.value().peak_bytes <= capacity;
+      },
+      int64_t{1} << 16);
+}
+
+// Largest value of `field` (infer.batch or infer.context_len) whose peak fits
+// `capacity`: the peak is non-decreasing in both.
+int64_t max_infer(const Request& req, int64_t capacity, int64_t InferOptions::*field, int64_t limit) {
+  Request r = req;
+  return largest_fitting(
+      [&](int64_t v) {
+        r.infer.*field = v;
+        if (r.infer.prompt_len > r.infer.context_len) r.infer.prompt_len = r.infer.context_len;
+        auto e = infer::estimate_infer(r);
+        return e.ok() && e.value().peak_bytes <= capacity;
+      },
+      limit);
 }
 
 }  // namespace
