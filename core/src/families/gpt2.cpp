@@ -53,7 +53,8 @@ void build_gpt2_shaped(const JsonReader& cfg, ModelSpec& spec, const Gpt2Shape& 
   if (cross && multi_query) {
     // modeling_gpt_bigcode.py raises NotImplementedError for this combination.
     fail(errc::kInconsistent, cfg.child_path("add_cross_attention"),
-         cfg.child_path("add_cross_attention") + " cannot be combined with multi-query attention: transformers refuses it (" +
+         cfg.child_path("add_cross_attention") +
+             " cannot be combined with multi-query attention: transformers refuses it (" +
              cfg.child_path("multi_query") + " is true)");
   }
   t.cross_attention = cross;
