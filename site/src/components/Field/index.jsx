@@ -74,12 +74,18 @@ export function NumberField({
         aria-invalid={error ? 'true' : undefined}
         aria-describedby={error || hint ? `${id}-note` : undefined}
       />
-      {(error || hint) && (
-        <p id={`${id}-note`} class={error ? styles.error : styles.hint}>
-          {error || hint}
-        </p>
-      )}
+      <Note id={id} hint={hint} error={error} />
     </div>
+  );
+}
+
+/** The line under a control: its error if any, else its hint; the control's aria-describedby target. */
+function Note({ id, hint, error }) {
+  if (!error && !hint) return null;
+  return (
+    <p id={`${id}-note`} class={error ? styles.error : styles.hint}>
+      {error || hint}
+    </p>
   );
 }
 
@@ -106,11 +112,7 @@ export function SelectField({ label, name, value, options, onChange, hint, disab
           </option>
         ))}
       </select>
-      {hint && (
-        <p id={`${id}-note`} class={styles.hint}>
-          {hint}
-        </p>
-      )}
+      <Note id={id} hint={hint} />
     </div>
   );
 }
@@ -159,11 +161,7 @@ export function TextField({
         onInput={(e) => onChange(e.currentTarget.value)}
         aria-describedby={hint ? `${id}-note` : undefined}
       />
-      {hint && (
-        <p id={`${id}-note`} class={styles.hint}>
-          {hint}
-        </p>
-      )}
+      <Note id={id} hint={hint} />
     </div>
   );
 }
