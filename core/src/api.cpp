@@ -173,6 +173,20 @@ json result_json(const Request& req, const Estimate& e) {
   if (req.task == Task::kTrain && !e.facts.empty()) {
     json par = {{"layout", e.engine}};
     for (const auto& [k, v] : e.facts) par[k] = v;
+    if (!e.stages.empty()) {
+      json stages = json::array();
+      for (const auto& st : e.stages) {
+        stages.push_back({{"stage", st.stage},
+                          {"layers", st.layers},
+                          {"moe_layers", st.moe_layers},
+                          {"params", st.params},
+                          {"in_flight", round4(st.in_flight)},
+                          {"embeddings", st.embeddings},
+                          {"head", st.head},
+                          {"peak_bytes", st.peak_bytes}});
+      }
+      par["stages"] = stages;
+    }
     out["parallel"] = par;
   }
   if (req.task == Task::kTrain) {

@@ -122,15 +122,17 @@ Result<Estimate> estimate_request(const Request& req) {
     e.fit = fit_for(e.peak_bytes, total, capacity, name);
     if (req.task == Task::kTrain) e.fit.max_micro_batch = max_micro_batch(req, capacity);
     const ParallelOptions& par = req.parallel;
-    const bool sharded = par.zero > 0 || (!par.fsdp.empty() && par.fsdp != "no_shard");
+    const bool sharded = par.zero > 0 || (!par.fsdp.empty() && par.fsdp != "no_shard") || par.distributed_optimizer;
     if (req.task == Task::kTrain && sharded) {
       // Fewest GPUs for this layout: grow data parallel (the shard group) in
       // powers of two, keeping tp x pp x cp, until the per-GPU peak fits.
       Request r = req;
       int64_t found = 0;
       for (int64_t dp = 1; dp <= 4096 && found == 0; dp *= 2) {
+        if ((dp * par.cp) % par.ep != 0) continue;  // expert parallel lives inside dp x cp
         r.parallel.dp = dp;
         r.parallel.gpus = dp * par.tp * par.pp * par.cp;
+        r.parallel.nodes = (r.parallel.gpus + par.gpus_per_node - 1) / par.gpus_per_node;
         auto x = train::estimate_train(r);
         if (x.ok() && x.value().peak_bytes <= capacity) found = r.parallel.gpus;
       }

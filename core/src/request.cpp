@@ -219,6 +219,8 @@ void parse_deepspeed(const JsonReader& d, Request& req) {
     o.stage3_prefetch_bucket_size =
         z->int_or("stage3_prefetch_bucket_size", o.stage3_prefetch_bucket_size, 0, kMaxElems);
     o.stage3_max_live_parameters = z->int_or("stage3_max_live_parameters", o.stage3_max_live_parameters, 0, kMaxElems);
+    o.stage3_param_persistence_threshold =
+        z->int_or("stage3_param_persistence_threshold", o.stage3_param_persistence_threshold, 0, kMaxElems);
   }
   if (d.has("train_micro_batch_size_per_gpu")) {
     req.train.micro_batch = d.int_req("train_micro_batch_size_per_gpu", 1, kMaxBatch);
@@ -250,12 +252,47 @@ void parse_parallel(const JsonReader& p, Request& req) {
   o.cp = p.int_or("cp", 1, 1, 1 << 12);
   // Data parallel fills what tensor, pipeline and context parallel leave.
   o.dp = p.int_or("dp", std::max<int64_t>(o.gpus / (o.tp * o.pp * o.cp), 1), 1, 1 << 20);
+  o.ep = p.int_or("ep", 1, 1, 1 << 12);
+  o.vp = p.int_or("vp", 1, 1, 1 << 10);
+  o.distributed_optimizer = p.bool_or("distributed_optimizer", false);
+  o.main_grads_fp32 = p.bool_or("main_grads_fp32", true);
+  o.fsdp_version = p.int_or("fsdp_version", 1, 1, 2);
+  if (auto rd = p.str_opt("fsdp_reduce_dtype")) {
+    if (*rd == "bf16" || *rd == "fp16") {
+      o.fsdp_reduce_bytes = 2;
+    } else if (*rd == "fp32") {
+      o.fsdp_reduce_bytes = 4;
+    } else {
+      fail(errc::kUnknownValue, p.child_path("fsdp_reduce_dtype"),
+           p.child_path("fsdp_reduce_dtype") + " " + vram::quoted(*rd) + " is not one of: bf16, fp16, fp32");
+    }
+  }
+  // NCCL MAXCHANNELS is 64 (src/include/device.h).
+  o.nccl_channels = p.int_or("nccl_channels", o.nccl_channels, 1, 64);
+  if (p.has("nvls")) o.nvls = p.bool_or("nvls", false);
+  o.stage3_param_persistence_threshold =
+      p.int_or("stage3_param_persistence_threshold", o.stage3_param_persistence_threshold, 0, int64_t{1} << 40);
   o.zero = p.int_or("zero", o.zero, 0, 3);
   o.fsdp = p.str_or("fsdp", o.fsdp);
   o.offload_optimizer = p.bool_or("offload_optimizer", o.offload_optimizer);
   o.offload_params = p.bool_or("offload_params", o.offload_params);
   o.sequence_parallel = p.bool_or("sequence_parallel", false);
   o.gpus_per_node = p.int_or("gpus_per_node", 8, 1, 1 << 10);
+  if (p.has("nodes")) {
+    o.nodes = p.int_req("nodes", 1, 1 << 16);
+    if (o.gpus % o.nodes != 0) {
+      fail(errc::kInconsistent, p.child_path("nodes"),
+           p.child_path("nodes") + " (" + std::to_string(o.nodes) + ") must divide " + p.child_path("gpus") + " (" +
+               std::to_string(o.gpus) + ")");
+    }
+    if (p.has("gpus_per_node") && o.gpus_per_node * o.nodes != o.gpus) {
+      fail(errc::kInconsistent, p.child_path("gpus_per_node"),
+           p.child_path("gpus_per_node") + " x " + p.child_path("nodes") + " must equal " + p.child_path("gpus"));
+    }
+    o.gpus_per_node = o.gpus / o.nodes;
+  } else {
+    o.nodes = (o.gpus + o.gpus_per_node - 1) / o.gpus_per_node;
+  }
   o.gradient_as_bucket_view = p.bool_or("gradient_as_bucket_view", false);
   if (p.has("overlap_comm")) {
     o.overlap_comm = p.bool_or("overlap_comm", false);
@@ -283,7 +320,51 @@ void parse_parallel(const JsonReader& p, Request& req) {
     fail(errc::kInconsistent, p.child_path("offload_optimizer"),
          p.child_path("offload_optimizer") + " needs ZeRO (parallel.zero >= 1) or FSDP");
   }
+  if (o.distributed_optimizer && (o.zero > 0 || !o.fsdp.empty())) {
+    fail(errc::kInconsistent, p.child_path("distributed_optimizer"),
+         p.child_path("distributed_optimizer") +
+             " is Megatron-LM's sharded optimizer; it replaces DeepSpeed ZeRO and FSDP, not combines with them");
+  }
+  // deepspeed/runtime/pipe/engine.py: "ZeRO-2 and ZeRO-3 are incompatible
+  // with pipeline parallelism" (Megatron-DeepSpeed pairs pipelines with ZeRO-1).
+  if (o.zero >= 2 && o.pp > 1) {
+    fail(errc::kInconsistent, p.child_path("zero"),
+         p.child_path("zero") + " " + std::to_string(o.zero) +
+             " with pipeline parallelism: DeepSpeed's PipelineEngine allows ZeRO stage 0 or 1 only");
+  }
   const LayerStack& t = req.model.text;
+  if (o.ep > 1) {
+    if (t.experts == 0) {
+      fail(errc::kInconsistent, p.child_path("ep"),
+           p.child_path("ep") + " (" + std::to_string(o.ep) +
+               ") needs a mixture-of-experts model; this one has no "
+               "routed experts");
+    }
+    if (t.experts % o.ep != 0) {
+      fail(errc::kInconsistent, p.child_path("ep"),
+           p.child_path("ep") + " (" + std::to_string(o.ep) + ") must divide the routed experts (" +
+               std::to_string(t.experts) + ")");
+    }
+    // Megatron-core parallel_state: expert-parallel groups are carved out of
+    // the data (x context) parallel ranks.
+    if ((o.dp * o.cp) % o.ep != 0) {
+      fail(errc::kInconsistent, p.child_path("ep"),
+           p.child_path("ep") + " (" + std::to_string(o.ep) + ") must divide dp x cp (" + std::to_string(o.dp * o.cp) +
+               "): expert-parallel ranks are data-parallel ranks");
+    }
+  }
+  if (o.vp > 1) {
+    if (o.pp == 1) {
+      fail(errc::kInconsistent, p.child_path("vp"),
+           p.child_path("vp") + " (virtual pipeline stages) needs pipeline parallelism (parallel.pp > 1)");
+    }
+    // Megatron arguments.py: layers must split evenly into pp x vp model chunks.
+    if (t.layers % (o.pp * o.vp) != 0) {
+      fail(errc::kInconsistent, p.child_path("vp"),
+           "the layers (" + std::to_string(t.layers) + ") must divide into pp x vp (" + std::to_string(o.pp * o.vp) +
+               ") model chunks for the interleaved schedule");
+    }
+  }
   if (t.heads % o.tp != 0) {
     fail(errc::kInconsistent, p.child_path("tp"),
          p.child_path("tp") + " (" + std::to_string(o.tp) + ") must divide the attention heads (" +
@@ -298,7 +379,8 @@ void parse_parallel(const JsonReader& p, Request& req) {
     fail(errc::kInconsistent, p.child_path("pp"),
          p.child_path("pp") + " (" + std::to_string(o.pp) + ") exceeds the layers (" + std::to_string(t.layers) + ")");
   }
-  if (req.task == Task::kInfer && (o.dp > 1 || o.pp > 1 || o.cp > 1 || o.zero > 0 || !o.fsdp.empty())) {
+  if (req.task == Task::kInfer &&
+      (o.dp > 1 || o.pp > 1 || o.cp > 1 || o.ep > 1 || o.zero > 0 || !o.fsdp.empty() || o.distributed_optimizer)) {
     fail(errc::kUnsupported, p.path(),
          "inference shards with tensor parallelism (parallel.tp); data, pipeline and context parallel or ZeRO/FSDP "
          "serving are not modelled");

@@ -45,7 +45,15 @@ TEST(ZeroStages, ModelStatesFollowDeepSpeedsAllocation) {
   const double slack = 64.0 * n;                                        // per-tensor rounding of the partitions
   EXPECT_NEAR(states(1), 4 * psi + 12 * psi / n + 4 * psi / n, slack);  // paper 4 + 12/N, DeepSpeed + 4/N
   EXPECT_NEAR(states(2), 2 * psi + 18 * psi / n, slack);                // DeepSpeed's 2 + 18/N (paper: 2 + 14/N)
-  EXPECT_NEAR(states(3), 20 * psi / n, slack);                          // paper 16/N, DeepSpeed 18/N + fp32 grads
+  // ZeRO-3 with every tensor partitioned (stage3_param_persistence_threshold 0):
+  // paper 16/N, DeepSpeed 18/N + fp32 grads.
+  EXPECT_NEAR(
+      model_states(estimate(train_request({{"gpus", n}, {"zero", 3}, {"stage3_param_persistence_threshold", 0}}))),
+      20 * psi / n, slack);
+  // The default threshold (1e5 elements, deepspeed/runtime/zero/config.py)
+  // keeps Llama-2's 65 RMSNorm weights of 4096 whole on every rank.
+  const double norms = 65.0 * 4096 * 2;
+  EXPECT_NEAR(states(3), 20 * psi / n + norms * (n - 1) / n, slack);
 }
 
 TEST(ZeroStages, DdpReplicatesEverythingAndAddsBucketCopy) {
@@ -126,6 +134,131 @@ TEST(PipelineParallel, FirstStageHoldsInFlightMicroBatches) {
   EXPECT_LT(comp(r, "weights"), comp(one, "weights") / 3);
 }
 
+// Megatron-LM distributed optimizer (docs api-guide/dist_optimizer.md):
+// bf16 params + fp32 main grads 6 + 12/d bytes per parameter; bf16 grads
+// 4 + 16/d (the fp32 main-grad shard sits with the optimizer state).
+TEST(MegatronDistributedOptimizer, FollowsItsBytesPerParameterTable) {
+  const double psi = kLlama2_7b;
+  const int64_t d = 8;
+  const double slack = 64.0 * d;
+  const json fp32_grads = estimate(train_request({{"gpus", d}, {"distributed_optimizer", true}}));
+  ASSERT_EQ(fp32_grads["parallel"]["layout"], "Megatron distributed optimizer") << fp32_grads.dump();
+  EXPECT_NEAR(static_cast<double>(model_states(fp32_grads)), 6 * psi + 12 * psi / d, slack);
+  const json bf16_grads =
+      estimate(train_request({{"gpus", d}, {"distributed_optimizer", true}, {"main_grads_fp32", false}}));
+  EXPECT_NEAR(static_cast<double>(model_states(bf16_grads)), 4 * psi + 16 * psi / d, slack);
+  // The non-distributed row of the same table: 18 bytes with fp32 grads is
+  // DDP's 16 + 2; the distributed optimizer is always smaller for d > 1.
+  EXPECT_LT(model_states(fp32_grads), model_states(estimate(train_request({{"gpus", d}}))));
+  EXPECT_EQ(comp(fp32_grads, "comm_buffers"), 0);  // reduce-scatter in place in the grad buffer
+}
+
+// Every pipeline rank is estimated. 1F1B holds min(pp - r, m) micro-batches
+// on rank r (Megatron schedules.py warm-up pp - r - 1, plus one); the
+// interleaved schedule holds L (1 + (pp - 1) / (pp vp)) layers' worth on rank
+// 0 (Korthikanti et al. 2022 §4.2.3).
+TEST(PipelineParallel, EveryStageReportsItsInFlightMicroBatches) {
+  const json r = estimate(train_request({{"gpus", 4}, {"pp", 4}}, {{"grad_accum", 8}, {"precision", "bf16"}}));
+  ASSERT_EQ(r["parallel"]["stages"].size(), 4u) << r.dump();
+  std::vector<double> in_flight;
+  int64_t layers = 0;
+  for (const auto& st : r["parallel"]["stages"]) {
+    in_flight.push_back(st["in_flight"].get<double>());
+    layers += st["layers"].get<int64_t>();
+  }
+  EXPECT_EQ(in_flight, (std::vector<double>{4, 3, 2, 1}));
+  EXPECT_EQ(layers, 32);
+  EXPECT_TRUE(r["parallel"]["stages"][0]["embeddings"].get<bool>());
+  EXPECT_TRUE(r["parallel"]["stages"][3]["head"].get<bool>());
+  EXPECT_EQ(r["parallel"]["busiest_stage"], 0);
+  // Fewer micro-batches than stages: nobody holds more than m.
+  const json few = estimate(train_request({{"gpus", 4}, {"pp", 4}}, {{"grad_accum", 2}, {"precision", "bf16"}}));
+  EXPECT_EQ(few["parallel"]["stages"][0]["in_flight"], 2);
+  EXPECT_EQ(few["parallel"]["stages"][3]["in_flight"], 1);
+  // Interleaved, vp = 2: rank 0 holds (pp vp + pp - 1) / vp = 5.5 micro-batches
+  // of its layers, 1 + 3/8 times the plain schedule's 4.
+  const json vp =
+      estimate(train_request({{"gpus", 4}, {"pp", 4}, {"vp", 2}}, {{"grad_accum", 8}, {"precision", "bf16"}}));
+  EXPECT_EQ(vp["parallel"]["stages"][0]["in_flight"], 5.5);
+  EXPECT_EQ(vp["parallel"]["stages"][3]["in_flight"], 2.5);  // (vp - 1) pp + 1 chunks / vp
+  EXPECT_NEAR(static_cast<double>(comp(vp, "activations")) / static_cast<double>(comp(r, "activations")), 5.5 / 4,
+              0.01);
+}
+
+// Parameters are conserved across stages: the layers of a MoE model with
+// dense first layers (DeepSeek first_k_dense_replace) are cut by layer, not
+// piled onto the last stage.
+TEST(PipelineParallel, StagesHoldEveryParameterOnceWithMixedDenseAndMoeLayers) {
+  json req = {{"model", {{"config", testing::model_config("deepseek-ai/DeepSeek-V2-Lite")}}},
+              {"train", {{"seq_len", 512}, {"precision", "bf16"}, {"grad_accum", 4}}},
+              {"parallel", {{"gpus", 3}, {"pp", 3}}}};
+  const json r = estimate(req);
+  ASSERT_FALSE(r.contains("error")) << r.dump();
+  int64_t params = 0, moe = 0;
+  for (const auto& st : r["parallel"]["stages"]) {
+    params += st["params"].get<int64_t>();
+    moe += st["moe_layers"].get<int64_t>();
+  }
+  EXPECT_EQ(params, r["model"]["params_total"].get<int64_t>());
+  EXPECT_EQ(moe, 26);                                      // 27 layers, the first dense
+  EXPECT_EQ(r["parallel"]["stages"][0]["moe_layers"], 8);  // layers 0-8, layer 0 dense
+}
+
+// Expert parallel keeps experts / ep routed experts per MoE layer; their
+// state is sharded over the expert-data-parallel group dp / ep only.
+TEST(ExpertParallel, SplitsRoutedExpertsAndShardsThemOverTheRest) {
+  auto mixtral = [](json parallel) {
+    return estimate({{"model", {{"config", testing::model_config("mistralai/Mixtral-8x7B-v0.1")}}},
+                     {"train", {{"seq_len", 1024}, {"precision", "mixed_bf16"}}},
+                     {"parallel", std::move(parallel)}});
+  };
+  const json r = mixtral({{"gpus", 8}, {"ep", 4}, {"zero", 1}});
+  ASSERT_FALSE(r.contains("error")) << r.dump();
+  const int64_t total = r["model"]["params_total"].get<int64_t>();
+  const int64_t experts = 32LL * 8 * 3 * 4096 * 14336;  // layers x experts x (w1, w3, w2)
+  EXPECT_EQ(r["parallel"]["experts_per_rank"], 2);
+  EXPECT_EQ(r["parallel"]["params_per_gpu"].get<int64_t>(), total - experts + experts / 4);
+  // fp32 master: dense / 8 ranks + local experts / (8 / 4) ranks.
+  EXPECT_NEAR(static_cast<double>(comp(r, "master_weights")),
+              4.0 * static_cast<double>(total - experts) / 8 + 4.0 * static_cast<double>(experts) / 4 / 2, 4096.0);
+  EXPECT_GT(comp(r, "moe_dispatch"), 0);
+  // More expert parallelism never holds more per GPU.
+  EXPECT_LT(r["peak_bytes"].get<int64_t>(),
+            mixtral({{"gpus", 8}, {"ep", 2}, {"zero", 1}})["peak_bytes"].get<int64_t>());
+}
+
+// NCCL (research §2.4): ring/tree communicators hold channels x 2 connections
+// x 9.19 MiB (SIMPLE 4 MiB + LL 512 KiB + LL128 4.6875 MiB); NVLS adds 2 MiB x
+// 16 channels per local rank on sm90 NVSwitch boards.
+TEST(Nccl, ChannelsConnectionsAndNvls) {
+  const int64_t conn = (4 << 20) + (512 << 10) + (4800 << 10);
+  const json dp8 = estimate(train_request({{"gpus", 8}, {"zero", 1}}));
+  EXPECT_EQ(comp(dp8, "nccl"), 32 * 2 * conn);
+  const json dp8_16 = estimate(train_request({{"gpus", 8}, {"zero", 1}, {"nccl_channels", 16}}));
+  EXPECT_EQ(comp(dp8_16, "nccl"), 16 * 2 * conn);
+  json h100 = train_request({{"gpus", 8}, {"zero", 1}});
+  h100["gpu"] = {{"name", "H100 80GB"}};
+  EXPECT_EQ(comp(estimate(h100), "nccl"), 32 * 2 * conn + 16 * 2 * (1 << 20) * 8);
+  h100["parallel"]["nvls"] = false;
+  EXPECT_EQ(comp(estimate(h100), "nccl"), 32 * 2 * conn);
+}
+
+// FSDP: the root unit (embeddings, final norm, lm_head) stays gathered from
+// forward to backward; FSDP2 also holds the prefetched unit's flat
+// all-gather output; an fp32 reduce dtype adds the reduce-scatter copy.
+TEST(Fsdp, RootUnitVersionAndReduceDtype) {
+  const json v1 = estimate(train_request({{"gpus", 8}, {"fsdp", "full_shard"}}));
+  const int64_t layer = 4 * 4096 * 4096 + 3 * 4096 * 11008;  // q k v o + gate up down
+  const int64_t root = 2 * 32000 * 4096;                     // embed_tokens + lm_head, plus the final norm below
+  // FSDP has no persistence threshold: the norms are gathered with their unit.
+  EXPECT_EQ(comp(v1, "gathered_params"), (2 * (layer + 2 * 4096) + root + 4096) * 2);
+  const json v2 = estimate(train_request({{"gpus", 8}, {"fsdp", "full_shard"}, {"fsdp_version", 2}}));
+  EXPECT_EQ(comp(v2, "gathered_params") - comp(v1, "gathered_params"), (layer + 2 * 4096) * 2);
+  EXPECT_EQ(comp(v1, "comm_buffers"), (layer + 2 * 4096) * 2);
+  const json fp32 = estimate(train_request({{"gpus", 8}, {"fsdp", "full_shard"}, {"fsdp_reduce_dtype", "fp32"}}));
+  EXPECT_EQ(comp(fp32, "comm_buffers"), (layer + 2 * 4096) * (2 + 4));
+}
+
 TEST(Layouts, DeepSpeedConfigFillsTheRequest) {
   json req = train_request({{"gpus", 4}});
   req["train"].erase("precision");
@@ -153,6 +286,15 @@ TEST(Layouts, BadLayoutsNameTheField) {
       {{{"gpus", 8}, {"zero", 2}, {"offload_params", true}}, "parallel.offload_params"},
       {{{"gpus", 8}, {"offload_optimizer", true}}, "parallel.offload_optimizer"},
       {{{"gpus", 8}, {"zero", 4}}, "parallel.zero"},
+      {{{"gpus", 8}, {"ep", 2}}, "parallel.ep"},             // Llama has no experts
+      {{{"gpus", 8}, {"pp", 2}, {"vp", 3}}, "parallel.vp"},  // 32 layers into 6 chunks
+      {{{"gpus", 8}, {"vp", 2}}, "parallel.vp"},             // needs pp
+      {{{"gpus", 8}, {"pp", 2}, {"zero", 2}}, "parallel.zero"},
+      {{{"gpus", 8}, {"zero", 1}, {"distributed_optimizer", true}}, "parallel.distributed_optimizer"},
+      {{{"gpus", 8}, {"nodes", 3}}, "parallel.nodes"},
+      {{{"gpus", 8}, {"nccl_channels", 65}}, "parallel.nccl_channels"},
+      {{{"gpus", 8}, {"fsdp", "full_shard"}, {"fsdp_version", 3}}, "parallel.fsdp_version"},
+      {{{"gpus", 8}, {"fsdp", "full_shard"}, {"fsdp_reduce_dtype", "int8"}}, "parallel.fsdp_reduce_dtype"},
   };
   for (const auto& [p, path] : cases) {
     const json r = estimate(train_request(p));

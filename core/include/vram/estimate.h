@@ -50,6 +50,18 @@ struct GpuRow {
   bool headroom_ok = false;
 };
 
+// One pipeline rank of a multi-GPU training layout (result parallel.stages).
+struct StageSummary {
+  int64_t stage = 0;
+  int64_t layers = 0;
+  int64_t moe_layers = 0;
+  int64_t params = 0;    // parameters held by one rank of this stage (after tp / ep)
+  double in_flight = 1;  // micro-batches of activations held at the schedule's peak
+  bool embeddings = false;
+  bool head = false;
+  int64_t peak_bytes = 0;
+};
+
 struct Estimate {
   std::vector<Component> components;
   std::vector<Phase> phases;
@@ -65,6 +77,7 @@ struct Estimate {
   // max_context_len, ...), serialised as the result's `infer` object.
   std::vector<std::pair<std::string, int64_t>> facts;
   std::string engine;
+  std::vector<StageSummary> stages;  // pipeline ranks (training with pp > 1)
   bool has_fit = false;
   Fit fit;
   std::vector<GpuRow> gpus;

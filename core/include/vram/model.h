@@ -29,6 +29,16 @@ inline constexpr const char* kProjector = "projector";
 inline constexpr const char* kOther = "other";  // outside the buckets above (BERT pooler)
 }  // namespace comp
 
+// Which decoder layers a per-layer text group repeats over. Mixture-of-experts
+// models mix sparse and dense layers (DeepSeek first_k_dense_replace, Qwen-MoE
+// mlp_only_layers), so pipeline stages, freezing by layer and ZeRO-3 / FSDP
+// units need to know which layers carry the group.
+enum class LayerSet {
+  kEvery,  // every layer of the stack (instances = layers x copies)
+  kMoe,    // the sparse layers only (router, routed and shared experts)
+  kDense,  // the dense layers only (their MLP)
+};
+
 enum class ModuleKind {
   kLinear,     // nn.Linear: quantizable (bnb replaces it), LoRA-targetable
   kEmbedding,  // nn.Embedding (token, position, type)
@@ -51,6 +61,7 @@ struct ParamGroup {
   int64_t active_num = 1;
   int64_t active_den = 1;
   int64_t layer_index = -1;  // >= 0 when the group belongs to one specific layer only
+  LayerSet layers = LayerSet::kEvery;
 
   int64_t total() const { return numel * instances; }
 };
@@ -147,6 +158,11 @@ struct ModelSpec {
   // Parameters of nn.Linear modules whose leaf name is in `names` (or all
   // linears but lm_head for "all-linear"), restricted to `stack` when non-empty.
   const LayerStack* stack(const std::string& name) const;
+  // Layers of the text stack a per-layer group repeats over (all, the sparse or
+  // the dense ones); 0 for groups that are not per layer (embeddings, final
+  // norm, lm_head, other stacks, single-layer groups). A group holds
+  // instances / layer_span(g) copies per layer it covers.
+  int64_t layer_span(const ParamGroup& g) const;
 };
 
 }  // namespace vram

@@ -89,12 +89,28 @@ struct ParallelOptions {
   int64_t tp = 1;
   int64_t pp = 1;
   int64_t cp = 1;                  // context parallel: the sequence split across ranks
+  int64_t ep = 1;                  // expert parallel: routed experts split across ranks (within dp)
+  int64_t vp = 1;                  // virtual pipeline stages per rank (Megatron interleaved 1F1B)
   int64_t zero = 0;                // DeepSpeed ZeRO stage
   std::string fsdp;                // "", "full_shard", "shard_grad_op", "hybrid_shard", "no_shard"
   bool offload_optimizer = false;  // ZeRO / FSDP optimizer (and fp32 master) offload to CPU
   bool offload_params = false;     // ZeRO-3 / FSDP parameter offload to CPU
   bool sequence_parallel = false;  // Megatron SP: norms and dropouts split across tp ranks
   int64_t gpus_per_node = 8;       // FSDP HYBRID_SHARD shards within a node
+  int64_t nodes = 1;               // gpus / gpus_per_node, rounded up
+  // Megatron-LM: --use-distributed-optimizer shards the fp32 main params and
+  // optimizer states over data parallel; bf16 runs keep fp32 main grads
+  // (accumulate_allreduce_grads_in_fp32) unless main_grads_fp32 is false.
+  bool distributed_optimizer = false;
+  bool main_grads_fp32 = true;
+  // FSDP: 1 = FlatParameter units (FullyShardedDataParallel), 2 = per-parameter
+  // DTensor shards (fully_shard). MixedPrecision reduce dtype: 0 = param dtype.
+  int64_t fsdp_version = 1;
+  int64_t fsdp_reduce_bytes = 0;
+  // NCCL (research/memory-internals.md §2.4): channels per ring/tree
+  // connection set, and NVLink SHARP buffers on NVSwitch systems (unset = by GPU).
+  int64_t nccl_channels = 32;
+  std::optional<bool> nvls;
   // Buffers (torch DistributedDataParallel and deepspeed/runtime/zero/config.py defaults).
   bool gradient_as_bucket_view = false;
   int64_t reduce_bucket_size = 500000000;  // elements
@@ -103,6 +119,7 @@ struct ParallelOptions {
   bool contiguous_gradients = true;
   int64_t stage3_prefetch_bucket_size = 50000000;
   int64_t stage3_max_live_parameters = 1000000000;
+  int64_t stage3_param_persistence_threshold = 100000;  // smaller params stay whole on every rank
 };
 
 // Everything outside the tensors, each overridable (issue 4). Defaults and

@@ -140,11 +140,14 @@ void build_deepseek(const JsonReader& cfg, ModelSpec& spec, const DeepseekDefaul
   const int64_t moe_inter = cfg.int_or("moe_intermediate_size", d.moe_intermediate);
   const int64_t dense_layers = L - moe_layers;
   if (dense_layers > 0) {
+    const size_t from = spec.groups.size();
     add_linear(spec, "gate_proj", comp::kMlp, "text", h, t.intermediate, mlp_bias, dense_layers);
     add_linear(spec, "up_proj", comp::kMlp, "text", h, t.intermediate, mlp_bias, dense_layers);
     add_linear(spec, "down_proj", comp::kMlp, "text", t.intermediate, h, mlp_bias, dense_layers);
+    mark_layers(spec, from, LayerSet::kDense);
   }
   if (moe_layers > 0) {
+    const size_t from = spec.groups.size();
     if (d.v3) {
       // DeepseekV3TopkRouter: `weight` is an nn.Parameter (not a Linear); its
       // e_score_correction_bias is a registered buffer, not a parameter.
@@ -162,6 +165,7 @@ void build_deepseek(const JsonReader& cfg, ModelSpec& spec, const DeepseekDefaul
       add_linear(spec, "up_proj", comp::kMlp, "text", h, w, mlp_bias, moe_layers);
       add_linear(spec, "down_proj", comp::kMlp, "text", w, h, mlp_bias, moe_layers);
     }
+    mark_layers(spec, from, LayerSet::kMoe);
   }
   add_norm(spec, "norm", "text", h, false, 1);
   if (!spec.tie_word_embeddings) add_linear(spec, "lm_head", comp::kLmHead, "text", h, spec.vocab, false, 1);

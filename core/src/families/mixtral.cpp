@@ -26,6 +26,7 @@ void build_mixtral(const JsonReader& cfg, ModelSpec& spec) {
   const int64_t k = read_experts_per_token(cfg, "num_experts_per_tok", 2, experts, "num_local_experts");
   keep_dense_mlp_on(spec, 0);
   add_linear(spec, "gate", comp::kRouter, "text", t.hidden, experts, false, t.layers);
+  spec.groups.back().layers = LayerSet::kMoe;
   add_routed_experts(spec, "w1", "w3", "w2", t.hidden, t.intermediate, experts, k, t.layers);
   t.moe_layers = t.layers;
   t.experts = experts;

@@ -28,11 +28,19 @@ void add_routed_experts(ModelSpec& s, const char* in_a, const char* in_b, const 
     s.groups[i].active_num = k;
     s.groups[i].active_den = experts;
   }
+  mark_layers(s, from, LayerSet::kMoe);
+}
+
+void mark_layers(ModelSpec& s, size_t from, LayerSet layers) {
+  for (size_t i = from; i < s.groups.size(); ++i) s.groups[i].layers = layers;
 }
 
 void keep_dense_mlp_on(ModelSpec& s, int64_t dense_layers) {
   for (auto& g : s.groups) {
-    if (g.stack == "text" && g.component == comp::kMlp) g.instances = dense_layers;
+    if (g.stack == "text" && g.component == comp::kMlp) {
+      g.instances = dense_layers;
+      g.layers = LayerSet::kDense;
+    }
   }
   s.groups.erase(std::remove_if(s.groups.begin(), s.groups.end(), [](const ParamGroup& g) { return g.instances == 0; }),
                  s.groups.end());

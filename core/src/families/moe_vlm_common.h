@@ -26,6 +26,9 @@ void add_routed_experts(ModelSpec& s, const char* in_a, const char* in_b, const 
 // keep it on `dense_layers` layers only (and drop it when that is 0).
 void keep_dense_mlp_on(ModelSpec& s, int64_t dense_layers);
 
+// Marks groups [from, end) as repeating over the sparse or the dense layers only.
+void mark_layers(ModelSpec& s, size_t from, LayerSet layers);
+
 // Sets or clears the bias of the text-stack linear `module`, keeping numel right.
 void set_text_linear_bias(ModelSpec& s, const std::string& module, bool bias);
 

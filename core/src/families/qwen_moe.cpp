@@ -54,6 +54,7 @@ void build_qwen2_moe(const JsonReader& cfg, ModelSpec& spec) {
   const int64_t sparse = qwen_moe_sparse_layers(cfg, t.layers, experts);
   keep_dense_mlp_on(spec, t.layers - sparse);
   if (sparse > 0) {
+    const size_t from = spec.groups.size();
     add_linear(spec, "gate", comp::kRouter, "text", t.hidden, experts, false, sparse);
     add_routed_experts(spec, "gate_proj", "up_proj", "down_proj", t.hidden, moe_inter, experts, k, sparse);
     // The shared expert is a dense, always-on MLP: it belongs to "mlp", not "experts".
@@ -63,6 +64,7 @@ void build_qwen2_moe(const JsonReader& cfg, ModelSpec& spec) {
       add_linear(spec, "down_proj", comp::kMlp, "text", shared_inter, t.hidden, false, sparse);
     }
     add_linear(spec, "shared_expert_gate", comp::kRouter, "text", t.hidden, 1, false, sparse);
+    mark_layers(spec, from, LayerSet::kMoe);
   }
   t.moe_layers = sparse;
   t.experts = experts;
@@ -100,8 +102,10 @@ void build_qwen3_moe(const JsonReader& cfg, ModelSpec& spec) {
   const int64_t sparse = qwen_moe_sparse_layers(cfg, t.layers, experts);
   keep_dense_mlp_on(spec, t.layers - sparse);
   if (sparse > 0) {
+    const size_t from = spec.groups.size();
     add_linear(spec, "gate", comp::kRouter, "text", t.hidden, experts, false, sparse);
     add_routed_experts(spec, "gate_proj", "up_proj", "down_proj", t.hidden, moe_inter, experts, k, sparse);
+    mark_layers(spec, from, LayerSet::kMoe);
   }
   t.moe_layers = sparse;
   t.experts = experts;

@@ -60,24 +60,67 @@ struct Sizes {
   int64_t opt_temp = 0;
   int64_t largest_trainable_tensor = 0;
   // Gradients by position in backward
-  int64_t grads_head = 0;     // lm_head + final norm (first to appear)
-  int64_t grads_layer = 0;    // one text layer (average over layers)
-  int64_t grads_embed = 0;    // input embeddings (last)
-  int64_t grads_other = 0;    // vision tower, projector
-  int64_t qlora_dequant = 0;  // one dequantised 4-bit weight during backward
+  int64_t grads_head = 0;          // lm_head + final norm (first to appear)
+  int64_t grads_layer = 0;         // one text layer (average over layers)
+  int64_t grads_embed = 0;         // input embeddings (last)
+  int64_t grads_other = 0;         // vision tower, projector
+  int64_t qlora_dequant = 0;       // one dequantised 4-bit weight during backward
+  int64_t weights_persistent = 0;  // weights of tensors under ZeRO-3's persistence threshold
+  int64_t lora_persistent = 0;     // adapter tensors under the same threshold
+  int64_t trainable = 0;           // trainable parameters (base + adapters)
 };
 
-Sizes model_state(const Request& req, const TrainablePlan& plan, const Dtypes& dt, const OptimizerInfo& opt) {
+// Which groups a model_state() call covers: routed experts are sharded over
+// the expert-data-parallel group, everything else over data parallel.
+enum class Part { kAll, kDense, kExperts };
+
+bool in_part(const ParamGroup& g, Part part) {
+  const bool expert = g.component == std::string(comp::kExperts);
+  return part == Part::kAll || (part == Part::kExperts) == expert;
+}
+
+// a + b, where the per-tensor maxima stay maxima.
+Sizes combine(const Sizes& a, const Sizes& b, const OptimizerInfo& opt, bool in_backward) {
+  Sizes s;
+  for (auto [x, y, z] : {std::tuple{&s.weights, a.weights, b.weights},
+                         {&s.weights_quantized, a.weights_quantized, b.weights_quantized},
+                         {&s.lora_weights, a.lora_weights, b.lora_weights},
+                         {&s.autocast_cache, a.autocast_cache, b.autocast_cache},
+                         {&s.master, a.master, b.master},
+                         {&s.grads, a.grads, b.grads},
+                         {&s.states, a.states, b.states},
+                         {&s.grads_head, a.grads_head, b.grads_head},
+                         {&s.grads_layer, a.grads_layer, b.grads_layer},
+                         {&s.grads_embed, a.grads_embed, b.grads_embed},
+                         {&s.grads_other, a.grads_other, b.grads_other},
+                         {&s.weights_persistent, a.weights_persistent, b.weights_persistent},
+                         {&s.lora_persistent, a.lora_persistent, b.lora_persistent},
+                         {&s.trainable, a.trainable, b.trainable}}) {
+    *x = y + z;
+  }
+  s.largest_trainable_tensor = std::max(a.largest_trainable_tensor, b.largest_trainable_tensor);
+  s.qlora_dequant = std::max(a.qlora_dequant, b.qlora_dequant);
+  // foreach temporaries scale with the parameters; per-tensor loops and
+  // optimizer-in-backward hold one tensor's worth.
+  const bool per_tensor = opt.kernel == StepKernel::kForLoop || in_backward;
+  s.opt_temp = per_tensor ? std::max(a.opt_temp, b.opt_temp) : a.opt_temp + b.opt_temp;
+  return s;
+}
+
+Sizes model_state(const Request& req, const TrainablePlan& plan, const Dtypes& dt, const OptimizerInfo& opt,
+                  Part part = Part::kAll) {
   const ModelSpec& m = req.model;
   const TrainOptions& t = req.train;
   Sizes s;
   const int64_t L = std::max<int64_t>(m.text.layers, 1);
+  const int64_t persist = req.parallel.stage3_param_persistence_threshold;
   const int64_t lora_elem = (t.lora.adapter_fp32 || dt.weight == 4) ? 4 : dt.weight;
   const int64_t frozen_hp_elem = (t.method == Method::kQlora && t.quant.prepare_kbit) ? 4 : dt.weight;
   int64_t decay_group = 0;  // weights with decay: HF Trainer's first param group
   for (size_t i = 0; i < m.groups.size(); ++i) {
     const ParamGroup& g = m.groups[i];
     const GroupPlan& gp = plan.groups[i];
+    if (!in_part(g, part)) continue;
     if (gp.quantized) {
       s.weights_quantized += nf4_bytes(g.in_features * g.out_features, t.quant) * g.instances;
       if (g.bias) s.weights += frozen_hp_elem * g.out_features * g.instances;
@@ -85,6 +128,9 @@ Sizes model_state(const Request& req, const TrainablePlan& plan, const Dtypes& d
       s.qlora_dequant = std::max(s.qlora_dequant, 2 * g.in_features * g.out_features);
     } else {
       s.weights += (gp.trainable ? dt.weight : frozen_hp_elem) * g.total();
+      // deepspeed stage3 param persistence: tensors under
+      // stage3_param_persistence_threshold elements are never partitioned.
+      if (g.numel < persist) s.weights_persistent += (gp.trainable ? dt.weight : frozen_hp_elem) * g.total();
     }
     // autocast caches a bf16 copy of every fp32 Linear weight it multiplies.
     if (dt.autocast && g.kind == ModuleKind::kLinear && !gp.quantized)
@@ -94,6 +140,7 @@ Sizes model_state(const Request& req, const TrainablePlan& plan, const Dtypes& d
       const int64_t rows = g.kind == ModuleKind::kLinear ? g.out_features : g.in_features;
       const int64_t cols = g.kind == ModuleKind::kLinear ? g.in_features : g.out_features;
       s.grads += dt.grad * tn;
+      s.trainable += tn;
       s.master += dt.master * tn;
       s.states += state_bytes(opt, dt.state, g.numel, rows, cols) * gp.trainable_instances;
       s.largest_trainable_tensor = std::max(s.largest_trainable_tensor, g.numel);
@@ -102,7 +149,7 @@ Sizes model_state(const Request& req, const TrainablePlan& plan, const Dtypes& d
         s.grads_other += dt.grad * tn;
       } else if (g.kind == ModuleKind::kEmbedding) {
         s.grads_embed += dt.grad * tn;
-      } else if (g.instances % L == 0 && g.instances >= L) {
+      } else if (m.layer_span(g) > 0) {
         s.grads_layer += dt.grad * tn / L;
       } else {
         s.grads_head += dt.grad * tn;
@@ -111,13 +158,17 @@ Sizes model_state(const Request& req, const TrainablePlan& plan, const Dtypes& d
     if (gp.lora) {
       s.lora_weights += lora_elem * gp.lora_params;
       s.grads += lora_elem * gp.lora_params;
+      s.trainable += gp.lora_params;
       const int64_t per = gp.lora_params / g.instances;
+      for (int64_t numel : {t.lora.rank * g.in_features, t.lora.rank * g.out_features}) {
+        if (numel < persist) s.lora_persistent += lora_elem * numel * g.instances;
+      }
       // lora_A [r, in], lora_B [out, r]: both 2-D
       s.states += state_bytes(opt, lora_elem, t.lora.rank * g.in_features, t.lora.rank, g.in_features) * g.instances +
                   state_bytes(opt, lora_elem, t.lora.rank * g.out_features, g.out_features, t.lora.rank) * g.instances;
       s.largest_trainable_tensor = std::max(s.largest_trainable_tensor, per);
       decay_group += gp.lora_params;
-      if (g.stack == "text" && g.instances % L == 0) {
+      if (m.layer_span(g) > 0) {
         s.grads_layer += lora_elem * gp.lora_params / L;
       } else {
         s.grads_other += lora_elem * gp.lora_params;
@@ -164,69 +215,121 @@ Result<Estimate> estimate_rank(const Request& req, const Request& global, const 
     const int64_t h = st.hidden;
 
     // ---- model state -------------------------------------------------------
-    Sizes sz = model_state(req, plan, dt, opt);
-
     // ---- data-parallel sharding (ZeRO paper §5; DeepSpeed stage_1_and_2.py,
-    // stage3.py; FSDP ShardingStrategy) -------------------------------------
+    // stage3.py; FSDP ShardingStrategy; Megatron distributed optimizer) ------
     const ParallelOptions& par = global.parallel;
     const Sharding sh = sharding_for(par);
     const int64_t n = sh.group;
-    // One decoder layer's parameters on this rank (FSDP unit, ZeRO-3 gather).
-    int64_t layer_params = 0;
-    for (size_t i = 0; i < m.groups.size(); ++i) {
-      const ParamGroup& g = m.groups[i];
-      // A 4-bit base is not partitioned, so it is never gathered either.
-      if (g.stack == "text" && st.layers > 0 && g.instances >= st.layers && g.instances % st.layers == 0 &&
-          !plan.groups[i].quantized) {
-        layer_params += g.numel * (g.instances / st.layers);
-      }
-    }
-    const int64_t trainable_local = [&] {
-      int64_t x = 0;
-      for (size_t i = 0; i < m.groups.size(); ++i) x += m.groups[i].numel * plan.groups[i].trainable_instances;
-      return x + plan.lora_params;
-    }();
     // DeepSpeed keeps fp32 gradient partitions next to the fp32 master
     // (estimate_zero2_model_states_mem_needs: "4_grads_32bit"; stage3.py
-    // grad_partitions_flat_buffer).
-    int64_t grad_partitions = sh.deepspeed && dt.master > 0 ? ceil_div(4 * trainable_local, n) : 0;
-    if (sh.states) {
-      sz.states = ceil_div(sz.states, n);
-      sz.master = ceil_div(sz.master, n);
-      sz.opt_temp = ceil_div(sz.opt_temp, n);
+    // grad_partitions_flat_buffer); Megatron's distributed optimizer does the
+    // same when the main grads are bf16 (dist_optimizer.md: 4 + 16/d).
+    const bool fp32_grad_shards = (sh.deepspeed || (sh.megatron && !par.main_grads_fp32)) && dt.master > 0;
+    int64_t grad_partitions = 0;
+    // Each part of the state is divided over its own group: routed experts
+    // over dp x cp / ep, the rest over dp x cp.
+    auto sharded = [&](Part part, int64_t ranks) {
+      Sizes x = model_state(req, plan, dt, opt, part);
+      if (fp32_grad_shards) grad_partitions += ceil_div(4 * x.trainable, std::max<int64_t>(ranks, 1));
+      if (ranks <= 1) return x;
+      if (sh.states) {
+        x.states = ceil_div(x.states, ranks);
+        x.master = ceil_div(x.master, ranks);
+        x.opt_temp = ceil_div(x.opt_temp, ranks);
+      }
+      if (sh.grads) {
+        for (int64_t* v : {&x.grads, &x.grads_head, &x.grads_layer, &x.grads_embed, &x.grads_other}) {
+          *v = ceil_div(*v, ranks);
+        }
+      }
+      if (sh.weights) {
+        // A 4-bit base stays replicated under ZeRO-3 (seed 000: "ZeRO-3
+        // (QLoRA): base weights replicated, only LoRA params sharded"); so do
+        // DeepSpeed's persistent small tensors.
+        const int64_t keep = sh.deepspeed ? x.weights_persistent : 0;
+        const int64_t keep_lora = sh.deepspeed ? x.lora_persistent : 0;
+        x.weights = ceil_div(x.weights - keep, ranks) + keep;
+        x.lora_weights = ceil_div(x.lora_weights - keep_lora, ranks) + keep_lora;
+      }
+      return x;
+    };
+    Sizes sz = model_state(req, plan, dt, opt);
+    const bool has_experts = std::any_of(m.groups.begin(), m.groups.end(), [](const ParamGroup& g) {
+      return g.component == std::string(comp::kExperts);
+    });
+    if (sh.states || fp32_grad_shards) {
+      sz = has_experts && sh.expert_group != n
+               ? combine(sharded(Part::kDense, n), sharded(Part::kExperts, sh.expert_group), opt,
+                         t.optimizer_in_backward)
+               : sharded(Part::kAll, n);
     }
-    if (sh.grads) {
-      for (int64_t* x : {&sz.grads, &sz.grads_head, &sz.grads_layer, &sz.grads_embed, &sz.grads_other}) {
-        *x = ceil_div(*x, n);
+    // Megatron keeps full-size main grads in fp32 for bf16 runs
+    // (accumulate_allreduce_grads_in_fp32): 6 + 12/d bytes per parameter.
+    if (sh.megatron && par.main_grads_fp32 && dt.grad < 4) {
+      for (int64_t* v : {&sz.grads, &sz.grads_head, &sz.grads_layer, &sz.grads_embed, &sz.grads_other}) {
+        *v = *v / dt.grad * 4;
       }
     }
-    if (sh.weights) {
-      // A 4-bit base stays replicated under ZeRO-3 (seed 000: "ZeRO-3 (QLoRA):
-      // base weights replicated, only LoRA params sharded").
-      sz.weights = ceil_div(sz.weights, n);
-      sz.lora_weights = ceil_div(sz.lora_weights, n);
-    }
+    const int64_t trainable_local = sz.trainable;
     if (par.offload_optimizer && (sh.states || sh.deepspeed || sh.fsdp)) {
       sz.states = sz.master = sz.opt_temp = grad_partitions = 0;  // the step runs on the CPU
     }
     if (par.offload_params) sz.weights = 0;
+    // One decoder layer's parameters on this rank (FSDP unit, ZeRO-3 gather):
+    // every-layer groups plus the larger of a sparse and a dense layer's own.
+    // A 4-bit base is not partitioned, so it is never gathered either.
+    int64_t layer_params = 0;
+    {
+      int64_t every = 0, sparse = 0, dense = 0;
+      for (size_t i = 0; i < m.groups.size(); ++i) {
+        const ParamGroup& g = m.groups[i];
+        const int64_t span = m.layer_span(g);
+        if (span == 0 || plan.groups[i].quantized) continue;
+        if (sh.deepspeed && g.numel < par.stage3_param_persistence_threshold) continue;  // never gathered
+        int64_t& bucket = g.layers == LayerSet::kMoe ? sparse : g.layers == LayerSet::kDense ? dense : every;
+        bucket += g.numel * (g.instances / span);
+      }
+      layer_params = every + std::max(sparse, dense);
+    }
+    // Parameters outside the layers: FSDP's root unit (embeddings, final
+    // norm, lm_head) is not resharded after forward (FSDP1 _runtime_utils
+    // _post_forward_reshard skips the root; FSDP2 reshard_after_forward is
+    // False for the root), so it stays gathered from forward to backward.
+    int64_t root_params = 0;
+    for (size_t i = 0; i < m.groups.size(); ++i) {
+      const ParamGroup& g = m.groups[i];
+      if (g.stack == "text" && m.layer_span(g) == 0 && !plan.groups[i].quantized) root_params += g.total();
+    }
     // Parameters gathered for compute: ZeRO-3 / FULL_SHARD hold the current
     // and the prefetched layer (FSDP forward/backward prefetch; DeepSpeed
     // stage3_prefetch_bucket_size, capped by stage3_max_live_parameters);
+    // FSDP2 also holds the prefetched unit's flat all-gather output until it
+    // is copied out into per-parameter tensors (_fsdp_collectives.py).
     // SHARD_GRAD_OP keeps every layer unsharded from forward to backward.
     int64_t gathered = 0;
+    std::string gathered_formula;
     if (sh.weights || par.offload_params) {
       int64_t elems = 2 * layer_params;
-      if (sh.deepspeed)
+      gathered_formula = "current + prefetched layer, " + fmt_int(layer_params) + " params each";
+      if (sh.deepspeed) {
         elems = std::min(elems + par.stage3_prefetch_bucket_size,
                          std::max(par.stage3_max_live_parameters, 2 * layer_params));
+        gathered_formula += " + stage3_prefetch_bucket_size " + fmt_int(par.stage3_prefetch_bucket_size) +
+                            ", at most stage3_max_live_parameters " + fmt_int(par.stage3_max_live_parameters);
+      } else if (sh.fsdp) {
+        if (par.fsdp_version == 2) {
+          elems += layer_params;
+          gathered_formula += " + the prefetched unit's flat all-gather output (FSDP2 copy-out)";
+        }
+        elems += root_params;
+        gathered_formula += " + root unit " + fmt_int(root_params) + " params (embeddings, norm, lm_head)";
+      }
       gathered = elems * dt.weight;
-    } else if (sh.fsdp && !sh.weights) {
-      gathered = 0;  // shard_grad_op: weights were never divided above
     }
     // Communication buffers: DDP's bucket copy of the gradients; DeepSpeed's
     // contiguous reduce bucket (doubled by overlap_comm, on by default for
-    // stage 3); FSDP's reduce-scatter input of one unit.
+    // stage 3); FSDP's reduce-scatter input of one unit; Megatron reduces in
+    // place in its contiguous grad buffer.
     int64_t comm = 0;
     std::string comm_formula;
     if (sh.ddp_buckets) {
@@ -238,13 +341,25 @@ Result<Estimate> estimate_rank(const Request& req, const Request& global, const 
       comm_formula = "reduce_bucket_size " + fmt_int(par.reduce_bucket_size) + " x " + std::to_string(dt.grad) + " B" +
                      (overlap ? " x 2 (overlap_comm)" : "");
     } else if (sh.fsdp) {
-      comm = layer_params * dt.grad;
-      comm_formula = "reduce-scatter input: one unit's unsharded gradients";
+      // One unit's unsharded gradients (param dtype) plus, when the reduce
+      // dtype differs or under FSDP2's foreach_reduce, the reduce-scatter
+      // input copy in the reduce dtype (MixedPrecision reduce_dtype).
+      const int64_t reduce = par.fsdp_reduce_bytes > 0 ? par.fsdp_reduce_bytes : dt.grad;
+      const bool copy = par.fsdp_version == 2 || reduce != dt.grad;
+      comm = layer_params * dt.grad + (copy ? layer_params * reduce : 0);
+      comm_formula = "one unit's unsharded gradients " + fmt_int(layer_params) + " x " + std::to_string(dt.grad) +
+                     " B" + (copy ? " + reduce-scatter input x " + std::to_string(reduce) + " B" : "");
     }
-    // NCCL: 544-688 MB per communicator after the first all-reduce on
-    // 4 x A100 NVLink (NVIDIA/nccl#964, research §2.4); 512 MiB each.
-    const int64_t nccl = communicators(par) * (int64_t{512} << 20);
-
+    const NcclMemory nccl_mem = nccl_memory(global, stage);
+    const int64_t nccl = nccl_mem.bytes;
+    // Expert parallel token dispatch (Megatron-core MoEAlltoAllTokenDispatcher):
+    // the permuted tokens sent and the tokens received, N x k x h each in the
+    // compute dtype, live around each MoE layer's all-to-all (balanced routing).
+    int64_t dispatch = 0;
+    if (par.ep > 1 && st.moe_layers > 0) {
+      dispatch =
+          2 * b * s * st.experts_per_token * h * (dt.autocast ? 2 : dt.compute) / std::max<int64_t>(st.hidden_split, 1);
+    }
     // ---- activations -------------------------------------------------------
     const bool any_layer_grad = plan.first_grad_layer < L;
     const int64_t grad_layers = L - plan.first_grad_layer;
@@ -314,11 +429,12 @@ Result<Estimate> estimate_rank(const Request& req, const Request& global, const 
     auto resident = [&](int64_t stack_bytes) {
       return t.activation_offload ? std::min(stack_bytes, 2 * layer_max) : stack_bytes;
     };
-    // 1F1B: the first pipeline stage holds up to pp micro-batches in flight
-    // (Korthikanti et al. 2022 §4.2.3).
-    act_layers *= stage.in_flight;
-    act_layer_dense *= stage.in_flight;
-    act_layer_moe *= stage.in_flight;
+    // 1F1B: pipeline rank r holds up to pp - r micro-batches in flight;
+    // interleaving holds a fraction more (layout.h pipeline_stages).
+    auto in_flight = [&](int64_t x) { return ceil_div(x * stage.in_flight_num, stage.in_flight_den); };
+    act_layers = in_flight(act_layers);
+    act_layer_dense = in_flight(act_layer_dense);
+    act_layer_moe = in_flight(act_layer_moe);
     const int64_t activations = resident(act_layers) + act_head + act_vision;
 
     // ---- loss --------------------------------------------------------------
@@ -355,6 +471,8 @@ Result<Estimate> estimate_rank(const Request& req, const Request& global, const 
       loss_bwd = to_bytes(static_cast<double>(N) * V * 12.0 * logit_factor);
       loss_formula = "N " + fmt_int(N) + " x V " + fmt_int(V) + " x (" + std::to_string(logits_elem) + " logits + " +
                      std::to_string(upcast) + " fp32 copy + 4 log_softmax) in forward; x 12 B in backward";
+    } else if (!stage.last) {
+      loss_formula = "none on this pipeline stage: the last stage computes the logits and the loss";
     } else {
       // Encoder-only models carry a small task head (classification), not a
       // vocabulary-sized loss.
@@ -386,6 +504,7 @@ Result<Estimate> estimate_rank(const Request& req, const Request& global, const 
       if (gathered > 0) p["gathered_params"] = gathered;
       if (grad_partitions > 0) p["grad_partitions"] = grad_partitions;
       if (comm > 0) p["comm_buffers"] = comm;
+      if (dispatch > 0) p["moe_dispatch"] = dispatch;
       for (auto& [k, v] : extra) p[k] += v;
       return p;
     };
@@ -478,6 +597,12 @@ Result<Estimate> estimate_rank(const Request& req, const Request& global, const 
       }
       return mx;
     };
+    // " / 8 ranks" (" / 8, routed experts / 2"): how a sharded term was divided.
+    const std::string shard_note =
+        " / " + std::to_string(n) +
+        (has_experts && sh.expert_group != n ? ", routed experts / " + std::to_string(sh.expert_group) : "") + " (" +
+        sh.label + ")";
+    const bool offloaded = par.offload_optimizer && (sh.states || sh.deepspeed || sh.fsdp);
     const int64_t P = m.params_total();
     std::string w_formula = fmt_int(P) + " params";
     if (sz.weights_quantized > 0) {
@@ -489,6 +614,14 @@ Result<Estimate> estimate_rank(const Request& req, const Request& global, const 
     }
     if (sz.lora_weights > 0)
       w_formula += "; LoRA adapters " + fmt_int(plan.lora_params) + " params, " + fmt_int(sz.lora_weights) + " B here";
+    if (par.offload_params) {
+      w_formula += "; offloaded to CPU (offload_params): only gathered layers on the GPU";
+    } else if (sh.weights) {
+      w_formula += shard_note + (sh.deepspeed && sz.weights_persistent > 0
+                                     ? ", tensors under " + fmt_int(par.stage3_param_persistence_threshold) +
+                                           " elements kept whole (stage3_param_persistence_threshold)"
+                                     : "");
+    }
     e.components.push_back({"weights", "Weights", W, w_formula, Pool::kAllocated});
     if (sz.autocast_cache > 0) {
       e.components.push_back({"autocast_weight_cache", "Autocast bf16 weight copies", sz.autocast_cache,
@@ -497,14 +630,21 @@ Result<Estimate> estimate_rank(const Request& req, const Request& global, const 
     }
     if (sz.master > 0) {
       e.components.push_back({"master_weights", "fp32 master weights", sz.master,
-                              fmt_int(plan.base_trainable) + " trainable x 4 B", Pool::kAllocated});
+                              fmt_int(plan.base_trainable) + " trainable x 4 B" + (sh.states ? shard_note : ""),
+                              Pool::kAllocated});
     }
-    e.components.push_back({"gradients", "Gradients", sz.grads,
-                            fmt_int(e.params_trainable) + " trainable params" +
-                                (plan.base_trainable > 0 ? " x " + std::to_string(dt.grad) + " B" : " x adapter dtype"),
-                            Pool::kAllocated});
+    const int64_t grad_elem = sh.megatron && par.main_grads_fp32 && dt.grad < 4 ? 4 : dt.grad;
+    e.components.push_back(
+        {"gradients", "Gradients", sz.grads,
+         fmt_int(e.params_trainable) + " trainable params" +
+             (plan.base_trainable > 0 ? " x " + std::to_string(grad_elem) + " B" : " x adapter dtype") +
+             (grad_elem != dt.grad ? " (Megatron fp32 main grads)" : "") + (sh.grads ? shard_note : ""),
+         Pool::kAllocated});
     e.components.push_back({"optimizer_states", std::string("Optimizer states (") + opt.label + ")", sz.states,
-                            std::to_string(opt.states) + " state(s) per trainable param; " + opt.source,
+                            std::to_string(opt.states) + " state(s) per trainable param; " + opt.source +
+                                (offloaded   ? "; offloaded to CPU (offload_optimizer)"
+                                 : sh.states ? shard_note
+                                             : ""),
                             paged ? Pool::kOutside : Pool::kAllocated});
     e.components.push_back({"optimizer_temporaries", "Optimizer step temporaries", sz.opt_temp,
                             opt.kernel == StepKernel::kForeach ? "foreach: one state-sized temporary per param group"
@@ -529,21 +669,29 @@ Result<Estimate> estimate_rank(const Request& req, const Request& global, const 
     if (gathered > 0) {
       e.components.push_back({"gathered_params", "Gathered parameters (current + prefetched layer)", gathered,
                               fmt_int(gathered / std::max<int64_t>(dt.weight, 1)) + " params x " +
-                                  std::to_string(dt.weight) + " B (" + sh.label + ")",
+                                  std::to_string(dt.weight) + " B (" + sh.label + ": " + gathered_formula + ")",
                               Pool::kAllocated});
     }
     if (grad_partitions > 0) {
-      e.components.push_back({"grad_partitions", "fp32 gradient partitions", grad_partitions,
-                              fmt_int(trainable_local) + " trainable x 4 B / " + std::to_string(n) + " (DeepSpeed)",
+      e.components.push_back(
+          {"grad_partitions", "fp32 gradient partitions", grad_partitions,
+           fmt_int(trainable_local) + " trainable x 4 B / " + std::to_string(n) +
+               (sh.expert_group != n && has_experts ? " (routed experts / " + std::to_string(sh.expert_group) + ")"
+                                                    : "") +
+               (sh.megatron ? " (Megatron fp32 main-grad shard)" : " (DeepSpeed)"),
+           Pool::kAllocated});
+    }
+    if (dispatch > 0) {
+      e.components.push_back({"moe_dispatch", "Expert-parallel token dispatch", dispatch,
+                              "2 x N " + fmt_int(N) + " x top-k " + std::to_string(st.experts_per_token) + " x h " +
+                                  fmt_int(h) + " (all-to-all send + receive, balanced routing)",
                               Pool::kAllocated});
     }
     if (comm > 0) {
       e.components.push_back({"comm_buffers", "Communication buckets", comm, comm_formula, Pool::kAllocated});
     }
     if (nccl > 0) {
-      e.components.push_back({"nccl", "NCCL buffers", nccl,
-                              std::to_string(communicators(par)) + " communicator(s) x 512 MiB (NVIDIA/nccl#964)",
-                              Pool::kOutside});
+      e.components.push_back({"nccl", "NCCL buffers", nccl, nccl_mem.formula, Pool::kOutside});
     }
     e.components.push_back({"cuda_context", "CUDA context", context,
                             req.overheads.cuda_context_bytes ? "overheads.cuda_context_bytes"
@@ -593,43 +741,73 @@ Result<Estimate> estimate_rank(const Request& req, const Request& global, const 
 
 Result<Estimate> estimate_train(const Request& req) {
   const ParallelOptions& p = req.parallel;
-  const int64_t L = req.model.text.layers;
-  if (p.tp == 1 && p.pp == 1 && p.cp == 1 && p.dp == 1) return estimate_rank(req, req, Stage{true, true, L, 1});
-  // Pipeline: the first stage takes ceil(L / pp) layers and holds up to pp
-  // micro-batches in flight; the last stage holds the head and the loss. The
-  // busiest rank decides the per-GPU answer.
-  std::vector<Stage> stages;
-  const int64_t first_layers = (L + p.pp - 1) / p.pp;
-  stages.push_back({true, p.pp == 1, first_layers, std::min(p.pp, req.train.grad_accum)});
-  if (p.pp > 1)
-    stages.push_back(
-        {false, true, L - first_layers * (p.pp - 1) > 0 ? L - first_layers * (p.pp - 1) : first_layers, 1});
+  if (p.tp == 1 && p.pp == 1 && p.cp == 1 && p.dp == 1 && p.ep == 1) {
+    return estimate_rank(req, req, whole_model(req));
+  }
+  // Every pipeline rank is estimated; the busiest decides the per-GPU answer.
   Result<Estimate> best = Error{errc::kInternal, "no pipeline stage", "parallel.pp"};
-  std::vector<std::pair<std::string, int64_t>> ranks;
-  for (const auto& stage : stages) {
-    auto r = estimate_rank(rank_request(req, stage), req, stage);
+  std::vector<StageSummary> summaries;
+  int64_t params_per_gpu = 0;
+  for (const Stage& stage : pipeline_stages(req)) {
+    const Request rank = rank_request(req, stage);
+    auto r = estimate_rank(rank, req, stage);
     if (!r.ok()) return r;
-    ranks.push_back({stage.first ? "first_stage_peak_bytes" : "last_stage_peak_bytes", r.value().peak_bytes});
-    if (!best.ok() || r.value().peak_bytes > best.value().peak_bytes) best = r;
+    summaries.push_back({stage.index, stage.layers, stage.moe_layers, rank.model.params_total(), stage.in_flight(),
+                         stage.first, stage.last, r.value().peak_bytes});
+    if (!best.ok() || r.value().peak_bytes > best.value().peak_bytes) {
+      best = r;
+      params_per_gpu = rank.model.params_total();
+    }
   }
   Estimate& e = best.value();
   // Trainable parameters of the whole model, not of one rank.
   const TrainablePlan plan = plan_trainable(req);
   e.params_trainable = plan.base_trainable + plan.lora_params;
   const Sharding sh = sharding_for(p);
-  e.facts.push_back({"gpus", p.gpus});
-  e.facts.push_back({"dp", p.dp});
-  e.facts.push_back({"tp", p.tp});
-  e.facts.push_back({"pp", p.pp});
-  e.facts.push_back({"cp", p.cp});
-  e.facts.push_back({"shard_group", sh.group});
+  for (const auto& [k, v] : std::initializer_list<std::pair<const char*, int64_t>>{{"gpus", p.gpus},
+                                                                                   {"dp", p.dp},
+                                                                                   {"tp", p.tp},
+                                                                                   {"pp", p.pp},
+                                                                                   {"cp", p.cp},
+                                                                                   {"ep", p.ep},
+                                                                                   {"vp", p.vp},
+                                                                                   {"nodes", p.nodes},
+                                                                                   {"gpus_per_node", p.gpus_per_node},
+                                                                                   {"shard_group", sh.group}}) {
+    e.facts.emplace_back(k, v);
+  }
+  const LayerStack& t = req.model.text;
+  e.facts.emplace_back("params_per_gpu", params_per_gpu);  // on the busiest rank, after tp / pp / ep
+  if (t.experts > 0) e.facts.emplace_back("experts_per_rank", t.experts / p.ep);
+  for (const auto& c : e.components) {
+    if (c.key == "nccl") e.facts.emplace_back("nccl_bytes", c.bytes);
+  }
   if (p.pp > 1) {
-    for (const auto& r : ranks) e.facts.push_back(r);
+    const auto busiest = std::max_element(summaries.begin(), summaries.end(),
+                                          [](const auto& a, const auto& b) { return a.peak_bytes < b.peak_bytes; });
+    e.facts.emplace_back("busiest_stage", busiest->stage);
+    e.facts.emplace_back("first_stage_peak_bytes", summaries.front().peak_bytes);
+    e.facts.emplace_back("last_stage_peak_bytes", summaries.back().peak_bytes);
+    e.stages = std::move(summaries);
   }
   e.engine = sh.label.empty() ? "model parallel" : sh.label;
-  e.assumptions.push_back("layout: " + e.engine + ", dp " + std::to_string(p.dp) + " x tp " + std::to_string(p.tp) +
-                          " x pp " + std::to_string(p.pp) + " x cp " + std::to_string(p.cp) +
-                          (p.pp > 1 ? "; the busiest pipeline stage is reported" : ""));
+  e.assumptions.push_back(
+      "layout: " + e.engine + ", dp " + std::to_string(p.dp) + " x tp " + std::to_string(p.tp) + " x pp " +
+      std::to_string(p.pp) + " x cp " + std::to_string(p.cp) + (p.ep > 1 ? ", ep " + std::to_string(p.ep) : "") +
+      (p.vp > 1 ? ", " + std::to_string(p.vp) + " virtual stages per rank (interleaved 1F1B)" : "") +
+      (p.pp > 1 ? "; every pipeline rank is estimated and the busiest is reported" : ""));
+  if (p.pp > 1 && t.layers % p.pp != 0) {
+    e.assumptions.push_back("layers split " + std::to_string(t.layers / p.pp + 1) + "/" +
+                            std::to_string(t.layers / p.pp) +
+                            " over the stages, the extra layers on the first ones (Megatron needs an even split "
+                            "or --decoder-first/last-pipeline-num-layers)");
+  }
+  if (p.ep > 1) e.assumptions.push_back("expert parallel: balanced routing (each rank processes N x top-k tokens)");
+  // NCCL_RUNTIME_CONNECT=1 (nccl init.cc): buffers appear at a communicator's
+  // first collective, not at init.
+  e.assumptions.push_back(
+      "NCCL buffers counted in every phase (steady state); they appear at each communicator's first collective: "
+      "forward for tensor/context parallel and ZeRO-3/FSDP gathers, the first gradient reduction for data parallel");
   return best;
 }
 

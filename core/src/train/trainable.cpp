@@ -83,8 +83,18 @@ std::vector<std::string> default_lora_targets(const ModelSpec& m) {
   return out;
 }
 
-bool is_layer_group(const ModelSpec& m, const ParamGroup& g) {
-  return g.stack == "text" && g.instances > 1 && g.instances % std::max<int64_t>(m.text.layers, 1) == 0;
+// Copies of a per-layer group that sit on the selected layers. Sparse (MoE)
+// layers are the top moe_layers of the stack, as everywhere in the estimator.
+int64_t instances_on_layers(const ModelSpec& m, const ParamGroup& g, const std::set<int64_t>& layers) {
+  const int64_t span = m.layer_span(g);
+  if (span == 0) return 0;
+  const int64_t first_moe = m.text.layers - m.text.moe_layers;
+  int64_t hit = 0;
+  for (int64_t l : layers) {
+    const bool moe = l >= first_moe;
+    if (g.layers == LayerSet::kEvery || (g.layers == LayerSet::kMoe) == moe) ++hit;
+  }
+  return g.instances / span * hit;
 }
 
 }  // namespace
@@ -161,9 +171,9 @@ TrainablePlan plan_trainable(const Request& req) {
         if (train_names.count(g.module) != 0) {
           gp.trainable = true;
           gp.trainable_instances = g.instances;
-        } else if (!train_layers.empty() && is_layer_group(m, g)) {
+        } else if (const int64_t n = instances_on_layers(m, g, train_layers); n > 0) {
           gp.trainable = true;
-          gp.trainable_instances = g.instances / m.text.layers * static_cast<int64_t>(train_layers.size());
+          gp.trainable_instances = n;
         }
         break;
       case Method::kLora:
@@ -189,10 +199,22 @@ TrainablePlan plan_trainable(const Request& req) {
       plan.any_text_trainable = true;
       if (g.kind == ModuleKind::kEmbedding) {
         plan.first_grad_layer = 0;
-      } else if (is_layer_group(m, g)) {
-        const int64_t first = (t.method == Method::kFreeze && train_names.count(g.module) == 0 && !train_layers.empty())
-                                  ? *train_layers.begin()
-                                  : 0;
+      } else if (m.layer_span(g) > 0) {
+        // The lowest layer whose copy of this group takes a gradient.
+        const int64_t first_moe = m.text.layers - m.text.moe_layers;
+        auto carries = [&](int64_t l) {
+          return g.layers == LayerSet::kEvery || (g.layers == LayerSet::kMoe) == (l >= first_moe);
+        };
+        int64_t first = g.layers == LayerSet::kMoe ? first_moe : 0;
+        if (t.method == Method::kFreeze && train_names.count(g.module) == 0 && !train_layers.empty()) {
+          first = m.text.layers;
+          for (int64_t l : train_layers) {
+            if (carries(l)) {
+              first = l;
+              break;
+            }
+          }
+        }
         plan.first_grad_layer = std::min(plan.first_grad_layer, first);
       }
     }
