@@ -254,7 +254,7 @@ void parse_parallel(const JsonReader& p, Request& req) {
   o.dp = p.int_or("dp", std::max<int64_t>(o.gpus / (o.tp * o.pp * o.cp), 1), 1, 1 << 20);
   o.ep = p.int_or("ep", 1, 1, 1 << 12);
   o.vp = p.int_or("vp", 1, 1, 1 << 10);
-  o.distributed_optimizer = p.bool_or("distributed_optimizer", false);
+  o.distributed_optimizer = p.bool_or("distributed_optimizer", o.distributed_optimizer);
   o.main_grads_fp32 = p.bool_or("main_grads_fp32", true);
   o.fsdp_version = p.int_or("fsdp_version", 1, 1, 2);
   if (auto rd = p.str_opt("fsdp_reduce_dtype")) {
@@ -274,6 +274,31 @@ void parse_parallel(const JsonReader& p, Request& req) {
       p.int_or("stage3_param_persistence_threshold", o.stage3_param_persistence_threshold, 0, int64_t{1} << 40);
   o.zero = p.int_or("zero", o.zero, 0, 3);
   o.fsdp = p.str_or("fsdp", o.fsdp);
+  if (auto sharding = p.str_opt("sharding")) {
+    // One field naming the data-parallel strategy, for callers that prefer it
+    // to zero / fsdp / distributed_optimizer.
+    for (const char* k : {"zero", "fsdp", "distributed_optimizer"}) {
+      if (p.has(k)) {
+        fail(errc::kInconsistent, p.child_path("sharding"),
+             "give " + p.child_path("sharding") + " or " + p.child_path(k) + ", not both");
+      }
+    }
+    const std::string& v = *sharding;
+    if (v == "ddp" || v == "none") {
+      o.zero = 0;
+    } else if (v == "zero1" || v == "zero2" || v == "zero3") {
+      o.zero = v.back() - '0';
+    } else if (std::find(kFsdpStrategies.begin(), kFsdpStrategies.end(), v) != kFsdpStrategies.end()) {
+      o.fsdp = v;
+    } else if (v == "distributed_optimizer") {
+      o.distributed_optimizer = true;
+    } else {
+      fail(errc::kUnknownValue, p.child_path("sharding"),
+           p.child_path("sharding") + " " + vram::quoted(v) +
+               " is not one of: ddp, zero1, zero2, zero3, full_shard, shard_grad_op, hybrid_shard, no_shard, "
+               "distributed_optimizer");
+    }
+  }
   o.offload_optimizer = p.bool_or("offload_optimizer", o.offload_optimizer);
   o.offload_params = p.bool_or("offload_params", o.offload_params);
   o.sequence_parallel = p.bool_or("sequence_parallel", false);
@@ -455,13 +480,14 @@ Result<Request> parse_request(const json& request) {
     if (auto t = r.object_opt("train")) parse_train(*t, req);
     if (auto p = r.object_opt("parallel")) parse_parallel(*p, req);
     const ParallelOptions& par = req.parallel;
-    const bool sharded = par.zero > 0 || (!par.fsdp.empty() && par.fsdp != "no_shard");
+    const bool sharded = par.zero > 0 || (!par.fsdp.empty() && par.fsdp != "no_shard") || par.distributed_optimizer;
     if (req.task == Task::kTrain && sharded && !req.train.precision_given && req.train.method != Method::kQlora) {
       // DeepSpeed's bf16 mode and FSDP's MixedPrecision keep fp32 master
       // weights and states next to the bf16 compute copy.
       req.train.precision = Precision::kMixedBf16;
       req.train.precision_given = true;  // explained by the assumption below, not as a transformers default
-      req.assumptions.push_back("precision mixed_bf16: DeepSpeed / FSDP keep fp32 master weights and states");
+      req.assumptions.push_back(
+          "precision mixed_bf16: DeepSpeed / FSDP / Megatron keep fp32 master weights and states");
     }
     if (auto o = r.object_opt("overheads")) parse_overheads(*o, req);
     if (auto c = r.object_opt("calibration")) parse_calibration(*c, req);

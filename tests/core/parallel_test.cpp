@@ -75,7 +75,7 @@ TEST(ZeroStages, HigherStagesNeverHoldMoreModelState) {
 
 TEST(ZeroStages, MoreGpusNeverMorePerGpuModelState) {
   for (const json& layout : {json{{"zero", 1}}, json{{"zero", 2}}, json{{"zero", 3}}, json{{"fsdp", "full_shard"}},
-                             json{{"fsdp", "shard_grad_op"}}}) {
+                             json{{"fsdp", "shard_grad_op"}}, json{{"distributed_optimizer", true}}}) {
     int64_t prev = INT64_MAX;
     for (int64_t n : {2, 4, 8, 16, 64}) {
       json p = layout;
@@ -259,6 +259,36 @@ TEST(Fsdp, RootUnitVersionAndReduceDtype) {
   EXPECT_EQ(comp(fp32, "comm_buffers"), (layer + 2 * 4096) * (2 + 4));
 }
 
+// Context parallel divides the sequence; ring attention adds the local
+// chunk's K and V twice in forward (send/receive) and dK/dV twice more in
+// backward (TransformerEngine AttnFuncWithCPAndKVP2P).
+TEST(ContextParallel, SplitsTheSequenceAndAddsKvExchangeBuffers) {
+  const json one = estimate(train_request({{"gpus", 1}}, {{"seq_len", 8192}, {"precision", "bf16"}}));
+  const json cp =
+      estimate(train_request({{"gpus", 4}, {"cp", 4}, {"dp", 1}}, {{"seq_len", 8192}, {"precision", "bf16"}}));
+  ASSERT_FALSE(cp.contains("error")) << cp.dump();
+  const int64_t kv = 2048 * 32 * (128 + 128) * 2;  // local tokens x kv heads x (k + v dims) x bf16
+  EXPECT_EQ(comp(cp, "cp_kv_exchange"), 4 * kv);
+  for (const auto& ph : cp["phases"]) {
+    if (ph["key"] == "forward") EXPECT_EQ(ph["parts"]["cp_kv_exchange"], 2 * kv);
+  }
+  EXPECT_NEAR(static_cast<double>(comp(cp, "activations")), static_cast<double>(comp(one, "activations")) / 4,
+              static_cast<double>(comp(one, "activations")) * 0.01);
+}
+
+// parallel.sharding names the strategy in one field.
+TEST(Layouts, ShardingFieldIsTheSameAsTheDedicatedFields) {
+  for (const auto& [name, fields] :
+       std::vector<std::pair<std::string, json>>{{"zero2", {{"zero", 2}}},
+                                                 {"full_shard", {{"fsdp", "full_shard"}}},
+                                                 {"distributed_optimizer", {{"distributed_optimizer", true}}}}) {
+    json a = fields;
+    a["gpus"] = 8;
+    const json b = {{"gpus", 8}, {"sharding", name}};
+    EXPECT_EQ(estimate(train_request(a))["peak_bytes"], estimate(train_request(b))["peak_bytes"]) << name;
+  }
+}
+
 TEST(Layouts, DeepSpeedConfigFillsTheRequest) {
   json req = train_request({{"gpus", 4}});
   req["train"].erase("precision");
@@ -295,6 +325,8 @@ TEST(Layouts, BadLayoutsNameTheField) {
       {{{"gpus", 8}, {"nccl_channels", 65}}, "parallel.nccl_channels"},
       {{{"gpus", 8}, {"fsdp", "full_shard"}, {"fsdp_version", 3}}, "parallel.fsdp_version"},
       {{{"gpus", 8}, {"fsdp", "full_shard"}, {"fsdp_reduce_dtype", "int8"}}, "parallel.fsdp_reduce_dtype"},
+      {{{"gpus", 8}, {"sharding", "zero4"}}, "parallel.sharding"},
+      {{{"gpus", 8}, {"sharding", "zero2"}, {"zero", 2}}, "parallel.sharding"},
   };
   for (const auto& [p, path] : cases) {
     const json r = estimate(train_request(p));

@@ -355,6 +355,14 @@ Result<Estimate> estimate_rank(const Request& req, const Request& global, const 
     // Expert parallel token dispatch (Megatron-core MoEAlltoAllTokenDispatcher):
     // the permuted tokens sent and the tokens received, N x k x h each in the
     // compute dtype, live around each MoE layer's all-to-all (balanced routing).
+    // Context parallel ring attention (TransformerEngine
+    // AttnFuncWithCPAndKVP2P): K and V of the local chunk circulate in two
+    // send/receive buffers in forward; backward adds two dK/dV buffers.
+    int64_t cp_kv = 0;
+    if (par.cp > 1) {
+      const int64_t v_dim = st.v_head_dim > 0 ? st.v_head_dim : st.head_dim;
+      cp_kv = N * st.kv_heads * (st.head_dim + v_dim) * (dt.autocast ? 2 : dt.compute);  // one K + V buffer
+    }
     int64_t dispatch = 0;
     if (par.ep > 1 && st.moe_layers > 0) {
       dispatch =
@@ -505,6 +513,7 @@ Result<Estimate> estimate_rank(const Request& req, const Request& global, const 
       if (grad_partitions > 0) p["grad_partitions"] = grad_partitions;
       if (comm > 0) p["comm_buffers"] = comm;
       if (dispatch > 0) p["moe_dispatch"] = dispatch;
+      if (cp_kv > 0) p["cp_kv_exchange"] = 2 * cp_kv;
       for (auto& [k, v] : extra) p[k] += v;
       return p;
     };
@@ -529,12 +538,14 @@ Result<Estimate> estimate_rank(const Request& req, const Request& global, const 
         const bool moe = i >= L - st.moe_layers;  // MoE layers on top
         const int64_t layer_saved = moe ? act_layer_moe : act_layer_dense;
         const int64_t recompute = t.checkpointing == Checkpointing::kFull ? act_one_layer : 0;
-        const int64_t live = resident(a_rem - act_vision) + act_vision + g_now + trans_layer + recompute + dx;
+        const int64_t live =
+            resident(a_rem - act_vision) + act_vision + g_now + trans_layer + recompute + dx + 2 * cp_kv;
         if (live > best) {
           best = live;
           best_parts = common({{"gradients", g_now},
                                {"activations", resident(a_rem - act_vision) + act_vision},
                                {"layer_backward", trans_layer + recompute + dx}});
+          if (cp_kv > 0) best_parts["cp_kv_exchange"] += 2 * cp_kv;  // dK, dV buffers
         }
         a_rem -= layer_saved;
         if (!accum) g_now += sz.grads_layer;
@@ -681,6 +692,12 @@ Result<Estimate> estimate_rank(const Request& req, const Request& global, const 
                (sh.megatron ? " (Megatron fp32 main-grad shard)" : " (DeepSpeed)"),
            Pool::kAllocated});
     }
+    if (cp_kv > 0) {
+      e.components.push_back({"cp_kv_exchange", "Context-parallel KV exchange", peak_of("cp_kv_exchange"),
+                              "2 K/V receive buffers of the local chunk (" + fmt_int(N) +
+                                  " tokens) in forward; + 2 dK/dV buffers in backward (ring attention)",
+                              Pool::kAllocated});
+    }
     if (dispatch > 0) {
       e.components.push_back({"moe_dispatch", "Expert-parallel token dispatch", dispatch,
                               "2 x N " + fmt_int(N) + " x top-k " + std::to_string(st.experts_per_token) + " x h " +
@@ -803,6 +820,13 @@ Result<Estimate> estimate_train(const Request& req) {
                             "or --decoder-first/last-pipeline-num-layers)");
   }
   if (p.ep > 1) e.assumptions.push_back("expert parallel: balanced routing (each rank processes N x top-k tokens)");
+  if (sh.deepspeed && p.zero < 3) {
+    // stage_1_and_2.py step(): all_gather_dp_groups gathers the updated bf16
+    // partitions into the flat bf16 groups in allgather_bucket_size chunks.
+    e.assumptions.push_back("ZeRO-" + std::to_string(p.zero) +
+                            " all-gathers the updated weights in place into the flat bf16 buffer: "
+                            "allgather_bucket_size adds no buffer");
+  }
   // NCCL_RUNTIME_CONNECT=1 (nccl init.cc): buffers appear at a communicator's
   // first collective, not at init.
   e.assumptions.push_back(
