@@ -71,6 +71,19 @@ void BM_EstimateCore70b(benchmark::State& state) {
 }
 BENCHMARK(BM_EstimateCore70b);
 
+// A 64-GPU layout: tp 8 x pp 8 (every pipeline rank estimated) x dp 1,
+// ZeRO-1, with the fewest-GPUs search on an H100.
+void BM_EstimatePipeline70b(benchmark::State& state) {
+  const vram::json req = {{"model", {{"config", kLlama70b}}},
+                          {"task", "train"},
+                          {"train", {{"seq_len", 4096}, {"grad_accum", 16}}},
+                          {"parallel", {{"gpus", 64}, {"tp", 8}, {"pp", 8}, {"zero", 1}}},
+                          {"gpu", {{"name", "H100 80GB"}}}};
+  const auto parsed = vram::parse_request(req);
+  for (auto _ : state) benchmark::DoNotOptimize(vram::estimate_request(parsed.value()).value().peak_bytes);
+}
+BENCHMARK(BM_EstimatePipeline70b);
+
 }  // namespace
 
 BENCHMARK_MAIN();
