@@ -421,6 +421,7 @@ void parse_overheads(const JsonReader& o, Request& req) {
   }
   req.overheads.fragmentation = o.num_opt("fragmentation", 0.0, 4.0);
   req.overheads.misc_bytes = o.int_or("misc_bytes", 0, 0, kMaxOverhead);
+  if (o.has("nccl_bytes")) req.overheads.nccl_bytes = o.int_req("nccl_bytes", 0, kMaxOverhead);
 }
 
 void parse_calibration(const JsonReader& c, Request& req) {

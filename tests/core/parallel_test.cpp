@@ -241,6 +241,8 @@ TEST(Nccl, ChannelsConnectionsAndNvls) {
   EXPECT_EQ(comp(estimate(h100), "nccl"), 32 * 2 * conn + 16 * 2 * (1 << 20) * 8);
   h100["parallel"]["nvls"] = false;
   EXPECT_EQ(comp(estimate(h100), "nccl"), 32 * 2 * conn);
+  h100["overheads"] = {{"nccl_bytes", int64_t{3} << 30}};  // a measured value wins
+  EXPECT_EQ(comp(estimate(h100), "nccl"), int64_t{3} << 30);
 }
 
 // FSDP: the root unit (embeddings, final norm, lm_head) stays gathered from

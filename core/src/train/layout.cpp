@@ -219,6 +219,13 @@ NcclMemory nccl_memory(const Request& req, const Stage& stage) {
   collective("dp", p.dp, p.tp * p.cp);
   if (p.pp > 1) p2p("pp send/recv", (stage.first || stage.last) ? 1 : 2);
   if (p.ep > 1) p2p("ep all-to-all", p.ep - 1);
+  if (req.overheads.nccl_bytes && out.communicators > 0) {
+    // A measured value (free memory before and after the first collectives
+    // on the real topology) replaces the model.
+    out.bytes = *req.overheads.nccl_bytes;
+    out.formula = "overheads.nccl_bytes (given; the model says " + parts + ")";
+    return out;
+  }
   out.formula = parts + " (" + std::to_string(p.nccl_channels) + " channels; ring/tree " + fmt_int(ring >> 20) +
                 " MiB per communicator = channels x 2 connections x 9.19 MiB" +
                 (nvls ? "; NVLS 2 MiB x channels x local ranks" : "") + "; p2p 12 MiB per channel and peer)";
