@@ -180,7 +180,7 @@ Result<Estimate> estimate_infer(const Request& req) {
     // llm-d config_explorer on H100 measured vLLM's non-torch memory at
     // 0.13 GiB for TP=1 and 0.55 GiB for TP=2 (research §2.4, §7.4): the
     // difference is NCCL's buffers.
-    if (tp > 1) fx.nccl = (int64_t{55} << 30) / 100 - (int64_t{13} << 30) / 100;
+    if (tp > 1) fx.nccl = req.overheads.nccl_bytes.value_or((int64_t{55} << 30) / 100 - (int64_t{13} << 30) / 100);
     // CUDA graphs captured after vLLM's profiling: llm-d measured -0.45 to
     // +0.39 GiB across three models; 256 MiB is the prior.
     if (vllm && o.cuda_graphs) fx.graphs = int64_t{256} << 20;
@@ -320,7 +320,9 @@ Result<Estimate> estimate_infer(const Request& req) {
         {"cublas_workspace", "cuBLAS/cuBLASLt workspaces", fx.cublas, "one handle", Pool::kAllocated});
     if (fx.nccl > 0) {
       e.components.push_back({"nccl", "NCCL buffers (tensor parallel)", fx.nccl,
-                              "0.55 - 0.13 GiB non-torch at TP=2 vs TP=1 (llm-d, H100)", Pool::kOutside});
+                              req.overheads.nccl_bytes ? "overheads.nccl_bytes (given)"
+                                                       : "0.55 - 0.13 GiB non-torch at TP=2 vs TP=1 (llm-d, H100)",
+                              Pool::kOutside});
     }
     if (fx.graphs > 0) {
       e.components.push_back(

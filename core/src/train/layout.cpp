@@ -216,7 +216,19 @@ NcclMemory nccl_memory(const Request& req, const Stage& stage) {
   };
   collective("tp", p.tp, 1);
   collective("cp", p.cp, p.tp);
-  collective("dp", p.dp, p.tp * p.cp);
+  const Sharding sh = sharding_for(p);
+  const int64_t replicas = p.dp * p.cp;
+  if (sh.fsdp && p.fsdp == "hybrid_shard" && sh.group < replicas) {
+    // HYBRID_SHARD: a shard group inside the node and a replicate group
+    // across nodes (torch.distributed.fsdp _init_process_group_state).
+    collective("dp shard", sh.group, p.tp * p.cp);
+    collective("dp replicate", replicas / sh.group, gpn);
+  } else {
+    collective("dp", p.dp, p.tp * p.cp);
+  }
+  // Routed experts reduce their gradients over the expert-data-parallel
+  // group (Megatron-core parallel_state expert_data_parallel_group).
+  if (p.ep > 1) collective("expert dp", replicas / p.ep, p.tp * p.ep);
   if (p.pp > 1) p2p("pp send/recv", (stage.first || stage.last) ? 1 : 2);
   if (p.ep > 1) p2p("ep all-to-all", p.ep - 1);
   if (req.overheads.nccl_bytes && out.communicators > 0) {
