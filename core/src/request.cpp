@@ -257,14 +257,19 @@ void parse_parallel(const JsonReader& p, Request& req) {
   o.distributed_optimizer = p.bool_or("distributed_optimizer", o.distributed_optimizer);
   o.main_grads_fp32 = p.bool_or("main_grads_fp32", true);
   o.fsdp_version = p.int_or("fsdp_version", 1, 1, 2);
-  if (auto rd = p.str_opt("fsdp_reduce_dtype")) {
-    if (*rd == "bf16" || *rd == "fp16") {
-      o.fsdp_reduce_bytes = 2;
-    } else if (*rd == "fp32") {
-      o.fsdp_reduce_bytes = 4;
-    } else {
-      fail(errc::kUnknownValue, p.child_path("fsdp_reduce_dtype"),
-           p.child_path("fsdp_reduce_dtype") + " " + vram::quoted(*rd) + " is not one of: bf16, fp16, fp32");
+  // FSDP MixedPrecision(param_dtype, reduce_dtype): bytes of the gathered
+  // parameters and of the gradient reduction.
+  for (auto [key, out] :
+       {std::pair{"fsdp_param_dtype", &o.fsdp_param_bytes}, std::pair{"fsdp_reduce_dtype", &o.fsdp_reduce_bytes}}) {
+    if (auto v = p.str_opt(key)) {
+      if (*v == "bf16" || *v == "fp16") {
+        *out = 2;
+      } else if (*v == "fp32") {
+        *out = 4;
+      } else {
+        fail(errc::kUnknownValue, p.child_path(key),
+             p.child_path(key) + " " + vram::quoted(*v) + " is not one of: bf16, fp16, fp32");
+      }
     }
   }
   // NCCL MAXCHANNELS is 64 (src/include/device.h).

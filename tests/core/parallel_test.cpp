@@ -259,6 +259,13 @@ TEST(Fsdp, RootUnitVersionAndReduceDtype) {
   EXPECT_EQ(comp(v1, "comm_buffers"), (layer + 2 * 4096) * 2);
   const json fp32 = estimate(train_request({{"gpus", 8}, {"fsdp", "full_shard"}, {"fsdp_reduce_dtype", "fp32"}}));
   EXPECT_EQ(comp(fp32, "comm_buffers"), (layer + 2 * 4096) * (2 + 4));
+  // An fp32 model (amp_bf16) with MixedPrecision(param_dtype=bf16): fp32
+  // shards, bf16 gathered copies.
+  const json amp = estimate(
+      train_request({{"gpus", 8}, {"fsdp", "full_shard"}, {"fsdp_param_dtype", "bf16"}}, {{"precision", "amp_bf16"}}));
+  const json amp32 = estimate(train_request({{"gpus", 8}, {"fsdp", "full_shard"}}, {{"precision", "amp_bf16"}}));
+  EXPECT_EQ(comp(amp, "gathered_params"), comp(v1, "gathered_params"));
+  EXPECT_EQ(comp(amp32, "gathered_params"), 2 * comp(v1, "gathered_params"));
 }
 
 // Context parallel divides the sequence; ring attention adds the local

@@ -107,6 +107,7 @@ struct ParallelOptions {
   // DTensor shards (fully_shard). MixedPrecision reduce dtype: 0 = param dtype.
   int64_t fsdp_version = 1;
   int64_t fsdp_reduce_bytes = 0;
+  int64_t fsdp_param_bytes = 0;  // MixedPrecision param_dtype (the gathered copy); 0 = the weights' dtype
   // NCCL (research/memory-internals.md §2.4): channels per ring/tree
   // connection set, and NVLink SHARP buffers on NVSwitch systems (unset = by GPU).
   int64_t nccl_channels = 32;

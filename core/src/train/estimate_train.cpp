@@ -324,7 +324,11 @@ Result<Estimate> estimate_rank(const Request& req, const Request& global, const 
         elems += root_params;
         gathered_formula += " + root unit " + fmt_int(root_params) + " params (embeddings, norm, lm_head)";
       }
-      gathered = elems * dt.weight;
+      // FSDP MixedPrecision param_dtype: the unsharded copy is cast (a
+      // model kept in fp32 is gathered in bf16).
+      const int64_t elem = sh.fsdp && par.fsdp_param_bytes > 0 ? par.fsdp_param_bytes : dt.weight;
+      gathered = elems * elem;
+      gathered_formula = fmt_int(elems) + " params x " + std::to_string(elem) + " B: " + gathered_formula;
     }
     // Communication buffers: DDP's bucket copy of the gradients; DeepSpeed's
     // contiguous reduce bucket (doubled by overlap_comm, on by default for
@@ -344,10 +348,12 @@ Result<Estimate> estimate_rank(const Request& req, const Request& global, const 
       // One unit's unsharded gradients (param dtype) plus, when the reduce
       // dtype differs or under FSDP2's foreach_reduce, the reduce-scatter
       // input copy in the reduce dtype (MixedPrecision reduce_dtype).
-      const int64_t reduce = par.fsdp_reduce_bytes > 0 ? par.fsdp_reduce_bytes : dt.grad;
-      const bool copy = par.fsdp_version == 2 || reduce != dt.grad;
-      comm = layer_params * dt.grad + (copy ? layer_params * reduce : 0);
-      comm_formula = "one unit's unsharded gradients " + fmt_int(layer_params) + " x " + std::to_string(dt.grad) +
+      // Unsharded gradients come out of backward in param_dtype.
+      const int64_t unsharded = par.fsdp_param_bytes > 0 ? par.fsdp_param_bytes : dt.grad;
+      const int64_t reduce = par.fsdp_reduce_bytes > 0 ? par.fsdp_reduce_bytes : unsharded;
+      const bool copy = par.fsdp_version == 2 || reduce != unsharded;
+      comm = layer_params * unsharded + (copy ? layer_params * reduce : 0);
+      comm_formula = "one unit's unsharded gradients " + fmt_int(layer_params) + " x " + std::to_string(unsharded) +
                      " B" + (copy ? " + reduce-scatter input x " + std::to_string(reduce) + " B" : "");
     }
     const NcclMemory nccl_mem = nccl_memory(global, stage);
@@ -679,9 +685,7 @@ Result<Estimate> estimate_rank(const Request& req, const Request& global, const 
                             "fragmentation " + std::to_string(frag).substr(0, 4) + " x allocated", Pool::kOutside});
     if (gathered > 0) {
       e.components.push_back({"gathered_params", "Gathered parameters (current + prefetched layer)", gathered,
-                              fmt_int(gathered / std::max<int64_t>(dt.weight, 1)) + " params x " +
-                                  std::to_string(dt.weight) + " B (" + sh.label + ": " + gathered_formula + ")",
-                              Pool::kAllocated});
+                              gathered_formula + " (" + sh.label + ")", Pool::kAllocated});
     }
     if (grad_partitions > 0) {
       e.components.push_back(
