@@ -7,6 +7,7 @@
 #include "vram/families.h"
 #include "vram/gpus.h"
 #include "vram/optimizers.h"
+#include "vram/plan.h"
 #include "vram/request.h"
 
 #ifndef VRAM_VERSION
@@ -256,9 +257,79 @@ json model_info(const json& model) {
   }
 }
 
-std::string estimate_json(const std::string& request_text) {
+json plan(const json& request) {
   try {
-    return estimate(parse_json_text(request_text, "")).dump(2);
+    auto req = parse_request(request);
+    if (!req.ok()) return error_json(req.error());
+    PlanOptions o;
+    JsonReader r(request, "");
+    if (auto p = r.object_opt("plan")) {
+      o.framework = p->str_or("framework", o.framework);
+      if (o.framework != "deepspeed" && o.framework != "fsdp" && o.framework != "megatron") {
+        fail(
+            errc::kUnknownValue, p->child_path("framework"),
+            p->child_path("framework") + " " + vram::quoted(o.framework) + " is not one of: deepspeed, fsdp, megatron");
+      }
+      o.top = p->int_or("top", o.top, 1, 1000);
+      o.allow_checkpointing = p->bool_or("allow_checkpointing", o.allow_checkpointing);
+      o.allow_offload = p->bool_or("allow_offload", o.allow_offload);
+    } else if (!req.value().parallel.fsdp.empty()) {
+      o.framework = "fsdp";  // plan in the family the request already uses
+    } else if (req.value().parallel.distributed_optimizer) {
+      o.framework = "megatron";
+    }
+    auto result = plan_request(req.value(), o);
+    if (!result.ok()) return error_json(result.error());
+    const Plan& pl = result.value();
+    json cands = json::array();
+    int64_t rank = 0;
+    for (const auto& c : pl.candidates) {
+      const ParallelOptions& p = c.layout;
+      // The request fields to apply: merge into `parallel` and `train`.
+      json par = {{"gpus", p.gpus}, {"dp", p.dp}, {"tp", p.tp}, {"pp", p.pp}, {"cp", p.cp}, {"ep", p.ep}};
+      if (p.zero > 0) par["zero"] = p.zero;
+      if (!p.fsdp.empty()) par["fsdp"] = p.fsdp;
+      if (p.distributed_optimizer) par["distributed_optimizer"] = true;
+      if (p.sequence_parallel) par["sequence_parallel"] = true;
+      if (p.offload_optimizer) par["offload_optimizer"] = true;
+      if (p.offload_params) par["offload_params"] = true;
+      cands.push_back({{"rank", ++rank},
+                       {"label", c.label},
+                       {"parallel", par},
+                       {"grad_checkpointing", to_string(c.checkpointing)},
+                       {"peak_bytes", c.peak_bytes},
+                       {"utilization", round4(c.utilization)},
+                       {"fits", c.fits},
+                       {"headroom_ok", c.headroom_ok},
+                       {"max_micro_batch", c.max_micro_batch},
+                       {"step_time_factor", round4(c.step_time_factor)},
+                       {"comm_factor", round4(c.comm_factor)},
+                       {"why", c.why}});
+    }
+    return {{"schema", kSchema},
+            {"version", VRAM_VERSION},
+            {"plan",
+             {{"framework", o.framework},
+              {"gpus", pl.gpus},
+              {"gpu", pl.gpu},
+              {"capacity_bytes", pl.capacity_bytes},
+              {"considered", pl.considered},
+              {"fitting", pl.fitting},
+              {"notes", pl.notes},
+              {"candidates", cands}}}};
+  } catch (const Failure& f) {
+    return error_json(f.error());
+  } catch (const std::exception& ex) {
+    return error_json({errc::kInternal, std::string("internal error: ") + ex.what(), ""});
+  }
+}
+
+namespace {
+
+// JSON text in, pretty JSON text out; parse failures become error objects.
+std::string text_call(const std::string& text, json (*fn)(const json&)) {
+  try {
+    return fn(parse_json_text(text, "")).dump(2);
   } catch (const Failure& f) {
     return error_json(f.error()).dump(2);
   } catch (const std::exception& ex) {
@@ -266,15 +337,11 @@ std::string estimate_json(const std::string& request_text) {
   }
 }
 
-std::string model_info_json(const std::string& model_text) {
-  try {
-    return model_info(parse_json_text(model_text, "")).dump(2);
-  } catch (const Failure& f) {
-    return error_json(f.error()).dump(2);
-  } catch (const std::exception& ex) {
-    return error_json({errc::kInternal, std::string("internal error: ") + ex.what(), ""}).dump(2);
-  }
-}
+}  // namespace
+
+std::string estimate_json(const std::string& request_text) { return text_call(request_text, &estimate); }
+std::string model_info_json(const std::string& model_text) { return text_call(model_text, &model_info); }
+std::string plan_json(const std::string& request_text) { return text_call(request_text, &plan); }
 
 std::string version_json() {
   json gpus = json::array();

@@ -3,60 +3,21 @@
 
 #include <functional>
 
+#include "fit.h"
 #include "infer/estimate_infer.h"
 #include "train/estimate_train.h"
 #include "vram/gpus.h"
 
 namespace vram {
 
+using fit::fit_for;
+using fit::largest_fitting;
+using fit::max_micro_batch;
+
 namespace {
 
 Result<Estimate> run(const Request& req) {
   return req.task == Task::kTrain ? train::estimate_train(req) : infer::estimate_infer(req);
-}
-
-Fit fit_for(int64_t peak, int64_t total, int64_t capacity, const std::string& name) {
-  Fit f;
-  f.gpu = name;
-  f.total_bytes = total;
-  f.capacity_bytes = capacity;
-  f.fits = peak <= capacity;
-  f.utilization = capacity > 0 ? static_cast<double>(peak) / static_cast<double>(capacity) : 0;
-  f.headroom_ok = static_cast<double>(peak) <= kHeadroomFraction * static_cast<double>(total);
-  return f;
-}
-
-// Largest v in [1, limit] with fits(v), 0 if none; `fits` must be monotone
-// (true up to some value, false after): doubling, then bisection.
-int64_t largest_fitting(const std::function<bool(int64_t)>& fits, int64_t limit) {
-  if (!fits(1)) return 0;
-  int64_t lo = 1, hi = 2;
-  while (hi <= limit && fits(hi)) {
-    lo = hi;
-    hi *= 2;
-  }
-  if (hi > limit) {
-    if (fits(limit)) return limit;
-    hi = limit;
-  }
-  while (hi - lo > 1) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    (fits(mid) ? lo : hi) = mid;
-  }
-  return lo;
-}
-
-// Largest micro-batch whose peak fits `capacity` (the peak is non-decreasing
-// in the micro-batch).
-int64_t max_micro_batch(const Request& req, int64_t capacity) {
-  Request r = req;
-  return largest_fitting(
-      [&](int64_t b) {
-        r.train.micro_batch = b;
-        auto e = train::estimate_train(r);
-        return e.ok() && e.value().peak_bytes <= capacity;
-      },
-      int64_t{1} << 16);
 }
 
 // Largest value of `field` (infer.batch or infer.context_len) whose peak fits
@@ -105,19 +66,10 @@ Result<Estimate> estimate_request(const Request& req) {
     const Fit f = fit_for(e.peak_bytes, total, g.usable_bytes(), g.name);
     e.gpus.push_back({g.name, f.capacity_bytes, f.fits, f.utilization, f.headroom_ok});
   }
-  if (!req.gpu.name.empty() || req.gpu.memory_gib) {
-    int64_t total = 0, capacity = 0;
-    std::string name;
-    if (req.gpu.memory_gib) {
-      total = static_cast<int64_t>(*req.gpu.memory_gib * 1073741824.0);
-      capacity = static_cast<int64_t>(static_cast<double>(total) * (1.0 - kDriverReserveFraction));
-      name = "custom " + std::to_string(*req.gpu.memory_gib).substr(0, 6) + " GiB";
-    } else {
-      const GpuInfo* g = find_gpu(req.gpu.name);
-      total = g->total_mib * 1048576;
-      capacity = g->usable_bytes();
-      name = g->name;
-    }
+  if (const auto card = fit::chosen_gpu(req)) {
+    const int64_t total = card->total;
+    const int64_t capacity = card->capacity;
+    const std::string& name = card->name;
     e.has_fit = true;
     e.fit = fit_for(e.peak_bytes, total, capacity, name);
     if (req.task == Task::kTrain) e.fit.max_micro_batch = max_micro_batch(req, capacity);

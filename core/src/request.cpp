@@ -244,6 +244,100 @@ void parse_deepspeed(const JsonReader& d, Request& req) {
 
 const std::vector<std::string> kFsdpStrategies = {"full_shard", "shard_grad_op", "hybrid_shard", "no_shard"};
 
+// Layout sanity (issue 6): the degrees multiply to the GPUs, the model divides
+// the way each parallelism cuts it, and the frameworks accept the combination.
+// Paths name the field under `base` ("parallel").
+void check_layout(const Request& req, const std::string& base) {
+  const ParallelOptions& o = req.parallel;
+  auto path = [&](const char* key) { return base + "." + key; };
+  if (o.dp * o.tp * o.pp * o.cp != o.gpus) {
+    fail(errc::kInconsistent, path("gpus"),
+         "dp x tp x pp x cp (" + std::to_string(o.dp * o.tp * o.pp * o.cp) + ") must equal " + path("gpus") + " (" +
+             std::to_string(o.gpus) + ")");
+  }
+  if (!o.fsdp.empty() && std::find(kFsdpStrategies.begin(), kFsdpStrategies.end(), o.fsdp) == kFsdpStrategies.end()) {
+    fail(errc::kUnknownValue, path("fsdp"),
+         path("fsdp") + " " + vram::quoted(o.fsdp) +
+             " is not one of: full_shard, shard_grad_op, hybrid_shard, no_shard");
+  }
+  if (!o.fsdp.empty() && o.zero > 0) {
+    fail(errc::kInconsistent, path("fsdp"), "choose DeepSpeed ZeRO (parallel.zero) or FSDP (parallel.fsdp), not both");
+  }
+  if (o.offload_params && o.zero != 3 && o.fsdp != "full_shard" && o.fsdp != "hybrid_shard") {
+    fail(errc::kInconsistent, path("offload_params"),
+         path("offload_params") + " needs ZeRO stage 3 or FSDP full_shard / hybrid_shard");
+  }
+  if (o.offload_optimizer && o.zero == 0 && o.fsdp.empty()) {
+    fail(errc::kInconsistent, path("offload_optimizer"),
+         path("offload_optimizer") + " needs ZeRO (parallel.zero >= 1) or FSDP");
+  }
+  if (o.distributed_optimizer && (o.zero > 0 || !o.fsdp.empty())) {
+    fail(errc::kInconsistent, path("distributed_optimizer"),
+         path("distributed_optimizer") +
+             " is Megatron-LM's sharded optimizer; it replaces DeepSpeed ZeRO and FSDP, not combines with them");
+  }
+  // deepspeed/runtime/pipe/engine.py: "ZeRO-2 and ZeRO-3 are incompatible
+  // with pipeline parallelism" (Megatron-DeepSpeed pairs pipelines with ZeRO-1).
+  if (o.zero >= 2 && o.pp > 1) {
+    fail(errc::kInconsistent, path("zero"),
+         path("zero") + " " + std::to_string(o.zero) +
+             " with pipeline parallelism: DeepSpeed's PipelineEngine allows ZeRO stage 0 or 1 only");
+  }
+  const LayerStack& t = req.model.text;
+  if (o.ep > 1) {
+    if (t.experts == 0) {
+      fail(errc::kInconsistent, path("ep"),
+           path("ep") + " (" + std::to_string(o.ep) +
+               ") needs a mixture-of-experts model; this one has no "
+               "routed experts");
+    }
+    if (t.experts % o.ep != 0) {
+      fail(errc::kInconsistent, path("ep"),
+           path("ep") + " (" + std::to_string(o.ep) + ") must divide the routed experts (" + std::to_string(t.experts) +
+               ")");
+    }
+    // Megatron-core parallel_state: expert-parallel groups are carved out of
+    // the data (x context) parallel ranks.
+    if ((o.dp * o.cp) % o.ep != 0) {
+      fail(errc::kInconsistent, path("ep"),
+           path("ep") + " (" + std::to_string(o.ep) + ") must divide dp x cp (" + std::to_string(o.dp * o.cp) +
+               "): expert-parallel ranks are data-parallel ranks");
+    }
+  }
+  if (o.vp > 1) {
+    if (o.pp == 1) {
+      fail(errc::kInconsistent, path("vp"),
+           path("vp") + " (virtual pipeline stages) needs pipeline parallelism (parallel.pp > 1)");
+    }
+    // Megatron arguments.py: layers must split evenly into pp x vp model chunks.
+    if (t.layers % (o.pp * o.vp) != 0) {
+      fail(errc::kInconsistent, path("vp"),
+           "the layers (" + std::to_string(t.layers) + ") must divide into pp x vp (" + std::to_string(o.pp * o.vp) +
+               ") model chunks for the interleaved schedule");
+    }
+  }
+  if (t.heads % o.tp != 0) {
+    fail(errc::kInconsistent, path("tp"),
+         path("tp") + " (" + std::to_string(o.tp) + ") must divide the attention heads (" + std::to_string(t.heads) +
+             ")");
+  }
+  if (req.task == Task::kTrain && t.kv_heads % o.tp != 0 && o.tp % t.kv_heads != 0) {
+    fail(errc::kInconsistent, path("tp"),
+         path("tp") + " (" + std::to_string(o.tp) + ") and the KV heads (" + std::to_string(t.kv_heads) +
+             ") must divide one another (Megatron replicates KV heads only by whole factors)");
+  }
+  if (o.pp > t.layers) {
+    fail(errc::kInconsistent, path("pp"),
+         path("pp") + " (" + std::to_string(o.pp) + ") exceeds the layers (" + std::to_string(t.layers) + ")");
+  }
+  if (req.task == Task::kInfer &&
+      (o.dp > 1 || o.pp > 1 || o.cp > 1 || o.ep > 1 || o.zero > 0 || !o.fsdp.empty() || o.distributed_optimizer)) {
+    fail(errc::kUnsupported, base,
+         "inference shards with tensor parallelism (parallel.tp); data, pipeline and context parallel or ZeRO/FSDP "
+         "serving are not modelled");
+  }
+}
+
 void parse_parallel(const JsonReader& p, Request& req) {
   ParallelOptions& o = req.parallel;
   o.gpus = p.int_or("gpus", 1, 1, 1 << 20);
@@ -328,93 +422,7 @@ void parse_parallel(const JsonReader& p, Request& req) {
     o.overlap_comm = p.bool_or("overlap_comm", false);
     o.overlap_comm_given = true;
   }
-  if (o.dp * o.tp * o.pp * o.cp != o.gpus) {
-    fail(errc::kInconsistent, p.child_path("gpus"),
-         "dp x tp x pp x cp (" + std::to_string(o.dp * o.tp * o.pp * o.cp) + ") must equal " + p.child_path("gpus") +
-             " (" + std::to_string(o.gpus) + ")");
-  }
-  if (!o.fsdp.empty() && std::find(kFsdpStrategies.begin(), kFsdpStrategies.end(), o.fsdp) == kFsdpStrategies.end()) {
-    fail(errc::kUnknownValue, p.child_path("fsdp"),
-         p.child_path("fsdp") + " " + vram::quoted(o.fsdp) +
-             " is not one of: full_shard, shard_grad_op, hybrid_shard, no_shard");
-  }
-  if (!o.fsdp.empty() && o.zero > 0) {
-    fail(errc::kInconsistent, p.child_path("fsdp"),
-         "choose DeepSpeed ZeRO (parallel.zero) or FSDP (parallel.fsdp), not both");
-  }
-  if (o.offload_params && o.zero != 3 && o.fsdp != "full_shard" && o.fsdp != "hybrid_shard") {
-    fail(errc::kInconsistent, p.child_path("offload_params"),
-         p.child_path("offload_params") + " needs ZeRO stage 3 or FSDP full_shard / hybrid_shard");
-  }
-  if (o.offload_optimizer && o.zero == 0 && o.fsdp.empty()) {
-    fail(errc::kInconsistent, p.child_path("offload_optimizer"),
-         p.child_path("offload_optimizer") + " needs ZeRO (parallel.zero >= 1) or FSDP");
-  }
-  if (o.distributed_optimizer && (o.zero > 0 || !o.fsdp.empty())) {
-    fail(errc::kInconsistent, p.child_path("distributed_optimizer"),
-         p.child_path("distributed_optimizer") +
-             " is Megatron-LM's sharded optimizer; it replaces DeepSpeed ZeRO and FSDP, not combines with them");
-  }
-  // deepspeed/runtime/pipe/engine.py: "ZeRO-2 and ZeRO-3 are incompatible
-  // with pipeline parallelism" (Megatron-DeepSpeed pairs pipelines with ZeRO-1).
-  if (o.zero >= 2 && o.pp > 1) {
-    fail(errc::kInconsistent, p.child_path("zero"),
-         p.child_path("zero") + " " + std::to_string(o.zero) +
-             " with pipeline parallelism: DeepSpeed's PipelineEngine allows ZeRO stage 0 or 1 only");
-  }
-  const LayerStack& t = req.model.text;
-  if (o.ep > 1) {
-    if (t.experts == 0) {
-      fail(errc::kInconsistent, p.child_path("ep"),
-           p.child_path("ep") + " (" + std::to_string(o.ep) +
-               ") needs a mixture-of-experts model; this one has no "
-               "routed experts");
-    }
-    if (t.experts % o.ep != 0) {
-      fail(errc::kInconsistent, p.child_path("ep"),
-           p.child_path("ep") + " (" + std::to_string(o.ep) + ") must divide the routed experts (" +
-               std::to_string(t.experts) + ")");
-    }
-    // Megatron-core parallel_state: expert-parallel groups are carved out of
-    // the data (x context) parallel ranks.
-    if ((o.dp * o.cp) % o.ep != 0) {
-      fail(errc::kInconsistent, p.child_path("ep"),
-           p.child_path("ep") + " (" + std::to_string(o.ep) + ") must divide dp x cp (" + std::to_string(o.dp * o.cp) +
-               "): expert-parallel ranks are data-parallel ranks");
-    }
-  }
-  if (o.vp > 1) {
-    if (o.pp == 1) {
-      fail(errc::kInconsistent, p.child_path("vp"),
-           p.child_path("vp") + " (virtual pipeline stages) needs pipeline parallelism (parallel.pp > 1)");
-    }
-    // Megatron arguments.py: layers must split evenly into pp x vp model chunks.
-    if (t.layers % (o.pp * o.vp) != 0) {
-      fail(errc::kInconsistent, p.child_path("vp"),
-           "the layers (" + std::to_string(t.layers) + ") must divide into pp x vp (" + std::to_string(o.pp * o.vp) +
-               ") model chunks for the interleaved schedule");
-    }
-  }
-  if (t.heads % o.tp != 0) {
-    fail(errc::kInconsistent, p.child_path("tp"),
-         p.child_path("tp") + " (" + std::to_string(o.tp) + ") must divide the attention heads (" +
-             std::to_string(t.heads) + ")");
-  }
-  if (req.task == Task::kTrain && t.kv_heads % o.tp != 0 && o.tp % t.kv_heads != 0) {
-    fail(errc::kInconsistent, p.child_path("tp"),
-         p.child_path("tp") + " (" + std::to_string(o.tp) + ") and the KV heads (" + std::to_string(t.kv_heads) +
-             ") must divide one another (Megatron replicates KV heads only by whole factors)");
-  }
-  if (o.pp > t.layers) {
-    fail(errc::kInconsistent, p.child_path("pp"),
-         p.child_path("pp") + " (" + std::to_string(o.pp) + ") exceeds the layers (" + std::to_string(t.layers) + ")");
-  }
-  if (req.task == Task::kInfer &&
-      (o.dp > 1 || o.pp > 1 || o.cp > 1 || o.ep > 1 || o.zero > 0 || !o.fsdp.empty() || o.distributed_optimizer)) {
-    fail(errc::kUnsupported, p.path(),
-         "inference shards with tensor parallelism (parallel.tp); data, pipeline and context parallel or ZeRO/FSDP "
-         "serving are not modelled");
-  }
+  check_layout(req, p.path());
 }
 
 void parse_overheads(const JsonReader& o, Request& req) {
@@ -499,6 +507,15 @@ Result<Request> parse_request(const json& request) {
     if (auto c = r.object_opt("calibration")) parse_calibration(*c, req);
     if (auto g = r.object_opt("gpu")) parse_gpu(*g, req);
     return req;
+  } catch (const Failure& f) {
+    return f.error();
+  }
+}
+
+std::optional<Error> layout_error(const Request& req) {
+  try {
+    check_layout(req, "parallel");
+    return std::nullopt;
   } catch (const Failure& f) {
     return f.error();
   }

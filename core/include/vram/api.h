@@ -19,12 +19,18 @@ std::string estimate_json(const std::string& request_text);
 // whole request) -> model summary JSON: params_total, breakdown, facts.
 std::string model_info_json(const std::string& model_text);
 
+// Training request with parallel.gpus (the budget), gpu and an optional
+// `plan` object {framework, top, allow_checkpointing, allow_offload} ->
+// {"schema", "version", "plan": {candidates: [...], ...}} (vram/plan.h).
+std::string plan_json(const std::string& request_text);
+
 // {"schema", "version", "supported_model_types", "gpus"}.
 std::string version_json();
 
 // Same as the text functions, for native callers that hold parsed JSON.
 json estimate(const json& request);
 json model_info(const json& model);
+json plan(const json& request);
 
 // {"error": {...}} object for an Error.
 json error_json(const Error& e);

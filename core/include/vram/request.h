@@ -161,6 +161,10 @@ struct Request {
 
 Result<Request> parse_request(const json& request);
 
+// The error parse_request would report for this request's parallel layout,
+// if any (for callers that build layouts themselves, like the planner).
+std::optional<Error> layout_error(const Request& req);
+
 const char* to_string(Precision p);
 const char* to_string(Method m);
 const char* to_string(AttentionImpl a);

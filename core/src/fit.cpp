@@ -1,0 +1,67 @@
+// What fits on a GPU (fit.h).
+#include "fit.h"
+
+#include "train/estimate_train.h"
+#include "vram/gpus.h"
+
+namespace vram::fit {
+
+std::optional<Card> chosen_gpu(const Request& req) {
+  if (req.gpu.memory_gib) {
+    Card c;
+    c.total = static_cast<int64_t>(*req.gpu.memory_gib * 1073741824.0);
+    c.capacity = static_cast<int64_t>(static_cast<double>(c.total) * (1.0 - kDriverReserveFraction));
+    c.name = "custom " + std::to_string(*req.gpu.memory_gib).substr(0, 6) + " GiB";
+    return c;
+  }
+  if (const GpuInfo* g = req.gpu.name.empty() ? nullptr : find_gpu(req.gpu.name)) {
+    return Card{g->total_mib * 1048576, g->usable_bytes(), g->name};
+  }
+  return std::nullopt;
+}
+
+Fit fit_for(int64_t peak, int64_t total, int64_t capacity, const std::string& name) {
+  Fit f;
+  f.gpu = name;
+  f.total_bytes = total;
+  f.capacity_bytes = capacity;
+  f.fits = peak <= capacity;
+  f.utilization = capacity > 0 ? static_cast<double>(peak) / static_cast<double>(capacity) : 0;
+  f.headroom_ok = static_cast<double>(peak) <= kHeadroomFraction * static_cast<double>(total);
+  return f;
+}
+
+// Largest v in [1, limit] with fits(v), 0 if none; `fits` must be monotone
+// (true up to some value, false after): doubling, then bisection.
+int64_t largest_fitting(const std::function<bool(int64_t)>& fits, int64_t limit) {
+  if (!fits(1)) return 0;
+  int64_t lo = 1, hi = 2;
+  while (hi <= limit && fits(hi)) {
+    lo = hi;
+    hi *= 2;
+  }
+  if (hi > limit) {
+    if (fits(limit)) return limit;
+    hi = limit;
+  }
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+// Largest micro-batch whose peak fits `capacity` (the peak is non-decreasing
+// in the micro-batch).
+int64_t max_micro_batch(const Request& req, int64_t capacity) {
+  Request r = req;
+  return largest_fitting(
+      [&](int64_t b) {
+        r.train.micro_batch = b;
+        auto e = train::estimate_train(r);
+        return e.ok() && e.value().peak_bytes <= capacity;
+      },
+      int64_t{1} << 16);
+}
+
+}  // namespace vram::fit

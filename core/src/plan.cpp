@@ -1,0 +1,240 @@
+// The layout planner (vram/plan.h): enumerate, estimate, rank.
+#include "vram/plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+
+#include "fit.h"
+#include "format.h"
+#include "train/estimate_train.h"
+
+namespace vram {
+
+namespace {
+
+struct Sharding {
+  int64_t zero = 0;
+  std::string fsdp;
+  bool distributed_optimizer = false;
+  int level = 0;  // 0 replicated, 1 states, 2 + grads, 3 + params
+};
+
+std::vector<Sharding> shardings(const std::string& framework) {
+  if (framework == "fsdp") {
+    return {{0, "no_shard", false, 0},
+            {0, "shard_grad_op", false, 2},
+            {0, "hybrid_shard", false, 3},
+            {0, "full_shard", false, 3}};
+  }
+  if (framework == "megatron") return {{0, "", false, 0}, {0, "", true, 1}};
+  return {{0, "", false, 0}, {1, "", false, 1}, {2, "", false, 2}, {3, "", false, 3}};
+}
+
+std::string label_of(const ParallelOptions& p, Checkpointing ck) {
+  std::string dims;
+  auto add = [&](const char* name, int64_t v) {
+    if (v > 1) dims += (dims.empty() ? "" : " x ") + std::string(name) + " " + std::to_string(v);
+  };
+  add("tp", p.tp);
+  add("pp", p.pp);
+  add("cp", p.cp);
+  add("ep", p.ep);
+  dims += (dims.empty() ? "" : " x ") + std::string("dp ") + std::to_string(p.dp);
+  std::string s = dims + ", ";
+  if (!p.fsdp.empty()) {
+    s += "FSDP " + p.fsdp;
+  } else if (p.zero > 0) {
+    s += "ZeRO-" + std::to_string(p.zero);
+  } else if (p.distributed_optimizer) {
+    s += "Megatron distributed optimizer";
+  } else {
+    s += p.dp > 1 ? "DDP" : "no data parallel";
+  }
+  if (p.sequence_parallel) s += ", sequence parallel";
+  if (p.offload_optimizer) s += p.offload_params ? ", CPU offload (optimizer + params)" : ", CPU offload (optimizer)";
+  if (ck == Checkpointing::kFull) s += ", activation checkpointing";
+  return s;
+}
+
+std::vector<int64_t> powers_of_two_up_to(int64_t n) {
+  std::vector<int64_t> out;
+  for (int64_t x = 1; x <= n; x *= 2) out.push_back(x);
+  return out;
+}
+
+}  // namespace
+
+Result<Plan> plan_request(const Request& req, const PlanOptions& o) {
+  try {
+    if (req.task != Task::kTrain) {
+      return Error{errc::kUnsupported, "the planner searches training layouts; use task \"train\"", "task"};
+    }
+    const auto card = fit::chosen_gpu(req);
+    if (!card) {
+      return Error{errc::kMissingField, "the planner needs the GPU: gpu.name (catalog) or gpu.memory_gib", "gpu"};
+    }
+    const int64_t n = req.parallel.gpus;
+    const LayerStack& t = req.model.text;
+    Plan plan;
+    plan.gpus = n;
+    plan.gpu = card->name;
+    plan.capacity_bytes = card->capacity;
+
+    // DeepSpeed's bf16 mode and Megatron's mixed precision keep fp32 master
+    // weights next to bf16 ones whatever the layout (DeepSpeed
+    // bf16_optimizer.py, Megatron Float16OptimizerWithFloat16Params), so a
+    // pure bf16 request is planned as mixed_bf16 there; FSDP keeps the
+    // request's precision (it can run pure bf16).
+    Request base = req;
+    if (o.framework != "fsdp" && base.train.method != Method::kQlora &&
+        (base.train.precision == Precision::kBf16 || base.train.precision == Precision::kFp16)) {
+      base.train.precision = Precision::kMixedBf16;
+      plan.notes.push_back("precision mixed_bf16: " + o.framework + " keeps fp32 master weights with bf16 training");
+    }
+    std::vector<Checkpointing> checkpointing = {req.train.checkpointing};
+    if (o.allow_checkpointing && req.train.checkpointing != Checkpointing::kFull) {
+      checkpointing.push_back(Checkpointing::kFull);
+    }
+    // Context parallel is for long sequences (Megatron-core context_parallel
+    // docs: sequence lengths of 32K and beyond).
+    std::vector<int64_t> cps = {1};
+    if (req.train.seq_len >= 32768) {
+      for (int64_t c : {2, 4, 8}) cps.push_back(c);
+    }
+    std::vector<int64_t> eps = {1};
+    if (t.experts > 1) {
+      for (int64_t e : powers_of_two_up_to(t.experts)) {
+        if (e > 1) eps.push_back(e);
+      }
+    }
+
+    std::vector<PlanCandidate> all;
+    auto consider = [&](ParallelOptions p, Checkpointing ck) {
+      Request r = base;
+      r.parallel = p;
+      r.train.checkpointing = ck;
+      if (layout_error(r)) return;
+      ++plan.considered;
+      auto est = train::estimate_train(r);
+      if (!est.ok()) return;
+      PlanCandidate c;
+      c.layout = p;
+      c.checkpointing = ck;
+      c.label = label_of(p, ck);
+      c.peak_bytes = est.value().peak_bytes;
+      const Fit f = fit::fit_for(c.peak_bytes, card->total, card->capacity, card->name);
+      c.fits = f.fits;
+      c.headroom_ok = f.headroom_ok;
+      c.utilization = f.utilization;
+      // Full recomputation runs the forward again: training costs 6N FLOPs
+      // per token, 2N of them forward (Kaplan et al. 2020 §2.1), so x 8/6.
+      if (ck == Checkpointing::kFull) {
+        c.step_time_factor *= 4.0 / 3.0;
+        c.why.push_back(
+            "full recomputation re-runs the forward: about x4/3 compute (6N training FLOPs per token, 2N "
+            "forward)");
+      }
+      // 1F1B bubble: (pp - 1) / (m vp) of the ideal step (Narayanan et al.
+      // 2021 §2.2).
+      if (p.pp > 1) {
+        const double bubble = static_cast<double>(p.pp - 1) / static_cast<double>(r.train.grad_accum * p.vp);
+        c.step_time_factor *= 1.0 + bubble;
+        c.why.push_back("pipeline bubble (pp - 1) / micro-batches = " + std::to_string(bubble).substr(0, 4) +
+                        " of the step; raise grad_accum to shrink it");
+      }
+      const bool sharded_params = p.zero == 3 || p.fsdp == "full_shard" || p.fsdp == "hybrid_shard";
+      if (sharded_params && p.dp * p.cp > 1) {
+        // ZeRO paper §7.2: P_os+g moves what DDP moves, P_os+g+p 1.5x.
+        c.comm_factor = 1.5;
+        c.why.push_back("parameter sharding moves 1.5x DDP's data-parallel traffic (ZeRO paper §7.2)");
+      }
+      if (p.tp > 1) {
+        c.why.push_back(
+            "tensor parallel all-reduces activations twice per layer in forward and twice in backward "
+            "(Megatron-LM §3): keep it inside a node");
+      }
+      if (p.offload_optimizer) {
+        c.why.push_back("CPU offload runs the optimizer step on the CPU and moves state over PCIe every step");
+      }
+      all.push_back(std::move(c));
+    };
+
+    auto search = [&](bool offload) {
+      for (int64_t tp : powers_of_two_up_to(std::min(n, req.parallel.gpus_per_node))) {
+        for (int64_t pp : powers_of_two_up_to(std::min<int64_t>(n / tp, t.layers))) {
+          for (int64_t cp : cps) {
+            if (n % (tp * pp * cp) != 0) continue;
+            const int64_t dp = n / (tp * pp * cp);
+            for (int64_t ep : eps) {
+              for (const Sharding& sh : shardings(o.framework)) {
+                if (sh.fsdp == "hybrid_shard" && req.parallel.nodes <= 1) continue;  // = full_shard on one node
+                if (sh.level > 0 && dp * cp == 1) continue;                          // nothing to shard over
+                ParallelOptions p = req.parallel;                                    // keeps buckets, NCCL, nodes
+                p.dp = dp;
+                p.tp = tp;
+                p.pp = pp;
+                p.cp = cp;
+                p.ep = ep;
+                p.vp = 1;
+                p.zero = sh.zero;
+                p.fsdp = sh.fsdp;
+                p.distributed_optimizer = sh.distributed_optimizer;
+                p.sequence_parallel = o.framework == "megatron" && tp > 1;
+                p.offload_optimizer = false;
+                p.offload_params = false;
+                if (offload) {
+                  if (sh.level < 3) continue;  // offload pairs with ZeRO-3 / FULL_SHARD here
+                  for (bool params : {false, true}) {
+                    p.offload_optimizer = true;
+                    p.offload_params = params;
+                    for (Checkpointing ck : checkpointing) consider(p, ck);
+                  }
+                  continue;
+                }
+                for (Checkpointing ck : checkpointing) consider(p, ck);
+              }
+            }
+          }
+        }
+      }
+    };
+    search(false);
+    auto count_fitting = [&] {
+      return std::count_if(all.begin(), all.end(), [](const PlanCandidate& c) { return c.fits; });
+    };
+    if (count_fitting() == 0 && o.allow_offload && o.framework != "megatron") {
+      search(true);
+      plan.notes.push_back("nothing fits without offload: CPU offload layouts searched too");
+    }
+    plan.fitting = count_fitting();
+    // Best first: fits with the 80% headroom, then fits; no offload; least
+    // recompute and bubble; least data-parallel traffic; least tensor
+    // parallel (HF "Parallelism methods": DDP or ZeRO when the model fits,
+    // then ZeRO, PP or TP); lowest peak.
+    auto key = [](const PlanCandidate& c) {
+      const int fit_class = c.headroom_ok ? 0 : c.fits ? 1 : 2;
+      return std::make_tuple(fit_class, c.layout.offload_optimizer, std::round(c.step_time_factor * 1e6), c.comm_factor,
+                             c.layout.tp, c.peak_bytes);
+    };
+    std::stable_sort(all.begin(), all.end(),
+                     [&](const PlanCandidate& a, const PlanCandidate& b) { return key(a) < key(b); });
+    if (static_cast<int64_t>(all.size()) > o.top) all.resize(static_cast<size_t>(o.top));
+    for (PlanCandidate& c : all) {
+      if (!c.fits) continue;
+      Request r = base;
+      r.parallel = c.layout;
+      r.train.checkpointing = c.checkpointing;
+      c.max_micro_batch = fit::max_micro_batch(r, card->capacity);
+    }
+    plan.candidates = std::move(all);
+    plan.notes.push_back("micro_batch " + std::to_string(req.train.micro_batch) + ", seq_len " +
+                         fmt_int(req.train.seq_len) + ", grad_accum " + std::to_string(req.train.grad_accum) +
+                         " kept; the global batch is dp x micro_batch x grad_accum");
+    return plan;
+  } catch (const Failure& f) {
+    return f.error();
+  }
+}
+
+}  // namespace vram

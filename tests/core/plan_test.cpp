@@ -1,0 +1,107 @@
+// The layout planner: every candidate is a real estimate, the ranking puts
+// what fits (with headroom) and costs least first, and bad input names the field.
+#include <gtest/gtest.h>
+
+#include "fixtures.h"
+#include "vram/api.h"
+
+namespace vram {
+namespace {
+
+json request(const char* model, int64_t gpus, const char* gpu, json train = json::object()) {
+  json t = {{"seq_len", 2048}, {"micro_batch", 1}, {"grad_accum", 8}};
+  for (auto& [k, v] : train.items()) t[k] = v;
+  return {{"model", {{"config", testing::model_config(model)}}},
+          {"train", t},
+          {"parallel", {{"gpus", gpus}}},
+          {"gpu", {{"name", gpu}}}};
+}
+
+TEST(Planner, EveryCandidateIsTheEstimateOfItsLayout) {
+  json req = request("meta-llama/Llama-2-7b-hf", 8, "A100 80GB");
+  const json r = plan(req);
+  ASSERT_FALSE(r.contains("error")) << r.dump();
+  const json& cands = r["plan"]["candidates"];
+  ASSERT_GE(cands.size(), 5u);
+  for (const auto& c : cands) {
+    json applied = req;
+    for (auto& [k, v] : c["parallel"].items()) applied["parallel"][k] = v;
+    applied["train"]["grad_checkpointing"] = c["grad_checkpointing"] == "full";
+    applied["train"]["precision"] = "mixed_bf16";  // the planner's DeepSpeed precision
+    const json e = estimate(applied);
+    ASSERT_FALSE(e.contains("error")) << c.dump() << e.dump();
+    EXPECT_EQ(e["peak_bytes"], c["peak_bytes"]) << c["label"];
+  }
+}
+
+// 7B full fine-tuning on 8 x A100 80GB: DDP needs 16 bytes per parameter of
+// model state (108 GB) and cannot fit; ZeRO without tensor or pipeline
+// parallel and without recomputation can, so it ranks first (HF "Parallelism
+// methods": DDP or ZeRO when the model fits).
+TEST(Planner, PrefersPlainZeroOverModelParallelAndRecompute) {
+  const json r = plan(request("meta-llama/Llama-2-7b-hf", 8, "A100 80GB"));
+  ASSERT_FALSE(r.contains("error")) << r.dump();
+  const json& best = r["plan"]["candidates"][0];
+  EXPECT_TRUE(best["headroom_ok"].get<bool>()) << best.dump();
+  EXPECT_EQ(best["parallel"]["tp"], 1);
+  EXPECT_EQ(best["parallel"]["pp"], 1);
+  EXPECT_EQ(best["grad_checkpointing"], "none");
+  EXPECT_GE(best["parallel"].value("zero", 0), 1);
+  EXPECT_LT(best["parallel"].value("zero", 0), 3);  // ZeRO-3's 1.5x traffic is not needed
+  EXPECT_GE(best["max_micro_batch"].get<int64_t>(), 1);
+  // Ranked: nothing that fits comes after something that does not.
+  bool seen_misfit = false;
+  for (const auto& c : r["plan"]["candidates"]) {
+    if (!c["fits"].get<bool>()) seen_misfit = true;
+    if (seen_misfit) EXPECT_FALSE(c["fits"].get<bool>()) << c["label"];
+  }
+}
+
+// Llama-3.1-8B full fine-tuning on 2 x RTX 4090: 16 bytes per parameter of
+// model state over two 24 GB cards cannot fit, so CPU offload layouts are
+// searched and the best of them is offered; a 0.6B model never gets offload.
+TEST(Planner, OffloadsOnlyWhenNothingElseFits) {
+  const json r = plan(request("meta-llama/Llama-3.1-8B", 2, "RTX 4090 24GB", {{"seq_len", 1024}}));
+  ASSERT_FALSE(r.contains("error")) << r.dump();
+  const json& best = r["plan"]["candidates"][0];
+  ASSERT_TRUE(best["fits"].get<bool>()) << best.dump();
+  EXPECT_TRUE(best["parallel"].value("offload_optimizer", false)) << best.dump();
+  const json small = plan(request("Qwen/Qwen3-0.6B", 2, "RTX 4090 24GB"));
+  for (const auto& c : small["plan"]["candidates"]) EXPECT_FALSE(c["parallel"].value("offload_optimizer", false));
+}
+
+TEST(Planner, MegatronCandidatesUseSequenceParallelWithTensorParallel) {
+  json req = request("meta-llama/Llama-2-7b-hf", 8, "H100 80GB");
+  req["plan"] = {{"framework", "megatron"}, {"top", 100}};
+  const json r = plan(req);
+  ASSERT_FALSE(r.contains("error")) << r.dump();
+  int with_tp = 0;
+  for (const auto& c : r["plan"]["candidates"]) {
+    if (c["parallel"]["tp"].get<int64_t>() > 1) {
+      ++with_tp;
+      EXPECT_TRUE(c["parallel"].value("sequence_parallel", false)) << c["label"];
+    }
+    EXPECT_FALSE(c["parallel"].contains("zero"));
+  }
+  EXPECT_GT(with_tp, 0);
+}
+
+TEST(Planner, BadInputNamesTheField) {
+  json no_gpu = request("Qwen/Qwen3-0.6B", 8, "A100 80GB");
+  no_gpu.erase("gpu");
+  EXPECT_EQ(plan(no_gpu)["error"]["path"], "gpu");
+  json infer = request("Qwen/Qwen3-0.6B", 1, "A100 80GB");
+  infer["task"] = "infer";
+  infer.erase("train");
+  EXPECT_EQ(plan(infer)["error"]["path"], "task");
+  json framework = request("Qwen/Qwen3-0.6B", 8, "A100 80GB");
+  framework["plan"] = {{"framework", "colossal"}};
+  EXPECT_EQ(plan(framework)["error"]["path"], "plan.framework");
+  json top = request("Qwen/Qwen3-0.6B", 8, "A100 80GB");
+  top["plan"] = {{"top", 0}};
+  EXPECT_EQ(plan(top)["error"]["path"], "plan.top");
+  EXPECT_EQ(json::parse(plan_json("{not json"))["error"]["code"], "bad_json");
+}
+
+}  // namespace
+}  // namespace vram
