@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <chrono>
+#include <cstdint>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -11,6 +12,8 @@
 #include "commands.h"
 #include "measure/atomic_file.h"
 #include "measure/error_handling.h"
+#include "measure/nccl_collectives.h"
+#include "measure/nccl_memory.h"
 #include "measure/nvml_source.h"
 #include "measure/overheads.h"
 #include "measure/report.h"
@@ -40,6 +43,17 @@ constexpr const char* kOverheadsUsage =
     "usage: vram-probe overheads [--json] [--device I]\n"
     "  Measures the memory a CUDA context takes on GPU I (default 0) and prints\n"
     "  it as overheads.cuda_context_bytes for the estimator's request.\n";
+
+std::string NcclUsage() {
+  return "usage: vram-probe nccl [--json] [--devices 0,1,...] [--bytes N]\n"
+         "  Measures the GPU memory NCCL takes per GPU: ncclCommInitAll over the\n"
+         "  GPUs (default: all, as nvidia-smi numbers them), then one all-reduce of N\n"
+         "  bytes (default " +
+         std::to_string(kDefaultNcclBytes) +
+         "). Prints it as overheads.nccl_bytes for the estimator's\n"
+         "  request. NCCL_* variables apply as in a real run; NCCL_LIBRARY picks\n"
+         "  the libnccl.so.2 to load.\n";
+}
 
 int ExitCodeFor(const Status& status) {
   switch (status.code()) {
@@ -86,6 +100,59 @@ Status UnsignedFlag(const std::vector<std::string>& args, std::size_t* i, unsign
   return Status::Ok();
 }
 
+std::optional<std::uint64_t> ParseUnsigned64(const std::string& text) {
+  std::uint64_t value = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end || text.empty()) return std::nullopt;
+  return value;
+}
+
+// "--devices 0,1,3": distinct GPU indices, at least two of them.
+Status DeviceListFlag(const std::vector<std::string>& args, std::size_t* i, std::vector<unsigned>* devices) {
+  std::string text;
+  VRAM_RETURN_IF_ERROR(FlagValue(args, i, &text));
+  const std::string flag = args[*i - 1];
+  devices->clear();
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    std::optional<unsigned> index = ParseUnsigned(item);
+    if (!index) {
+      return Status(StatusCode::kInvalidArgument,
+                    flag + " wants GPU indices separated by commas (0,1), got '" + text + "'");
+    }
+    for (unsigned seen : *devices) {
+      if (seen == *index) {
+        return Status(StatusCode::kInvalidArgument, flag + " lists GPU " + item + " twice in '" + text + "'");
+      }
+    }
+    devices->push_back(*index);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (devices->size() < 2) {
+    return Status(StatusCode::kInvalidArgument,
+                  flag + " needs at least 2 GPUs (a communicator of one rank allocates nothing), got '" + text + "'");
+  }
+  return Status::Ok();
+}
+
+// "--bytes 33554432": the float32 all-reduce buffer per GPU.
+Status BytesFlag(const std::vector<std::string>& args, std::size_t* i, std::size_t* bytes) {
+  std::string text;
+  VRAM_RETURN_IF_ERROR(FlagValue(args, i, &text));
+  const std::string flag = args[*i - 1];
+  std::optional<std::uint64_t> parsed = ParseUnsigned64(text);
+  if (!parsed || *parsed == 0 || *parsed % sizeof(float) != 0) {
+    return Status(StatusCode::kInvalidArgument,
+                  flag + " wants a positive multiple of 4 (bytes of float32 elements), got '" + text + "'");
+  }
+  *bytes = static_cast<std::size_t>(*parsed);
+  return Status::Ok();
+}
+
 // NVML first (it needs no context); CUDA only when `cuda_fallback` and NVML
 // is missing. Both failing with "no driver" is kNoGpu with both reasons.
 struct OpenedSource {
@@ -106,6 +173,48 @@ Result<OpenedSource> OpenSource(const MeasureEnv& env, bool cuda_fallback) {
   return Status(code, nvml.status().message() + "; " + cuda.status().message());
 }
 
+// NVML reads memory without a context of its own; CUDA creates the contexts
+// being measured. `overheads` and `nccl` need both.
+struct MeterAndRuntime {
+  std::unique_ptr<MemorySource> nvml;
+  std::unique_ptr<MemorySource> cuda;
+};
+
+Result<MeterAndRuntime> OpenMeterAndRuntime(const MeasureEnv& env) {
+  Result<std::unique_ptr<MemorySource>> nvml = env.open_nvml();
+  Result<std::unique_ptr<MemorySource>> cuda =
+      env.open_cuda ? env.open_cuda()
+                    : Result<std::unique_ptr<MemorySource>>(
+                          Status(StatusCode::kNotSupported, "vram-probe was built without the CUDA runtime"));
+  if (nvml.ok() && cuda.ok()) return MeterAndRuntime{std::move(nvml.value()), std::move(cuda.value())};
+  std::string message;
+  StatusCode code = StatusCode::kNoGpu;
+  for (const Result<std::unique_ptr<MemorySource>>* r : {&nvml, &cuda}) {
+    if (r->ok()) continue;
+    if (r->status().code() != StatusCode::kNoGpu) code = r->status().code();
+    message += (message.empty() ? "" : "; ") + r->status().message();
+  }
+  // A missing driver explains everything else.
+  if ((!nvml.ok() && nvml.status().code() == StatusCode::kNoGpu) ||
+      (!cuda.ok() && cuda.status().code() == StatusCode::kNoGpu)) {
+    code = StatusCode::kNoGpu;
+  }
+  return Status(code, message);
+}
+
+// CUDA numbers devices fastest-first and honours CUDA_VISIBLE_DEVICES; NVML
+// numbers them like nvidia-smi. Match by UUID.
+Result<unsigned> CudaIndexFor(MemorySource& cuda, const GpuFacts& gpu) {
+  if (Result<unsigned> count = cuda.DeviceCount(); count.ok() && gpu.uuid) {
+    for (unsigned c = 0; c < count.value(); ++c) {
+      Result<GpuFacts> facts = cuda.Device(c);
+      if (facts.ok() && facts.value().uuid == gpu.uuid) return c;
+    }
+  }
+  return Status(StatusCode::kInvalidArgument,
+                "GPU " + std::to_string(gpu.index) + " is not visible to CUDA (check CUDA_VISIBLE_DEVICES)");
+}
+
 }  // namespace
 
 MeasureEnv DefaultMeasureEnv() {
@@ -122,6 +231,8 @@ MeasureEnv DefaultMeasureEnv() {
     return std::unique_ptr<MemorySource>(std::move(source.value()));
   };
 #endif
+  // Without the CUDA runtime OpenNccl() itself says so (nccl_collectives.h).
+  env.open_nccl = OpenNccl;
   env.out = &std::cout;
   env.err = &std::cerr;
   env.become_subreaper = true;
@@ -251,31 +362,13 @@ int RunOverheadsCommand(const std::vector<std::string>& args, const MeasureEnv& 
     }
   }
 
-  // NVML reads memory without a context of its own; CUDA creates the context
-  // being measured. Both are needed.
-  Result<std::unique_ptr<MemorySource>> nvml = env.open_nvml();
-  Result<std::unique_ptr<MemorySource>> cuda =
-      env.open_cuda ? env.open_cuda()
-                    : Result<std::unique_ptr<MemorySource>>(
-                          Status(StatusCode::kNotSupported, "vram-probe was built without the CUDA runtime"));
-  if (!nvml.ok() || !cuda.ok()) {
-    std::string message;
-    StatusCode code = StatusCode::kNoGpu;
-    for (const Result<std::unique_ptr<MemorySource>>* r : {&nvml, &cuda}) {
-      if (r->ok()) continue;
-      if (r->status().code() != StatusCode::kNoGpu) code = r->status().code();
-      message += (message.empty() ? "" : "; ") + r->status().message();
-    }
-    // A missing driver explains everything else.
-    if ((!nvml.ok() && nvml.status().code() == StatusCode::kNoGpu) ||
-        (!cuda.ok() && cuda.status().code() == StatusCode::kNoGpu)) {
-      code = StatusCode::kNoGpu;
-    }
-    return Fail(env, Status(code, message), json);
-  }
+  Result<MeterAndRuntime> sources = OpenMeterAndRuntime(env);
+  if (!sources.ok()) return Fail(env, sources.status(), json);
+  MemorySource& nvml = *sources.value().nvml;
+  MemorySource& cuda = *sources.value().cuda;
 
   OverheadsReport report;
-  Result<ReportHeader> header = MakeHeader(*nvml.value(), &report.errors);
+  Result<ReportHeader> header = MakeHeader(nvml, &report.errors);
   if (!header.ok()) return Fail(env, header.status(), json);
   report.header = std::move(header.value());
   if (device >= report.header.gpus.size()) {
@@ -284,32 +377,13 @@ int RunOverheadsCommand(const std::vector<std::string>& args, const MeasureEnv& 
                                                          std::to_string(report.header.gpus.size()) + " GPU(s)"),
                 json);
   }
-  if (Result<SystemFacts> runtime = cuda.value()->System(); runtime.ok()) {
+  if (Result<SystemFacts> runtime = cuda.System(); runtime.ok()) {
     report.header.system.cuda_runtime_version = runtime.value().cuda_runtime_version;
   }
+  Result<unsigned> cuda_index = CudaIndexFor(cuda, report.header.gpus[device]);
+  if (!cuda_index.ok()) return Fail(env, cuda_index.status(), json);
 
-  // CUDA numbers devices fastest-first and honours CUDA_VISIBLE_DEVICES; NVML
-  // numbers them like nvidia-smi. Match by UUID.
-  unsigned cuda_index = device;
-  bool matched = false;
-  const std::optional<std::string>& uuid = report.header.gpus[device].uuid;
-  if (Result<unsigned> count = cuda.value()->DeviceCount(); count.ok() && uuid) {
-    for (unsigned c = 0; c < count.value() && !matched; ++c) {
-      Result<GpuFacts> facts = cuda.value()->Device(c);
-      if (facts.ok() && facts.value().uuid == uuid) {
-        cuda_index = c;
-        matched = true;
-      }
-    }
-  }
-  if (!matched) {
-    return Fail(env,
-                Status(StatusCode::kInvalidArgument,
-                       "GPU " + std::to_string(device) + " is not visible to CUDA (check CUDA_VISIBLE_DEVICES)"),
-                json);
-  }
-
-  Result<OverheadsResult> measured = MeasureOverheads(*nvml.value(), device, *cuda.value(), cuda_index);
+  Result<OverheadsResult> measured = MeasureOverheads(nvml, device, cuda, cuda_index.value());
   if (!measured.ok()) return Fail(env, measured.status(), json);
   report.result = std::move(measured.value());
   report.errors.insert(report.errors.end(), report.result.errors.begin(), report.result.errors.end());
@@ -317,6 +391,84 @@ int RunOverheadsCommand(const std::vector<std::string>& args, const MeasureEnv& 
     JsonReportWriter().WriteOverheads(report, *env.out);
   } else {
     TextReportWriter().WriteOverheads(report, *env.out);
+  }
+  return kExitOk;
+}
+
+int RunNcclCommand(const std::vector<std::string>& args, const MeasureEnv& env) {
+  bool json = false;
+  std::vector<unsigned> devices;  // empty: every GPU
+  std::size_t bytes = kDefaultNcclBytes;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    Status status;
+    if (args[i] == "--json") {
+      json = true;
+    } else if (args[i] == "--help" || args[i] == "-h") {
+      *env.out << NcclUsage();
+      return kExitOk;
+    } else if (args[i] == "--devices") {
+      status = DeviceListFlag(args, &i, &devices);
+    } else if (args[i] == "--bytes") {
+      status = BytesFlag(args, &i, &bytes);
+    } else {
+      status = Status(StatusCode::kInvalidArgument, "unknown option '" + args[i] + "'");
+    }
+    if (!status.ok()) {
+      *env.err << NcclUsage();
+      return Fail(env, status, json);
+    }
+  }
+
+  Result<MeterAndRuntime> sources = OpenMeterAndRuntime(env);
+  if (!sources.ok()) return Fail(env, sources.status(), json);
+  MemorySource& nvml = *sources.value().nvml;
+  MemorySource& cuda = *sources.value().cuda;
+
+  NcclReport report;
+  Result<ReportHeader> header = MakeHeader(nvml, &report.errors);
+  if (!header.ok()) return Fail(env, header.status(), json);
+  report.header = std::move(header.value());
+  if (Result<SystemFacts> runtime = cuda.System(); runtime.ok()) {
+    report.header.system.cuda_runtime_version = runtime.value().cuda_runtime_version;
+  }
+  const std::size_t gpu_count = report.header.gpus.size();
+  if (devices.empty()) {
+    if (gpu_count < 2) {
+      return Fail(env,
+                  Status(StatusCode::kNotSupported, "vram-probe nccl needs at least 2 GPUs; NVML sees " +
+                                                        std::to_string(gpu_count) +
+                                                        " (a communicator of one rank allocates nothing)"),
+                  json);
+    }
+    for (unsigned d = 0; d < gpu_count; ++d) devices.push_back(d);
+  }
+  std::vector<unsigned> cuda_devices;
+  for (unsigned d : devices) {
+    if (d >= gpu_count) {
+      return Fail(env,
+                  Status(StatusCode::kInvalidArgument, "--devices lists GPU " + std::to_string(d) + ": only " +
+                                                           std::to_string(gpu_count) + " GPU(s)"),
+                  json);
+    }
+    Result<unsigned> cuda_index = CudaIndexFor(cuda, report.header.gpus[d]);
+    if (!cuda_index.ok()) return Fail(env, cuda_index.status(), json);
+    cuda_devices.push_back(cuda_index.value());
+  }
+
+  Result<std::unique_ptr<Collectives>> nccl =
+      env.open_nccl ? env.open_nccl()
+                    : Result<std::unique_ptr<Collectives>>(
+                          Status(StatusCode::kNotSupported, "vram-probe was built without NCCL support"));
+  if (!nccl.ok()) return Fail(env, nccl.status(), json);
+
+  Result<NcclMeasurement> measured = MeasureNccl(nvml, devices, cuda, cuda_devices, *nccl.value(), bytes);
+  if (!measured.ok()) return Fail(env, measured.status(), json);
+  report.result = std::move(measured.value());
+  report.errors.insert(report.errors.end(), report.result.errors.begin(), report.result.errors.end());
+  if (json) {
+    JsonReportWriter().WriteNccl(report, *env.out);
+  } else {
+    TextReportWriter().WriteNccl(report, *env.out);
   }
   return kExitOk;
 }
@@ -334,5 +486,7 @@ int run_watch(const std::vector<std::string>& args) { return probe::RunWatchComm
 int run_overheads(const std::vector<std::string>& args) {
   return probe::RunOverheadsCommand(args, probe::DefaultMeasureEnv());
 }
+
+int run_nccl(const std::vector<std::string>& args) { return probe::RunNcclCommand(args, probe::DefaultMeasureEnv()); }
 
 }  // namespace vram::cli

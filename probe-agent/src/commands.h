@@ -15,5 +15,6 @@ int run_version(const std::vector<std::string>& args);
 int run_device(const std::vector<std::string>& args);
 int run_watch(const std::vector<std::string>& args);
 int run_overheads(const std::vector<std::string>& args);
+int run_nccl(const std::vector<std::string>& args);
 
 }  // namespace vram::cli

@@ -22,6 +22,7 @@ const std::vector<Command>& commands() {
       {"device", "facts of every NVIDIA GPU: memory, driver, CUDA, MIG (text, or --json)", vram::cli::run_device},
       {"watch", "run a command and record its GPU memory peak and timeline: watch -- <cmd>", vram::cli::run_watch},
       {"overheads", "measure the CUDA context size on this GPU (text, or --json)", vram::cli::run_overheads},
+      {"nccl", "measure NCCL's memory per GPU over these GPUs (text, or --json)", vram::cli::run_nccl},
   };
   return kCommands;
 }

@@ -1,4 +1,4 @@
-// The device / watch / overheads subcommands: exit codes, error JSON, report
+// The device / watch / overheads / nccl subcommands: exit codes, error JSON, report
 // files. Real sources on this GPU-less machine; FakeSource where a GPU is
 // needed.
 #include "cli_measure.h"
@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "measure/fake_collectives.h"
 #include "measure/fake_source.h"
 #include "measure/nvml_source.h"
 
@@ -91,7 +92,49 @@ class CliMeasureTest : public ::testing::Test {
     return env;
   }
 
+  // Two fake GPUs seen through "NVML" and "CUDA" (same UUIDs), and a fake
+  // NCCL that adds `init` and `first` bytes to each NVML reading.
+  MeasureEnv TwoGpuEnv(std::uint64_t init, std::uint64_t first) {
+    auto gpus = []() {
+      std::vector<GpuFacts> gpus;
+      for (unsigned i = 0; i < 2; ++i) {
+        GpuFacts gpu;
+        gpu.index = i;
+        gpu.name = "Fake GPU";
+        gpu.uuid = "GPU-00000000-0000-0000-0000-00000000000" + std::to_string(i);
+        gpu.memory.total = 1ull << 34;
+        gpu.memory.used = 1ull << 20;
+        gpu.memory.free = (1ull << 34) - (1ull << 20);
+        gpus.push_back(gpu);
+      }
+      return gpus;
+    };
+    MeasureEnv env;
+    env.open_nvml = [this, gpus]() -> Result<std::unique_ptr<MemorySource>> {
+      auto fake = std::make_unique<FakeSource>();
+      fake->set_gpus(gpus());
+      nvml_ = fake.get();
+      return std::unique_ptr<MemorySource>(std::move(fake));
+    };
+    env.open_cuda = [gpus]() -> Result<std::unique_ptr<MemorySource>> {
+      auto fake = std::make_unique<FakeSource>();
+      fake->set_gpus(gpus());
+      return std::unique_ptr<MemorySource>(std::move(fake));
+    };
+    // The command opens NVML before NCCL, so nvml_ is set by then.
+    env.open_nccl = [this, init, first]() -> Result<std::unique_ptr<Collectives>> {
+      auto nccl = std::make_unique<FakeCollectives>(nvml_);
+      nccl->set_init_bytes({init, init});
+      nccl->set_first_collective_bytes({first, first});
+      return std::unique_ptr<Collectives>(std::move(nccl));
+    };
+    env.out = &out_;
+    env.err = &err_;
+    return env;
+  }
+
   std::string dir_;
+  FakeSource* nvml_ = nullptr;  // the NVML fake TwoGpuEnv opened last
   std::ostringstream out_;
   std::ostringstream err_;
 };
@@ -134,6 +177,95 @@ TEST_F(CliMeasureTest, OverheadsWithoutGpuExitsThree) {
   if (RealNvmlPresent()) GTEST_SKIP() << "an NVIDIA driver is installed here";
   EXPECT_EQ(RunOverheadsCommand({"--json"}, RealEnv()), kExitNoGpu);
   EXPECT_EQ(json::parse(out_.str())["error"]["code"], "no_gpu");
+}
+
+TEST_F(CliMeasureTest, NcclWithoutGpuExitsThreeWithOverheadsMessage) {
+  if (RealNvmlPresent()) GTEST_SKIP() << "an NVIDIA driver is installed here";
+  EXPECT_EQ(RunNcclCommand({"--json"}, RealEnv()), kExitNoGpu);
+  const json nccl = json::parse(out_.str());
+  out_.str("");
+  EXPECT_EQ(nccl["error"]["code"], "no_gpu");
+  ASSERT_EQ(RunOverheadsCommand({"--json"}, RealEnv()), kExitNoGpu);
+  EXPECT_EQ(nccl["error"]["message"], json::parse(out_.str())["error"]["message"]);
+}
+
+TEST_F(CliMeasureTest, NcclWithoutGpuInTextModePrintsOnlyToStderr) {
+  if (RealNvmlPresent()) GTEST_SKIP() << "an NVIDIA driver is installed here";
+  EXPECT_EQ(RunNcclCommand({}, RealEnv()), kExitNoGpu);
+  EXPECT_TRUE(out_.str().empty());
+  EXPECT_NE(err_.str().find("vram-probe: no NVIDIA driver: libnvidia-ml.so.1 not found"), std::string::npos)
+      << err_.str();
+}
+
+TEST_F(CliMeasureTest, NcclFlagErrorsNameTheFlagAndExitTwo) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--devices"}, "--devices needs a value"},
+      {{"--devices", "0,,1"}, "--devices wants GPU indices separated by commas (0,1), got '0,,1'"},
+      {{"--devices", "0,x"}, "--devices wants GPU indices"},
+      {{"--devices", "1"}, "--devices needs at least 2 GPUs"},
+      {{"--devices", "0,1,0"}, "--devices lists GPU 0 twice"},
+      {{"--bytes", "6"}, "--bytes wants a positive multiple of 4"},
+      {{"--bytes", "0"}, "--bytes wants a positive multiple of 4"},
+      {{"--bogus"}, "unknown option '--bogus'"},
+  };
+  for (const auto& [args, expected] : cases) {
+    out_.str("");
+    err_.str("");
+    // --json first: parsing stops at the bad flag.
+    std::vector<std::string> with_json = {"--json"};
+    with_json.insert(with_json.end(), args.begin(), args.end());
+    EXPECT_EQ(RunNcclCommand(with_json, TwoGpuEnv(0, 0)), kExitUsage) << expected;
+    const json doc = json::parse(out_.str());
+    EXPECT_EQ(doc["error"]["code"], "bad_argument");
+    const std::string message = doc["error"]["message"];
+    EXPECT_NE(message.find(expected), std::string::npos) << message;
+    EXPECT_NE(err_.str().find("usage: vram-probe nccl"), std::string::npos);
+  }
+}
+
+TEST_F(CliMeasureTest, NcclDevicesBeyondTheGpusExitTwo) {
+  EXPECT_EQ(RunNcclCommand({"--devices", "0,7"}, TwoGpuEnv(0, 0)), kExitUsage);
+  EXPECT_NE(err_.str().find("--devices lists GPU 7: only 2 GPU(s)"), std::string::npos) << err_.str();
+}
+
+TEST_F(CliMeasureTest, NcclOnOneGpuSaysItNeedsTwo) {
+  MeasureEnv env = FakeEnv();
+  env.open_cuda = env.open_nvml;
+  EXPECT_EQ(RunNcclCommand({}, env), kExitFailure);
+  EXPECT_NE(err_.str().find("vram-probe nccl needs at least 2 GPUs; NVML sees 1"), std::string::npos) << err_.str();
+}
+
+TEST_F(CliMeasureTest, NcclPrintsTheTableAndTheRequestSnippet) {
+  constexpr std::uint64_t kMiB = 1ull << 20;
+  EXPECT_EQ(RunNcclCommand({}, TwoGpuEnv(12 * kMiB, 532 * kMiB)), kExitOk) << err_.str();
+  const std::string text = out_.str();
+  EXPECT_NE(text.find("NCCL 2.21.5: one in-place all-reduce of 32.00 MiB"), std::string::npos) << text;
+  EXPECT_NE(text.find("measured by device_used_delta"), std::string::npos) << text;
+  EXPECT_NE(text.find("first all-reduce MiB"), std::string::npos) << text;
+  EXPECT_NE(text.find("12.00                 532.00       544.00"), std::string::npos) << text;
+  EXPECT_NE(text.find("put \"overheads\": {\"nccl_bytes\": 570425344} into the estimator request"), std::string::npos)
+      << text;
+}
+
+TEST_F(CliMeasureTest, NcclJsonCarriesTheAnswerPerGpuRowsAndTheEnvironment) {
+  constexpr std::uint64_t kMiB = 1ull << 20;
+  EXPECT_EQ(RunNcclCommand({"--json", "--devices", "1,0", "--bytes", "4096"}, TwoGpuEnv(0, 100 * kMiB)), kExitOk)
+      << err_.str();
+  const json doc = json::parse(out_.str());
+  EXPECT_EQ(doc["schema"], "vram-planner-probe/1");
+  EXPECT_EQ(doc["gpus"].size(), 2u);
+  EXPECT_EQ(doc["nccl_version"], "2.21.5");
+  EXPECT_EQ(doc["overheads"]["nccl_bytes"], 100 * kMiB);
+  EXPECT_EQ(doc["measurement"]["method"], "device_used_delta");
+  EXPECT_EQ(doc["measurement"]["all_reduce_bytes"], 4096);
+  EXPECT_TRUE(doc["measurement"]["env"].contains("NCCL_RUNTIME_CONNECT"));
+  ASSERT_EQ(doc["devices"].size(), 2u);
+  EXPECT_EQ(doc["devices"][0]["index"], 1);
+  EXPECT_EQ(doc["devices"][0]["cuda_index"], 1);
+  EXPECT_EQ(doc["devices"][0]["init_bytes"], 0);
+  EXPECT_EQ(doc["devices"][0]["first_collective_bytes"], 100 * kMiB);
+  EXPECT_TRUE(doc["devices"][0]["base"]["process_used_bytes"].is_null());
+  EXPECT_TRUE(doc["errors"].empty());
 }
 
 TEST_F(CliMeasureTest, DeviceListsTheFakeGpu) {
@@ -194,6 +326,20 @@ TEST_F(CliMeasureTest, UsageErrorsExitTwo) {
 TEST(VramProbeBinary, DeviceJsonWithoutGpuExitsThree) {
   if (RealNvmlPresent()) GTEST_SKIP() << "an NVIDIA driver is installed here";
   const std::string command = std::string(VRAM_PROBE_BIN) + " device --json 2>/dev/null";
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char buffer[512];
+  while (std::fgets(buffer, sizeof(buffer), pipe) != nullptr) output += buffer;
+  const int status = pclose(pipe);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), kExitNoGpu);
+  EXPECT_EQ(json::parse(output)["error"]["code"], "no_gpu");
+}
+
+TEST(VramProbeBinary, NcclJsonWithoutGpuExitsThree) {
+  if (RealNvmlPresent()) GTEST_SKIP() << "an NVIDIA driver is installed here";
+  const std::string command = std::string(VRAM_PROBE_BIN) + " nccl --json 2>/dev/null";
   FILE* pipe = popen(command.c_str(), "r");
   ASSERT_NE(pipe, nullptr);
   std::string output;

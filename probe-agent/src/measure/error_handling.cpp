@@ -29,6 +29,8 @@ const char* StatusCodeName(StatusCode code) {
       return "process_not_seen";
     case StatusCode::kInternal:
       return "internal";
+    case StatusCode::kNcclError:
+      return "nccl_error";
   }
   return "internal";
 }
@@ -120,6 +122,37 @@ Status NvmlCallStatus(int rc, const char* description, const char* expr, const c
   if (description != nullptr && *description != '\0') message += ": " + std::string(description);
   message += " in " + std::string(expr) + " at " + SourceLocation(file, line);
   return Status(code, message);
+}
+
+std::string NcclErrorName(int rc) {
+  // Names and values of the ncclResult_t enum in nccl.h (NCCL 2.28).
+  switch (rc) {
+    case 0:
+      return "ncclSuccess";
+    case 1:
+      return "ncclUnhandledCudaError";
+    case 2:
+      return "ncclSystemError";
+    case 3:
+      return "ncclInternalError";
+    case 4:
+      return "ncclInvalidArgument";
+    case 5:
+      return "ncclInvalidUsage";
+    case 6:
+      return "ncclRemoteError";
+    case 7:
+      return "ncclInProgress";
+    default:
+      return "ncclResult_" + std::to_string(rc);
+  }
+}
+
+Status NcclCallStatus(int rc, const char* description, const char* expr, const char* file, int line) {
+  std::string message = "NCCL error " + std::to_string(rc) + " " + NcclErrorName(rc);
+  if (description != nullptr && *description != '\0') message += ": " + std::string(description);
+  message += " in " + std::string(expr) + " at " + SourceLocation(file, line);
+  return Status(StatusCode::kNcclError, message);
 }
 
 Status CudaCallStatus(int rc, const char* name, const char* description, const char* expr, const char* file, int line) {

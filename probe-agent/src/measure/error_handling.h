@@ -1,4 +1,4 @@
-// Error macros for NVML and CUDA calls.
+// Error macros for NVML, NCCL and CUDA calls.
 //
 // Modelled on NVIDIA/nvbandwidth error_handling.h (CUDA_ASSERT, NVML_ASSERT):
 // the message carries the library's error name, the failing expression and
@@ -32,6 +32,12 @@ inline constexpr int kGpuNotFound = 28;
 inline constexpr int kUnknown = 999;
 }  // namespace nvml_rc
 
+// ncclResult_t values used by the probe, from the ncclResult_t enum in nccl.h
+// (NCCL 2.28: ncclSuccess = 0 .. ncclInProgress = 7).
+namespace nccl_rc {
+inline constexpr int kSuccess = 0;
+}  // namespace nccl_rc
+
 // "NVML_ERROR_NOT_SUPPORTED" for 3, "NVML_ERROR_<n>" for values this table
 // does not know.
 std::string NvmlErrorName(int rc);
@@ -39,6 +45,14 @@ std::string NvmlErrorName(int rc);
 // Builds the Status for a failed NVML call. `description` is nvmlErrorString's
 // text when the library provides it, or empty.
 Status NvmlCallStatus(int rc, const char* description, const char* expr, const char* file, int line);
+
+// "ncclUnhandledCudaError" for 1, "ncclResult_<n>" for values nccl.h does not
+// name.
+std::string NcclErrorName(int rc);
+
+// Builds the Status (kNcclError) for a failed NCCL call. `description` is
+// ncclGetErrorString's text, or empty.
+Status NcclCallStatus(int rc, const char* description, const char* expr, const char* file, int line);
 
 // Builds the Status for a failed CUDA runtime call from the values of
 // cudaGetErrorName / cudaGetErrorString.
@@ -63,6 +77,16 @@ std::string SourceLocation(const char* file, int line);
     const int vram_nvml_rc_ = static_cast<int>(expr);                                                                \
     if (vram_nvml_rc_ != ::vram::probe::nvml_rc::kSuccess) {                                                         \
       return ::vram::probe::NvmlCallStatus(vram_nvml_rc_, (error_string)(vram_nvml_rc_), #expr, __FILE__, __LINE__); \
+    }                                                                                                                \
+  } while (0)
+
+// `error_string` maps an ncclResult_t to its text (the dlsym'd
+// ncclGetErrorString; see NcclLibrary::ErrorString).
+#define VRAM_NCCL_RETURN_IF_ERROR(error_string, expr)                                                                \
+  do {                                                                                                               \
+    const int vram_nccl_rc_ = static_cast<int>(expr);                                                                \
+    if (vram_nccl_rc_ != ::vram::probe::nccl_rc::kSuccess) {                                                         \
+      return ::vram::probe::NcclCallStatus(vram_nccl_rc_, (error_string)(vram_nccl_rc_), #expr, __FILE__, __LINE__); \
     }                                                                                                                \
   } while (0)
 

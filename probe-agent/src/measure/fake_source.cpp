@@ -21,10 +21,15 @@ const FakeSource::Step* FakeSource::Current() const {
   return &steps_[i < steps_.size() ? i : steps_.size() - 1];
 }
 
-DeviceMemory FakeSource::WithContext(DeviceMemory memory) const {
-  if (!context_created_) return memory;
-  if (memory.used) *memory.used += context_bytes_;
-  if (memory.free && *memory.free >= context_bytes_) *memory.free -= context_bytes_;
+std::uint64_t FakeSource::Added(unsigned index) const {
+  const auto it = added_.find(index);
+  return it != added_.end() ? it->second : 0;
+}
+
+DeviceMemory FakeSource::WithContext(unsigned index, DeviceMemory memory) const {
+  const std::uint64_t extra = (context_created_ ? context_bytes_ : 0) + Added(index);
+  if (memory.used) *memory.used += extra;
+  if (memory.free && *memory.free >= extra) *memory.free -= extra;
   return memory;
 }
 
@@ -35,9 +40,9 @@ Result<DeviceMemory> FakeSource::Memory(unsigned index) {
     return Status(StatusCode::kInvalidArgument, "no fake GPU " + std::to_string(index));
   }
   const Step* step = Current();
-  if (step == nullptr) return WithContext(gpus_[index].memory);
+  if (step == nullptr) return WithContext(index, gpus_[index].memory);
   if (!step->error.ok()) return step->error;
-  return WithContext(step->memory);
+  return WithContext(index, step->memory);
 }
 
 Result<std::vector<ProcessMemory>> FakeSource::Processes(unsigned index) {
@@ -56,7 +61,9 @@ Result<std::vector<ProcessMemory>> FakeSource::Processes(unsigned index) {
       }
     }
   }
-  if (context_created_) processes.push_back(ProcessMemory{static_cast<std::uint32_t>(getpid()), context_bytes_});
+  if (context_created_) {
+    processes.push_back(ProcessMemory{static_cast<std::uint32_t>(getpid()), context_bytes_ + Added(index)});
+  }
   return processes;
 }
 

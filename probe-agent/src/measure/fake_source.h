@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,6 +38,10 @@ class FakeSource final : public MemorySource {
   // CreateContext() adds a process entry for the caller holding `bytes` and
   // raises `used` (and lowers `free`) of every later reading by as much.
   void set_context_bytes(std::uint64_t bytes) { context_bytes_ = bytes; }
+  // Raises `used` (and lowers `free`) of every later reading of device
+  // `index` by `bytes`, and this process's entry on it once CreateContext()
+  // ran: what an allocation in this process looks like (FakeCollectives).
+  void AddBytes(unsigned index, std::uint64_t bytes) { added_[index] += bytes; }
 
   int memory_calls() const { return memory_calls_; }
   bool context_created() const { return context_created_; }
@@ -52,7 +57,8 @@ class FakeSource final : public MemorySource {
 
  private:
   const Step* Current() const;
-  DeviceMemory WithContext(DeviceMemory memory) const;
+  DeviceMemory WithContext(unsigned index, DeviceMemory memory) const;
+  std::uint64_t Added(unsigned index) const;
 
   SystemFacts system_;
   std::vector<GpuFacts> gpus_;
@@ -60,6 +66,7 @@ class FakeSource final : public MemorySource {
   std::optional<std::uint64_t> accounting_max_;
   std::function<void(int)> on_memory_;
   std::uint64_t context_bytes_ = 0;
+  std::map<unsigned, std::uint64_t> added_;  // AddBytes() per device
   bool context_created_ = false;
   int memory_calls_ = 0;
 };

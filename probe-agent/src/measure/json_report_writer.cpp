@@ -128,6 +128,41 @@ json JsonReportWriter::OverheadsJson(const OverheadsReport& report) {
   return doc;
 }
 
+json JsonReportWriter::NcclJson(const NcclReport& report) {
+  const NcclMeasurement& r = report.result;
+  json doc = HeaderJson(report.header);
+  doc["nccl_version"] = Nullable(r.nccl_version);
+  // Shaped like the estimator request's `overheads` object (per GPU), so that
+  // it can be pasted into a request as is.
+  doc["overheads"] = json{{"nccl_bytes", Nullable(r.nccl_bytes)}};
+  json environment = json::object();
+  for (const auto& [name, value] : r.environment) environment[name] = Nullable(value);
+  auto reading = [](const NcclReading& reading) {
+    json out = MemoryJson(reading.memory);
+    out["process_used_bytes"] = Nullable(reading.process_used_bytes);
+    return out;
+  };
+  json devices = json::array();
+  for (const NcclDeviceResult& d : r.devices) {
+    devices.push_back(json{{"index", d.device},
+                           {"cuda_index", d.cuda_device},
+                           {"init_bytes", Nullable(d.init_bytes)},
+                           {"first_collective_bytes", Nullable(d.first_collective_bytes)},
+                           {"nccl_bytes", Nullable(d.nccl_bytes)},
+                           {"base", reading(d.base)},
+                           {"after_init", reading(d.after_init)},
+                           {"after_first_collective", reading(d.after_first_collective)}});
+  }
+  doc["measurement"] = json{{"method", r.method},
+                            {"collective", "all_reduce"},
+                            {"datatype", "float32"},
+                            {"all_reduce_bytes", r.all_reduce_bytes},
+                            {"env", environment}};
+  doc["devices"] = devices;
+  doc["errors"] = ErrorsJson(report.errors);
+  return doc;
+}
+
 json JsonReportWriter::ErrorJson(const Status& status) {
   return json{{"error", json{{"code", status.code_name()}, {"message", status.message()}, {"path", ""}}}};
 }
@@ -142,6 +177,10 @@ void JsonReportWriter::WriteWatch(const WatchReport& report, std::ostream& out) 
 
 void JsonReportWriter::WriteOverheads(const OverheadsReport& report, std::ostream& out) const {
   out << OverheadsJson(report).dump(2) << '\n';
+}
+
+void JsonReportWriter::WriteNccl(const NcclReport& report, std::ostream& out) const {
+  out << NcclJson(report).dump(2) << '\n';
 }
 
 void JsonReportWriter::WriteError(const Status& status, std::ostream& out) const {

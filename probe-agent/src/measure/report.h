@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "measure/memory_source.h"
+#include "measure/nccl_memory.h"
 #include "measure/overheads.h"
 #include "measure/status.h"
 #include "measure/watch.h"
@@ -43,6 +44,12 @@ struct OverheadsReport {
   ReportHeader header;
   OverheadsResult result;
   std::vector<Status> errors;
+};
+
+struct NcclReport {
+  ReportHeader header;
+  NcclMeasurement result;
+  std::vector<Status> errors;  // header errors followed by result.errors
 };
 
 // The probe's version string, from the build (PROJECT_VERSION).

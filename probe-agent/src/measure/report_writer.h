@@ -19,6 +19,7 @@ class ReportWriter {
   virtual void WriteDevice(const DeviceReport& report, std::ostream& out) const = 0;
   virtual void WriteWatch(const WatchReport& report, std::ostream& out) const = 0;
   virtual void WriteOverheads(const OverheadsReport& report, std::ostream& out) const = 0;
+  virtual void WriteNccl(const NcclReport& report, std::ostream& out) const = 0;
   // A failure that produced no report (no GPU, bad flags).
   virtual void WriteError(const Status& status, std::ostream& out) const = 0;
 };
@@ -28,12 +29,14 @@ class JsonReportWriter final : public ReportWriter {
   void WriteDevice(const DeviceReport& report, std::ostream& out) const override;
   void WriteWatch(const WatchReport& report, std::ostream& out) const override;
   void WriteOverheads(const OverheadsReport& report, std::ostream& out) const override;
+  void WriteNccl(const NcclReport& report, std::ostream& out) const override;
   void WriteError(const Status& status, std::ostream& out) const override;
 
   // The documents themselves, for tests and for callers that embed them.
   static nlohmann::ordered_json DeviceJson(const DeviceReport& report);
   static nlohmann::ordered_json WatchJson(const WatchReport& report);
   static nlohmann::ordered_json OverheadsJson(const OverheadsReport& report);
+  static nlohmann::ordered_json NcclJson(const NcclReport& report);
   // {"error": {"code", "message", "path"}}: the boundary error shape of
   // DESIGN.md §2.
   static nlohmann::ordered_json ErrorJson(const Status& status);
@@ -44,6 +47,7 @@ class TextReportWriter final : public ReportWriter {
   void WriteDevice(const DeviceReport& report, std::ostream& out) const override;
   void WriteWatch(const WatchReport& report, std::ostream& out) const override;
   void WriteOverheads(const OverheadsReport& report, std::ostream& out) const override;
+  void WriteNccl(const NcclReport& report, std::ostream& out) const override;
   void WriteError(const Status& status, std::ostream& out) const override;
 };
 

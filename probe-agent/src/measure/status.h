@@ -26,6 +26,7 @@ enum class StatusCode {
   kDeviceBusy,      // other processes use the device during a measurement
   kProcessNotSeen,  // the driver never listed the watched command's processes
   kInternal,
+  kNcclError,  // an NCCL call failed (vram-probe nccl)
 };
 
 const char* StatusCodeName(StatusCode code);

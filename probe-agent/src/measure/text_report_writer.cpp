@@ -17,6 +17,14 @@ std::string Bytes(const std::optional<std::uint64_t>& bytes) {
   return buffer;
 }
 
+// "556.00" (MiB) or "n/a".
+std::string Mebibytes(const std::optional<std::uint64_t>& bytes) {
+  if (!bytes) return "n/a";
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%.2f", static_cast<double>(*bytes) / (1024.0 * 1024.0));
+  return buffer;
+}
+
 std::string Text(const std::optional<std::string>& value) { return value ? *value : "n/a"; }
 
 void WriteHeader(const ReportHeader& h, std::ostream& out) {
@@ -73,6 +81,39 @@ void TextReportWriter::WriteOverheads(const OverheadsReport& report, std::ostrea
   if (r.cuda_context_bytes) out << " (" << *r.cuda_context_bytes << " B)";
   out << " by " << r.method << ", CUDA_MODULE_LOADING=" << Text(r.cuda_module_loading) << '\n';
   WriteErrors(report.errors, out);
+}
+
+void TextReportWriter::WriteNccl(const NcclReport& report, std::ostream& out) const {
+  const NcclMeasurement& r = report.result;
+  WriteHeader(report.header, out);
+  out << "NCCL " << Text(r.nccl_version) << ": one in-place all-reduce of " << Mebibytes(r.all_reduce_bytes)
+      << " MiB (float32, sum) per GPU over GPUs";
+  for (std::size_t i = 0; i < r.devices.size(); ++i) out << (i == 0 ? " " : ",") << r.devices[i].device;
+  out << ", measured by " << r.method << '\n';
+  std::string set;
+  for (const auto& [name, value] : r.environment) {
+    if (value) set += (set.empty() ? "" : " ") + name + "=" + *value;
+  }
+  out << "NCCL environment: " << (set.empty() ? "defaults (none of the variables that change the answer is set)" : set)
+      << '\n';
+  char row[128];
+  std::snprintf(row, sizeof(row), "%5s %5s %12s %22s %12s\n", "GPU", "CUDA", "init MiB", "first all-reduce MiB",
+                "total MiB");
+  out << row;
+  for (const NcclDeviceResult& d : r.devices) {
+    std::snprintf(row, sizeof(row), "%5u %5u %12s %22s %12s\n", d.device, d.cuda_device,
+                  Mebibytes(d.init_bytes).c_str(), Mebibytes(d.first_collective_bytes).c_str(),
+                  Mebibytes(d.nccl_bytes).c_str());
+    out << row;
+  }
+  WriteErrors(report.errors, out);
+  if (r.nccl_bytes) {
+    out << "NCCL takes " << Mebibytes(r.nccl_bytes)
+        << " MiB on the busiest GPU: put \"overheads\": {\"nccl_bytes\": " << *r.nccl_bytes
+        << "} into the estimator request (vram-probe estimate --request FILE) to replace the modelled NCCL buffers\n";
+  } else {
+    out << "no NCCL figure was measured (see the notes); the estimator keeps its modelled NCCL buffers\n";
+  }
 }
 
 void TextReportWriter::WriteError(const Status& status, std::ostream& out) const {
