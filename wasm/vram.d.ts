@@ -186,6 +186,21 @@ export interface ParallelOptions {
   zero?: 0 | 1 | 2 | 3;
   /** Contract. FSDP sharding strategy; default none. Exclusive with `zero`. */
   fsdp?: 'full_shard' | 'shard_grad_op' | 'hybrid_shard' | 'no_shard' | '';
+  /**
+   * One-field alternative to `zero` / `fsdp` / `distributed_optimizer` (not together with them):
+   * "ddp" ("none"), "zero1".."zero3", an FSDP strategy, or "distributed_optimizer".
+   */
+  sharding?:
+    | 'ddp'
+    | 'none'
+    | 'zero1'
+    | 'zero2'
+    | 'zero3'
+    | 'full_shard'
+    | 'shard_grad_op'
+    | 'hybrid_shard'
+    | 'no_shard'
+    | 'distributed_optimizer';
   /** Contract. Optimizer states and fp32 master offloaded to the CPU (needs ZeRO >= 1 or FSDP); default false. */
   offload_optimizer?: boolean;
   /** Context-parallel degree (the sequence split across ranks); default 1. */
@@ -194,8 +209,37 @@ export interface ParallelOptions {
   offload_params?: boolean;
   /** Megatron sequence parallel: norms and residual activations split over tp; default false. */
   sequence_parallel?: boolean;
-  /** GPUs per node: the shard group of FSDP hybrid_shard; default 8. */
+  /** GPUs per node: the shard group of FSDP hybrid_shard; default 8 (at most `gpus`). */
   gpus_per_node?: number;
+  /** Nodes in the job: `gpus / nodes` is the GPUs per node (an alternative to `gpus_per_node`); must divide `gpus`. */
+  nodes?: number;
+  /**
+   * Expert-parallel degree (mixture-of-experts models only); default 1. Must divide the routed experts and
+   * dp x cp: expert-parallel ranks are carved out of the data-parallel ranks (Megatron-core parallel_state).
+   */
+  ep?: number;
+  /**
+   * Virtual pipeline stages per rank (Megatron interleaved 1F1B,
+   * `--num-layers-per-virtual-pipeline-stage`); default 1. Needs pp > 1 and layers divisible by pp x vp.
+   */
+  vp?: number;
+  /**
+   * Megatron-LM `--use-distributed-optimizer`: fp32 main params and optimizer states sharded over data
+   * parallel; default false. Not combinable with `zero` or `fsdp`.
+   */
+  distributed_optimizer?: boolean;
+  /** Megatron's fp32 main-grad buffer (`accumulate_allreduce_grads_in_fp32`) for bf16/fp16 runs; default true. */
+  main_grads_fp32?: boolean;
+  /** FSDP implementation: 1 = FlatParameter units (FullyShardedDataParallel), 2 = per-parameter fully_shard; default 1. */
+  fsdp_version?: 1 | 2;
+  /** FSDP MixedPrecision reduce_dtype of the gradient reduce-scatter; default the parameter dtype. */
+  fsdp_reduce_dtype?: 'bf16' | 'fp16' | 'fp32';
+  /** NCCL channels per communicator (NCCL_MAX_NCHANNELS), 1 to 64; default 32. */
+  nccl_channels?: number;
+  /** NVLink SHARP buffers (NCCL_NVLS_ENABLE) on NVSwitch systems; default: decided by the GPU. */
+  nvls?: boolean;
+  /** DeepSpeed stage3_param_persistence_threshold: parameters with fewer elements stay whole on every rank; default 100000. */
+  stage3_param_persistence_threshold?: number;
   /** DDP gradient_as_bucket_view (no bucket copy of the gradients); default false. */
   gradient_as_bucket_view?: boolean;
   /** DeepSpeed overlap_comm (doubles the reduce bucket); default true for ZeRO-3 only. */
@@ -212,6 +256,8 @@ export interface OverheadOptions {
   fragmentation?: number;
   /** A cushion in bytes added to every phase. */
   misc_bytes?: number;
+  /** NCCL memory per GPU on multi-GPU layouts (e.g. measured); replaces the channel model. */
+  nccl_bytes?: number;
 }
 
 /** Multipliers of single modelled terms, for calibrating against measurements; off when absent. */
@@ -478,26 +524,69 @@ export interface InferFacts {
   kv_block_bytes?: number;
 }
 
-/** The estimate: `estimate(request)`. */
+/** One pipeline rank of a training layout with pp > 1 (`result.parallel.stages[i]`). */
+export interface PipelineStage {
+  /** Pipeline rank, 0 = the first stage. */
+  stage: number;
+  /** Decoder layers this rank holds (over all its virtual stages). */
+  layers: number;
+  /** Of those, layers with routed experts (0 for a dense model). */
+  moe_layers: number;
+  /** Parameters this rank holds (after tensor and expert parallel, before data-parallel sharding). */
+  params: number;
+  /** Micro-batches of activations held at once (1F1B: min(pp - stage, micro-batches)); fractional with vp > 1. */
+  in_flight: number;
+  /** The rank holds the input embeddings. */
+  embeddings: boolean;
+  /** The rank holds the output head and the loss buffers. */
+  head: boolean;
+  /** This rank's peak in bytes, as nvidia-smi would show it. */
+  peak_bytes: number;
+}
+
 /** The multi-GPU training layout behind a result. */
 export interface ParallelFacts {
   /** "DDP", "ZeRO-1" .. "ZeRO-3", "FSDP full_shard", ..., or "model parallel". */
   layout: string;
-  /** GPUs and the degree of each parallel dimension. */
+  /** GPUs in the job. */
   gpus?: number;
+  /** Data-parallel degree. */
   dp?: number;
+  /** Tensor-parallel degree. */
   tp?: number;
+  /** Pipeline-parallel degree. */
   pp?: number;
+  /** Context-parallel degree. */
   cp?: number;
+  /** Expert-parallel degree. */
+  ep?: number;
+  /** Virtual pipeline stages per rank. */
+  vp?: number;
+  /** Nodes the GPUs span. */
+  nodes?: number;
+  /** GPUs per node. */
+  gpus_per_node?: number;
+  /** Mixture-of-experts models only: routed experts each rank holds per sparse layer (experts / ep). */
+  experts_per_rank?: number;
+  /** NCCL communicator buffers on each GPU. */
+  nccl_bytes?: number;
   /** Ranks the model state is sharded over. */
   shard_group?: number;
-  /** With pp > 1: the first and last pipeline stage's peaks (the result is the larger). */
+  /** Parameters the busiest rank holds (after tensor, pipeline and expert parallel). */
+  params_per_gpu?: number;
+  /** With pp > 1: the first pipeline stage's peak. */
   first_stage_peak_bytes?: number;
+  /** With pp > 1: the last pipeline stage's peak. */
   last_stage_peak_bytes?: number;
+  /** With pp > 1: the stage with the largest peak (the one the result reports). */
+  busiest_stage?: number;
+  /** With pp > 1: every pipeline rank, stage 0 first. */
+  stages?: PipelineStage[];
   /** With a GPU and a sharded layout: the fewest GPUs (growing dp) for which it fits; 0 if none up to dp 4096. */
   min_gpus_to_fit?: number;
 }
 
+/** The estimate: `estimate(request)`. */
 export interface Result {
   /** Schema version of this object ("vram-planner/1"). */
   schema: string;

@@ -11,6 +11,8 @@ import {
   type ErrorCode,
   type InferFacts,
   type ModelInfo,
+  type ParallelFacts,
+  type PipelineStage,
   type Request,
   type Result,
   type VersionInfo,
@@ -74,6 +76,40 @@ async function usesTheFacade(): Promise<void> {
     train: { activation_offload: true, optimizer_in_backward: true },
   };
   void offloaded;
+  // Megatron-style MoE training: expert and interleaved pipeline parallel over
+  // two nodes, with every NCCL and sharding knob.
+  const megatron: Request = {
+    model: { config: { model_type: 'mixtral' } },
+    parallel: {
+      gpus: 16,
+      tp: 2,
+      pp: 2,
+      ep: 4,
+      vp: 2,
+      nodes: 2,
+      distributed_optimizer: true,
+      main_grads_fp32: false,
+      nccl_channels: 16,
+      nvls: false,
+    },
+  };
+  const fsdp2: Request = {
+    model: { config: { model_type: 'llama' } },
+    parallel: {
+      gpus: 8,
+      fsdp: 'full_shard',
+      fsdp_version: 2,
+      fsdp_reduce_dtype: 'fp32',
+      stage3_param_persistence_threshold: 0,
+    },
+  };
+  void fsdp2;
+  const oneField: Request = {
+    model: { config: { model_type: 'llama' } },
+    parallel: { gpus: 8, sharding: 'zero3' },
+    overheads: { nccl_bytes: 1 << 30 },
+  };
+  void oneField;
 
   const result = vram.estimate(request);
   assertTrue<Equal<typeof result, Result>>();
@@ -112,6 +148,36 @@ async function usesTheFacade(): Promise<void> {
     expectType<number | undefined>(served.infer.kv_block_bytes);
   }
 
+  // The layout is absent for one GPU, and stages only with pipeline parallel.
+  const laidOut = vram.estimate(megatron);
+  // @ts-expect-error parallel is absent for single-GPU and inference results
+  laidOut.parallel.layout;
+  if (laidOut.parallel !== undefined) {
+    assertTrue<Equal<typeof laidOut.parallel, ParallelFacts>>();
+    expectType<string>(laidOut.parallel.layout);
+    expectType<number | undefined>(laidOut.parallel.ep);
+    expectType<number | undefined>(laidOut.parallel.vp);
+    expectType<number | undefined>(laidOut.parallel.nodes);
+    expectType<number | undefined>(laidOut.parallel.gpus_per_node);
+    expectType<number | undefined>(laidOut.parallel.experts_per_rank);
+    expectType<number | undefined>(laidOut.parallel.nccl_bytes);
+    expectType<number | undefined>(laidOut.parallel.params_per_gpu);
+    expectType<number | undefined>(laidOut.parallel.busiest_stage);
+    // @ts-expect-error stages are absent without pipeline parallel
+    laidOut.parallel.stages[0];
+    for (const stage of laidOut.parallel.stages ?? []) {
+      assertTrue<Equal<typeof stage, PipelineStage>>();
+      expectType<number>(stage.stage);
+      expectType<number>(stage.layers);
+      expectType<number>(stage.moe_layers);
+      expectType<number>(stage.params);
+      expectType<number>(stage.in_flight);
+      expectType<boolean>(stage.embeddings);
+      expectType<boolean>(stage.head);
+      expectType<number>(stage.peak_bytes);
+    }
+  }
+
   const info = vram.modelInfo({ config: { model_type: 'qwen2' } });
   assertTrue<Equal<typeof info, ModelInfo>>();
   expectType<number>(info.params_total);
@@ -139,6 +205,16 @@ async function usesTheFacade(): Promise<void> {
   vram.estimate({ model: tiny, task: 'infer', infer: { gpu_memory_utilization: '0.9' } });
   // @ts-expect-error enforce_eager is a boolean
   vram.estimate({ model: tiny, task: 'infer', infer: { enforce_eager: 1 } });
+  // @ts-expect-error fsdp_version is 1 or 2
+  vram.estimate({ model: tiny, parallel: { gpus: 2, fsdp: 'full_shard', fsdp_version: 3 } });
+  // @ts-expect-error fsdp_reduce_dtype is bf16, fp16 or fp32
+  vram.estimate({ model: tiny, parallel: { gpus: 2, fsdp: 'full_shard', fsdp_reduce_dtype: 'fp8' } });
+  // @ts-expect-error sharding is one of the named strategies
+  vram.estimate({ model: tiny, parallel: { gpus: 2, sharding: 'zero4' } });
+  // @ts-expect-error distributed_optimizer is a boolean
+  vram.estimate({ model: tiny, parallel: { gpus: 2, distributed_optimizer: 'yes' } });
+  // @ts-expect-error ep is a number
+  vram.estimate({ model: tiny, parallel: { gpus: 2, ep: '2' } });
   // @ts-expect-error activation_offload is a boolean
   vram.estimate({ model: tiny, train: { activation_offload: 'cpu' } });
   // @ts-expect-error a config needs its model_type

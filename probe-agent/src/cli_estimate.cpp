@@ -116,6 +116,32 @@ void print_params_table(const json& m) {
   for (const auto& n : m["notes"]) std::printf("  note: %s\n", n.get<std::string>().c_str());
 }
 
+// One row per pipeline rank (result.parallel.stages): the layers it holds, the
+// micro-batches of activations it keeps in flight (fractional with virtual
+// stages), whether it holds the embeddings or the head and loss, its peak.
+void print_stage_table(const json& pl) {
+  const int64_t busiest = pl.value("busiest_stage", int64_t{-1});
+  std::printf("\n  %5s %7s %5s %10s  %-11s %12s\n", "stage", "layers", "MoE", "in flight", "holds", "peak");
+  for (const auto& st : pl["stages"]) {
+    const int64_t stage = st["stage"].get<int64_t>();
+    const double in_flight = st["in_flight"].get<double>();
+    char flight[32];
+    if (in_flight == std::floor(in_flight)) {
+      std::snprintf(flight, sizeof flight, "%lld", static_cast<long long>(in_flight));
+    } else {
+      std::snprintf(flight, sizeof flight, "%.2f", in_flight);
+    }
+    std::string holds;
+    if (st.value("embeddings", false)) holds = "embeddings";
+    if (st.value("head", false)) holds += holds.empty() ? "head" : "+head";
+    const int64_t moe = st.value("moe_layers", int64_t{0});
+    std::printf("  %5lld %7lld %5s %10s  %-11s %12s%s\n", static_cast<long long>(stage),
+                static_cast<long long>(st["layers"].get<int64_t>()), moe > 0 ? std::to_string(moe).c_str() : "-",
+                flight, holds.empty() ? "-" : holds.c_str(), gib(st["peak_bytes"].get<int64_t>()).c_str(),
+                stage == busiest ? "  <- busiest" : "");
+  }
+}
+
 void print_estimate_table(const json& r) {
   const auto& m = r["model"];
   std::printf("%s  %s, %s params (%s trainable)\n", r["task"].get<std::string>() == "train" ? "TRAIN" : "INFER",
@@ -154,7 +180,21 @@ void print_estimate_table(const json& r) {
     for (const char* k : {"gpus", "dp", "tp", "pp", "cp", "shard_group"}) {
       if (pl.contains(k)) std::printf(", %s %lld", k, static_cast<long long>(pl[k].get<int64_t>()));
     }
-    if (pl.contains("first_stage_peak_bytes")) {
+    // Degrees that are 1 by default are printed only when they split something.
+    for (const char* k : {"ep", "vp"}) {
+      if (pl.contains(k) && pl[k].get<int64_t>() > 1) {
+        std::printf(", %s %lld", k, static_cast<long long>(pl[k].get<int64_t>()));
+      }
+    }
+    if (pl.contains("nodes") && pl["nodes"].get<int64_t>() > 1) {
+      std::printf(", %lld nodes x %lld GPUs", static_cast<long long>(pl["nodes"].get<int64_t>()),
+                  static_cast<long long>(pl.value("gpus_per_node", int64_t{0})));
+    }
+    if (pl.contains("experts_per_rank")) {
+      std::printf("; %lld experts per rank", static_cast<long long>(pl["experts_per_rank"].get<int64_t>()));
+    }
+    if (pl.contains("nccl_bytes")) std::printf("; NCCL buffers %s", gib(pl["nccl_bytes"].get<int64_t>()).c_str());
+    if (pl.contains("first_stage_peak_bytes") && !pl.contains("stages")) {
       std::printf("; first stage %s, last stage %s", gib(pl["first_stage_peak_bytes"].get<int64_t>()).c_str(),
                   gib(pl["last_stage_peak_bytes"].get<int64_t>()).c_str());
     }
@@ -167,6 +207,7 @@ void print_estimate_table(const json& r) {
       }
     }
     std::printf("\n");
+    if (pl.contains("stages")) print_stage_table(pl);
   }
   if (r.contains("infer")) {
     const auto& in = r["infer"];
@@ -215,7 +256,12 @@ Inference: --batch N  --context-len N  --prompt-len N  --weights-dtype bf16|fp8|
            --kv-dtype bf16|fp8  --engine hf|vllm  --gpu-memory-utilization X  --max-num-seqs N
            --max-num-batched-tokens N  --block-size N
 Parallel:  --gpus N  --dp N  --tp N  --pp N  --cp N  --zero 0-3  --fsdp full_shard|shard_grad_op|hybrid_shard|no_shard
-           --gpus-per-node N  --offload-optimizer true  --offload-params true  --sequence-parallel true
+           --gpus-per-node N | --nodes N  --offload-optimizer true  --offload-params true  --sequence-parallel true
+           --ep N (expert parallel, MoE; divides the experts and dp x cp)  --vp N (virtual stages per rank, pp > 1)
+           --distributed-optimizer true|false (Megatron, shards fp32 main params + states over dp; not with ZeRO/FSDP)
+           --main-grads-fp32 true|false (Megatron fp32 main-grad buffer, default true)
+           --fsdp-version 1|2 (FlatParameter / fully_shard)  --fsdp-reduce-dtype bf16|fp16|fp32 (default: param dtype)
+           --nccl-channels 1-64 (default 32)  --nvls true|false (NVLink SHARP buffers; default by GPU)
            --deepspeed-config ds_config.json  (zero_optimization, micro-batch, accumulation, bf16)
 GPU:       --gpu NAME (e.g. "H100 80GB", A100-40GB, 4090)  --gpu-mem GIB
 Overheads: --cuda-context-gib X  --cublas-workspace-mib X  --fragmentation X  --misc-overhead-gib X
@@ -293,8 +339,14 @@ int run_estimate(const std::vector<std::string>& args) {
       {"--pp", "parallel.pp"},
       {"--cp", "parallel.cp"},
       {"--gpus-per-node", "parallel.gpus_per_node"},
+      {"--nodes", "parallel.nodes"},
+      {"--ep", "parallel.ep"},
+      {"--vp", "parallel.vp"},
       {"--zero", "parallel.zero"},
       {"--fsdp", "parallel.fsdp"},
+      {"--fsdp-version", "parallel.fsdp_version"},
+      {"--fsdp-reduce-dtype", "parallel.fsdp_reduce_dtype"},
+      {"--nccl-channels", "parallel.nccl_channels"},
       {"--gpu", "gpu.name"},
       {"--gpu-mem", "gpu.memory_gib"},
       {"--fragmentation", "overheads.fragmentation"},
@@ -338,7 +390,8 @@ int run_estimate(const std::vector<std::string>& args) {
       if (!need(v)) return print_error(usage_error(a, a + " needs a value"), as_json) + 1;
       json val = scalar(v);
       if (a == "--gpu" || a == "--dtype" || a == "--optimizer" || a == "--method" || a == "--task" || a == "--engine" ||
-          a == "--fsdp" || a == "--weights-dtype" || a == "--kv-dtype" || a == "--attention") {
+          a == "--fsdp" || a == "--fsdp-reduce-dtype" || a == "--weights-dtype" || a == "--kv-dtype" ||
+          a == "--attention") {
         val = v;
       }
       sets.emplace_back(value_flags.at(a), val);
@@ -353,7 +406,8 @@ int run_estimate(const std::vector<std::string>& args) {
       const bool b = truthy(v, ok);
       sets.emplace_back("train.grad_checkpointing", ok ? json(b) : json(v));
     } else if (a == "--activation-offload" || a == "--optimizer-in-backward" || a == "--offload-optimizer" ||
-               a == "--offload-params" || a == "--sequence-parallel") {
+               a == "--offload-params" || a == "--sequence-parallel" || a == "--distributed-optimizer" ||
+               a == "--main-grads-fp32" || a == "--nvls") {
       if (!need(v)) return print_error(usage_error(a, a + " needs true or false"), as_json) + 1;
       const bool b = truthy(v, ok);
       if (!ok) return print_error(usage_error(a, a + " needs true or false, got '" + v + "'"), as_json) + 1;
@@ -362,7 +416,10 @@ int run_estimate(const std::vector<std::string>& args) {
           {"--optimizer-in-backward", "train.optimizer_in_backward"},
           {"--offload-optimizer", "parallel.offload_optimizer"},
           {"--offload-params", "parallel.offload_params"},
-          {"--sequence-parallel", "parallel.sequence_parallel"}};
+          {"--sequence-parallel", "parallel.sequence_parallel"},
+          {"--distributed-optimizer", "parallel.distributed_optimizer"},
+          {"--main-grads-fp32", "parallel.main_grads_fp32"},
+          {"--nvls", "parallel.nvls"}};
       sets.emplace_back(kBoolPaths.at(a), b);
     } else if (a == "--deepspeed-config") {
       std::string file, text;

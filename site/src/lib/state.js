@@ -54,6 +54,23 @@ export const DEFAULT_SETTINGS = Object.freeze({
     offload_params: false,
     sequence_parallel: false,
     gpus_per_node: 8,
+    // torchrun --nnodes: 1 = one node (gpus_per_node caps the node, as before).
+    nodes: 1,
+    // Megatron-core: expert_model_parallel_size (MoE models only) and
+    // virtual_pipeline_model_parallel_size (pp > 1 only).
+    ep: 1,
+    vp: 1,
+    // Megatron-LM --use-distributed-optimizer and its fp32 main-grad buffer.
+    distributed_optimizer: false,
+    main_grads_fp32: true,
+    // FSDP1 FlatParameter (1) or FSDP2 fully_shard (2); reduce dtype '' = the
+    // parameter dtype (MixedPrecision's default).
+    fsdp_version: 1,
+    fsdp_reduce_dtype: '',
+    // NCCL: channels per communicator (NCCL's 32 by default) and NVLink
+    // SHARP ('auto' = decided by the GPU, 'on', 'off').
+    nccl_channels: 32,
+    nvls: 'auto',
   },
   // A pasted DeepSpeed config (its JSON text; '' = none). Its
   // zero_optimization / micro-batch / accumulation / bf16 settings fill the
@@ -107,6 +124,28 @@ export const optimizerOptions = computed(() => {
   const names = versionInfo.value?.optimizers;
   return names?.length ? names.map((n) => ({ value: n, label: n })) : OPTIMIZERS;
 });
+
+/**
+ * The core's summary of the current model (vram.modelInfo): exact count and
+ * facts (layers, experts). null while the estimator or the model is missing,
+ * or when the core cannot read the config (the estimate then says why).
+ */
+export const modelFacts = computed(() => {
+  const v = estimator.value;
+  const config = model.value?.config;
+  if (!v || !config) return null;
+  try {
+    return v.modelInfo({ config });
+  } catch {
+    return null;
+  }
+});
+
+/** Routed experts per sparse layer of a modelInfo result; 0 for a dense model. */
+export function routedExperts(info) {
+  const n = info?.facts?.moe?.experts;
+  return Number.isSafeInteger(n) && n > 0 ? n : 0;
+}
 
 /** Sets one field by dotted path ("train.seq_len") without mutating. */
 export function setSetting(path, value) {
@@ -219,8 +258,17 @@ export function dataParallel(p) {
   return Math.max(1, Math.floor(p.gpus / Math.max(1, p.tp * p.pp * p.cp)));
 }
 
-/** The request JSON (docs/schema.md) for the settings and a model config. */
-export function buildRequest(s, config, catalog = []) {
+/** Megatron's distributed optimizer replaces ZeRO and FSDP: it needs neither chosen. */
+export function canDistributeOptimizer(p, zero = p.zero) {
+  return p.gpus > 1 && !(zero > 0) && !p.fsdp;
+}
+
+/**
+ * The request JSON (docs/schema.md) for the settings and a model config.
+ * `experts` (routed experts per sparse layer, from modelInfo) decides whether
+ * the expert-parallel box applies: it is not sent for a dense model.
+ */
+export function buildRequest(s, config, catalog = [], experts = 0) {
   const req = { model: { config }, task: s.task };
   const ds = s.task === 'train' ? parseDeepspeed(s.deepspeed).config : null;
   const fromDs = deepspeedSets(ds);
@@ -300,7 +348,25 @@ export function buildRequest(s, config, catalog = []) {
     if (fromDs.offload_params === undefined && p.offload_params && canOffloadParams(p, zero))
       req.parallel.offload_params = true;
     if (p.sequence_parallel && p.tp > 1) req.parallel.sequence_parallel = true;
-    if (p.fsdp === 'hybrid_shard') req.parallel.gpus_per_node = p.gpus_per_node;
+    // With nodes the core derives the GPUs per node (gpus / nodes); the
+    // hybrid-shard box applies to a single node count only.
+    if (p.gpus > 1 && p.nodes > 1) req.parallel.nodes = p.nodes;
+    else if (p.fsdp === 'hybrid_shard') req.parallel.gpus_per_node = p.gpus_per_node;
+    if (experts > 0 && p.ep > 1) req.parallel.ep = p.ep;
+    if (p.pp > 1 && p.vp > 1) req.parallel.vp = p.vp;
+    if (p.distributed_optimizer && canDistributeOptimizer(p, zero)) {
+      req.parallel.distributed_optimizer = true;
+      if (!p.main_grads_fp32) req.parallel.main_grads_fp32 = false;
+    }
+    if (p.fsdp) {
+      if (p.fsdp_version === 2) req.parallel.fsdp_version = 2;
+      if (p.fsdp_reduce_dtype) req.parallel.fsdp_reduce_dtype = p.fsdp_reduce_dtype;
+    }
+    if (p.gpus > 1) {
+      if (p.nccl_channels !== DEFAULT_SETTINGS.parallel.nccl_channels)
+        req.parallel.nccl_channels = p.nccl_channels;
+      if (p.nvls === 'on' || p.nvls === 'off') req.parallel.nvls = p.nvls === 'on';
+    }
   }
   if (s.gpu.mode === 'custom') {
     req.gpu = { memory_gib: s.gpu.memory_gib };
@@ -312,7 +378,14 @@ export function buildRequest(s, config, catalog = []) {
 }
 
 export const request = computed(() =>
-  model.value?.config ? buildRequest(settings.value, model.value.config, gpuCatalog.value) : null,
+  model.value?.config
+    ? buildRequest(
+        settings.value,
+        model.value.config,
+        gpuCatalog.value,
+        routedExperts(modelFacts.value),
+      )
+    : null,
 );
 
 /**

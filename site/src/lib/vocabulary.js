@@ -142,6 +142,30 @@ export const FSDP_STRATEGIES = [
   { value: 'no_shard', label: 'NO_SHARD (like DDP)' },
 ];
 
+// accelerate's fsdp_config.fsdp_version: FSDP1 wraps units into one
+// FlatParameter each; FSDP2 (fully_shard) shards every parameter as a DTensor.
+export const FSDP_VERSIONS = [
+  { value: 1, label: 'FSDP1 (FlatParameter)' },
+  { value: 2, label: 'FSDP2 (fully_shard)' },
+];
+
+// FSDP MixedPrecision(reduce_dtype=...): the dtype gradients are
+// reduce-scattered in; unset follows param_dtype.
+export const REDUCE_DTYPES = [
+  { value: '', label: 'same as the parameters' },
+  { value: 'bf16', label: 'bf16' },
+  { value: 'fp16', label: 'fp16' },
+  { value: 'fp32', label: 'fp32' },
+];
+
+// NCCL_NVLS_ENABLE: NVLink SHARP buffers exist on NVSwitch systems (H100/H200
+// HGX); 'auto' lets the estimator decide from the GPU.
+export const NVLS_MODES = [
+  { value: 'auto', label: 'auto (by GPU)' },
+  { value: 'on', label: 'on' },
+  { value: 'off', label: 'off' },
+];
+
 // The framework names of the training-layout boxes (DeepSpeed config keys,
 // accelerate / Megatron / torchrun arguments), shown beside each label.
 export const PARALLEL_NAMES = {
@@ -155,6 +179,15 @@ export const PARALLEL_NAMES = {
   offload_params: 'zero_optimization.offload_param.device',
   sequence_parallel: 'sequence_parallel',
   gpus_per_node: 'nproc_per_node',
+  nodes: 'nnodes',
+  ep: 'expert_model_parallel_size',
+  vp: 'virtual_pipeline_model_parallel_size',
+  distributed_optimizer: 'use_distributed_optimizer',
+  main_grads_fp32: 'accumulate_allreduce_grads_in_fp32',
+  fsdp_version: 'fsdp_version',
+  fsdp_reduce_dtype: 'mixed_precision.reduce_dtype',
+  nccl_channels: 'NCCL_MAX_NCHANNELS',
+  nvls: 'NCCL_NVLS_ENABLE',
   deepspeed: 'ds_config.json',
 };
 
@@ -208,6 +241,16 @@ const PATH_WORDS = {
   'parallel.offload_params': 'Offload parameters',
   'parallel.sequence_parallel': 'Sequence parallel',
   'parallel.gpus_per_node': 'GPUs per node',
+  'parallel.nodes': 'Nodes',
+  'parallel.ep': 'Expert parallel',
+  'parallel.vp': 'Virtual pipeline stages',
+  'parallel.distributed_optimizer': 'Distributed optimizer (Megatron)',
+  'parallel.main_grads_fp32': 'fp32 main gradients',
+  'parallel.fsdp_version': 'FSDP version',
+  'parallel.fsdp_reduce_dtype': 'FSDP reduce dtype',
+  'parallel.nccl_channels': 'NCCL channels',
+  'parallel.nvls': 'NVLink SHARP',
+  'parallel.stage3_param_persistence_threshold': 'stage3_param_persistence_threshold',
   deepspeed: 'DeepSpeed config',
   gpu: 'GPU',
   'gpu.name': 'GPU',

@@ -207,3 +207,233 @@ describe('the layout in the link', () => {
     expect(screen.getByLabelText(/offload_param\.device/).checked).toBe(true);
   });
 });
+
+const MIXTRAL_FULL = '#m=preset:mistralai/Mixtral-8x7B-v0.1&task=train&method=full';
+
+function stagesTable() {
+  return screen.getByRole('region', { name: 'Pipeline stages' });
+}
+
+/** The body rows of the stage table, as {stage, cells, busiest}. */
+function stageRows() {
+  return within(stagesTable())
+    .getAllByRole('row')
+    .slice(1)
+    .map((row) => ({
+      stage: row.getAttribute('data-stage'),
+      cells: within(row)
+        .getAllByRole('cell')
+        .map((c) => c.textContent),
+      peak: Number(row.querySelector('[data-bytes]').getAttribute('data-bytes')),
+      busiest: row.getAttribute('aria-current') === 'true',
+    }));
+}
+
+describe('Megatron-style layouts: experts, virtual stages, nodes, distributed optimizer', () => {
+  it('offers expert parallel only for a mixture-of-experts model, and ep reaches the request', async () => {
+    await openPage(`${LLAMA_FULL}&gpus=8`);
+    expect(screen.queryByLabelText(/expert_model_parallel_size/)).toBeNull();
+    cleanup();
+
+    await openPage(`${MIXTRAL_FULL}&gpus=8&zero=1`);
+    const before = peakBytes();
+    expect(within(layout()).getByText('Experts per GPU').nextSibling.textContent).toBe('8');
+    fireEvent.input(screen.getByLabelText(/expert_model_parallel_size/), {
+      target: { value: '2' },
+    });
+    const after = await peakChangedFrom(before);
+    expect(after).toBeLessThan(before);
+    expect(request.value.parallel.ep).toBe(2);
+    expect(within(layout()).getByText('Experts per GPU').nextSibling.textContent).toBe('4');
+    expect(layout().textContent).toContain('ep 2');
+    expect(screen.getByText(/4 of the 8 experts per GPU/)).toBeTruthy();
+  });
+
+  it('an expert-parallel degree that does not divide the experts names the field', async () => {
+    await openPage(`${MIXTRAL_FULL}&gpus=8`);
+    fireEvent.input(screen.getByLabelText(/expert_model_parallel_size/), {
+      target: { value: '3' },
+    });
+    const notice = await screen.findByRole('alert', {
+      name: 'The estimator could not use this input',
+    });
+    expect(notice.textContent).toContain('parallel.ep (3) must divide the routed experts (8)');
+    expect(notice.textContent).toContain('Parallelism › Expert parallel (parallel.ep)');
+  });
+
+  it('shows one row per pipeline stage, the busiest highlighted, and virtual stages reach it', async () => {
+    await openPage(`${LLAMA_FULL}&gpus=8`);
+    expect(screen.queryByRole('region', { name: 'Pipeline stages' })).toBeNull();
+    expect(screen.queryByLabelText(/virtual_pipeline_model_parallel_size/)).toBeNull();
+    cleanup();
+
+    await openPage(`${LLAMA_FULL}&gpus=4&pp=4&ga=8`);
+    let rows = stageRows();
+    expect(rows.map((r) => r.stage)).toEqual(['0', '1', '2', '3']);
+    // 32 layers over 4 ranks; the first holds the embeddings, the last the head.
+    expect(rows.map((r) => r.cells[0])).toEqual(['8', '8', '8', '8']);
+    expect(rows[0].cells[2]).toContain('embeddings');
+    expect(rows[3].cells[2]).toContain('head');
+    // 1F1B: the first stage keeps pp micro-batches in flight, the last one.
+    expect(rows[0].cells[1]).toBe('4');
+    expect(rows[3].cells[1]).toBe('1');
+    const busiest = rows.filter((r) => r.busiest);
+    expect(busiest).toHaveLength(1);
+    expect(busiest[0].peak).toBe(peakBytes());
+    expect(busiest[0].peak).toBe(Math.max(...rows.map((r) => r.peak)));
+
+    const before = peakBytes();
+    fireEvent.input(screen.getByLabelText(/virtual_pipeline_model_parallel_size/), {
+      target: { value: '2' },
+    });
+    await peakChangedFrom(before);
+    expect(request.value.parallel.vp).toBe(2);
+    expect(layout().textContent).toContain('vp 2');
+    rows = stageRows();
+    expect(rows).toHaveLength(4);
+    // The interleaved schedule holds fractional micro-batches of activations.
+    expect(rows.some((r) => /\.\d\d$/.test(r.cells[1]))).toBe(true);
+    expect(document.body.textContent).not.toMatch(/NaN|undefined/);
+  });
+
+  it('virtual stages that do not split the layers evenly name the field', async () => {
+    await openPage(`${LLAMA_FULL}&gpus=4&pp=4`);
+    fireEvent.input(screen.getByLabelText(/virtual_pipeline_model_parallel_size/), {
+      target: { value: '3' },
+    });
+    const notice = await screen.findByRole('alert', {
+      name: 'The estimator could not use this input',
+    });
+    expect(notice.textContent).toContain('must divide into pp x vp (12) model chunks');
+    expect(notice.textContent).toContain('Parallelism › Virtual pipeline stages (parallel.vp)');
+  });
+
+  it('nodes set the GPUs per node; a count that does not divide the GPUs names the field', async () => {
+    await openPage(`${LLAMA_FULL}&gpus=16`);
+    fireEvent.input(screen.getByLabelText(/nnodes/), { target: { value: '2' } });
+    await waitFor(() => expect(layout().textContent).toContain('2 nodes × 8 GPUs'));
+    expect(request.value.parallel.nodes).toBe(2);
+
+    fireEvent.input(screen.getByLabelText(/nnodes/), { target: { value: '3' } });
+    const notice = await screen.findByRole('alert', {
+      name: 'The estimator could not use this input',
+    });
+    expect(notice.textContent).toContain('parallel.nodes (3) must divide parallel.gpus (16)');
+    expect(notice.textContent).toContain('Parallelism › Nodes (parallel.nodes)');
+  });
+
+  it("Megatron's distributed optimizer shards the optimizer, and ZeRO turns it off", async () => {
+    await openPage(`${LLAMA_FULL}&gpus=8`);
+    const ddp = peakBytes();
+    expect(screen.queryByLabelText(/accumulate_allreduce_grads_in_fp32/)).toBeNull();
+    fireEvent.click(screen.getByLabelText(/use_distributed_optimizer/));
+    const sharded = await peakChangedFrom(ddp);
+    expect(sharded).toBeLessThan(ddp);
+    expect(request.value.parallel.distributed_optimizer).toBe(true);
+    expect(within(layout()).getByText('Megatron distributed optimizer')).toBeTruthy();
+
+    // Without fp32 main gradients the gradients stay in bf16.
+    fireEvent.click(screen.getByLabelText(/accumulate_allreduce_grads_in_fp32/));
+    const halfGrads = await peakChangedFrom(sharded);
+    expect(halfGrads).toBeLessThan(sharded);
+    expect(request.value.parallel.main_grads_fp32).toBe(false);
+
+    fireEvent.change(screen.getByLabelText(/zero_optimization\.stage/), {
+      target: { value: '1' },
+    });
+    await waitFor(() => expect(request.value.parallel.zero).toBe(1));
+    expect(request.value.parallel.distributed_optimizer).toBeUndefined();
+    expect(screen.queryByLabelText(/use_distributed_optimizer/)).toBeNull();
+    expect(screen.queryByRole('alert')).toBeNull();
+  });
+
+  it('FSDP version and reduce dtype appear with FSDP and reach the request', async () => {
+    await openPage(`${LLAMA_FULL}&gpus=8`);
+    expect(screen.queryByLabelText(/fsdp_version/)).toBeNull();
+    fireEvent.change(screen.getByLabelText(/fsdp_sharding_strategy/), {
+      target: { value: 'full_shard' },
+    });
+    const version = await screen.findByLabelText(/fsdp_version/);
+    await waitFor(() => expect(within(layout()).getByText('FSDP full_shard')).toBeTruthy());
+    const v1 = peakBytes();
+
+    fireEvent.change(version, { target: { value: '2' } });
+    await waitFor(() => expect(within(layout()).getByText('FSDP2 full_shard')).toBeTruthy());
+    expect(request.value.parallel.fsdp_version).toBe(2);
+
+    const v2 = peakBytes();
+    fireEvent.change(screen.getByLabelText(/reduce_dtype/), { target: { value: 'fp32' } });
+    const fp32 = await peakChangedFrom(v2);
+    expect(fp32).toBeGreaterThan(v2);
+    expect(request.value.parallel.fsdp_reduce_dtype).toBe('fp32');
+    expect(v1).toBeGreaterThan(0);
+  });
+
+  it('NCCL channels and NVLink SHARP size the NCCL buffers in the layout line', async () => {
+    await openPage(`${LLAMA_FULL}&gpus=8&gpu=H100%2080GB`);
+    const ncclBytes = () =>
+      Number(within(layout()).getByText('NCCL buffers').nextSibling.getAttribute('data-bytes'));
+    const auto = ncclBytes();
+    expect(auto).toBeGreaterThan(0);
+    fireEvent.change(screen.getByLabelText(/NCCL_NVLS_ENABLE/), { target: { value: 'off' } });
+    await waitFor(() => expect(ncclBytes()).toBeLessThan(auto));
+    expect(request.value.parallel.nvls).toBe(false);
+    const noNvls = ncclBytes();
+
+    fireEvent.input(screen.getByLabelText(/NCCL_MAX_NCHANNELS/), { target: { value: '8' } });
+    await waitFor(() => expect(ncclBytes()).toBeLessThan(noNvls));
+    expect(request.value.parallel.nccl_channels).toBe(8);
+
+    // Out of NCCL's range: the box says so and the estimate keeps the last value.
+    fireEvent.input(screen.getByLabelText(/NCCL_MAX_NCHANNELS/), { target: { value: '65' } });
+    await waitFor(() =>
+      expect(screen.getByText('Enter a whole number from 1 to 64.')).toBeTruthy(),
+    );
+    expect(request.value.parallel.nccl_channels).toBe(8);
+  });
+
+  it('keeps every new layout field in the link and restores the same estimate', async () => {
+    await openPage(
+      `${LLAMA_FULL}&gpus=16&pp=2&vp=2&nodes=2&dopt=1&mgf32=0&nccl=16&nvls=off&gpu=H100%2080GB`,
+    );
+    expect(request.value.parallel).toMatchObject({
+      gpus: 16,
+      dp: 8,
+      pp: 2,
+      vp: 2,
+      nodes: 2,
+      distributed_optimizer: true,
+      main_grads_fp32: false,
+      nccl_channels: 16,
+      nvls: false,
+    });
+    const bytes = peakBytes();
+    await waitFor(() => expect(window.location.hash).toMatch(/dopt=1/));
+    const link = window.location.hash;
+    for (const part of ['vp=2', 'nodes=2', 'mgf32=0', 'nccl=16', 'nvls=off'])
+      expect(link).toContain(part);
+
+    cleanup();
+    window.history.replaceState(null, '', window.location.pathname);
+    await openPage(link);
+    expect(peakBytes()).toBe(bytes);
+    expect(screen.getByLabelText(/virtual_pipeline_model_parallel_size/).value).toBe('2');
+    expect(screen.getByLabelText(/nnodes/).value).toBe('2');
+    expect(screen.getByLabelText(/use_distributed_optimizer/).checked).toBe(true);
+    expect(screen.getByLabelText(/accumulate_allreduce_grads_in_fp32/).checked).toBe(false);
+    expect(screen.getByLabelText(/NCCL_MAX_NCHANNELS/).value).toBe('16');
+    expect(stageRows()).toHaveLength(2);
+    cleanup();
+
+    await openPage(`${MIXTRAL_FULL}&gpus=8&ep=4&fsdp=full_shard&fsdpv=2&rdt=fp32`);
+    expect(request.value.parallel).toMatchObject({
+      ep: 4,
+      fsdp: 'full_shard',
+      fsdp_version: 2,
+      fsdp_reduce_dtype: 'fp32',
+    });
+    expect(screen.getByLabelText(/expert_model_parallel_size/).value).toBe('4');
+    expect(screen.getByLabelText(/fsdp_version/).value).toBe('2');
+    expect(screen.getByLabelText(/reduce_dtype/).value).toBe('fp32');
+  });
+});

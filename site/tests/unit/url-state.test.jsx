@@ -51,6 +51,15 @@ describe('the state in the URL', () => {
       offload_params: true,
       sequence_parallel: true,
       gpus_per_node: 4,
+      nodes: 4,
+      ep: 2,
+      vp: 3,
+      distributed_optimizer: true,
+      main_grads_fp32: false,
+      fsdp_version: 2,
+      fsdp_reduce_dtype: 'fp32',
+      nccl_channels: 16,
+      nvls: 'off',
     };
     s.deepspeed = '{"zero_optimization": {"overlap_comm": true, "reduce_bucket_size": 5e8}}';
     s.gpu = { mode: 'catalog', name: 'A100 80GB', memory_gib: 24 };

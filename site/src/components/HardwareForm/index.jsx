@@ -4,19 +4,30 @@
 
 import { useId } from 'preact/hooks';
 import {
+  canDistributeOptimizer,
   canOffloadOptimizer,
   canOffloadParams,
   chosenGpuName,
   dataParallel,
+  DEFAULT_SETTINGS,
   deepspeedSets,
   gpuCatalog,
+  modelFacts,
   parseDeepspeed,
+  routedExperts,
   setSetting,
   settings,
 } from '../../lib/state.js';
 import { formatGiB } from '../../lib/format.js';
 import { deepspeedForUrl } from '../../lib/url-state.js';
-import { FSDP_STRATEGIES, PARALLEL_NAMES, ZERO_STAGES } from '../../lib/vocabulary.js';
+import {
+  FSDP_STRATEGIES,
+  FSDP_VERSIONS,
+  NVLS_MODES,
+  PARALLEL_NAMES,
+  REDUCE_DTYPES,
+  ZERO_STAGES,
+} from '../../lib/vocabulary.js';
 import { CheckboxField, NumberField, SelectField } from '../Field/index.jsx';
 import styles from './style.module.css';
 
@@ -97,7 +108,7 @@ function InferenceParallelFields({ p }) {
 // Training: data parallel fills what tensor, pipeline and context parallel
 // leave. ZeRO and FSDP are exclusive (choosing one turns the other off); the
 // offload boxes appear only where the layout allows them.
-function TrainingParallelFields({ p, dsText, precision }) {
+function TrainingParallelFields({ p, dsText, precision, experts }) {
   const ds = parseDeepspeed(dsText);
   const fromDs = deepspeedSets(ds.config);
   const zero = fromDs.zero ?? p.zero;
@@ -144,6 +155,50 @@ function TrainingParallelFields({ p, dsText, precision }) {
           onChange={(v) => setSetting('parallel.cp', v)}
           hint={p.cp > 1 ? `Each GPU holds 1/${p.cp} of every sequence.` : undefined}
         />
+        {experts > 0 && (
+          <NumberField
+            label="Expert parallel"
+            name={PARALLEL_NAMES.ep}
+            value={p.ep}
+            max={4096}
+            onChange={(v) => setSetting('parallel.ep', v)}
+            hint={
+              experts % p.ep === 0
+                ? `${experts / p.ep} of the ${experts} experts per GPU; ep ranks are data-parallel ranks.`
+                : `Must divide the ${experts} experts.`
+            }
+          />
+        )}
+        {p.pp > 1 && (
+          <NumberField
+            label="Virtual pipeline stages"
+            name={PARALLEL_NAMES.vp}
+            value={p.vp}
+            max={1024}
+            onChange={(v) => setSetting('parallel.vp', v)}
+            hint={
+              p.vp > 1
+                ? `Interleaved 1F1B: each GPU holds ${p.vp} model chunks.`
+                : 'Megatron interleaved schedule: model chunks per GPU.'
+            }
+          />
+        )}
+        {p.gpus > 1 && (
+          <NumberField
+            label="Nodes"
+            name={PARALLEL_NAMES.nodes}
+            value={p.nodes}
+            max={65536}
+            onChange={(v) => setSetting('parallel.nodes', v)}
+            hint={
+              p.nodes > 1 && p.gpus % p.nodes === 0
+                ? `${p.gpus / p.nodes} GPUs per node.`
+                : p.nodes > 1
+                  ? `Must divide the ${p.gpus} GPUs.`
+                  : undefined
+            }
+          />
+        )}
         <SelectField
           label="ZeRO stage"
           name={PARALLEL_NAMES.zero}
@@ -151,16 +206,38 @@ function TrainingParallelFields({ p, dsText, precision }) {
           options={ZERO_STAGES}
           disabled={fromDs.zero !== undefined}
           hint={fromDs.zero !== undefined ? fromConfig : undefined}
-          onChange={(v) => setParallel(v > 0 ? { zero: v, fsdp: '' } : { zero: v })}
+          onChange={(v) =>
+            setParallel(v > 0 ? { zero: v, fsdp: '', distributed_optimizer: false } : { zero: v })
+          }
         />
         <SelectField
           label="FSDP"
           name={PARALLEL_NAMES.fsdp}
           value={p.fsdp}
           options={FSDP_STRATEGIES}
-          onChange={(v) => setParallel(v ? { fsdp: v, zero: 0 } : { fsdp: v })}
+          onChange={(v) =>
+            setParallel(v ? { fsdp: v, zero: 0, distributed_optimizer: false } : { fsdp: v })
+          }
         />
-        {p.fsdp === 'hybrid_shard' && (
+        {p.fsdp && (
+          <SelectField
+            label="FSDP version"
+            name={PARALLEL_NAMES.fsdp_version}
+            value={p.fsdp_version}
+            options={FSDP_VERSIONS}
+            onChange={(v) => setSetting('parallel.fsdp_version', v)}
+          />
+        )}
+        {p.fsdp && (
+          <SelectField
+            label="FSDP reduce dtype"
+            name={PARALLEL_NAMES.fsdp_reduce_dtype}
+            value={p.fsdp_reduce_dtype}
+            options={REDUCE_DTYPES}
+            onChange={(v) => setSetting('parallel.fsdp_reduce_dtype', v)}
+          />
+        )}
+        {p.fsdp === 'hybrid_shard' && !(p.gpus > 1 && p.nodes > 1) && (
           <NumberField
             label="GPUs per node"
             name={PARALLEL_NAMES.gpus_per_node}
@@ -220,9 +297,61 @@ function TrainingParallelFields({ p, dsText, precision }) {
             onChange={(v) => setSetting('parallel.sequence_parallel', v)}
           />
         )}
+        {canDistributeOptimizer(p, zero) && (
+          <CheckboxField
+            label="Distributed optimizer (Megatron)"
+            name={PARALLEL_NAMES.distributed_optimizer}
+            checked={p.distributed_optimizer}
+            onChange={(v) => setSetting('parallel.distributed_optimizer', v)}
+            hint={
+              p.distributed_optimizer
+                ? `fp32 main weights and optimizer states sharded over the ${dp} data-parallel ranks.`
+                : undefined
+            }
+          />
+        )}
+        {canDistributeOptimizer(p, zero) && p.distributed_optimizer && (
+          <CheckboxField
+            label="fp32 main gradients"
+            name={PARALLEL_NAMES.main_grads_fp32}
+            checked={p.main_grads_fp32}
+            onChange={(v) => setSetting('parallel.main_grads_fp32', v)}
+          />
+        )}
       </div>
+      {p.gpus > 1 && <NcclFields p={p} />}
       <DeepspeedBox text={dsText} parsed={ds} fromDs={fromDs} />
     </fieldset>
+  );
+}
+
+// NCCL's own buffers, rarely changed: folded away unless a value differs
+// from its default (a restored link opens it).
+function NcclFields({ p }) {
+  const d = DEFAULT_SETTINGS.parallel;
+  const changed = p.nccl_channels !== d.nccl_channels || p.nvls !== d.nvls;
+  return (
+    <details class={styles.advanced} open={changed}>
+      <summary>NCCL buffers (advanced)</summary>
+      <div class={styles.grid}>
+        <NumberField
+          label="NCCL channels"
+          name={PARALLEL_NAMES.nccl_channels}
+          value={p.nccl_channels}
+          max={64}
+          onChange={(v) => setSetting('parallel.nccl_channels', v)}
+          hint="Channels per communicator; NCCL's default is 32."
+        />
+        <SelectField
+          label="NVLink SHARP"
+          name={PARALLEL_NAMES.nvls}
+          value={p.nvls}
+          options={NVLS_MODES}
+          onChange={(v) => setSetting('parallel.nvls', v)}
+          hint="NVLS buffers exist on NVSwitch systems (HGX H100/H200/B200)."
+        />
+      </div>
+    </details>
   );
 }
 
@@ -300,6 +429,7 @@ export function HardwareForm() {
           p={s.parallel}
           dsText={s.deepspeed ?? ''}
           precision={s.train.precision}
+          experts={routedExperts(modelFacts.value)}
         />
       )}
     </section>

@@ -11,9 +11,16 @@ function verdict(fit) {
 }
 
 // How the job is laid out over the GPUs: the layout's name, the group each
-// shard is split over, and dp × tp × pp × cp.
+// shard is split over, dp × tp × pp × cp, and the degrees that split within
+// them (expert parallel inside dp, virtual stages inside pp) when they do.
 function LayoutFacts({ parallel }) {
   const split = `dp ${parallel.dp} × tp ${parallel.tp} × pp ${parallel.pp} × cp ${parallel.cp ?? 1}`;
+  const extra = [];
+  if (parallel.ep > 1) extra.push(`ep ${parallel.ep}`);
+  if (parallel.vp > 1) extra.push(`vp ${parallel.vp}`);
+  if (parallel.nodes > 1) extra.push(`${parallel.nodes} nodes × ${parallel.gpus_per_node} GPUs`);
+  const hasExperts = Number.isSafeInteger(parallel.experts_per_rank);
+  const hasNccl = Number.isSafeInteger(parallel.nccl_bytes);
   return (
     <div class={styles.layout} aria-label="Training layout" role="group">
       <p class={styles.layoutLine}>
@@ -21,8 +28,27 @@ function LayoutFacts({ parallel }) {
         <span class={styles.split}>
           {' '}
           · shard group {parallel.shard_group} · {split}
+          {extra.map((e) => ` · ${e}`).join('')}
         </span>
       </p>
+      {(hasExperts || hasNccl) && (
+        <dl class={styles.facts}>
+          {hasExperts && (
+            <div>
+              <dt>Experts per GPU</dt>
+              <dd data-experts={String(parallel.experts_per_rank)}>{parallel.experts_per_rank}</dd>
+            </div>
+          )}
+          {hasNccl && (
+            <div>
+              <dt>NCCL buffers</dt>
+              <dd title={bytesTitle(parallel.nccl_bytes)} data-bytes={String(parallel.nccl_bytes)}>
+                {formatGiB(parallel.nccl_bytes)} GiB
+              </dd>
+            </div>
+          )}
+        </dl>
+      )}
       {parallel.pp > 1 && (
         <dl class={styles.facts}>
           {Number.isSafeInteger(parallel.first_stage_peak_bytes) && (

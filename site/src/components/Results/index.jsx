@@ -19,6 +19,7 @@ import { PeakCard } from '../PeakCard/index.jsx';
 import { PhaseTimeline } from '../PhaseTimeline/index.jsx';
 import { ServingPanel } from '../ServingPanel/index.jsx';
 import { SharePanel } from '../SharePanel/index.jsx';
+import { StagesTable } from '../StagesTable/index.jsx';
 import styles from './style.module.css';
 
 function shareLink() {
@@ -70,6 +71,13 @@ export function Results() {
     <div class={styles.stack} aria-live="polite">
       <PeakCard result={r} />
       <Warnings warnings={r.warnings} />
+      {r.parallel?.stages?.length > 0 && (
+        <StagesTable
+          stages={r.parallel.stages}
+          busiest={r.parallel.busiest_stage}
+          vp={r.parallel.vp}
+        />
+      )}
       {r.infer && <ServingPanel infer={r.infer} />}
       {r.phases?.length > 0 && (
         <PhaseTimeline
