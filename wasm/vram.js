@@ -145,6 +145,7 @@ export function loadVram() {
     vramPromise = loadModule().then((module) => ({
       estimate: (request) => fromText(call(module, '_estimate', toText(request, 'the request'))),
       modelInfo: (model) => fromText(call(module, '_modelInfo', toText(model, 'the model'))),
+      plan: (request) => fromText(call(module, '_plan', toText(request, 'the request'))),
       version: () => fromText(call(module, '_version')),
     }));
   }
@@ -166,4 +167,12 @@ export async function estimateRaw(requestText) {
  */
 export async function modelInfoRaw(modelText) {
   return call(await loadModule(), '_modelInfo', String(modelText));
+}
+
+/**
+ * The planner's exact output text for a request text, errors included, as
+ * `vram-probe plan --request FILE --json` prints it.
+ */
+export async function planRaw(requestText) {
+  return call(await loadModule(), '_plan', String(requestText));
 }

@@ -40,7 +40,7 @@ std::string label_of(const ParallelOptions& p, Checkpointing ck) {
   add("pp", p.pp);
   add("cp", p.cp);
   add("ep", p.ep);
-  dims += (dims.empty() ? "" : " x ") + std::string("dp ") + std::to_string(p.dp);
+  if (p.dp > 1 || dims.empty()) dims += (dims.empty() ? "" : " x ") + std::string("dp ") + std::to_string(p.dp);
   std::string s = dims + ", ";
   if (!p.fsdp.empty()) {
     s += "FSDP " + p.fsdp;

@@ -1,4 +1,4 @@
-// vram-probe params / estimate / version: the same core the page runs.
+// vram-probe params / estimate / plan / version: the same core the page runs.
 //
 // Flags follow the seeds' CLI (seed 000 "CLI Reference", seed 001 examples):
 // each one writes one field of the request JSON, so `--request FILE` and flags
@@ -303,7 +303,17 @@ int run_params(const std::vector<std::string>& args) {
   return 0;
 }
 
-int run_estimate(const std::vector<std::string>& args) {
+namespace {
+
+// What a request command runs and prints: `estimate` or `plan`.
+struct RequestCommand {
+  const char* help;
+  std::string (*core)(const std::string&);  // estimate_json or plan_json: the page's functions
+  void (*print)(const json&);
+  bool plan;  // accepts the planner's flags
+};
+
+int run_request_command(const std::vector<std::string>& args, const RequestCommand& cmd) {
   bool as_json = false;
   for (const auto& a : args) as_json = as_json || a == "--json";
   json req = json::object();
@@ -373,7 +383,7 @@ int run_estimate(const std::vector<std::string>& args) {
     bool ok = true;
     if (a == "--json") continue;
     if (a == "--help" || a == "-h") {
-      std::printf("%s", kEstimateHelp);
+      std::printf("%s", cmd.help);
       return 0;
     }
     if (a == "--request") {
@@ -382,6 +392,14 @@ int run_estimate(const std::vector<std::string>& args) {
       if (!need(config_file)) return print_error(usage_error(a, a + " needs a file"), as_json) + 1;
     } else if (a == "--allow-generic") {
       sets.emplace_back("model.allow_generic", true);
+    } else if (cmd.plan && (a == "--framework" || a == "--top")) {
+      if (!need(v)) return print_error(usage_error(a, a + " needs a value"), as_json) + 1;
+      sets.emplace_back(a == "--framework" ? "plan.framework" : "plan.top", a == "--framework" ? json(v) : scalar(v));
+    } else if (cmd.plan && (a == "--allow-offload" || a == "--allow-checkpointing")) {
+      if (!need(v)) return print_error(usage_error(a, a + " needs true or false"), as_json) + 1;
+      const bool b = truthy(v, ok);
+      if (!ok) return print_error(usage_error(a, a + " needs true or false, got '" + v + "'"), as_json) + 1;
+      sets.emplace_back(a == "--allow-offload" ? "plan.allow_offload" : "plan.allow_checkpointing", b);
     } else if (a == "--lora") {
       sets.emplace_back("train.method", "lora");
     } else if (a == "--qlora") {
@@ -463,13 +481,13 @@ int run_estimate(const std::vector<std::string>& args) {
   // A request file with no flags goes to the core as text, exactly as the page
   // sends it, so every answer (errors included) is byte-identical to WASM.
   if (!request_file.empty() && config_file.empty() && sets.empty()) {
-    const std::string out = estimate_json(request_text);
+    const std::string out = cmd.core(request_text);
     const json result = json::parse(out);
     if (result.contains("error")) return as_json ? (std::printf("%s\n", out.c_str()), 1) : print_error(result, false);
     if (as_json) {
       std::printf("%s\n", out.c_str());
     } else {
-      print_estimate_table(result);
+      cmd.print(result);
     }
     return 0;
   }
@@ -490,8 +508,8 @@ int run_estimate(const std::vector<std::string>& args) {
     set_path(req, "model.config", cfg);
   }
   for (auto& [path, val] : sets) set_path(req, path, val);
-  // Same code path and same bytes as the WASM module's estimate().
-  const std::string out = estimate_json(req.dump());
+  // Same code path and same bytes as the WASM module's estimate() / plan().
+  const std::string out = cmd.core(req.dump());
   const json result = json::parse(out);
   if (result.contains("error")) {
     if (as_json) {
@@ -503,9 +521,74 @@ int run_estimate(const std::vector<std::string>& args) {
   if (as_json) {
     std::printf("%s\n", out.c_str());
   } else {
-    print_estimate_table(result);
+    cmd.print(result);
   }
   return 0;
+}
+
+// The planner's answer: the ranked layouts and the flags of the best one.
+void print_plan_table(const json& r) {
+  const json& p = r["plan"];
+  std::printf("Layouts for %lld x %s (%s usable each), %s: %lld considered, %lld fit\n\n",
+              static_cast<long long>(p["gpus"].get<int64_t>()), p["gpu"].get<std::string>().c_str(),
+              gib(p["capacity_bytes"].get<int64_t>()).c_str(), p["framework"].get<std::string>().c_str(),
+              static_cast<long long>(p["considered"].get<int64_t>()),
+              static_cast<long long>(p["fitting"].get<int64_t>()));
+  std::printf("  #  %-64s %10s %6s  %-5s %6s %6s %7s\n", "layout", "peak", "use", "fits", "max mb", "step x",
+              "dp traffic");
+  for (const auto& c : p["candidates"]) {
+    const bool fits = c["fits"].get<bool>();
+    std::printf("%3lld  %-64s %10s %5.0f%%  %-5s %6lld %6.2f %6.1fx\n",
+                static_cast<long long>(c["rank"].get<int64_t>()), c["label"].get<std::string>().c_str(),
+                gib(c["peak_bytes"].get<int64_t>()).c_str(), 100.0 * c["utilization"].get<double>(),
+                !fits                          ? "no"
+                : c["headroom_ok"].get<bool>() ? "yes"
+                                               : "tight",
+                static_cast<long long>(c["max_micro_batch"].get<int64_t>()), c["step_time_factor"].get<double>(),
+                c["comm_factor"].get<double>());
+  }
+  for (const auto& n : p["notes"]) std::printf("\nnote: %s", n.get<std::string>().c_str());
+  if (!p["candidates"].empty() && p["candidates"][0]["fits"].get<bool>()) {
+    const json& best = p["candidates"][0];
+    std::string flags;
+    for (const auto& [k, v] : best["parallel"].items()) {
+      if (k != "gpus" && v == 1) continue;  // degrees of 1 are the defaults
+      std::string name = k;
+      for (char& ch : name) ch = ch == '_' ? '-' : ch;
+      flags += " --" + name + " " + (v.is_string() ? v.get<std::string>() : v.dump());
+    }
+    if (best["grad_checkpointing"] != "none") flags += " --grad-checkpoint true";
+    std::printf("\n\nbest: vram-probe estimate ...%s\n", flags.c_str());
+    for (const auto& w : best["why"]) std::printf("  - %s\n", w.get<std::string>().c_str());
+  } else {
+    std::printf("\n\nnothing fits: more GPUs, a larger card, LoRA/QLoRA or a shorter sequence\n");
+  }
+}
+
+const char* kPlanHelp =
+    R"(usage: vram-probe plan [--request FILE | --model-config FILE] --gpus N --gpu NAME [options] [--json]
+
+Searches every layout of N GPUs the framework can run (tensor x pipeline x context x expert x data
+parallel, its sharding, activation checkpointing; CPU offload only when nothing else fits), estimates
+each, and ranks them: fits with the 80% headroom first, then no offload, the least recompute and
+pipeline bubble, the least data-parallel traffic, the least tensor parallel.
+
+Planner: --framework deepspeed|fsdp|megatron (default deepspeed; fsdp or megatron when the request
+           already uses them)  --top N (default 10)  --allow-offload true|false
+           --allow-checkpointing true|false
+Every `vram-probe estimate` option sets the workload (model, method, micro-batch, sequence,
+grad accumulation, precision, optimizer, NCCL and bucket settings); see `vram-probe estimate --help`.
+Output:    --json  the plan object (same bytes as the page's WASM plan())
+)";
+
+}  // namespace
+
+int run_estimate(const std::vector<std::string>& args) {
+  return run_request_command(args, {kEstimateHelp, &estimate_json, &print_estimate_table, false});
+}
+
+int run_plan(const std::vector<std::string>& args) {
+  return run_request_command(args, {kPlanHelp, &plan_json, &print_plan_table, true});
 }
 
 int run_version(const std::vector<std::string>& /*args*/) {

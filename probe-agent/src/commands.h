@@ -9,6 +9,7 @@ namespace vram::cli {
 
 int run_params(const std::vector<std::string>& args);
 int run_estimate(const std::vector<std::string>& args);
+int run_plan(const std::vector<std::string>& args);
 int run_version(const std::vector<std::string>& args);
 
 // GPU measurement (cli_measure.cpp).

@@ -18,6 +18,8 @@ const std::vector<Command>& commands() {
   static const std::vector<Command> kCommands = {
       {"params", "count parameters of a config.json exactly (table, or --json)", vram::cli::run_params},
       {"estimate", "estimate per-GPU memory for a request or flags (table, or --json)", vram::cli::run_estimate},
+      {"plan", "rank every layout of N GPUs by fit and cost: --gpus N --gpu NAME (table, or --json)",
+       vram::cli::run_plan},
       {"version", "print version, schema and supported model types as JSON", vram::cli::run_version},
       {"device", "facts of every NVIDIA GPU: memory, driver, CUDA, MIG (text, or --json)", vram::cli::run_device},
       {"watch", "run a command and record its GPU memory peak and timeline: watch -- <cmd>", vram::cli::run_watch},

@@ -206,6 +206,44 @@ TEST(CliEstimateStageTable, WithoutPipelineParallelThereIsNoStageTable) {
   EXPECT_NE(text.out.find("Layout: ZeRO-3"), std::string::npos) << text.out;
 }
 
+// vram-probe plan: the same plan() the page calls, flags for the planner,
+// and a readable table whose best row is the first candidate.
+TEST(CliPlan, RanksLayoutsAndPrintsTheBestAsFlags) {
+  const ProbeRun run = RunProbe({"plan", "--model-config", kLlama, "--gpus", "8", "--gpu", "A100 40GB", "--seq-len",
+                                 "4096", "--grad-accum", "8", "--top", "5", "--json"});
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  const json r = json::parse(run.out);
+  ASSERT_EQ(r["plan"]["candidates"].size(), 5u) << run.out;
+  EXPECT_EQ(r["plan"]["framework"], "deepspeed");
+  EXPECT_EQ(r["plan"]["gpus"], 8);
+  const ProbeRun text = RunProbe({"plan", "--model-config", kLlama, "--gpus", "8", "--gpu", "A100 40GB", "--seq-len",
+                                  "4096", "--grad-accum", "8", "--top", "5"});
+  ASSERT_EQ(text.exit_code, 0) << text.out;
+  EXPECT_NE(text.out.find(r["plan"]["candidates"][0]["label"].get<std::string>()), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("best: vram-probe estimate"), std::string::npos) << text.out;
+}
+
+TEST(CliPlan, PlannerFlagsReachThePlanAndBadOnesNameTheField) {
+  const ProbeRun fsdp = RunProbe({"plan", "--model-config", kLlama, "--gpus", "8", "--gpu", "H100 80GB", "--framework",
+                                  "fsdp", "--allow-checkpointing", "false", "--json"});
+  ASSERT_EQ(fsdp.exit_code, 0) << fsdp.out;
+  const json r = json::parse(fsdp.out);
+  EXPECT_EQ(r["plan"]["framework"], "fsdp");
+  for (const auto& c : r["plan"]["candidates"]) {
+    EXPECT_EQ(c["grad_checkpointing"], "none") << c["label"];
+    EXPECT_FALSE(c["parallel"].contains("zero")) << c["label"];
+  }
+  const ProbeRun bad =
+      RunProbe({"plan", "--model-config", kLlama, "--gpus", "8", "--gpu", "H100 80GB", "--framework", "jax", "--json"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_EQ(json::parse(bad.out)["error"]["path"], "plan.framework");
+  const ProbeRun no_gpu = RunProbe({"plan", "--model-config", kLlama, "--gpus", "8", "--json"});
+  EXPECT_EQ(json::parse(no_gpu.out)["error"]["path"], "gpu");
+  // Planner flags belong to `plan` only.
+  const ProbeRun estimate = RunProbe({"estimate", "--model-config", kLlama, "--top", "3", "--json"});
+  EXPECT_EQ(estimate.exit_code, 2) << estimate.out;
+}
+
 }  // namespace
 
 #endif  // VRAM_PROBE_BIN
