@@ -304,6 +304,24 @@ export interface Request {
   calibration?: Calibration;
   /** Contract. The GPU to fit on; without it the result has no fit verdict. */
   gpu?: GpuInput;
+  /** Planner options, read by `plan(request)` only. */
+  plan?: PlanOptions;
+}
+
+/** How `plan(request)` searches. `parallel.gpus` is the GPU budget; `gpu` is required. */
+export interface PlanOptions {
+  /**
+   * Layout family: "deepspeed" (ZeRO 0-3; pipelines with ZeRO 0/1), "fsdp" (no_shard, shard_grad_op,
+   * full_shard, hybrid_shard) or "megatron" (DDP or the distributed optimizer, sequence parallel with tp).
+   * Default "deepspeed", or the family the request's parallel fields already use.
+   */
+  framework?: 'deepspeed' | 'fsdp' | 'megatron';
+  /** Candidates returned, best first (1-1000); default 10. */
+  top?: number;
+  /** Also try full activation checkpointing; default true. */
+  allow_checkpointing?: boolean;
+  /** Try CPU offload when nothing else fits; default true. */
+  allow_offload?: boolean;
 }
 
 // ---------------------------------------------------------------------------
@@ -699,6 +717,55 @@ export type ErrorCode =
   | 'unsupported'
   | 'internal';
 
+/** One layout the planner estimated. */
+export interface PlanCandidate {
+  /** 1 = best. */
+  rank: number;
+  /** "tp 2 x dp 4, ZeRO-2, activation checkpointing". */
+  label: string;
+  /** The request's `parallel` fields for this layout: merge them into the request to estimate it. */
+  parallel: ParallelOptions;
+  /** The `train.grad_checkpointing` of this layout. */
+  grad_checkpointing: 'none' | 'full' | 'selective';
+  /** Per-GPU peak of the busiest rank, bytes. */
+  peak_bytes: number;
+  /** peak / usable memory of the GPU. */
+  utilization: number;
+  fits: boolean;
+  /** Peak at or under 80 % of the card's memory. */
+  headroom_ok: boolean;
+  /** Largest micro-batch that fits with this layout (0 when it does not fit). */
+  max_micro_batch: number;
+  /** Step time relative to no recomputation and no pipeline bubble: 4/3 with full recompute x (1 + (pp-1)/m). */
+  step_time_factor: number;
+  /** Data-parallel traffic relative to DDP: 1.5 when parameters are sharded (ZeRO paper §7.2). */
+  comm_factor: number;
+  /** Why it costs what it costs, with sources. */
+  why: string[];
+}
+
+/** `plan(request)`: every layout of the GPU budget the framework can run, estimated and ranked. */
+export interface PlanResult {
+  schema: string;
+  version: string;
+  plan: {
+    framework: 'deepspeed' | 'fsdp' | 'megatron';
+    /** The GPU budget (`parallel.gpus`). */
+    gpus: number;
+    /** The card's name. */
+    gpu: string;
+    /** What a process can use on the card, bytes. */
+    capacity_bytes: number;
+    /** Layouts estimated (valid for the model and framework). */
+    considered: number;
+    /** Of those, how many fit. */
+    fitting: number;
+    notes: string[];
+    /** Best first: fits with headroom, then fits; no offload; least recompute and bubble; least traffic; least tp. */
+    candidates: PlanCandidate[];
+  };
+}
+
 /** Thrown by the facade for rejected input, and with code "internal" when the module itself fails. */
 export declare class EstimatorError extends Error {
   /** Builds the error from the boundary's error object. */
@@ -717,6 +784,8 @@ export interface Vram {
   estimate(request: Request): Result;
   /** Counts a model's parameters: `{config}` or `{custom}` (or a whole request). Throws EstimatorError for bad input. */
   modelInfo(model: ModelInput | Request): ModelInfo;
+  /** Ranks every layout of `parallel.gpus` GPUs on `gpu` for a training request. Throws EstimatorError for bad input. */
+  plan(request: Request): PlanResult;
   /** Version, schema, supported model types and the GPU catalog. */
   version(): VersionInfo;
 }
@@ -742,3 +811,9 @@ export declare function estimateRaw(requestText: string): Promise<string>;
  * final newline.
  */
 export declare function modelInfoRaw(modelText: string): Promise<string>;
+
+/**
+ * The planner's exact output text for a request text, errors included:
+ * what `vram-probe plan --request FILE --json` prints, without its final newline.
+ */
+export declare function planRaw(requestText: string): Promise<string>;

@@ -7,12 +7,15 @@ import {
   estimateRaw,
   loadVram,
   modelInfoRaw,
+  planRaw,
   type Engine,
   type ErrorCode,
   type InferFacts,
   type ModelInfo,
   type ParallelFacts,
   type PipelineStage,
+  type PlanCandidate,
+  type PlanResult,
   type Request,
   type Result,
   type VersionInfo,
@@ -221,6 +224,20 @@ async function usesTheFacade(): Promise<void> {
   vram.modelInfo({ config: { hidden_size: 4096 } });
   // @ts-expect-error the raw call takes text, not an object
   estimateRaw(request);
+
+  // The planner: the same request with a GPU budget and planner options.
+  const planned = vram.plan({ ...request, parallel: { gpus: 8 }, plan: { framework: 'fsdp', top: 5 } });
+  expectType<PlanResult>(planned);
+  const best: PlanCandidate = planned.plan.candidates[0];
+  expectType<number>(best.peak_bytes);
+  expectType<string>(best.label);
+  // A candidate's layout is a request's parallel object.
+  vram.estimate({ ...request, parallel: best.parallel });
+  expectType<Promise<string>>(planRaw('{}'));
+  // @ts-expect-error the framework is one of three
+  vram.plan({ ...request, plan: { framework: 'jax' } });
+  // @ts-expect-error top is a number
+  vram.plan({ ...request, plan: { top: '5' } });
 }
 
 function handlesErrors(thrown: unknown): void {

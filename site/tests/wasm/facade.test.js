@@ -155,3 +155,32 @@ describe('modelInfo', () => {
     expect(error.path).toMatch(/model_type/);
   });
 });
+
+describe('plan', () => {
+  it('ranks layouts of the GPU budget, each one the estimate of its layout', () => {
+    const req = request({ parallel: { gpus: 8 }, gpu: { name: 'A100 80GB' } });
+    const { plan } = vram.plan(req);
+    expect(plan.gpus).toBe(8);
+    expect(plan.candidates.length).toBeGreaterThan(0);
+    const best = plan.candidates[0];
+    expect(best.fits).toBe(true);
+    // Applying the candidate's fields to the request gives its peak (the
+    // planner keeps DeepSpeed's mixed precision).
+    const applied = {
+      ...req,
+      train: {
+        ...req.train,
+        precision: 'mixed_bf16',
+        grad_checkpointing: best.grad_checkpointing === 'full',
+      },
+      parallel: best.parallel,
+    };
+    expect(vram.estimate(applied).peak_bytes).toBe(best.peak_bytes);
+  });
+
+  it('throws an EstimatorError naming plan.framework for an unknown framework', () => {
+    const error = thrownBy(() => vram.plan(request({ parallel: { gpus: 8 }, plan: { framework: 'jax' } })));
+    expect(error).toBeInstanceOf(EstimatorError);
+    expect(error.path).toBe('plan.framework');
+  });
+});

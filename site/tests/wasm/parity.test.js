@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { estimateRaw, modelInfoRaw } from '../../src/wasm/vram.js';
+import { estimateRaw, modelInfoRaw, planRaw } from '../../src/wasm/vram.js';
 import { trainRequest } from './requests.js';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
@@ -111,6 +111,71 @@ const estimateCases = [
     'inconsistent',
   ],
   [
+    'Llama-3.1-8B full, ZeRO-3 on 8 GPUs',
+    JSON.stringify(
+      trainRequest(config('meta-llama__Llama-3.1-8B'), { precision: 'mixed_bf16' }, { parallel: { gpus: 8, zero: 3 } }),
+    ),
+    null,
+  ],
+  [
+    'DeepSeek-V2-Lite, ep 4 x pp 3 x dp 8, ZeRO-1, every stage',
+    JSON.stringify(
+      trainRequest(
+        config('deepseek-ai__DeepSeek-V2-Lite'),
+        { precision: 'mixed_bf16', grad_accum: 8, seq_len: 1024 },
+        { parallel: { gpus: 24, pp: 3, ep: 4, zero: 1 } },
+      ),
+    ),
+    null,
+  ],
+  [
+    'Llama-2-7B tp 2 x pp 4 interleaved (vp 2), Megatron distributed optimizer, 16 GPUs',
+    JSON.stringify(
+      trainRequest(
+        config('meta-llama__Llama-2-7b-hf'),
+        { precision: 'mixed_bf16', grad_accum: 8 },
+        {
+          parallel: {
+            gpus: 16,
+            tp: 2,
+            pp: 4,
+            vp: 2,
+            distributed_optimizer: true,
+            sequence_parallel: true,
+          },
+        },
+      ),
+    ),
+    null,
+  ],
+  [
+    'Llama-3.1-8B FSDP2 hybrid shard on 2 nodes, fp32 reduce, context parallel 2 at 32k',
+    JSON.stringify(
+      trainRequest(
+        config('meta-llama__Llama-3.1-8B'),
+        { precision: 'mixed_bf16', seq_len: 32768, grad_checkpointing: true },
+        {
+          parallel: {
+            gpus: 16,
+            nodes: 2,
+            cp: 2,
+            fsdp: 'hybrid_shard',
+            fsdp_version: 2,
+            fsdp_reduce_dtype: 'fp32',
+          },
+        },
+      ),
+    ),
+    null,
+  ],
+  [
+    'Mixtral with ep 3 (does not divide its 8 experts)',
+    JSON.stringify(
+      trainRequest(config('mistralai__Mixtral-8x7B-v0.1'), {}, { parallel: { gpus: 6, ep: 3 } }),
+    ),
+    'inconsistent',
+  ],
+  [
     'an unknown GPU',
     JSON.stringify({ ...trainRequest(config('openai-community__gpt2')), gpu: { name: 'Z9000' } }),
     'unknown_value',
@@ -154,6 +219,55 @@ describe('estimate through WebAssembly and vram-probe', () => {
       expect(native.status).toBe(0);
       expect(parsed.error).toBeUndefined();
       expect(parsed.peak_bytes).toBeGreaterThan(0);
+    } else {
+      expect(native.status).not.toBe(0);
+      expect(parsed.error.code).toBe(errorCode);
+    }
+  });
+});
+
+describe('plan through WebAssembly and vram-probe', () => {
+  const planCases = [
+    [
+      'Llama-3.1-8B on 8 x A100 40GB, DeepSpeed',
+      JSON.stringify({
+        ...trainRequest(config('meta-llama__Llama-3.1-8B'), { seq_len: 4096, grad_accum: 8 }),
+        parallel: { gpus: 8 },
+        gpu: { name: 'A100 40GB' },
+      }),
+      null,
+    ],
+    [
+      'Mixtral on 16 x H100, Megatron',
+      JSON.stringify({
+        ...trainRequest(config('mistralai__Mixtral-8x7B-v0.1'), { seq_len: 4096, grad_accum: 16 }),
+        parallel: { gpus: 16 },
+        plan: { framework: 'megatron', top: 20 },
+      }),
+      null,
+    ],
+    [
+      'an unknown framework',
+      JSON.stringify({
+        ...trainRequest(config('meta-llama__Llama-3.1-8B')),
+        parallel: { gpus: 8 },
+        plan: { framework: 'jax' },
+      }),
+      'unknown_value',
+    ],
+  ];
+
+  it.each(planCases)('gives the same bytes for %s', async (name, requestText, errorCode) => {
+    const file = join(work, 'plan.json');
+    writeFileSync(file, requestText);
+    const native = runProbe(['plan', '--request', file, '--json']);
+    const wasm = await planRaw(requestText);
+
+    expect(native.stdout).toBe(`${wasm}\n`);
+    const parsed = JSON.parse(wasm);
+    if (errorCode === null) {
+      expect(native.status).toBe(0);
+      expect(parsed.plan.candidates.length).toBeGreaterThan(0);
     } else {
       expect(native.status).not.toBe(0);
       expect(parsed.error.code).toBe(errorCode);
