@@ -84,6 +84,18 @@ void BM_EstimatePipeline70b(benchmark::State& state) {
 }
 BENCHMARK(BM_EstimatePipeline70b);
 
+// The planner over 64 H100s for 70B full fine-tuning: every DeepSpeed layout,
+// JSON in and out.
+void BM_Plan70bOn64Gpus(benchmark::State& state) {
+  const vram::json req = {{"model", {{"config", kLlama70b}}},
+                          {"task", "train"},
+                          {"train", {{"seq_len", 4096}, {"grad_accum", 16}}},
+                          {"parallel", {{"gpus", 64}}},
+                          {"gpu", {{"name", "H100 80GB"}}}};
+  for (auto _ : state) benchmark::DoNotOptimize(vram::plan(req));
+}
+BENCHMARK(BM_Plan70bOn64Gpus)->Unit(benchmark::kMillisecond);
+
 }  // namespace
 
 BENCHMARK_MAIN();

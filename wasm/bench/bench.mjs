@@ -23,7 +23,7 @@ const { values: flags } = parseArgs({
 });
 const facadePath = resolve(flags.module);
 const modulePath = resolve(dirname(facadePath), 'vram_core.mjs');
-const n = Number(flags.n);
+let n = Number(flags.n);
 // Calls made before timing so that V8 has compiled the JS glue and the
 // WebAssembly tiers up (Liftoff -> TurboFan) before the first timed call.
 const kWarmup = 200;
@@ -112,3 +112,19 @@ const { default: createVramModule } = await import(pathToFileURL(modulePath).hre
 const module = await createVramModule();
 time('estimate (raw text)', () => module._estimate(requestText));
 time('modelInfo (raw text)', () => module._modelInfo(modelText));
+
+// The planner for the same 70B model on 64 H100s (every DeepSpeed layout);
+// fewer iterations, each call is tens of milliseconds.
+const planRequest = {
+  ...request,
+  train: { ...request.train, seq_len: 4096, grad_accum: 16 },
+  parallel: { gpus: 64 },
+};
+const planned = vram.plan(planRequest);
+console.log(
+  `check       plan considered ${planned.plan.considered}, fitting ${planned.plan.fitting}`,
+);
+const fullN = n;
+n = Math.max(20, Math.floor(fullN / 100));
+time('plan 64 GPUs (facade)', () => vram.plan(planRequest));
+n = fullN;
