@@ -341,6 +341,20 @@ int RunWatchCommand(const std::vector<std::string>& args, const MeasureEnv& env)
   return ShellExitCode(report.result.exit);
 }
 
+namespace {
+
+// The report header from NVML, with the CUDA runtime's version from `cuda`.
+Result<ReportHeader> HeaderWithRuntime(MemorySource& nvml, MemorySource& cuda, std::vector<Status>* errors) {
+  Result<ReportHeader> header = MakeHeader(nvml, errors);
+  if (!header.ok()) return header;
+  if (Result<SystemFacts> runtime = cuda.System(); runtime.ok()) {
+    header.value().system.cuda_runtime_version = runtime.value().cuda_runtime_version;
+  }
+  return header;
+}
+
+}  // namespace
+
 int RunOverheadsCommand(const std::vector<std::string>& args, const MeasureEnv& env) {
   bool json = false;
   unsigned device = 0;
@@ -368,7 +382,7 @@ int RunOverheadsCommand(const std::vector<std::string>& args, const MeasureEnv& 
   MemorySource& cuda = *sources.value().cuda;
 
   OverheadsReport report;
-  Result<ReportHeader> header = MakeHeader(nvml, &report.errors);
+  Result<ReportHeader> header = HeaderWithRuntime(nvml, cuda, &report.errors);
   if (!header.ok()) return Fail(env, header.status(), json);
   report.header = std::move(header.value());
   if (device >= report.header.gpus.size()) {
@@ -376,9 +390,6 @@ int RunOverheadsCommand(const std::vector<std::string>& args, const MeasureEnv& 
                 Status(StatusCode::kInvalidArgument, "--device " + std::to_string(device) + ": only " +
                                                          std::to_string(report.header.gpus.size()) + " GPU(s)"),
                 json);
-  }
-  if (Result<SystemFacts> runtime = cuda.System(); runtime.ok()) {
-    report.header.system.cuda_runtime_version = runtime.value().cuda_runtime_version;
   }
   Result<unsigned> cuda_index = CudaIndexFor(cuda, report.header.gpus[device]);
   if (!cuda_index.ok()) return Fail(env, cuda_index.status(), json);
@@ -425,12 +436,9 @@ int RunNcclCommand(const std::vector<std::string>& args, const MeasureEnv& env) 
   MemorySource& cuda = *sources.value().cuda;
 
   NcclReport report;
-  Result<ReportHeader> header = MakeHeader(nvml, &report.errors);
+  Result<ReportHeader> header = HeaderWithRuntime(nvml, cuda, &report.errors);
   if (!header.ok()) return Fail(env, header.status(), json);
   report.header = std::move(header.value());
-  if (Result<SystemFacts> runtime = cuda.System(); runtime.ok()) {
-    report.header.system.cuda_runtime_version = runtime.value().cuda_runtime_version;
-  }
   const std::size_t gpu_count = report.header.gpus.size();
   if (devices.empty()) {
     if (gpu_count < 2) {
