@@ -3,6 +3,7 @@
 
 import { batch, effect } from '@preact/signals';
 import { fetchHubConfig } from './hub.js';
+import { clearPlan } from './plan.js';
 import { findPreset } from './presets.js';
 import { DEFAULT_PRESET, model, modelStatus, setPreset, settings } from './state.js';
 import { parse, serialize } from './url-state.js';
@@ -83,6 +84,7 @@ export function choosePreset(id) {
 export function restoreFromHash(hash) {
   const { model: m, settings: s } = parse(hash);
   batch(() => {
+    clearPlan();
     settings.value = s;
     if (!m) {
       setPreset(DEFAULT_PRESET);

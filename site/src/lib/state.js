@@ -78,6 +78,9 @@ export const DEFAULT_SETTINGS = Object.freeze({
   deepspeed: '',
   // mode 'catalog' uses gpu.name from vram.version().gpus; 'custom' a capacity in GiB.
   gpu: { mode: 'catalog', name: '', memory_gib: 24 },
+  // The layout planner's framework ('' = the family the form's layout uses).
+  // Not part of the estimate's request.
+  planner: { framework: '' },
 });
 
 export function defaultSettings() {

@@ -20,6 +20,7 @@ import {
   KV_DTYPES,
   METHODS,
   NVLS_MODES,
+  PLAN_FRAMEWORKS,
   PRECISIONS,
   REDUCE_DTYPES,
   TASKS,
@@ -76,6 +77,7 @@ const FIELDS = [
   ['nccl', 'parallel.nccl_channels', 'int'],
   ['nvls', 'parallel.nvls', 'enum', NVLS_MODES],
   ['ds', 'deepspeed', 'deepspeed'],
+  ['planfw', 'planner.framework', 'enum', PLAN_FRAMEWORKS],
   ['gpu', 'gpu.name', 'text'],
   ['gib', 'gpu.memory_gib', 'num'],
 ];

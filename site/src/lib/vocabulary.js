@@ -166,6 +166,16 @@ export const NVLS_MODES = [
   { value: 'off', label: 'off' },
 ];
 
+// The layout planner's families (vram-probe plan --framework): which
+// sharding it may choose. DeepSpeed: ZeRO 0-3 (pipelines with ZeRO 0/1);
+// FSDP: its sharding strategies; Megatron-LM: DDP or the distributed
+// optimizer, with sequence parallel whenever tensor parallel is used.
+export const PLAN_FRAMEWORKS = [
+  { value: 'deepspeed', label: 'DeepSpeed (ZeRO)' },
+  { value: 'fsdp', label: 'FSDP' },
+  { value: 'megatron', label: 'Megatron-LM' },
+];
+
 // The framework names of the training-layout boxes (DeepSpeed config keys,
 // accelerate / Megatron / torchrun arguments), shown beside each label.
 export const PARALLEL_NAMES = {
@@ -252,6 +262,10 @@ const PATH_WORDS = {
   'parallel.nvls': 'NVLink SHARP',
   'parallel.stage3_param_persistence_threshold': 'stage3_param_persistence_threshold',
   deepspeed: 'DeepSpeed config',
+  'plan.framework': 'Framework',
+  'plan.top': 'Layouts shown',
+  'plan.allow_checkpointing': 'Try activation checkpointing',
+  'plan.allow_offload': 'Try CPU offload',
   gpu: 'GPU',
   'gpu.name': 'GPU',
   'gpu.memory_gib': 'GPU memory',
@@ -281,7 +295,9 @@ export function describePath(path) {
         ? 'Inference › '
         : p.startsWith('parallel.')
           ? 'Parallelism › '
-          : '';
+          : p.startsWith('plan.')
+            ? 'Layout planner › '
+            : '';
     return `${section}${PATH_WORDS[p]} (${p})`;
   }
   return p.split('.').join(' › ');

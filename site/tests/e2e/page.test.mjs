@@ -2,7 +2,9 @@
 // playwright-core, against the native estimator. It serves dist/ on
 // 127.0.0.1, blocks every other address (the page must work offline), picks a
 // preset, reads the peak bytes the page shows, and checks them against
-// `vram-probe estimate --request <the page's request JSON> --json`.
+// `vram-probe estimate --request <the page's request JSON> --json`; then runs
+// the layout planner on 8 GPUs and checks its ranking against
+// `vram-probe plan --request <the same request> --json`.
 //
 // Run: npm run build && npm run test:e2e   (node's built-in test runner)
 // Needs: /usr/bin/chromium (or CHROMIUM), build/bin/vram-probe (or VRAM_PROBE).
@@ -56,11 +58,11 @@ function serve(root) {
   return new Promise((ok) => server.listen(0, '127.0.0.1', () => ok(server)));
 }
 
-function runProbe(request) {
+function runProbe(request, command = 'estimate') {
   const dir = mkdtempSync(join(tmpdir(), 'vram-e2e-req-'));
   const file = join(dir, 'request.json');
   writeFileSync(file, JSON.stringify(request));
-  const run = spawnSync(probe, ['estimate', '--request', file, '--json'], {
+  const run = spawnSync(probe, [command, '--request', file, '--json'], {
     encoding: 'utf8',
     timeout: 30000,
   });
@@ -166,6 +168,44 @@ describe('the built page in Chromium', () => {
     );
     await again.close();
 
+    assert.deepEqual(blocked, [], 'the page tried to reach the network');
+    assert.deepEqual(consoleErrors, [], 'the page logged errors');
+  });
+
+  it("ranks the layouts of 8 GPUs as vram-probe plan does, and Apply shows the first one's peak", async (t) => {
+    const id = 'meta-llama/Llama-3.1-8B';
+    await page.goto(`${base}#m=preset:${id}&task=train&method=full&gpus=8&gpu=A100%2040GB`);
+    await page.waitForSelector('output[data-bytes]', { timeout: 30000 });
+    // The form's layout is plain data parallel, which is what the planner's
+    // request resets the layout to: the page's request is the planner's.
+    const request = JSON.parse(await page.getByTestId('request-json').textContent());
+    assert.deepEqual(request.parallel, { gpus: 8, dp: 8, tp: 1, pp: 1, zero: 0 });
+    const native = runProbe({ ...request, plan: { framework: 'deepspeed' } }, 'plan').plan;
+
+    const panel = page.getByRole('region', { name: 'Find a layout' });
+    await panel.getByRole('button', { name: 'Find layouts for 8 × A100 40GB' }).click();
+    const table = panel.getByRole('table', { name: 'Layouts, best first' });
+    await table.waitFor({ timeout: 30000 });
+    const rows = table.locator('tr[data-rank]');
+    assert.equal(await rows.count(), native.candidates.length);
+    const first = native.candidates[0];
+    const label = await rows.first().getByRole('rowheader').textContent();
+    t.diagnostic(`${id} on 8 x A100 40GB: page ${label}, vram-probe plan ${first.label}`);
+    assert.equal(label, first.label);
+    assert.equal(
+      Number(await rows.first().locator('[data-bytes]').getAttribute('data-bytes')),
+      first.peak_bytes,
+    );
+
+    await rows
+      .first()
+      .getByRole('button', { name: `Apply: ${first.label}` })
+      .click();
+    await page.waitForFunction(
+      (bytes) => document.querySelector('output[data-bytes]')?.getAttribute('data-bytes') === bytes,
+      String(first.peak_bytes),
+      { timeout: 30000 },
+    );
     assert.deepEqual(blocked, [], 'the page tried to reach the network');
     assert.deepEqual(consoleErrors, [], 'the page logged errors');
   });

@@ -1,13 +1,16 @@
 // An input the estimator rejected: its message and the field, in words.
 
+import { useId } from 'preact/hooks';
 import { describePath } from '../../lib/vocabulary.js';
 import styles from './style.module.css';
 
 export function ErrorNotice({ error, title = 'The estimator could not use this input' }) {
   const where = describePath(error?.path);
+  // Unique: the estimate's notice and the planner's can be on the page at once.
+  const id = useId();
   return (
-    <section class={styles.box} role="alert" aria-labelledby="error-heading">
-      <h2 id="error-heading" class={styles.heading}>
+    <section class={styles.box} role="alert" aria-labelledby={id}>
+      <h2 id={id} class={styles.heading}>
         {title}
       </h2>
       <p class={styles.message}>{error?.message || String(error)}</p>

@@ -9,6 +9,7 @@ import {
   modelStatus,
   outcome,
   request,
+  settings,
 } from '../../lib/state.js';
 import { BreakdownTable } from '../BreakdownTable/index.jsx';
 import { ErrorNotice } from '../ErrorNotice/index.jsx';
@@ -17,6 +18,7 @@ import { ModelSummary } from '../ModelSummary/index.jsx';
 import { Assumptions, Warnings } from '../Notes/index.jsx';
 import { PeakCard } from '../PeakCard/index.jsx';
 import { PhaseTimeline } from '../PhaseTimeline/index.jsx';
+import { PlanPanel } from '../PlanPanel/index.jsx';
 import { ServingPanel } from '../ServingPanel/index.jsx';
 import { SharePanel } from '../SharePanel/index.jsx';
 import { StagesTable } from '../StagesTable/index.jsx';
@@ -58,10 +60,13 @@ export function Results() {
   const o = outcome.value;
   if (!o) return <Waiting>Estimating…</Waiting>;
   const link = shareLink();
+  // The planner is for training; it also helps when the form's layout is the error.
+  const training = settings.value.task === 'train';
   if (o.error) {
     return (
       <div class={styles.stack}>
         <ErrorNotice error={o.error} />
+        {training && <PlanPanel />}
         <SharePanel request={request.value} link={link} />
       </div>
     );
@@ -79,6 +84,7 @@ export function Results() {
         />
       )}
       {r.infer && <ServingPanel infer={r.infer} />}
+      {training && <PlanPanel />}
       {r.phases?.length > 0 && (
         <PhaseTimeline
           phases={r.phases}

@@ -1,0 +1,294 @@
+// The layout planner: every way the chosen framework can spread this training
+// job over the form's GPUs, estimated and ranked by the core (vram.plan, the
+// same search as `vram-probe plan`). "Apply" puts a layout into the form, so
+// the page's estimate is then that layout's peak.
+
+import { useEffect, useId, useState } from 'preact/hooks';
+import { bytesTitle, formatGiB, formatPercent } from '../../lib/format.js';
+import {
+  applyPlanCandidate,
+  deepspeedSetsLayout,
+  planIsCurrent,
+  planOutcome,
+  plannedMixedPrecision,
+  plannerFramework,
+  planRequest,
+  runPlan,
+  settingsMatch,
+} from '../../lib/plan.js';
+import { chosenGpuName, gpuCatalog, setSetting, settings } from '../../lib/state.js';
+import { labelOf, PLAN_FRAMEWORKS } from '../../lib/vocabulary.js';
+import { ErrorNotice } from '../ErrorNotice/index.jsx';
+import { SelectField } from '../Field/index.jsx';
+import styles from './style.module.css';
+
+/** The card the search is for, in words, before a search names it. */
+function gpuWords(s, catalog) {
+  if (s.gpu.mode === 'custom') return `${s.gpu.memory_gib} GiB GPU`;
+  return chosenGpuName(s, catalog);
+}
+
+/** The fit column: fits with the 80 % headroom, fits without it, or not at all. */
+function fitOf(c) {
+  if (!c.fits)
+    return { tone: 'bad', words: 'does not fit', title: 'The peak exceeds the usable memory.' };
+  if (!c.headroom_ok)
+    return {
+      tone: 'warn',
+      words: 'tight',
+      title: "Fits, but above 80 % of the card's memory (the headroom rule).",
+    };
+  return { tone: 'good', words: 'fits', title: "Fits within 80 % of the card's memory." };
+}
+
+/** A step-time or traffic factor: 1.33×; a dash if the core gave none. */
+function formatFactor(x) {
+  return Number.isFinite(x) ? `${x.toFixed(2)}×` : '–';
+}
+
+function maxMicroBatch(c) {
+  return c.fits && Number.isSafeInteger(c.max_micro_batch) && c.max_micro_batch > 0
+    ? String(c.max_micro_batch)
+    : 'none';
+}
+
+// When nothing fits: what would change that, for this job.
+function whatToTry(s) {
+  const t = s.train;
+  const tries = ['more GPUs', 'a card with more memory'];
+  if (t.method === 'full' || t.method === 'freeze')
+    tries.push('LoRA or QLoRA instead of full training');
+  else if (t.method === 'lora') tries.push('QLoRA (a 4-bit base model)');
+  tries.push('a shorter max_seq_length');
+  if (t.micro_batch > 1) tries.push('a smaller per_device_train_batch_size');
+  return `${tries.slice(0, -1).join(', ')} or ${tries[tries.length - 1]}`;
+}
+
+const WHY_NONE =
+  'None of the costs the planner weighs: no recomputation, no pipeline bubble, no CPU offload, ' +
+  'no tensor-parallel or extra data-parallel traffic.';
+
+function CandidateRow({ c, open, onToggle, inForm, whyId }) {
+  const fit = fitOf(c);
+  const util = Number.isFinite(c.utilization) ? c.utilization : 0;
+  return (
+    <>
+      <tr
+        class={`${styles.row} ${inForm ? styles.inForm : ''}`}
+        data-rank={String(c.rank)}
+        aria-current={inForm ? 'true' : undefined}
+        onClick={onToggle}
+      >
+        <td class={styles.num}>{c.rank}</td>
+        <th scope="row" class={styles.label}>
+          <button
+            type="button"
+            class={styles.toggle}
+            aria-expanded={open ? 'true' : 'false'}
+            aria-controls={whyId}
+            onClick={(e) => {
+              e.stopPropagation();
+              onToggle();
+            }}
+          >
+            {c.label}
+          </button>
+        </th>
+        <td
+          class={styles.num}
+          data-bytes={String(c.peak_bytes)}
+          title={`${bytesTitle(c.peak_bytes)} · ${formatPercent(c.utilization)} of the usable memory`}
+        >
+          <span class={styles.util} aria-hidden="true">
+            <span
+              class={styles[`fill_${fit.tone}`]}
+              style={{ width: `${Math.min(100, util * 100).toFixed(1)}%` }}
+            />
+          </span>
+          {formatGiB(c.peak_bytes)}
+        </td>
+        <td>
+          <span class={styles.badge} data-tone={fit.tone} title={fit.title}>
+            {fit.words}
+          </span>
+        </td>
+        <td class={styles.num}>{maxMicroBatch(c)}</td>
+        <td class={styles.num}>{formatFactor(c.step_time_factor)}</td>
+        <td class={styles.num}>{formatFactor(c.comm_factor)}</td>
+        <td class={styles.action}>
+          <button
+            type="button"
+            class={styles.apply}
+            aria-label={`${inForm ? 'In the form' : 'Apply'}: ${c.label}`}
+            disabled={inForm}
+            onClick={(e) => {
+              e.stopPropagation();
+              applyPlanCandidate(c);
+            }}
+          >
+            {inForm ? 'In the form' : 'Apply'}
+          </button>
+        </td>
+      </tr>
+      {open && (
+        <tr id={whyId} class={styles.why}>
+          <td />
+          <td colSpan={7}>
+            <ul class={styles.whyList} aria-label={`Why: ${c.label}`}>
+              {(c.why?.length ? c.why : [WHY_NONE]).map((w, i) => (
+                <li key={i}>{w}</li>
+              ))}
+            </ul>
+          </td>
+        </tr>
+      )}
+    </>
+  );
+}
+
+function PlanTable({ plan, s, gpuLabel }) {
+  const id = useId();
+  const [open, setOpen] = useState(() => new Set());
+  // A new search starts with every row folded.
+  useEffect(() => setOpen(new Set()), [plan]);
+  const toggle = (rank) =>
+    setOpen((prev) => {
+      const next = new Set(prev);
+      if (next.has(rank)) next.delete(rank);
+      else next.add(rank);
+      return next;
+    });
+  const offloadSearched = plan.notes.some((n) => /CPU offload layouts searched/.test(n));
+  return (
+    <>
+      <p class={styles.counts} data-considered={plan.considered} data-fitting={plan.fitting}>
+        {plan.considered} {labelOf(PLAN_FRAMEWORKS, plan.framework)} layout
+        {plan.considered === 1 ? '' : 's'} of {plan.gpus} × {gpuLabel} considered, {plan.fitting}{' '}
+        fit{plan.fitting === 1 ? 's' : ''}. Best first: fits within the 80 % headroom, then fits; no
+        CPU offload; the least recomputation and pipeline bubble; the least data-parallel traffic;
+        the least tensor parallel.
+      </p>
+      {plan.fitting === 0 && (
+        <p class={styles.none} role="alert">
+          None of the {plan.considered} layouts fits on {plan.gpus} × {gpuLabel}
+          {offloadSearched ? ', not even with CPU offload' : ''}. Try {whatToTry(s)}.
+        </p>
+      )}
+      {plan.candidates.length > 0 && (
+        <div class={styles.scroll}>
+          <table class={styles.table} aria-label="Layouts, best first">
+            <thead>
+              <tr>
+                <th scope="col" class={styles.num}>
+                  #
+                </th>
+                <th scope="col">Layout</th>
+                <th scope="col" class={styles.num}>
+                  Peak, GiB
+                </th>
+                <th scope="col">Fit</th>
+                <th scope="col" class={styles.num} title="per_device_train_batch_size">
+                  Max micro-batch
+                </th>
+                <th scope="col" class={styles.num}>
+                  Step time
+                </th>
+                <th scope="col" class={styles.num}>
+                  DP traffic
+                </th>
+                <th scope="col">
+                  <span class={styles.visuallyHidden}>Apply</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {plan.candidates.map((c) => (
+                <CandidateRow
+                  key={c.rank}
+                  c={c}
+                  open={open.has(c.rank)}
+                  onToggle={() => toggle(c.rank)}
+                  inForm={settingsMatch(s, c, plan)}
+                  whyId={`${id}-why-${c.rank}`}
+                />
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      <p class={styles.footnote}>
+        Click a layout for why it costs what it costs. Step time is relative to the same step
+        without recomputation or pipeline bubble (full recomputation ×4/3, 1F1B bubble 1 + (pp − 1)
+        / micro-batches); DP traffic is data-parallel bytes relative to DDP (parameter sharding
+        1.5×). Apply sets the Hardware card's layout and gradient_checkpointing
+        {plannedMixedPrecision(plan.notes) ? ', and Precision to bf16 + fp32 master' : ''}.
+        {deepspeedSetsLayout(s.deepspeed ?? '')
+          ? ' It also writes the ZeRO stage and offload devices into the pasted DeepSpeed config, which sets them.'
+          : ''}
+      </p>
+      {plan.notes.length > 0 && (
+        <ul class={styles.notes} aria-label="Planner notes">
+          {plan.notes.map((n, i) => (
+            <li key={i}>{n}</li>
+          ))}
+        </ul>
+      )}
+    </>
+  );
+}
+
+export function PlanPanel() {
+  const s = settings.value;
+  const req = planRequest.value;
+  const hintId = useId();
+  const framework = plannerFramework(s);
+  const hasGpu = Boolean(req?.gpu);
+  const gpuLabel = hasGpu ? gpuWords(s, gpuCatalog.value) : 'GPU';
+  const gpus = s.parallel.gpus;
+  const o = planOutcome.value;
+  const current = planIsCurrent.value;
+  return (
+    <section class={styles.card} aria-labelledby={`${hintId}-heading`}>
+      <h2 id={`${hintId}-heading`} class={styles.heading}>
+        Find a layout
+      </h2>
+      <p class={styles.summary}>
+        Searches every way the framework can spread this job over the GPUs — tensor, pipeline,
+        context and expert parallel times data parallel, its sharding, activation checkpointing, and
+        CPU offload when nothing else fits — and estimates each.
+      </p>
+      <div class={styles.controls}>
+        <SelectField
+          label="Framework"
+          name="--framework"
+          value={framework}
+          options={PLAN_FRAMEWORKS}
+          onChange={(v) => setSetting('planner.framework', v)}
+        />
+        <button
+          type="button"
+          class={styles.run}
+          disabled={!hasGpu}
+          aria-describedby={hasGpu ? undefined : hintId}
+          onClick={runPlan}
+        >
+          Find layouts for {gpus} × {gpuLabel}
+        </button>
+      </div>
+      {!hasGpu && (
+        <p id={hintId} class={styles.hint}>
+          Choose a GPU in the Hardware card first: the search needs the card's memory.
+        </p>
+      )}
+      {o && !current && (
+        <p class={styles.hint} role="status">
+          The settings changed since the last search: find layouts again.
+        </p>
+      )}
+      {o && current && o.error && (
+        <ErrorNotice title="The planner could not use this input" error={o.error} />
+      )}
+      {o && current && o.result && <PlanTable plan={o.result.plan} s={s} gpuLabel={gpuLabel} />}
+    </section>
+  );
+}

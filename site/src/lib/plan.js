@@ -1,0 +1,247 @@
+// The layout planner on the page: the request the planner gets, the outcome
+// of the last search, and what "Apply" does to the form. The core does the
+// searching (vram.plan, the same as `vram-probe plan`); this file only builds
+// its request and maps a candidate back onto the form's boxes.
+
+import { computed, signal } from '@preact/signals';
+import {
+  buildRequest,
+  deepspeedSets,
+  estimator,
+  gpuCatalog,
+  model,
+  modelFacts,
+  parseDeepspeed,
+  routedExperts,
+  settings,
+} from './state.js';
+
+/**
+ * The family the form's layout belongs to, as the core decides it when the
+ * request names none (api.cpp plan(): FSDP when parallel.fsdp is set, Megatron
+ * with the distributed optimizer), plus sequence parallel, which only
+ * Megatron-LM runs.
+ */
+export function layoutFramework(p) {
+  if (p.fsdp) return 'fsdp';
+  if (p.distributed_optimizer || (p.sequence_parallel && p.tp > 1)) return 'megatron';
+  return 'deepspeed';
+}
+
+/** The framework the planner uses: the user's choice, else the form's family. */
+export function plannerFramework(s) {
+  return s.planner?.framework || layoutFramework(s.parallel);
+}
+
+// The parallel fields the planner chooses itself (plan.cpp overwrites every
+// one of them per layout). They are reset to a plain data-parallel layout in
+// the planner's request, so the search does not depend on them: a layout the
+// form got wrong (6 GPUs with tp 4) does not stop it, and applying a
+// candidate does not make the table stale.
+const NEUTRAL_LAYOUT = {
+  tp: 1,
+  pp: 1,
+  cp: 1,
+  ep: 1,
+  vp: 1,
+  zero: 0,
+  fsdp: '',
+  distributed_optimizer: false,
+  sequence_parallel: false,
+  offload_optimizer: false,
+  offload_params: false,
+};
+
+/**
+ * The planner's request for the settings: the estimate's request with the
+ * layout reset (see NEUTRAL_LAYOUT) and `plan.framework`. The FSDP version,
+ * its reduce dtype and Megatron's fp32 main gradients are sent whatever the
+ * layout, since the form sends them once a candidate turns FSDP or the
+ * distributed optimizer on. Full activation checkpointing reads as off: the
+ * planner tries it anyway, and a candidate sets it.
+ */
+export function buildPlanRequest(s, config, catalog = [], experts = 0) {
+  const neutral = {
+    ...s,
+    parallel: { ...s.parallel, ...NEUTRAL_LAYOUT },
+    train: {
+      ...s.train,
+      grad_checkpointing:
+        s.train.grad_checkpointing === 'full' ? 'none' : s.train.grad_checkpointing,
+    },
+  };
+  const req = buildRequest(neutral, config, catalog, experts);
+  const p = s.parallel;
+  if (p.fsdp_version === 2) req.parallel.fsdp_version = 2;
+  if (p.fsdp_reduce_dtype) req.parallel.fsdp_reduce_dtype = p.fsdp_reduce_dtype;
+  if (!p.main_grads_fp32) req.parallel.main_grads_fp32 = false;
+  req.plan = { framework: plannerFramework(s) };
+  return req;
+}
+
+/** The planner's request for the page's state, or null without a model. */
+export const planRequest = computed(() =>
+  model.value?.config
+    ? buildPlanRequest(
+        settings.value,
+        model.value.config,
+        gpuCatalog.value,
+        routedExperts(modelFacts.value),
+      )
+    : null,
+);
+
+/**
+ * The last search: {key, request, result} or {key, request, error} (an
+ * EstimatorError), or null before the first. `key` is the request's JSON
+ * text: when the page's planner request no longer matches it, the table is
+ * out of date.
+ */
+export const planOutcome = signal(null);
+
+/** Whether the last search was for the page's current settings. */
+export const planIsCurrent = computed(() => {
+  const o = planOutcome.value;
+  const req = planRequest.value;
+  return Boolean(o && req && o.key === JSON.stringify(req));
+});
+
+/**
+ * Runs the planner for the current settings (synchronously: a search of a
+ * few dozen layouts takes tens of milliseconds) and keeps the outcome.
+ */
+export function runPlan() {
+  const vram = estimator.value;
+  const req = planRequest.value;
+  if (!vram || !req) return null;
+  let outcome;
+  try {
+    outcome = { result: vram.plan(req) };
+  } catch (error) {
+    outcome = { error };
+  }
+  planOutcome.value = { key: JSON.stringify(req), request: req, ...outcome };
+  return planOutcome.value;
+}
+
+/** Forgets the last search (a new page state from a link). */
+export function clearPlan() {
+  planOutcome.value = null;
+}
+
+/** The plan note that says the search ran in bf16 + fp32 master weights. */
+export function plannedMixedPrecision(notes = []) {
+  return notes.some((n) => /^precision mixed_bf16\b/.test(n));
+}
+
+function deviceBlock(block, on) {
+  const base = block && typeof block === 'object' ? block : {};
+  return { ...base, device: on ? 'cpu' : 'none' };
+}
+
+/**
+ * A pasted DeepSpeed config sets the ZeRO stage and the offload devices it
+ * names, over the form's boxes: Apply writes the candidate's into it.
+ * Returns the text unchanged when it sets none of them.
+ */
+export function deepspeedWithLayout(text, parallel) {
+  const { config } = parseDeepspeed(text);
+  const sets = deepspeedSets(config);
+  if (
+    sets.zero === undefined &&
+    sets.offload_optimizer === undefined &&
+    sets.offload_params === undefined
+  )
+    return text;
+  const next = structuredClone(config);
+  const z = next.zero_optimization;
+  if (sets.zero !== undefined) z.stage = parallel.zero ?? 0;
+  if (sets.offload_optimizer !== undefined)
+    z.offload_optimizer = deviceBlock(z.offload_optimizer, parallel.offload_optimizer);
+  if (sets.offload_params !== undefined)
+    z.offload_param = deviceBlock(z.offload_param, parallel.offload_params);
+  return JSON.stringify(next, null, 2);
+}
+
+/** Whether the pasted DeepSpeed config sets a field Apply changes. */
+export function deepspeedSetsLayout(text) {
+  const sets = deepspeedSets(parseDeepspeed(text).config);
+  return (
+    sets.zero !== undefined ||
+    sets.offload_optimizer !== undefined ||
+    sets.offload_params !== undefined
+  );
+}
+
+/**
+ * The settings with a candidate's layout: its parallel degrees and sharding,
+ * sequence parallel, CPU offload and activation checkpointing, the planner's
+ * framework, and bf16 + fp32 master weights when the plan says it planned
+ * with them. The page's estimate of the result is the candidate's peak.
+ */
+export function applyCandidate(s, candidate, plan) {
+  const c = candidate.parallel;
+  const next = structuredClone(s);
+  Object.assign(next.parallel, {
+    gpus: c.gpus,
+    tp: c.tp,
+    pp: c.pp,
+    cp: c.cp ?? 1,
+    ep: c.ep ?? 1,
+    vp: 1,
+    zero: c.zero ?? 0,
+    fsdp: c.fsdp ?? '',
+    distributed_optimizer: Boolean(c.distributed_optimizer),
+    sequence_parallel: Boolean(c.sequence_parallel),
+    offload_optimizer: Boolean(c.offload_optimizer),
+    offload_params: Boolean(c.offload_params),
+  });
+  next.train.grad_checkpointing = candidate.grad_checkpointing;
+  if (plannedMixedPrecision(plan.notes)) next.train.precision = 'mixed_bf16';
+  next.deepspeed = deepspeedWithLayout(s.deepspeed ?? '', c);
+  next.planner = { ...next.planner, framework: plan.framework };
+  return next;
+}
+
+/**
+ * Whether the form's settings are this candidate's layout, as the planner
+ * estimated it: a pasted DeepSpeed config's stage and offload count, and so
+ * does the precision the plan says it planned with.
+ */
+export function settingsMatch(s, candidate, plan) {
+  const c = candidate.parallel;
+  const p = s.parallel;
+  const ds = deepspeedSets(parseDeepspeed(s.deepspeed ?? '').config);
+  const offloadOptimizer =
+    ds.offload_optimizer !== undefined ? Boolean(ds.offload_optimizer) : p.offload_optimizer;
+  const offloadParams =
+    ds.offload_params !== undefined ? Boolean(ds.offload_params) : p.offload_params;
+  return (
+    p.gpus === c.gpus &&
+    p.tp === c.tp &&
+    p.pp === c.pp &&
+    p.cp === (c.cp ?? 1) &&
+    p.ep === (c.ep ?? 1) &&
+    p.vp === 1 &&
+    (ds.zero ?? p.zero) === (c.zero ?? 0) &&
+    p.fsdp === (c.fsdp ?? '') &&
+    p.distributed_optimizer === Boolean(c.distributed_optimizer) &&
+    p.sequence_parallel === Boolean(c.sequence_parallel) &&
+    offloadOptimizer === Boolean(c.offload_optimizer) &&
+    offloadParams === Boolean(c.offload_params) &&
+    s.train.grad_checkpointing === candidate.grad_checkpointing &&
+    (!plannedMixedPrecision(plan.notes) || s.train.precision === 'mixed_bf16')
+  );
+}
+
+/**
+ * Applies a candidate of the last search to the form. The search stays
+ * current: Apply changes only what the planner chose.
+ */
+export function applyPlanCandidate(candidate) {
+  const o = planOutcome.value;
+  if (!o?.result) return;
+  settings.value = applyCandidate(settings.value, candidate, o.result.plan);
+  const req = planRequest.value;
+  if (req) planOutcome.value = { ...o, key: JSON.stringify(req), request: req };
+}
