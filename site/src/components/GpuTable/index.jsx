@@ -2,6 +2,7 @@
 
 import { bytesTitle, formatGiB, formatPercent } from '../../lib/format.js';
 import { settings } from '../../lib/state.js';
+import { Card } from '../Card/index.jsx';
 import styles from './style.module.css';
 
 function chooseGpu(name) {
@@ -12,15 +13,15 @@ export function GpuTable({ gpus, current }) {
   const rows = [...gpus].sort((a, b) => a.capacity_bytes - b.capacity_bytes);
   const fitting = rows.filter((g) => g.fits).length;
   return (
-    <section class={styles.card} aria-labelledby="gpus-heading">
-      <h2 id="gpus-heading" class={styles.heading}>
-        Which GPUs fit
-      </h2>
-      <p class={styles.summary}>
-        {fitting === 0
+    <Card
+      id="gpus-heading"
+      title="Which GPUs fit"
+      summary={
+        fitting === 0
           ? 'No GPU in the catalog holds this job as configured.'
-          : `${fitting} of ${rows.length} GPUs hold this job as configured.`}
-      </p>
+          : `${fitting} of ${rows.length} GPUs hold this job as configured.`
+      }
+    >
       <div class={styles.scroll}>
         <table class={styles.table}>
           <thead>
@@ -71,6 +72,6 @@ export function GpuTable({ gpus, current }) {
           </tbody>
         </table>
       </div>
-    </section>
+    </Card>
   );
 }

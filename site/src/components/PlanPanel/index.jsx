@@ -20,6 +20,7 @@ import { chosenGpuName, gpuCatalog, setSetting, settings } from '../../lib/state
 import { labelOf, PLAN_FRAMEWORKS } from '../../lib/vocabulary.js';
 import { ErrorNotice } from '../ErrorNotice/index.jsx';
 import { SelectField } from '../Field/index.jsx';
+import { Card } from '../Card/index.jsx';
 import styles from './style.module.css';
 
 /** The card the search is for, in words, before a search names it. */
@@ -248,15 +249,11 @@ export function PlanPanel() {
   const o = planOutcome.value;
   const current = planIsCurrent.value;
   return (
-    <section class={styles.card} aria-labelledby={`${hintId}-heading`}>
-      <h2 id={`${hintId}-heading`} class={styles.heading}>
-        Find a layout
-      </h2>
-      <p class={styles.summary}>
-        Searches every way the framework can spread this job over the GPUs — tensor, pipeline,
-        context and expert parallel times data parallel, its sharding, activation checkpointing, and
-        CPU offload when nothing else fits — and estimates each.
-      </p>
+    <Card
+      id={`${hintId}-heading`}
+      title="Find a layout"
+      summary="Searches every way the framework can spread this job over the GPUs — tensor, pipeline, context and expert parallel times data parallel, its sharding, activation checkpointing, and CPU offload when nothing else fits — and estimates each."
+    >
       <div class={styles.controls}>
         <SelectField
           label="Framework"
@@ -289,6 +286,6 @@ export function PlanPanel() {
         <ErrorNotice title="The planner could not use this input" error={o.error} />
       )}
       {o && current && o.result && <PlanTable plan={o.result.plan} s={s} gpuLabel={gpuLabel} />}
-    </section>
+    </Card>
   );
 }

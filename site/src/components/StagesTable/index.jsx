@@ -2,6 +2,7 @@
 // it holds and its own peak. The busiest rank is the one the page's peak is.
 
 import { bytesTitle, formatGiB } from '../../lib/format.js';
+import { Card } from '../Card/index.jsx';
 import styles from './style.module.css';
 
 /** Micro-batches in flight: whole under 1F1B, fractional with virtual stages. */
@@ -28,15 +29,11 @@ function busiestOf(stages, busiest) {
 export function StagesTable({ stages, busiest, vp = 1 }) {
   const top = busiestOf(stages, busiest);
   return (
-    <section class={styles.card} aria-labelledby="stages-heading">
-      <h2 id="stages-heading" class={styles.heading}>
-        Pipeline stages
-      </h2>
-      <p class={styles.summary}>
-        Each of the {stages.length} pipeline ranks holds its own layers and the activations of the
-        micro-batches in flight{vp > 1 ? ` (interleaved over ${vp} virtual stages)` : ' (1F1B)'}.
-        The busiest rank, stage {top}, sets the peak per GPU.
-      </p>
+    <Card
+      id="stages-heading"
+      title="Pipeline stages"
+      summary={`Each of the ${stages.length} pipeline ranks holds its own layers and the activations of the micro-batches in flight${vp > 1 ? ` (interleaved over ${vp} virtual stages)` : ' (1F1B)'}. The busiest rank, stage ${top}, sets the peak per GPU.`}
+    >
       <div class={styles.scroll}>
         <table class={styles.table}>
           <thead>
@@ -84,6 +81,6 @@ export function StagesTable({ stages, busiest, vp = 1 }) {
           </tbody>
         </table>
       </div>
-    </section>
+    </Card>
   );
 }
