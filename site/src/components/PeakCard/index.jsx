@@ -130,7 +130,7 @@ export function PeakCard({ result }) {
       <dl class={styles.facts}>
         {phase && (
           <div>
-            <dt>Peak reached during</dt>
+            <dt>Peak phase</dt>
             <dd>{phase.label}</dd>
           </div>
         )}
