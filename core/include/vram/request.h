@@ -128,7 +128,7 @@ struct ParallelOptions {
 struct OverheadOptions {
   std::optional<int64_t> cuda_context_bytes;
   std::optional<int64_t> cublas_workspace_bytes;
-  std::optional<int64_t> nccl_bytes;  // per GPU, replaces the modelled NCCL buffers (multi-GPU)
+  std::optional<int64_t> nccl_bytes;    // per GPU, replaces the modelled NCCL buffers (multi-GPU)
   std::optional<double> fragmentation;  // extra reserved/allocated fraction
   int64_t misc_bytes = 0;               // user cushion, added to every phase
 };
