@@ -658,10 +658,11 @@ Result<Estimate> estimate_rank(const Request& req, const Request& global, const 
              (grad_elem != dt.grad ? " (Megatron fp32 main grads)" : "") + (sh.grads ? shard_note : ""),
          Pool::kAllocated});
     e.components.push_back({"optimizer_states", std::string("Optimizer states (") + opt.label + ")", sz.states,
-                            std::to_string(opt.states) + " state(s) per trainable param; " + opt.source +
-                                (offloaded   ? "; offloaded to CPU (offload_optimizer)"
+                            std::to_string(opt.states) + " state(s) per trainable param" +
+                                (offloaded   ? ", offloaded to CPU (offload_optimizer)"
                                  : sh.states ? shard_note
-                                             : ""),
+                                             : "") +
+                                "; " + opt.source,
                             paged ? Pool::kOutside : Pool::kAllocated});
     e.components.push_back({"optimizer_temporaries", "Optimizer step temporaries", sz.opt_temp,
                             opt.kernel == StepKernel::kForeach ? "foreach: one state-sized temporary per param group"
