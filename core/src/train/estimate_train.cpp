@@ -253,16 +253,14 @@ Result<Estimate> estimate_rank(const Request& req, const Request& global, const 
       }
       return x;
     };
-    Sizes sz = model_state(req, plan, dt, opt);
     const bool has_experts = std::any_of(m.groups.begin(), m.groups.end(), [](const ParamGroup& g) {
       return g.component == std::string(comp::kExperts);
     });
-    if (sh.states || fp32_grad_shards) {
-      sz = has_experts && sh.expert_group != n
-               ? combine(sharded(Part::kDense, n), sharded(Part::kExperts, sh.expert_group), opt,
-                         t.optimizer_in_backward)
-               : sharded(Part::kAll, n);
-    }
+    Sizes sz =
+        !(sh.states || fp32_grad_shards) ? model_state(req, plan, dt, opt)
+        : has_experts && sh.expert_group != n
+            ? combine(sharded(Part::kDense, n), sharded(Part::kExperts, sh.expert_group), opt, t.optimizer_in_backward)
+            : sharded(Part::kAll, n);
     // Megatron keeps full-size main grads in fp32 for bf16 runs
     // (accumulate_allreduce_grads_in_fp32): 6 + 12/d bytes per parameter.
     if (sh.megatron && par.main_grads_fp32 && dt.grad < 4) {
@@ -271,7 +269,8 @@ Result<Estimate> estimate_rank(const Request& req, const Request& global, const 
       }
     }
     const int64_t trainable_local = sz.trainable;
-    if (par.offload_optimizer && (sh.states || sh.deepspeed || sh.fsdp)) {
+    const bool offloaded = par.offload_optimizer && (sh.states || sh.deepspeed || sh.fsdp);
+    if (offloaded) {
       sz.states = sz.master = sz.opt_temp = grad_partitions = 0;  // the step runs on the CPU
     }
     if (par.offload_params) sz.weights = 0;
@@ -345,10 +344,10 @@ Result<Estimate> estimate_rank(const Request& req, const Request& global, const 
       comm_formula = "reduce_bucket_size " + fmt_int(par.reduce_bucket_size) + " x " + std::to_string(dt.grad) + " B" +
                      (overlap ? " x 2 (overlap_comm)" : "");
     } else if (sh.fsdp) {
-      // One unit's unsharded gradients (param dtype) plus, when the reduce
-      // dtype differs or under FSDP2's foreach_reduce, the reduce-scatter
-      // input copy in the reduce dtype (MixedPrecision reduce_dtype).
-      // Unsharded gradients come out of backward in param_dtype.
+      // One unit's unsharded gradients (they come out of backward in
+      // param_dtype) plus, when the reduce dtype differs or under FSDP2's
+      // foreach_reduce, the reduce-scatter input copy in the reduce dtype
+      // (MixedPrecision reduce_dtype).
       const int64_t unsharded = par.fsdp_param_bytes > 0 ? par.fsdp_param_bytes : dt.grad;
       const int64_t reduce = par.fsdp_reduce_bytes > 0 ? par.fsdp_reduce_bytes : unsharded;
       const bool copy = par.fsdp_version == 2 || reduce != unsharded;
@@ -358,9 +357,6 @@ Result<Estimate> estimate_rank(const Request& req, const Request& global, const 
     }
     const NcclMemory nccl_mem = nccl_memory(global, stage);
     const int64_t nccl = nccl_mem.bytes;
-    // Expert parallel token dispatch (Megatron-core MoEAlltoAllTokenDispatcher):
-    // the permuted tokens sent and the tokens received, N x k x h each in the
-    // compute dtype, live around each MoE layer's all-to-all (balanced routing).
     // Context parallel ring attention (TransformerEngine
     // AttnFuncWithCPAndKVP2P): K and V of the local chunk circulate in two
     // send/receive buffers in forward; backward adds two dK/dV buffers.
@@ -369,6 +365,9 @@ Result<Estimate> estimate_rank(const Request& req, const Request& global, const 
       const int64_t v_dim = st.v_head_dim > 0 ? st.v_head_dim : st.head_dim;
       cp_kv = N * st.kv_heads * (st.head_dim + v_dim) * (dt.autocast ? 2 : dt.compute);  // one K + V buffer
     }
+    // Expert parallel token dispatch (Megatron-core MoEAlltoAllTokenDispatcher):
+    // the permuted tokens sent and the tokens received, N x k x h each in the
+    // compute dtype, live around each MoE layer's all-to-all (balanced routing).
     int64_t dispatch = 0;
     if (par.ep > 1 && st.moe_layers > 0) {
       dispatch =
@@ -619,7 +618,6 @@ Result<Estimate> estimate_rank(const Request& req, const Request& global, const 
         " / " + std::to_string(n) +
         (has_experts && sh.expert_group != n ? ", routed experts / " + std::to_string(sh.expert_group) : "") + " (" +
         sh.label + ")";
-    const bool offloaded = par.offload_optimizer && (sh.states || sh.deepspeed || sh.fsdp);
     const int64_t P = m.params_total();
     std::string w_formula = fmt_int(P) + " params";
     if (sz.weights_quantized > 0) {
