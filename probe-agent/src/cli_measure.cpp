@@ -3,6 +3,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -343,14 +344,47 @@ int RunWatchCommand(const std::vector<std::string>& args, const MeasureEnv& env)
 
 namespace {
 
-// The report header from NVML, with the CUDA runtime's version from `cuda`.
-Result<ReportHeader> HeaderWithRuntime(MemorySource& nvml, MemorySource& cuda, std::vector<Status>* errors) {
-  Result<ReportHeader> header = MakeHeader(nvml, errors);
-  if (!header.ok()) return header;
-  if (Result<SystemFacts> runtime = cuda.System(); runtime.ok()) {
+// The flag loop of the commands that create CUDA contexts: --json, --help,
+// and `own` for the rest (nullopt: not one of the command's flags). Returns
+// the exit code when the command stops here (help, bad flag), else nullopt.
+std::optional<int> ParseFlags(const std::vector<std::string>& args, const MeasureEnv& env, const std::string& usage,
+                              bool* json, const std::function<std::optional<Status>(std::size_t*)>& own) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    Status status;
+    if (args[i] == "--json") {
+      *json = true;
+    } else if (args[i] == "--help" || args[i] == "-h") {
+      *env.out << usage;
+      return kExitOk;
+    } else if (std::optional<Status> handled = own(&i)) {
+      status = *handled;
+    } else {
+      status = Status(StatusCode::kInvalidArgument, "unknown option '" + args[i] + "'");
+    }
+    if (!status.ok()) {
+      *env.err << usage;
+      return Fail(env, status, *json);
+    }
+  }
+  return std::nullopt;
+}
+
+// NVML to read, CUDA to create contexts, and the report header from NVML
+// with the CUDA runtime's version.
+struct Opened {
+  MeterAndRuntime sources;
+  ReportHeader header;
+};
+
+Result<Opened> OpenWithHeader(const MeasureEnv& env, std::vector<Status>* errors) {
+  Result<MeterAndRuntime> sources = OpenMeterAndRuntime(env);
+  if (!sources.ok()) return sources.status();
+  Result<ReportHeader> header = MakeHeader(*sources.value().nvml, errors);
+  if (!header.ok()) return header.status();
+  if (Result<SystemFacts> runtime = sources.value().cuda->System(); runtime.ok()) {
     header.value().system.cuda_runtime_version = runtime.value().cuda_runtime_version;
   }
-  return header;
+  return Opened{std::move(sources.value()), std::move(header.value())};
 }
 
 }  // namespace
@@ -358,33 +392,19 @@ Result<ReportHeader> HeaderWithRuntime(MemorySource& nvml, MemorySource& cuda, s
 int RunOverheadsCommand(const std::vector<std::string>& args, const MeasureEnv& env) {
   bool json = false;
   unsigned device = 0;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    Status status;
-    if (args[i] == "--json") {
-      json = true;
-    } else if (args[i] == "--help" || args[i] == "-h") {
-      *env.out << kOverheadsUsage;
-      return kExitOk;
-    } else if (args[i] == "--device") {
-      status = UnsignedFlag(args, &i, &device);
-    } else {
-      status = Status(StatusCode::kInvalidArgument, "unknown option '" + args[i] + "'");
-    }
-    if (!status.ok()) {
-      *env.err << kOverheadsUsage;
-      return Fail(env, status, json);
-    }
-  }
-
-  Result<MeterAndRuntime> sources = OpenMeterAndRuntime(env);
-  if (!sources.ok()) return Fail(env, sources.status(), json);
-  MemorySource& nvml = *sources.value().nvml;
-  MemorySource& cuda = *sources.value().cuda;
+  const std::optional<int> stop =
+      ParseFlags(args, env, kOverheadsUsage, &json, [&](std::size_t* i) -> std::optional<Status> {
+        if (args[*i] == "--device") return UnsignedFlag(args, i, &device);
+        return std::nullopt;
+      });
+  if (stop) return *stop;
 
   OverheadsReport report;
-  Result<ReportHeader> header = HeaderWithRuntime(nvml, cuda, &report.errors);
-  if (!header.ok()) return Fail(env, header.status(), json);
-  report.header = std::move(header.value());
+  Result<Opened> opened = OpenWithHeader(env, &report.errors);
+  if (!opened.ok()) return Fail(env, opened.status(), json);
+  MemorySource& nvml = *opened.value().sources.nvml;
+  MemorySource& cuda = *opened.value().sources.cuda;
+  report.header = std::move(opened.value().header);
   if (device >= report.header.gpus.size()) {
     return Fail(env,
                 Status(StatusCode::kInvalidArgument, "--device " + std::to_string(device) + ": only " +
@@ -410,35 +430,20 @@ int RunNcclCommand(const std::vector<std::string>& args, const MeasureEnv& env) 
   bool json = false;
   std::vector<unsigned> devices;  // empty: every GPU
   std::size_t bytes = kDefaultNcclBytes;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    Status status;
-    if (args[i] == "--json") {
-      json = true;
-    } else if (args[i] == "--help" || args[i] == "-h") {
-      *env.out << NcclUsage();
-      return kExitOk;
-    } else if (args[i] == "--devices") {
-      status = DeviceListFlag(args, &i, &devices);
-    } else if (args[i] == "--bytes") {
-      status = BytesFlag(args, &i, &bytes);
-    } else {
-      status = Status(StatusCode::kInvalidArgument, "unknown option '" + args[i] + "'");
-    }
-    if (!status.ok()) {
-      *env.err << NcclUsage();
-      return Fail(env, status, json);
-    }
-  }
-
-  Result<MeterAndRuntime> sources = OpenMeterAndRuntime(env);
-  if (!sources.ok()) return Fail(env, sources.status(), json);
-  MemorySource& nvml = *sources.value().nvml;
-  MemorySource& cuda = *sources.value().cuda;
+  const std::optional<int> stop =
+      ParseFlags(args, env, NcclUsage(), &json, [&](std::size_t* i) -> std::optional<Status> {
+        if (args[*i] == "--devices") return DeviceListFlag(args, i, &devices);
+        if (args[*i] == "--bytes") return BytesFlag(args, i, &bytes);
+        return std::nullopt;
+      });
+  if (stop) return *stop;
 
   NcclReport report;
-  Result<ReportHeader> header = HeaderWithRuntime(nvml, cuda, &report.errors);
-  if (!header.ok()) return Fail(env, header.status(), json);
-  report.header = std::move(header.value());
+  Result<Opened> opened = OpenWithHeader(env, &report.errors);
+  if (!opened.ok()) return Fail(env, opened.status(), json);
+  MemorySource& nvml = *opened.value().sources.nvml;
+  MemorySource& cuda = *opened.value().sources.cuda;
+  report.header = std::move(opened.value().header);
   const std::size_t gpu_count = report.header.gpus.size();
   if (devices.empty()) {
     if (gpu_count < 2) {
