@@ -81,6 +81,10 @@ export const DEFAULT_SETTINGS = Object.freeze({
   // The layout planner's framework ('' = the family the form's layout uses).
   // Not part of the estimate's request.
   planner: { framework: '' },
+  // Measured fixed overheads, in bytes, from a vram-probe report dropped on
+  // the page (`vram-probe overheads` / `vram-probe nccl`); null = the core's
+  // own figure (the 512 MiB context prior, the modelled NCCL buffers).
+  overheads: { cuda_context_bytes: null, nccl_bytes: null },
 });
 
 export function defaultSettings() {
@@ -371,6 +375,12 @@ export function buildRequest(s, config, catalog = [], experts = 0) {
       if (p.nvls === 'on' || p.nvls === 'off') req.parallel.nvls = p.nvls === 'on';
     }
   }
+  // Sent whenever set: the core applies nccl_bytes only where there is a
+  // communicator (several GPUs), and ignores it otherwise.
+  const measured = Object.entries(s.overheads ?? {}).filter(
+    ([, bytes]) => Number.isSafeInteger(bytes) && bytes >= 0,
+  );
+  if (measured.length) req.overheads = Object.fromEntries(measured);
   if (s.gpu.mode === 'custom') {
     req.gpu = { memory_gib: s.gpu.memory_gib };
   } else {

@@ -78,6 +78,9 @@ const FIELDS = [
   ['nvls', 'parallel.nvls', 'enum', NVLS_MODES],
   ['ds', 'deepspeed', 'deepspeed'],
   ['planfw', 'planner.framework', 'enum', PLAN_FRAMEWORKS],
+  // Measured overheads in bytes (vram-probe overheads / nccl reports).
+  ['cudactx', 'overheads.cuda_context_bytes', 'int'],
+  ['ncclb', 'overheads.nccl_bytes', 'int'],
   ['gpu', 'gpu.name', 'text'],
   ['gib', 'gpu.memory_gib', 'num'],
 ];

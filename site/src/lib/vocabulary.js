@@ -269,6 +269,8 @@ const PATH_WORDS = {
   gpu: 'GPU',
   'gpu.name': 'GPU',
   'gpu.memory_gib': 'GPU memory',
+  'overheads.cuda_context_bytes': 'CUDA context (measured)',
+  'overheads.nccl_bytes': 'NCCL memory per GPU (measured)',
 };
 
 /**
@@ -297,7 +299,9 @@ export function describePath(path) {
           ? 'Parallelism › '
           : p.startsWith('plan.')
             ? 'Layout planner › '
-            : '';
+            : p.startsWith('overheads.')
+              ? 'Overheads › '
+              : '';
     return `${section}${PATH_WORDS[p]} (${p})`;
   }
   return p.split('.').join(' › ');

@@ -18,7 +18,7 @@ import {
   setSetting,
   settings,
 } from '../../lib/state.js';
-import { formatGiB } from '../../lib/format.js';
+import { bytesTitle, formatBytes, formatGiB } from '../../lib/format.js';
 import { deepspeedForUrl } from '../../lib/url-state.js';
 import {
   FSDP_STRATEGIES,
@@ -414,6 +414,55 @@ function DeepspeedBox({ text, parsed, fromDs }) {
   );
 }
 
+// Overheads measured by vram-probe and set from a dropped report (the
+// comparison card): shown while set, each with the way back to the core's
+// own figure.
+const MEASURED = [
+  {
+    key: 'cuda_context_bytes',
+    label: 'CUDA context',
+    from: 'vram-probe overheads',
+    back: 'Use the 512 MiB prior',
+  },
+  {
+    key: 'nccl_bytes',
+    label: 'NCCL memory per GPU',
+    from: 'vram-probe nccl',
+    back: 'Use the modelled NCCL buffers',
+  },
+];
+
+function MeasuredOverheads({ overheads, gpus }) {
+  const set = MEASURED.filter((m) => Number.isSafeInteger(overheads?.[m.key]));
+  if (!set.length) return null;
+  return (
+    <fieldset class={styles.group}>
+      <legend class={styles.legend}>Measured overheads</legend>
+      {set.map((m) => (
+        <div key={m.key} class={styles.measured}>
+          <p class={styles.measuredLine}>
+            {m.label}{' '}
+            <strong title={bytesTitle(overheads[m.key])}>{formatBytes(overheads[m.key])}</strong>{' '}
+            <code>overheads.{m.key}</code>
+            <span class={styles.hint}>
+              {' '}
+              from <code>{m.from}</code>
+              {m.key === 'nccl_bytes' && gpus < 2 && '; applies with 2 or more GPUs'}
+            </span>
+          </p>
+          <button
+            type="button"
+            class={styles.clear}
+            onClick={() => setSetting(`overheads.${m.key}`, null)}
+          >
+            {m.back}
+          </button>
+        </div>
+      ))}
+    </fieldset>
+  );
+}
+
 export function HardwareForm() {
   const s = settings.value;
   return (
@@ -432,6 +481,10 @@ export function HardwareForm() {
           experts={routedExperts(modelFacts.value)}
         />
       )}
+      <MeasuredOverheads
+        overheads={s.overheads}
+        gpus={s.task === 'infer' ? s.parallel.tp : s.parallel.gpus}
+      />
     </section>
   );
 }

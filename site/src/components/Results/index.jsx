@@ -12,6 +12,7 @@ import {
   settings,
 } from '../../lib/state.js';
 import { BreakdownTable } from '../BreakdownTable/index.jsx';
+import { CompareCard } from '../CompareCard/index.jsx';
 import { ErrorNotice } from '../ErrorNotice/index.jsx';
 import { GpuTable } from '../GpuTable/index.jsx';
 import { ModelSummary } from '../ModelSummary/index.jsx';
@@ -67,6 +68,7 @@ export function Results() {
       <div class={styles.stack}>
         <ErrorNotice error={o.error} />
         {training && <PlanPanel />}
+        <CompareCard result={null} />
         <SharePanel request={request.value} link={link} />
       </div>
     );
@@ -84,6 +86,7 @@ export function Results() {
         />
       )}
       {r.infer && <ServingPanel infer={r.infer} />}
+      <CompareCard result={r} />
       {training && <PlanPanel />}
       {r.phases?.length > 0 && (
         <PhaseTimeline

@@ -1,0 +1,505 @@
+// A vram-probe report dropped on the page: read and checked here (its shape
+// is probe-agent/src/measure/json_report_writer.cpp, documented in the
+// README's "Report JSON"), matched to the GPU catalog, and compared with the
+// page's estimate. The report is page state (a signal) but not URL state: a
+// watch report's timeline is up to ~200 KB.
+
+import { signal } from '@preact/signals';
+
+/** The `schema` of every probe report (kProbeSchema in measure/report.h). */
+export const PROBE_SCHEMA = 'vram-planner-probe/1';
+
+/** The core's CUDA context prior (core/src/overheads.h), for the words only. */
+export const CONTEXT_PRIOR_BYTES = 512 * 1024 ** 2;
+
+// A watch report is at most ~200 KB (2048 timeline points); anything far
+// larger is not one.
+const MAX_REPORT_CHARS = 16 * 1024 ** 2;
+
+/** What the page does not accept in a report: the message and the field's path. */
+export class ReportError extends Error {
+  constructor(path, message) {
+    super(message);
+    this.name = 'ReportError';
+    this.path = path;
+  }
+}
+
+function fail(path, message) {
+  throw new ReportError(path, message);
+}
+
+/** A value as words for a message: `the string "12"`, `-5`, `an array`. */
+function describe(v) {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array';
+  if (typeof v === 'string') {
+    const s = v.length > 40 ? `${v.slice(0, 40)}…` : v;
+    return `the string ${JSON.stringify(s)}`;
+  }
+  if (typeof v === 'object') return 'an object';
+  return String(v);
+}
+
+function at(path, key) {
+  return typeof key === 'number' ? `${path}[${key}]` : path ? `${path}.${key}` : key;
+}
+
+function object(v, path) {
+  if (!v || typeof v !== 'object' || Array.isArray(v))
+    fail(path, `${path} must be an object, not ${describe(v)}.`);
+  return v;
+}
+
+function array(v, path) {
+  if (!Array.isArray(v)) fail(path, `${path} must be a list, not ${describe(v)}.`);
+  return v;
+}
+
+/** o[key], which the writer always writes; a missing key is an error naming it. */
+function need(o, key, path) {
+  const p = at(path, key);
+  if (!Object.prototype.hasOwnProperty.call(o, key)) fail(p, `${p} is missing.`);
+  return o[key];
+}
+
+/**
+ * A non-negative integer (bytes, ms, counts): JSON integers, exact below
+ * 2^53. `nullable`: null means "not reported" (never 0, STYLE.md).
+ */
+function whole(v, path, { nullable = false, unit = 'a whole number' } = {}) {
+  if (v === null && nullable) return null;
+  const wanted = `${unit}${nullable ? ' or null' : ''}`;
+  if (typeof v !== 'number') fail(path, `${path} must be ${wanted}, not ${describe(v)}.`);
+  if (!Number.isInteger(v)) fail(path, `${path} must be ${wanted}, not ${v}.`);
+  if (v < 0) fail(path, `${path} must not be negative (it is ${v}).`);
+  if (!Number.isSafeInteger(v)) fail(path, `${path} is too large to be exact (${v}).`);
+  return v;
+}
+
+const bytes = (v, path) => whole(v, path, { nullable: true, unit: 'a whole number of bytes' });
+
+function text(v, path, { nullable = true } = {}) {
+  if (v === null && nullable) return null;
+  if (typeof v !== 'string')
+    fail(path, `${path} must be a string${nullable ? ' or null' : ''}, not ${describe(v)}.`);
+  return v;
+}
+
+/** An optional header string: absent or null is null. */
+function optionalText(doc, key) {
+  return doc[key] === undefined ? null : text(doc[key], key);
+}
+
+function readGpu(v, path) {
+  const g = object(v, path);
+  const memory = (key) => (g[key] === undefined ? null : bytes(g[key], `${path}.${key}`));
+  return {
+    index: whole(need(g, 'index', path), at(path, 'index')),
+    name: text(need(g, 'name', path), at(path, 'name')),
+    uuid: g.uuid === undefined ? null : text(g.uuid, at(path, 'uuid')),
+    total: bytes(need(g, 'memory.total', path), `${path}.memory.total`),
+    reserved: memory('memory.reserved'),
+    used: memory('memory.used'),
+    free: memory('memory.free'),
+    compute_capability:
+      g.compute_capability === undefined
+        ? null
+        : text(g.compute_capability, at(path, 'compute_capability')),
+  };
+}
+
+function readErrors(doc) {
+  if (doc.errors === undefined) return [];
+  return array(doc.errors, 'errors').map((e, i) => {
+    const p = `errors[${i}]`;
+    const o = object(e, p);
+    return {
+      code: text(need(o, 'code', p), `${p}.code`, { nullable: false }),
+      message: text(need(o, 'message', p), `${p}.message`, { nullable: false }),
+    };
+  });
+}
+
+/** Which subcommand wrote `doc` (the report has no kind field: its body says). */
+function kindOf(doc) {
+  if ('command' in doc || 'peak' in doc || 'timeline' in doc) return 'watch';
+  if ('overheads' in doc) {
+    const o = object(doc.overheads, 'overheads');
+    if ('nccl_bytes' in o) return 'nccl';
+    if ('cuda_context_bytes' in o) return 'overheads';
+    fail(
+      'overheads',
+      'overheads has neither cuda_context_bytes (vram-probe overheads) nor nccl_bytes (vram-probe nccl).',
+    );
+  }
+  if ('nccl_version' in doc || 'devices' in doc) return 'nccl';
+  return 'device';
+}
+
+function gpuOfDevice(gpus, device, path) {
+  const gpu = gpus.find((g) => g.index === device);
+  if (!gpu) fail(path, `${path} is ${device}, but gpus lists no GPU with index ${device}.`);
+  return gpu;
+}
+
+function readWatch(doc, gpus) {
+  const command = array(need(doc, 'command', ''), 'command').map((a, i) =>
+    text(a, `command[${i}]`, { nullable: false }),
+  );
+  if (!command.length) fail('command', 'command is empty: vram-probe watch always records one.');
+  const device = whole(need(doc, 'device', ''), 'device');
+  const exit = object(need(doc, 'exit', ''), 'exit');
+  const peak = object(need(doc, 'peak', ''), 'peak');
+  const baseline = object(need(doc, 'baseline', ''), 'baseline');
+  const sampling = object(need(doc, 'sampling', ''), 'sampling');
+  const w = {
+    command,
+    device,
+    gpu: gpuOfDevice(gpus, device, 'device'),
+    exit: {
+      // The command's exit status (0-255) or null when a signal ended it.
+      code: whole(need(exit, 'code', 'exit'), 'exit.code', { nullable: true }),
+      signal: whole(need(exit, 'signal', 'exit'), 'exit.signal', { nullable: true }),
+      signal_name:
+        exit.signal_name === undefined ? null : text(exit.signal_name, 'exit.signal_name'),
+    },
+    peak: {
+      process_used_bytes: bytes(
+        need(peak, 'process_used_bytes', 'peak'),
+        'peak.process_used_bytes',
+      ),
+      device_used_bytes: bytes(need(peak, 'device_used_bytes', 'peak'), 'peak.device_used_bytes'),
+      accounting_max_bytes: bytes(
+        need(peak, 'accounting_max_bytes', 'peak'),
+        'peak.accounting_max_bytes',
+      ),
+      process_t_ms: whole(peak.process_t_ms ?? null, 'peak.process_t_ms', { nullable: true }),
+      device_t_ms: whole(peak.device_t_ms ?? null, 'peak.device_t_ms', { nullable: true }),
+    },
+    baseline: {
+      device_used_bytes: bytes(
+        need(baseline, 'device_used_bytes', 'baseline'),
+        'baseline.device_used_bytes',
+      ),
+    },
+    sampling: {
+      interval_ms: whole(need(sampling, 'interval_ms', 'sampling'), 'sampling.interval_ms'),
+      samples: whole(need(sampling, 'samples', 'sampling'), 'sampling.samples'),
+      failed_samples: whole(sampling.failed_samples ?? 0, 'sampling.failed_samples'),
+      duration_ms: whole(need(sampling, 'duration_ms', 'sampling'), 'sampling.duration_ms'),
+    },
+    timeline: array(need(doc, 'timeline', ''), 'timeline').map((v, i) => {
+      const p = `timeline[${i}]`;
+      const s = object(v, p);
+      return {
+        t_ms: whole(need(s, 't_ms', p), `${p}.t_ms`),
+        process_used_bytes: bytes(need(s, 'process_used_bytes', p), `${p}.process_used_bytes`),
+        device_used_bytes: bytes(need(s, 'device_used_bytes', p), `${p}.device_used_bytes`),
+      };
+    }),
+  };
+  if (measuredPeak(w) === null) {
+    fail(
+      'peak',
+      'peak has no measurement: process_used_bytes and accounting_max_bytes are null, and device_used_bytes or baseline.device_used_bytes too.',
+    );
+  }
+  return w;
+}
+
+function readOverheads(doc, gpus) {
+  const device = whole(need(doc, 'device', ''), 'device');
+  const measurement = object(need(doc, 'measurement', ''), 'measurement');
+  return {
+    device,
+    gpu: gpuOfDevice(gpus, device, 'device'),
+    cuda_context_bytes: bytes(
+      need(doc.overheads, 'cuda_context_bytes', 'overheads'),
+      'overheads.cuda_context_bytes',
+    ),
+    method: text(need(measurement, 'method', 'measurement'), 'measurement.method', {
+      nullable: false,
+    }),
+    cuda_module_loading:
+      measurement.cuda_module_loading === undefined
+        ? null
+        : text(measurement.cuda_module_loading, 'measurement.cuda_module_loading'),
+  };
+}
+
+function readNccl(doc, gpus) {
+  const overheads = object(need(doc, 'overheads', ''), 'overheads');
+  const measurement = object(need(doc, 'measurement', ''), 'measurement');
+  const env = object(need(measurement, 'env', 'measurement'), 'measurement.env');
+  const devices = array(need(doc, 'devices', ''), 'devices').map((v, i) => {
+    const p = `devices[${i}]`;
+    const d = object(v, p);
+    return {
+      index: whole(need(d, 'index', p), `${p}.index`),
+      init_bytes: bytes(need(d, 'init_bytes', p), `${p}.init_bytes`),
+      first_collective_bytes: bytes(
+        need(d, 'first_collective_bytes', p),
+        `${p}.first_collective_bytes`,
+      ),
+      nccl_bytes: bytes(need(d, 'nccl_bytes', p), `${p}.nccl_bytes`),
+    };
+  });
+  devices.forEach((d, i) => gpuOfDevice(gpus, d.index, `devices[${i}].index`));
+  return {
+    nccl_bytes: bytes(need(overheads, 'nccl_bytes', 'overheads'), 'overheads.nccl_bytes'),
+    nccl_version: text(need(doc, 'nccl_version', ''), 'nccl_version'),
+    method: text(need(measurement, 'method', 'measurement'), 'measurement.method', {
+      nullable: false,
+    }),
+    all_reduce_bytes: whole(
+      need(measurement, 'all_reduce_bytes', 'measurement'),
+      'measurement.all_reduce_bytes',
+    ),
+    // The NCCL_* variables that change the answer, as the probe saw them.
+    env: Object.entries(env).map(([name, value]) => [name, text(value, `measurement.env.${name}`)]),
+    devices,
+  };
+}
+
+/**
+ * A parsed report object -> the fields the page uses, checked. Throws a
+ * ReportError naming the field for anything the writer would not produce.
+ */
+export function readProbeReport(doc) {
+  object(doc, 'report');
+  if (!('schema' in doc) && doc.error && typeof doc.error === 'object') {
+    const { code, message } = doc.error;
+    fail(
+      'error',
+      `This is vram-probe's error output, not a report: ${code ?? 'error'}: ${message ?? 'no message'}.`,
+    );
+  }
+  const schema = need(doc, 'schema', '');
+  if (schema !== PROBE_SCHEMA) {
+    fail(
+      'schema',
+      `schema is ${describe(schema)}; this page reads vram-probe reports with schema "${PROBE_SCHEMA}".`,
+    );
+  }
+  if (doc.tool !== undefined && doc.tool !== 'vram-probe')
+    fail('tool', `tool is ${describe(doc.tool)}, not "vram-probe".`);
+  const kind = kindOf(doc);
+  const gpus = array(need(doc, 'gpus', ''), 'gpus').map((g, i) => readGpu(g, `gpus[${i}]`));
+  if (!gpus.length) fail('gpus', 'gpus is empty: a probe report lists the GPUs it saw.');
+  const report = {
+    kind,
+    version: optionalText(doc, 'version'),
+    host: optionalText(doc, 'host'),
+    time: optionalText(doc, 'time'),
+    source: optionalText(doc, 'source'),
+    driver_version: optionalText(doc, 'driver_version'),
+    cuda_driver_version: optionalText(doc, 'cuda_driver_version'),
+    gpus,
+    errors: readErrors(doc),
+  };
+  if (kind === 'watch') report.watch = readWatch(doc, gpus);
+  if (kind === 'overheads') report.overheads = readOverheads(doc, gpus);
+  if (kind === 'nccl') report.nccl = readNccl(doc, gpus);
+  return report;
+}
+
+/** Report text -> {report} or {error: ReportError}. Never throws. */
+export function parseProbeReport(textIn) {
+  const t = String(textIn ?? '');
+  if (t.length > MAX_REPORT_CHARS) {
+    return {
+      error: new ReportError(
+        'report',
+        `This file is ${(t.length / 1024 ** 2).toFixed(1)} MB: far larger than any vram-probe report.`,
+      ),
+    };
+  }
+  if (!t.trim()) return { error: new ReportError('report', 'The report is empty.') };
+  let doc;
+  try {
+    doc = JSON.parse(t);
+  } catch (e) {
+    return {
+      error: new ReportError(
+        'report',
+        `That is not valid JSON (${e.message}). Drop the file vram-probe wrote with --json or --out.`,
+      ),
+    };
+  }
+  try {
+    return { report: readProbeReport(doc) };
+  } catch (e) {
+    if (e instanceof ReportError) return { error: e };
+    return { error: new ReportError('report', `The report could not be read: ${e.message}`) };
+  }
+}
+
+/**
+ * The job's measured peak, best first: the driver's high-water mark
+ * (accounting), else the polled per-process peak (NVML usedGpuMemory), else
+ * the device's growth over the baseline (when the driver never listed the
+ * job's processes, as in containers). {bytes, source} or null.
+ */
+export function measuredPeak(w) {
+  const p = w.peak;
+  if (p.accounting_max_bytes !== null)
+    return { bytes: p.accounting_max_bytes, source: 'accounting' };
+  if (p.process_used_bytes !== null) return { bytes: p.process_used_bytes, source: 'process' };
+  if (p.device_used_bytes !== null && w.baseline.device_used_bytes !== null) {
+    return {
+      bytes: Math.max(0, p.device_used_bytes - w.baseline.device_used_bytes),
+      source: 'device_growth',
+    };
+  }
+  return null;
+}
+
+/**
+ * The timeline series that matches measuredPeak: the process's usage, or the
+ * device's growth over the baseline. [{t_ms, bytes}] without gaps.
+ */
+export function measuredSeries(w) {
+  const perProcess = w.peak.process_used_bytes !== null || w.peak.accounting_max_bytes !== null;
+  const base = w.baseline.device_used_bytes ?? 0;
+  const points = [];
+  for (const s of w.timeline) {
+    const v = perProcess
+      ? s.process_used_bytes
+      : s.device_used_bytes === null
+        ? null
+        : Math.max(0, s.device_used_bytes - base);
+    if (v !== null) points.push({ t_ms: s.t_ms, bytes: v });
+  }
+  return points;
+}
+
+// ---- the GPU catalog --------------------------------------------------------
+
+// Words in NVML / rocm-smi names that name the vendor or the product line, not
+// the card ("NVIDIA GeForce RTX 4090", "Tesla V100-SXM2-32GB", "AMD Instinct
+// MI300X", "NVIDIA RTX 6000 Ada Generation").
+const VENDOR_WORDS = new Set([
+  'NVIDIA',
+  'TESLA',
+  'GEFORCE',
+  'QUADRO',
+  'AMD',
+  'INSTINCT',
+  'GENERATION',
+]);
+
+function tokens(name) {
+  return String(name)
+    .toUpperCase()
+    .split(/[\s\-_/]+/)
+    .filter((t) => t && !VENDOR_WORDS.has(t));
+}
+
+// A catalog name without its memory suffix: "RTX 6000 Ada 48GB" -> RTX 6000 ADA.
+function modelTokens(catalogName) {
+  return tokens(catalogName).filter((t) => !/^\d+GB$/.test(t));
+}
+
+/**
+ * The catalog card for a GPU the probe saw. Its name's tokens are matched
+ * against each catalog name without the memory suffix, so "NVIDIA
+ * A100-SXM4-80GB" finds the A100s and "NVIDIA H100 NVL" prefers "H100 NVL
+ * 94GB" over "H100 80GB" (more tokens); the memory total picks among the
+ * rest (A100 80GB vs 40GB). With no name match, a card whose total is within
+ * 2 % of the GPU's is taken when it is the only one (several are offered).
+ * Returns {name, how, candidates, memory_differs} or null.
+ */
+export function matchCatalogGpu(gpu, catalog) {
+  if (!gpu || !catalog?.length) return null;
+  const have = new Set(tokens(gpu.name ?? ''));
+  const total = gpu.total;
+  const distance = (g) => (total === null ? 0 : Math.abs(g.memory_bytes - total) / total);
+  const byName = catalog
+    .map((g) => ({ g, words: modelTokens(g.name) }))
+    .filter(({ words }) => words.length && words.every((w) => have.has(w)));
+  if (byName.length) {
+    const most = Math.max(...byName.map((c) => c.words.length));
+    const named = byName.filter((c) => c.words.length === most).map((c) => c.g);
+    const best = [...named].sort((a, b) => distance(a) - distance(b))[0];
+    return {
+      name: best.name,
+      how: named.length > 1 && total !== null ? 'name and memory' : 'name',
+      candidates: [best.name],
+      // A variant the catalog lacks (GH200 with 144 GB): the name matches,
+      // the memory does not.
+      memory_differs: distance(best) > 0.05,
+    };
+  }
+  if (total === null) return null;
+  const close = catalog.filter((g) => distance(g) <= 0.02);
+  if (!close.length) return null;
+  close.sort((a, b) => distance(a) - distance(b));
+  return {
+    name: close.length === 1 ? close[0].name : null,
+    how: 'memory',
+    candidates: close.map((g) => g.name),
+    memory_differs: false,
+  };
+}
+
+// ---- comparing with the estimate ----------------------------------------------
+
+/**
+ * A watch report against an estimate result: the estimate's device-view peak
+ * (peak_bytes: what nvidia-smi shows for the process) minus the measured
+ * peak, in bytes and as a fraction of the measurement (docs/validation.md's
+ * sign: negative = the estimate is below). `tone` picks the reading.
+ */
+export function compareWatch(w, result) {
+  const measured = measuredPeak(w);
+  const estimate = result?.peak_bytes;
+  if (!measured || !Number.isSafeInteger(estimate)) return null;
+  const gap = estimate - measured.bytes;
+  const error = measured.bytes > 0 ? gap / measured.bytes : null;
+  // Over by more than ~10 % of the estimate: beyond what the context and the
+  // cuBLAS workspaces explain (allocator fragmentation, or another job).
+  const over = estimate > 0 ? (measured.bytes - estimate) / estimate : null;
+  // Half as much again either way is no overhead: the form and the job
+  // differ (another model, batch or sequence length).
+  let tone = 'close';
+  if (error === null || over === null) tone = 'unknown';
+  else if (over > 0.5) tone = 'far_under';
+  else if (over > 0.1) tone = 'under';
+  else if (error > 0.5) tone = 'far_over';
+  else if (error > 0.05) tone = 'over';
+  else if (error < -0.05) tone = 'slightly_under';
+  const context = result.components?.find((c) => c.key === 'cuda_context')?.bytes ?? null;
+  const allocated = result.peak_allocated_bytes;
+  // The fragmentation that closes the gap: the core adds
+  // overheads.fragmentation x allocated (core/src/train/estimate_train.cpp).
+  const fragmentation =
+    tone === 'under' && Number.isSafeInteger(allocated) && allocated > 0
+      ? Math.min(4, (measured.bytes - estimate) / allocated)
+      : null;
+  return { estimate, measured, gap, error, tone, context, fragmentation };
+}
+
+// ---- page state ---------------------------------------------------------------
+
+/** The dropped report: {name, report} or {name, error}, or null. */
+export const probeReport = signal(null);
+
+/** Reads report text into the page; returns true when it is a usable report. */
+export function loadProbeReport(textIn, name = 'pasted report') {
+  const { report, error } = parseProbeReport(textIn);
+  probeReport.value = report ? { name, report } : { name, error };
+  return Boolean(report);
+}
+
+/** A file the browser could not read (permissions, a folder): said in words. */
+export function probeReportUnreadable(name, reason) {
+  probeReport.value = {
+    name,
+    error: new ReportError('report', `The file ${name} could not be read (${reason}).`),
+  };
+}
+
+export function clearProbeReport() {
+  probeReport.value = null;
+}
