@@ -71,6 +71,23 @@ function runProbe(request, command = 'estimate') {
   return JSON.parse(run.stdout);
 }
 
+// The GPU table's bars take the verdict's colour in the real stylesheet (the
+// shared fill and its variants must not override each other in the bundle).
+async function assertBarColours(page) {
+  const table = page.getByRole('region', { name: 'Which GPUs fit' });
+  for (const verdict of ['Fits', 'Too small']) {
+    const label = table.getByText(verdict, { exact: true }).first();
+    if ((await label.count()) === 0) continue;
+    const colour = await label.evaluate((el) => getComputedStyle(el).color);
+    const bar = await table
+      .locator('tr', { has: page.getByText(verdict, { exact: true }) })
+      .first()
+      .locator('td span span')
+      .evaluate((el) => getComputedStyle(el).backgroundColor);
+    assert.equal(bar, colour, `the ${verdict} bar's colour`);
+  }
+}
+
 describe('the built page in Chromium', () => {
   let server;
   let context;
@@ -176,6 +193,8 @@ describe('the built page in Chromium', () => {
     const id = 'meta-llama/Llama-3.1-8B';
     await page.goto(`${base}#m=preset:${id}&task=train&method=full&gpus=8&gpu=A100%2040GB`);
     await page.waitForSelector('output[data-bytes]', { timeout: 30000 });
+    // DDP of an 8B model: 4 of the catalog's cards fit, the rest are too small.
+    await assertBarColours(page);
     // The form's layout is plain data parallel, which is what the planner's
     // request resets the layout to: the page's request is the planner's.
     const request = JSON.parse(await page.getByTestId('request-json').textContent());

@@ -11,6 +11,7 @@ import {
   probeReport,
   probeReportUnreadable,
 } from '../../lib/probe-report.js';
+import { dropHandler } from '../../lib/drop.js';
 import { Card } from '../Card/index.jsx';
 import { ErrorNotice } from '../ErrorNotice/index.jsx';
 import { DeviceView, NcclView, OverheadsView, WatchView } from './views.jsx';
@@ -68,16 +69,7 @@ function readFile(file) {
 function ReportInput({ compact }) {
   const [dragging, setDragging] = useState(false);
   const [text, setText] = useState('');
-  const onDrop = (e) => {
-    e.preventDefault();
-    setDragging(false);
-    const file = e.dataTransfer?.files?.[0];
-    if (file) readFile(file);
-    else {
-      const t = e.dataTransfer?.getData('text/plain');
-      if (t) loadProbeReport(t, 'dropped text');
-    }
-  };
+  const onDrop = dropHandler(setDragging, readFile, (t) => loadProbeReport(t, 'dropped text'));
   return (
     <div
       class={`${styles.drop} ${dragging ? styles.dragging : ''}`}

@@ -5,6 +5,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { choosePreset, loadHubModel, loadPastedConfig, setHubToken } from '../../lib/actions.js';
 import { loadToken, saveToken } from '../../lib/hub.js';
+import { dropHandler } from '../../lib/drop.js';
 import { PRESETS } from '../../lib/presets.js';
 import { model, modelStatus } from '../../lib/state.js';
 import { SelectField, TextField } from '../Field/index.jsx';
@@ -149,16 +150,7 @@ export function ModelBox() {
     if (m?.source) setTab(m.source);
   }, [m?.source]);
 
-  const onDrop = (e) => {
-    e.preventDefault();
-    setDragging(false);
-    const file = e.dataTransfer?.files?.[0];
-    if (file) readFile(file);
-    else {
-      const text = e.dataTransfer?.getData('text/plain');
-      if (text) loadPastedConfig(text);
-    }
-  };
+  const onDrop = dropHandler(setDragging, readFile, (text) => loadPastedConfig(text));
 
   return (
     <section
