@@ -228,4 +228,24 @@ describe('the built page in Chromium', () => {
     assert.deepEqual(blocked, [], 'the page tried to reach the network');
     assert.deepEqual(consoleErrors, [], 'the page logged errors');
   });
+
+  it('takes a measured CUDA context from a probe report file and estimates with it as vram-probe does', async () => {
+    const report = join(siteDir, 'tests', 'unit', 'fixtures', 'probe', 'overheads-h100.json');
+    const measured = JSON.parse(readFileSync(report, 'utf8')).overheads.cuda_context_bytes;
+    await page.goto(`${base}#m=preset:${PRESET}&task=train&gpu=H100%2080GB`);
+    await page.waitForSelector('output[data-bytes]', { timeout: 30000 });
+    const card = page.getByRole('region', { name: 'Compare with a measurement' });
+    await card.getByLabel('Probe report file').setInputFiles(report);
+    await card.getByRole('button', { name: 'Use as overheads.cuda_context_bytes' }).click();
+    const request = JSON.parse(await page.getByTestId('request-json').textContent());
+    assert.equal(request.overheads.cuda_context_bytes, measured);
+    const native = runProbe(request);
+    await page.waitForFunction(
+      (bytes) => document.querySelector('output[data-bytes]')?.getAttribute('data-bytes') === bytes,
+      String(native.peak_bytes),
+      { timeout: 30000 },
+    );
+    assert.deepEqual(blocked, [], 'the page tried to reach the network');
+    assert.deepEqual(consoleErrors, [], 'the page logged errors');
+  });
 });
