@@ -322,10 +322,10 @@ TEST_F(CliMeasureTest, UsageErrorsExitTwo) {
 }
 
 #if defined(VRAM_PROBE_BIN)
-// The installed binary, end to end: exit status 3 and the error object.
-TEST(VramProbeBinary, DeviceJsonWithoutGpuExitsThree) {
-  if (RealNvmlPresent()) GTEST_SKIP() << "an NVIDIA driver is installed here";
-  const std::string command = std::string(VRAM_PROBE_BIN) + " device --json 2>/dev/null";
+// The installed binary, end to end: `vram-probe <command> --json` without a
+// driver exits 3 with the no_gpu error object.
+void ExpectNoGpuJson(const std::string& command_name) {
+  const std::string command = std::string(VRAM_PROBE_BIN) + " " + command_name + " --json 2>/dev/null";
   FILE* pipe = popen(command.c_str(), "r");
   ASSERT_NE(pipe, nullptr);
   std::string output;
@@ -337,18 +337,14 @@ TEST(VramProbeBinary, DeviceJsonWithoutGpuExitsThree) {
   EXPECT_EQ(json::parse(output)["error"]["code"], "no_gpu");
 }
 
+TEST(VramProbeBinary, DeviceJsonWithoutGpuExitsThree) {
+  if (RealNvmlPresent()) GTEST_SKIP() << "an NVIDIA driver is installed here";
+  ExpectNoGpuJson("device");
+}
+
 TEST(VramProbeBinary, NcclJsonWithoutGpuExitsThree) {
   if (RealNvmlPresent()) GTEST_SKIP() << "an NVIDIA driver is installed here";
-  const std::string command = std::string(VRAM_PROBE_BIN) + " nccl --json 2>/dev/null";
-  FILE* pipe = popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string output;
-  char buffer[512];
-  while (std::fgets(buffer, sizeof(buffer), pipe) != nullptr) output += buffer;
-  const int status = pclose(pipe);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), kExitNoGpu);
-  EXPECT_EQ(json::parse(output)["error"]["code"], "no_gpu");
+  ExpectNoGpuJson("nccl");
 }
 #endif
 

@@ -51,28 +51,19 @@ function LayoutFacts({ parallel }) {
       )}
       {parallel.pp > 1 && (
         <dl class={styles.facts}>
-          {Number.isSafeInteger(parallel.first_stage_peak_bytes) && (
-            <div>
-              <dt>First pipeline stage peak</dt>
-              <dd
-                title={bytesTitle(parallel.first_stage_peak_bytes)}
-                data-bytes={String(parallel.first_stage_peak_bytes)}
-              >
-                {formatGiB(parallel.first_stage_peak_bytes)} GiB
-              </dd>
-            </div>
-          )}
-          {Number.isSafeInteger(parallel.last_stage_peak_bytes) && (
-            <div>
-              <dt>Last pipeline stage peak</dt>
-              <dd
-                title={bytesTitle(parallel.last_stage_peak_bytes)}
-                data-bytes={String(parallel.last_stage_peak_bytes)}
-              >
-                {formatGiB(parallel.last_stage_peak_bytes)} GiB
-              </dd>
-            </div>
-          )}
+          {[
+            ['First pipeline stage peak', parallel.first_stage_peak_bytes],
+            ['Last pipeline stage peak', parallel.last_stage_peak_bytes],
+          ]
+            .filter(([, bytes]) => Number.isSafeInteger(bytes))
+            .map(([label, bytes]) => (
+              <div key={label}>
+                <dt>{label}</dt>
+                <dd title={bytesTitle(bytes)} data-bytes={String(bytes)}>
+                  {formatGiB(bytes)} GiB
+                </dd>
+              </div>
+            ))}
         </dl>
       )}
     </div>
