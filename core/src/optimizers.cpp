@@ -91,4 +91,10 @@ std::vector<std::string> optimizer_names() {
   return out;
 }
 
+std::vector<std::pair<std::string, std::string>> optimizer_aliases() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [alias, canonical] : kAliases) out.emplace_back(alias, canonical);
+  return out;
+}
+
 }  // namespace vram

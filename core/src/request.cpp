@@ -1,9 +1,10 @@
 #include "vram/request.h"
 
 #include <algorithm>
-#include <map>
+#include <cstdlib>
 
 #include "vram/families.h"
+#include "vram/fields.h"
 #include "vram/gpus.h"
 #include "vram/optimizers.h"
 
@@ -67,58 +68,60 @@ const char* to_string(Checkpointing c) {
 
 namespace {
 
-template <typename E>
-E pick(const JsonReader& r, const std::string& key, const std::map<std::string, E>& table, E fallback,
-       bool* given = nullptr) {
+// The canonical value of an enum field (vram/fields.h) at r[key], or nullopt
+// when absent; a name the table does not accept fails listing every accepted
+// name, aliases included.
+std::optional<std::string> enum_value(const JsonReader& r, const std::string& key, const FieldSpec& f) {
   const auto v = r.str_opt(key);
-  if (given != nullptr) *given = v.has_value();
-  if (!v) return fallback;
-  auto it = table.find(*v);
-  if (it != table.end()) return it->second;
+  if (!v) return std::nullopt;
+  if (auto c = f.canonical(*v)) return c;
   std::string allowed;
-  for (const auto& [k, _] : table) allowed += (allowed.empty() ? "" : ", ") + k;
+  for (const auto& k : f.accepted()) allowed += (allowed.empty() ? "" : ", ") + k;
   fail(errc::kUnknownValue, r.child_path(key),
        r.child_path(key) + " " + vram::quoted(*v) + " is not one of: " + allowed);
 }
 
-const std::map<std::string, Method> kMethods = {
-    {"full", Method::kFull}, {"lora", Method::kLora}, {"qlora", Method::kQlora}, {"freeze", Method::kFreeze}};
+// The enum constant whose to_string is `name` (a canonical value of the table).
+template <typename E, size_t N>
+E enum_named(const std::string& name, const E (&all)[N]) {
+  for (E e : all) {
+    if (name == to_string(e)) return e;
+  }
+  std::abort();  // the table and to_string disagree: fields_test catches it
+}
 
-// Names users bring from HF Trainer (bf16=True), Lightning (bf16-true,
-// bf16-mixed) and DeepSpeed.
-const std::map<std::string, Precision> kPrecisions = {
-    {"fp32", Precision::kFp32},        {"float32", Precision::kFp32},       {"32-true", Precision::kFp32},
-    {"bf16", Precision::kBf16},        {"bfloat16", Precision::kBf16},      {"bf16-true", Precision::kBf16},
-    {"fp16", Precision::kFp16},        {"float16", Precision::kFp16},       {"fp16-true", Precision::kFp16},
-    {"amp_bf16", Precision::kAmpBf16}, {"bf16-mixed", Precision::kAmpBf16}, {"amp_fp16", Precision::kAmpFp16},
-    {"16-mixed", Precision::kAmpFp16}, {"fp16-mixed", Precision::kAmpFp16}, {"mixed_bf16", Precision::kMixedBf16},
-};
+constexpr Method kAllMethods[] = {Method::kFull, Method::kLora, Method::kQlora, Method::kFreeze};
+constexpr Precision kAllPrecisions[] = {Precision::kFp32,    Precision::kBf16,    Precision::kFp16,
+                                        Precision::kAmpBf16, Precision::kAmpFp16, Precision::kMixedBf16};
+constexpr AttentionImpl kAllAttention[] = {AttentionImpl::kEager, AttentionImpl::kSdpa, AttentionImpl::kFlash2};
+constexpr Checkpointing kAllCheckpointing[] = {Checkpointing::kNone, Checkpointing::kFull, Checkpointing::kSelective};
 
-const std::map<std::string, AttentionImpl> kAttention = {
-    {"eager", AttentionImpl::kEager},
-    {"sdpa", AttentionImpl::kSdpa},
-    {"flash_attention_2", AttentionImpl::kFlash2},
-    {"flash_attention_3", AttentionImpl::kFlash2},
-    {"fa2", AttentionImpl::kFlash2},
-    {"flash", AttentionImpl::kFlash2},
-};
+// r[key] as the enum E, `fallback` when absent; `given` says whether it was there.
+template <typename E, size_t N>
+E pick(const JsonReader& r, const std::string& key, const char* path, const E (&all)[N], E fallback,
+       bool* given = nullptr) {
+  const auto v = enum_value(r, key, field(path));
+  if (given != nullptr) *given = v.has_value();
+  return v ? enum_named(*v, all) : fallback;
+}
 
-const std::map<std::string, Checkpointing> kCheckpointing = {
-    {"none", Checkpointing::kNone}, {"full", Checkpointing::kFull}, {"selective", Checkpointing::kSelective}};
+// The default of a declared enum field as E.
+template <typename E, size_t N>
+E default_of(const char* path, const E (&all)[N]) {
+  return enum_named(field(path).default_value.get<std::string>(), all);
+}
 
-// Context and batch limits: 2^24 tokens of context and 2^16 sequences per
-// micro-batch cover every real run and keep b*s*V*4 below 2^63.
-constexpr int64_t kMaxSeq = int64_t{1} << 24;
-constexpr int64_t kMaxBatch = int64_t{1} << 16;
+using limits::kMaxBatch;
+using limits::kMaxSeq;
 
 void parse_train(const JsonReader& t, Request& req) {
   TrainOptions& o = req.train;
-  o.method = pick(t, "method", kMethods, Method::kFull);
+  o.method = pick(t, "method", "train.method", kAllMethods, default_of("train.method", kAllMethods));
   o.micro_batch = t.int_or("micro_batch", o.micro_batch, 1, kMaxBatch);
-  o.seq_len = t.int_or("seq_len", 2048, 1, kMaxSeq);
-  o.grad_accum = t.int_or("grad_accum", o.grad_accum, 1, 1 << 20);
+  o.seq_len = t.int_or("seq_len", defaults::kSeqLen, 1, kMaxSeq);
+  o.grad_accum = t.int_or("grad_accum", o.grad_accum, 1, limits::kMaxGradAccum);
   bool precision_here = false;
-  o.precision = pick(t, "precision", kPrecisions, o.precision, &precision_here);
+  o.precision = pick(t, "precision", "train.precision", kAllPrecisions, o.precision, &precision_here);
   o.precision_given = o.precision_given || precision_here;
   if (const auto opt = t.str_opt("optimizer")) {
     if (find_optimizer(*opt) == nullptr) {
@@ -133,9 +136,11 @@ void parse_train(const JsonReader& t, Request& req) {
   if (const json* gc = t.get("grad_checkpointing"); gc != nullptr && gc->is_boolean()) {
     o.checkpointing = gc->get<bool>() ? Checkpointing::kFull : Checkpointing::kNone;
   } else {
-    o.checkpointing = pick(t, "grad_checkpointing", kCheckpointing, Checkpointing::kNone);
+    o.checkpointing = pick(t, "grad_checkpointing", "train.grad_checkpointing", kAllCheckpointing,
+                           default_of("train.grad_checkpointing", kAllCheckpointing));
   }
-  o.attention = pick(t, "attention", kAttention, AttentionImpl::kSdpa, &o.attention_given);
+  o.attention = pick(t, "attention", "train.attention", kAllAttention, default_of("train.attention", kAllAttention),
+                     &o.attention_given);
   o.fused_loss = t.bool_or("fused_loss", false);
   o.fused_norm = t.bool_or("fused_norm", false);
   o.sdpa_gqa_native = t.bool_or("sdpa_gqa_native", false);
@@ -145,11 +150,11 @@ void parse_train(const JsonReader& t, Request& req) {
   o.images_per_sample = t.int_or("images_per_sample", 0, 0, 1024);
   o.trainable_modules = t.str_list_or("trainable_modules", {});
   if (auto l = t.object_opt("lora")) {
-    o.lora.rank = l->int_or("rank", 8, 1, 1 << 16);
+    o.lora.rank = l->int_or("rank", defaults::kLoraRank, 1, limits::kMaxLoraRank);
     o.lora.alpha = l->num_or("alpha", static_cast<double>(o.lora.rank), 0.0, 1e9);
-    o.lora.dropout = l->num_or("dropout", 0.0, 0.0, 1.0);
-    o.lora.adapter_fp32 = l->bool_or("adapter_fp32", true);
-    o.lora.use_dora = l->bool_or("use_dora", false);
+    o.lora.dropout = l->num_or("dropout", defaults::kLoraDropout, 0.0, 1.0);
+    o.lora.adapter_fp32 = l->bool_or("adapter_fp32", defaults::kLoraAdapterFp32);
+    o.lora.use_dora = l->bool_or("use_dora", defaults::kLoraUseDora);
     if (const json* tg = l->get("targets");
         tg != nullptr && tg->is_string() && tg->get<std::string>() == "all-linear") {
       o.lora.all_linear = true;
@@ -166,9 +171,9 @@ void parse_train(const JsonReader& t, Request& req) {
     }
   }
   if (auto q = t.object_opt("quant")) {
-    o.quant.double_quant = q->bool_or("double_quant", true);
-    o.quant.blocksize = q->int_or("blocksize", 64, 16, 4096);
-    o.quant.prepare_kbit = q->bool_or("prepare_kbit", true);
+    o.quant.double_quant = q->bool_or("double_quant", defaults::kDoubleQuant);
+    o.quant.blocksize = q->int_or("blocksize", defaults::kQuantBlocksize, 16, 4096);
+    o.quant.prepare_kbit = q->bool_or("prepare_kbit", defaults::kPrepareKbit);
   }
   if (o.method == Method::kFreeze && o.trainable_modules.empty()) {
     fail(errc::kMissingField, t.child_path("trainable_modules"),
@@ -178,26 +183,26 @@ void parse_train(const JsonReader& t, Request& req) {
 
 void parse_infer(const JsonReader& i, Request& req) {
   InferOptions& o = req.infer;
-  o.batch = i.int_or("batch", 1, 1, kMaxBatch);
-  o.context_len = i.int_or("context_len", 4096, 1, kMaxSeq);
+  o.batch = i.int_or("batch", defaults::kInferBatch, 1, kMaxBatch);
+  o.context_len = i.int_or("context_len", defaults::kContextLen, 1, kMaxSeq);
   o.prompt_len = i.int_or("prompt_len", 0, 1, kMaxSeq);
   if (o.prompt_len > o.context_len) {
     fail(errc::kInconsistent, i.child_path("prompt_len"),
          i.child_path("prompt_len") + " (" + std::to_string(o.prompt_len) + ") exceeds " + i.child_path("context_len") +
              " (" + std::to_string(o.context_len) + ")");
   }
-  o.weights_dtype = i.str_or("weights_dtype", "bf16");
-  o.kv_dtype = i.str_or("kv_dtype", "bf16");
-  o.engine = i.str_or("engine", "hf");
+  o.weights_dtype = i.str_or("weights_dtype", defaults::kWeightsDtype);
+  o.kv_dtype = i.str_or("kv_dtype", defaults::kKvDtype);
+  o.engine = i.str_or("engine", defaults::kEngine);
   if (o.engine != "hf" && o.engine != "vllm") {
     fail(errc::kUnknownValue, i.child_path("engine"),
          i.child_path("engine") + " " + vram::quoted(o.engine) + " must be \"hf\" or \"vllm\"");
   }
-  o.gpu_memory_utilization = i.num_or("gpu_memory_utilization", 0.9, 0.01, 1.0);
-  o.block_size = i.int_or("block_size", 16, 1, 4096);
-  o.max_num_seqs = i.int_or("max_num_seqs", 256, 1, kMaxBatch);
-  o.max_num_batched_tokens = i.int_or("max_num_batched_tokens", 8192, 1, kMaxSeq);
-  o.cuda_graphs = !i.bool_or("enforce_eager", false);
+  o.gpu_memory_utilization = i.num_or("gpu_memory_utilization", defaults::kGpuMemoryUtilization, 0.01, 1.0);
+  o.block_size = i.int_or("block_size", defaults::kBlockSize, 1, 4096);
+  o.max_num_seqs = i.int_or("max_num_seqs", defaults::kMaxNumSeqs, 1, kMaxBatch);
+  o.max_num_batched_tokens = i.int_or("max_num_batched_tokens", defaults::kMaxNumBatchedTokens, 1, kMaxSeq);
+  o.cuda_graphs = !i.bool_or("enforce_eager", defaults::kEnforceEager);
 }
 
 // DeepSpeed's own config JSON (zero_optimization.*, train_micro_batch_size_per_gpu,
@@ -209,7 +214,7 @@ void parse_deepspeed(const JsonReader& d, Request& req) {
     o.zero = z->int_or("stage", 0, 0, 3);
     if (auto off = z->object_opt("offload_optimizer")) o.offload_optimizer = off->str_or("device", "none") != "none";
     if (auto off = z->object_opt("offload_param")) o.offload_params = off->str_or("device", "none") != "none";
-    constexpr int64_t kMaxElems = int64_t{1} << 40;
+    using limits::kMaxElems;
     o.reduce_bucket_size = z->int_or("reduce_bucket_size", o.reduce_bucket_size, 1, kMaxElems);
     o.contiguous_gradients = z->bool_or("contiguous_gradients", o.contiguous_gradients);
     if (z->has("overlap_comm")) {
@@ -225,7 +230,9 @@ void parse_deepspeed(const JsonReader& d, Request& req) {
   if (d.has("train_micro_batch_size_per_gpu")) {
     req.train.micro_batch = d.int_req("train_micro_batch_size_per_gpu", 1, kMaxBatch);
   }
-  if (d.has("gradient_accumulation_steps")) req.train.grad_accum = d.int_req("gradient_accumulation_steps", 1, 1 << 20);
+  if (d.has("gradient_accumulation_steps")) {
+    req.train.grad_accum = d.int_req("gradient_accumulation_steps", 1, limits::kMaxGradAccum);
+  }
   // DeepSpeed's bf16/fp16 modes keep fp32 master weights and states.
   auto enabled = [&](const char* key) {
     auto o = d.object_opt(key);
@@ -340,17 +347,17 @@ void check_layout(const Request& req, const std::string& base) {
 
 void parse_parallel(const JsonReader& p, Request& req) {
   ParallelOptions& o = req.parallel;
-  o.gpus = p.int_or("gpus", 1, 1, 1 << 20);
-  o.tp = p.int_or("tp", 1, 1, 1 << 10);
-  o.pp = p.int_or("pp", 1, 1, 1 << 12);
-  o.cp = p.int_or("cp", 1, 1, 1 << 12);
+  o.gpus = p.int_or("gpus", defaults::kGpus, 1, limits::kMaxGpus);
+  o.tp = p.int_or("tp", 1, 1, limits::kMaxSmallDegree);
+  o.pp = p.int_or("pp", 1, 1, limits::kMaxDegree);
+  o.cp = p.int_or("cp", 1, 1, limits::kMaxDegree);
   // Data parallel fills what tensor, pipeline and context parallel leave.
-  o.dp = p.int_or("dp", std::max<int64_t>(o.gpus / (o.tp * o.pp * o.cp), 1), 1, 1 << 20);
-  o.ep = p.int_or("ep", 1, 1, 1 << 12);
-  o.vp = p.int_or("vp", 1, 1, 1 << 10);
+  o.dp = p.int_or("dp", std::max<int64_t>(o.gpus / (o.tp * o.pp * o.cp), 1), 1, limits::kMaxGpus);
+  o.ep = p.int_or("ep", 1, 1, limits::kMaxDegree);
+  o.vp = p.int_or("vp", 1, 1, limits::kMaxSmallDegree);
   o.distributed_optimizer = p.bool_or("distributed_optimizer", o.distributed_optimizer);
-  o.main_grads_fp32 = p.bool_or("main_grads_fp32", true);
-  o.fsdp_version = p.int_or("fsdp_version", 1, 1, 2);
+  o.main_grads_fp32 = p.bool_or("main_grads_fp32", defaults::kMainGradsFp32);
+  o.fsdp_version = p.int_or("fsdp_version", defaults::kFsdpVersion, 1, 2);
   // FSDP MixedPrecision(param_dtype, reduce_dtype): bytes of the gathered
   // parameters and of the gradient reduction.
   for (auto [key, out] :
@@ -366,11 +373,19 @@ void parse_parallel(const JsonReader& p, Request& req) {
       }
     }
   }
-  // NCCL MAXCHANNELS is 64 (src/include/device.h).
-  o.nccl_channels = p.int_or("nccl_channels", o.nccl_channels, 1, 64);
+  o.nccl_channels = p.int_or("nccl_channels", o.nccl_channels, 1, limits::kMaxNcclChannels);
   if (p.has("nvls")) o.nvls = p.bool_or("nvls", false);
   o.stage3_param_persistence_threshold =
-      p.int_or("stage3_param_persistence_threshold", o.stage3_param_persistence_threshold, 0, int64_t{1} << 40);
+      p.int_or("stage3_param_persistence_threshold", o.stage3_param_persistence_threshold, 0, limits::kMaxElems);
+  // The other ZeRO knobs docs/schema.md lists as parallel fields were read
+  // only from a pasted DeepSpeed config; the field table (vram/fields.h)
+  // declares them, so the request's own fields now count too.
+  o.stage3_prefetch_bucket_size =
+      p.int_or("stage3_prefetch_bucket_size", o.stage3_prefetch_bucket_size, 0, limits::kMaxElems);
+  o.stage3_max_live_parameters =
+      p.int_or("stage3_max_live_parameters", o.stage3_max_live_parameters, 0, limits::kMaxElems);
+  o.reduce_bucket_size = p.int_or("reduce_bucket_size", o.reduce_bucket_size, 1, limits::kMaxElems);
+  o.contiguous_gradients = p.bool_or("contiguous_gradients", o.contiguous_gradients);
   o.zero = p.int_or("zero", o.zero, 0, 3);
   o.fsdp = p.str_or("fsdp", o.fsdp);
   if (auto sharding = p.str_opt("sharding")) {
@@ -401,9 +416,9 @@ void parse_parallel(const JsonReader& p, Request& req) {
   o.offload_optimizer = p.bool_or("offload_optimizer", o.offload_optimizer);
   o.offload_params = p.bool_or("offload_params", o.offload_params);
   o.sequence_parallel = p.bool_or("sequence_parallel", false);
-  o.gpus_per_node = p.int_or("gpus_per_node", 8, 1, 1 << 10);
+  o.gpus_per_node = p.int_or("gpus_per_node", defaults::kGpusPerNode, 1, limits::kMaxSmallDegree);
   if (p.has("nodes")) {
-    o.nodes = p.int_req("nodes", 1, 1 << 16);
+    o.nodes = p.int_req("nodes", 1, limits::kMaxNodes);
     if (o.gpus % o.nodes != 0) {
       fail(errc::kInconsistent, p.child_path("nodes"),
            p.child_path("nodes") + " (" + std::to_string(o.nodes) + ") must divide " + p.child_path("gpus") + " (" +
@@ -417,7 +432,7 @@ void parse_parallel(const JsonReader& p, Request& req) {
   } else {
     o.nodes = (o.gpus + o.gpus_per_node - 1) / o.gpus_per_node;
   }
-  o.gradient_as_bucket_view = p.bool_or("gradient_as_bucket_view", false);
+  o.gradient_as_bucket_view = p.bool_or("gradient_as_bucket_view", defaults::kGradientAsBucketView);
   if (p.has("overlap_comm")) {
     o.overlap_comm = p.bool_or("overlap_comm", false);
     o.overlap_comm_given = true;
@@ -426,14 +441,13 @@ void parse_parallel(const JsonReader& p, Request& req) {
 }
 
 void parse_overheads(const JsonReader& o, Request& req) {
-  // Up to 64 GiB for any single overhead: larger is a unit mistake.
-  constexpr int64_t kMaxOverhead = int64_t{64} << 30;
+  using limits::kMaxOverhead;
   if (o.has("cuda_context_bytes")) req.overheads.cuda_context_bytes = o.int_req("cuda_context_bytes", 0, kMaxOverhead);
   if (o.has("cublas_workspace_bytes")) {
     req.overheads.cublas_workspace_bytes = o.int_req("cublas_workspace_bytes", 0, kMaxOverhead);
   }
   req.overheads.fragmentation = o.num_opt("fragmentation", 0.0, 4.0);
-  req.overheads.misc_bytes = o.int_or("misc_bytes", 0, 0, kMaxOverhead);
+  req.overheads.misc_bytes = o.int_or("misc_bytes", defaults::kMiscBytes, 0, kMaxOverhead);
   if (o.has("nccl_bytes")) req.overheads.nccl_bytes = o.int_req("nccl_bytes", 0, kMaxOverhead);
 }
 
@@ -481,7 +495,7 @@ Result<Request> parse_request(const json& request) {
     } else {
       fail(errc::kMissingField, "model.config", "model.config (an HF config.json object) or model.custom is required");
     }
-    const std::string task = r.str_or("task", "train");
+    const std::string task = r.str_or("task", defaults::kTask);
     if (task == "train") {
       req.task = Task::kTrain;
     } else if (task == "infer") {

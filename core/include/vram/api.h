@@ -27,6 +27,12 @@ std::string plan_json(const std::string& request_text);
 // {"schema", "version", "supported_model_types", "gpus"}.
 std::string version_json();
 
+// Every request field as the core declares it (vram/fields.h): {"schema",
+// "version", "fields": [{path, type, default, values, aliases, min, max,
+// label, cli, cli_unit, url, doc}]}. The page's defaults and URL keys and the
+// CLI's flags come from this table.
+std::string fields_json();
+
 // Same as the text functions, for native callers that hold parsed JSON.
 json estimate(const json& request);
 json model_info(const json& model);

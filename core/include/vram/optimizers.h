@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace vram {
@@ -36,5 +37,7 @@ struct OptimizerInfo {
 // nullptr when unknown. Accepts aliases ("adamw" -> adamw_torch).
 const OptimizerInfo* find_optimizer(const std::string& name);
 std::vector<std::string> optimizer_names();
+// The accepted alias names and the optimizer each stands for.
+std::vector<std::pair<std::string, std::string>> optimizer_aliases();
 
 }  // namespace vram

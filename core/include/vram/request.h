@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "vram/fields.h"
 #include "vram/json_reader.h"
 #include "vram/model.h"
 #include "vram/status.h"
@@ -29,29 +30,30 @@ enum class AttentionImpl { kEager, kSdpa, kFlash2 };
 enum class Checkpointing { kNone, kFull, kSelective };
 
 struct LoraOptions {
-  int64_t rank = 8;                  // peft LoraConfig r default 8
-  double alpha = 8;                  // peft LoraConfig lora_alpha default 8
-  double dropout = 0.0;              // peft LoraConfig lora_dropout default 0.0
-  std::vector<std::string> targets;  // leaf module names; empty = family default
-  bool all_linear = false;           // "all-linear": every nn.Linear except the output layer
-  bool adapter_fp32 = true;          // peft autocast_adapter_dtype=True upcasts adapters to fp32
-  bool use_dora = false;             // DoRA adds a magnitude vector of out_features per target
+  // Defaults and their sources: vram/fields.h.
+  int64_t rank = defaults::kLoraRank;
+  double alpha = defaults::kLoraAlpha;
+  double dropout = defaults::kLoraDropout;
+  std::vector<std::string> targets;                // leaf module names; empty = family default
+  bool all_linear = false;                         // "all-linear": every nn.Linear except the output layer
+  bool adapter_fp32 = defaults::kLoraAdapterFp32;  // adapters upcast to fp32
+  bool use_dora = defaults::kLoraUseDora;          // DoRA adds a magnitude vector of out_features per target
 };
 
 struct QuantOptions {
-  bool double_quant = true;  // bnb_4bit_use_double_quant (QLoRA paper recipe)
-  int64_t blocksize = 64;    // bitsandbytes quantize_4bit default blocksize
-  bool prepare_kbit = true;  // peft prepare_model_for_kbit_training casts non-4bit params to fp32
+  bool double_quant = defaults::kDoubleQuant;  // bnb_4bit_use_double_quant
+  int64_t blocksize = defaults::kQuantBlocksize;
+  bool prepare_kbit = defaults::kPrepareKbit;  // peft prepare_model_for_kbit_training casts non-4bit params to fp32
 };
 
 struct TrainOptions {
   Method method = Method::kFull;
-  int64_t micro_batch = 1;
-  int64_t seq_len = 2048;
-  int64_t grad_accum = 1;
+  int64_t micro_batch = defaults::kMicroBatch;
+  int64_t seq_len = defaults::kSeqLen;
+  int64_t grad_accum = defaults::kGradAccum;
   Precision precision = Precision::kBf16;
   bool precision_given = false;
-  std::string optimizer = "adamw_torch_fused";
+  std::string optimizer = defaults::kOptimizer;
   bool optimizer_given = false;
   Checkpointing checkpointing = Checkpointing::kNone;
   AttentionImpl attention = AttentionImpl::kSdpa;
@@ -69,58 +71,58 @@ struct TrainOptions {
 };
 
 struct InferOptions {
-  int64_t batch = 1;           // concurrent sequences
-  int64_t context_len = 4096;  // tokens per sequence (prompt + generated)
-  int64_t prompt_len = 0;      // prefill length; 0 = context_len
-  std::string weights_dtype = "bf16";
-  std::string kv_dtype = "bf16";
-  std::string engine = "hf";  // "hf" (transformers generate) | "vllm" (paged)
-  // vLLM EngineArgs defaults (vllm/engine/arg_utils.py).
-  double gpu_memory_utilization = 0.9;
-  int64_t block_size = 16;
-  int64_t max_num_seqs = 256;
-  int64_t max_num_batched_tokens = 8192;  // chunked prefill budget per step
-  bool cuda_graphs = true;                // enforce_eager = false
+  int64_t batch = defaults::kInferBatch;        // concurrent sequences
+  int64_t context_len = defaults::kContextLen;  // tokens per sequence (prompt + generated)
+  int64_t prompt_len = 0;                       // prefill length; 0 = context_len
+  std::string weights_dtype = defaults::kWeightsDtype;
+  std::string kv_dtype = defaults::kKvDtype;
+  std::string engine = defaults::kEngine;  // "hf" (transformers generate) | "vllm" (paged)
+  // vLLM engine arguments (defaults: vram/fields.h).
+  double gpu_memory_utilization = defaults::kGpuMemoryUtilization;
+  int64_t block_size = defaults::kBlockSize;
+  int64_t max_num_seqs = defaults::kMaxNumSeqs;
+  int64_t max_num_batched_tokens = defaults::kMaxNumBatchedTokens;  // chunked prefill budget per step
+  bool cuda_graphs = !defaults::kEnforceEager;
 };
 
 struct ParallelOptions {
-  int64_t gpus = 1;
+  int64_t gpus = defaults::kGpus;
   int64_t dp = 1;
   int64_t tp = 1;
   int64_t pp = 1;
-  int64_t cp = 1;                  // context parallel: the sequence split across ranks
-  int64_t ep = 1;                  // expert parallel: routed experts split across ranks (within dp)
-  int64_t vp = 1;                  // virtual pipeline stages per rank (Megatron interleaved 1F1B)
-  int64_t zero = 0;                // DeepSpeed ZeRO stage
-  std::string fsdp;                // "", "full_shard", "shard_grad_op", "hybrid_shard", "no_shard"
-  bool offload_optimizer = false;  // ZeRO / FSDP optimizer (and fp32 master) offload to CPU
-  bool offload_params = false;     // ZeRO-3 / FSDP parameter offload to CPU
-  bool sequence_parallel = false;  // Megatron SP: norms and dropouts split across tp ranks
-  int64_t gpus_per_node = 8;       // FSDP HYBRID_SHARD shards within a node
-  int64_t nodes = 1;               // gpus / gpus_per_node, rounded up
+  int64_t cp = 1;                                  // context parallel: the sequence split across ranks
+  int64_t ep = 1;                                  // expert parallel: routed experts split across ranks (within dp)
+  int64_t vp = 1;                                  // virtual pipeline stages per rank (Megatron interleaved 1F1B)
+  int64_t zero = 0;                                // DeepSpeed ZeRO stage
+  std::string fsdp;                                // "", "full_shard", "shard_grad_op", "hybrid_shard", "no_shard"
+  bool offload_optimizer = false;                  // ZeRO / FSDP optimizer (and fp32 master) offload to CPU
+  bool offload_params = false;                     // ZeRO-3 / FSDP parameter offload to CPU
+  bool sequence_parallel = false;                  // Megatron SP: norms and dropouts split across tp ranks
+  int64_t gpus_per_node = defaults::kGpusPerNode;  // FSDP HYBRID_SHARD shards within a node
+  int64_t nodes = 1;                               // gpus / gpus_per_node, rounded up
   // Megatron-LM: --use-distributed-optimizer shards the fp32 main params and
   // optimizer states over data parallel; bf16 runs keep fp32 main grads
   // (accumulate_allreduce_grads_in_fp32) unless main_grads_fp32 is false.
   bool distributed_optimizer = false;
-  bool main_grads_fp32 = true;
+  bool main_grads_fp32 = defaults::kMainGradsFp32;
   // FSDP: 1 = FlatParameter units (FullyShardedDataParallel), 2 = per-parameter
   // DTensor shards (fully_shard). MixedPrecision reduce dtype: 0 = param dtype.
-  int64_t fsdp_version = 1;
+  int64_t fsdp_version = defaults::kFsdpVersion;
   int64_t fsdp_reduce_bytes = 0;
   int64_t fsdp_param_bytes = 0;  // MixedPrecision param_dtype (the gathered copy); 0 = the weights' dtype
   // NCCL (research/memory-internals.md §2.4): channels per ring/tree
   // connection set, and NVLink SHARP buffers on NVSwitch systems (unset = by GPU).
-  int64_t nccl_channels = 32;
+  int64_t nccl_channels = defaults::kNcclChannels;
   std::optional<bool> nvls;
-  // Buffers (torch DistributedDataParallel and deepspeed/runtime/zero/config.py defaults).
-  bool gradient_as_bucket_view = false;
-  int64_t reduce_bucket_size = 500000000;  // elements
-  bool overlap_comm = false;               // DeepSpeed turns it on for stage 3
+  // Buffers (torch DistributedDataParallel and DeepSpeed ZeRO; defaults: vram/fields.h).
+  bool gradient_as_bucket_view = defaults::kGradientAsBucketView;
+  int64_t reduce_bucket_size = defaults::kReduceBucketSize;  // elements
+  bool overlap_comm = false;                                 // DeepSpeed turns it on for stage 3
   bool overlap_comm_given = false;
-  bool contiguous_gradients = true;
-  int64_t stage3_prefetch_bucket_size = 50000000;
-  int64_t stage3_max_live_parameters = 1000000000;
-  int64_t stage3_param_persistence_threshold = 100000;  // smaller params stay whole on every rank
+  bool contiguous_gradients = defaults::kContiguousGradients;
+  int64_t stage3_prefetch_bucket_size = defaults::kStage3PrefetchBucketSize;
+  int64_t stage3_max_live_parameters = defaults::kStage3MaxLiveParameters;
+  int64_t stage3_param_persistence_threshold = defaults::kStage3ParamPersistenceThreshold;
 };
 
 // Everything outside the tensors, each overridable (issue 4). Defaults and
@@ -128,9 +130,9 @@ struct ParallelOptions {
 struct OverheadOptions {
   std::optional<int64_t> cuda_context_bytes;
   std::optional<int64_t> cublas_workspace_bytes;
-  std::optional<int64_t> nccl_bytes;    // per GPU, replaces the modelled NCCL buffers (multi-GPU)
-  std::optional<double> fragmentation;  // extra reserved/allocated fraction
-  int64_t misc_bytes = 0;               // user cushion, added to every phase
+  std::optional<int64_t> nccl_bytes;          // per GPU, replaces the modelled NCCL buffers (multi-GPU)
+  std::optional<double> fragmentation;        // extra reserved/allocated fraction
+  int64_t misc_bytes = defaults::kMiscBytes;  // user cushion, added to every phase
 };
 
 // The seeds' tunable factors (seed 000 "Calibration Factors"), off by default:

@@ -1,0 +1,154 @@
+// One declaration per request field (docs/schema.md "Request"): its dotted
+// path, type, default, allowed values and limits, its label in the user's
+// vocabulary, its vram-probe flag and the page's URL key (issue 11 item 3).
+//
+// The defaults and limits below are written once: the Request structs
+// (request.h) start from them, parse_request (request.cpp) falls back to them
+// and checks them, and the table (fields.cpp) publishes them to the CLI
+// (`vram-probe fields --json`) and the page (fields_json(), WASM `fields()`).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "vram/json_reader.h"
+
+namespace vram {
+
+// Defaults of the request fields, each with the source it follows.
+namespace defaults {
+
+inline constexpr const char* kTask = "train";
+inline constexpr const char* kMethod = "full";
+// The smallest job: one sequence per GPU, no accumulation (TrainingArguments'
+// per_device_train_batch_size is 8, a demo value; the planner starts at the floor
+// and reports the largest micro-batch that fits).
+inline constexpr int64_t kMicroBatch = 1;
+inline constexpr int64_t kGradAccum = 1;  // TrainingArguments gradient_accumulation_steps = 1
+// The contract's example sequence length (docs/schema.md) and Llama-2's context.
+inline constexpr int64_t kSeqLen = 2048;
+// Pure bf16: the model loaded with torch_dtype=bfloat16, as most fine-tuning
+// recipes do; DeepSpeed / FSDP / Megatron layouts switch to mixed_bf16 (request.cpp).
+inline constexpr const char* kPrecision = "bf16";
+// HF Trainer's default optim in recent transformers (adamw_torch_fused on CUDA).
+inline constexpr const char* kOptimizer = "adamw_torch_fused";
+inline constexpr const char* kCheckpointing = "none";  // TrainingArguments gradient_checkpointing = False
+// transformers picks SDPA when torch has it (attn_implementation=None).
+inline constexpr const char* kAttention = "sdpa";
+
+// peft LoraConfig: r = 8, lora_alpha = 8, lora_dropout = 0.0; autocast_adapter_dtype=True
+// upcasts adapters to fp32; use_dora = False. An absent alpha follows r (alpha = r),
+// which equals PEFT's default at the default r.
+inline constexpr int64_t kLoraRank = 8;
+inline constexpr double kLoraAlpha = 8;
+inline constexpr double kLoraDropout = 0.0;
+inline constexpr bool kLoraAdapterFp32 = true;
+inline constexpr bool kLoraUseDora = false;
+
+// QLoRA: bnb_4bit_use_double_quant (the QLoRA paper's recipe), bitsandbytes
+// quantize_4bit's default blocksize 64, peft prepare_model_for_kbit_training
+// casting non-4-bit parameters to fp32.
+inline constexpr bool kDoubleQuant = true;
+inline constexpr int64_t kQuantBlocksize = 64;
+inline constexpr bool kPrepareKbit = true;
+
+// Inference: one sequence, a 4k context, bf16 weights and KV cache, transformers generate.
+inline constexpr int64_t kInferBatch = 1;
+inline constexpr int64_t kContextLen = 4096;
+inline constexpr const char* kWeightsDtype = "bf16";
+inline constexpr const char* kKvDtype = "bf16";
+inline constexpr const char* kEngine = "hf";
+// vLLM EngineArgs defaults (vllm/engine/arg_utils.py).
+inline constexpr double kGpuMemoryUtilization = 0.9;
+inline constexpr int64_t kBlockSize = 16;
+inline constexpr int64_t kMaxNumSeqs = 256;
+inline constexpr int64_t kMaxNumBatchedTokens = 8192;  // chunked prefill budget per step
+inline constexpr bool kEnforceEager = false;           // CUDA graphs on
+
+// One GPU, no sharding; torchrun --nproc_per_node 8 (an HGX node) for FSDP
+// HYBRID_SHARD's shard group.
+inline constexpr int64_t kGpus = 1;
+inline constexpr int64_t kGpusPerNode = 8;
+// FSDP1 (FullyShardedDataParallel) unless fully_shard is asked for.
+inline constexpr int64_t kFsdpVersion = 1;
+// Megatron-LM keeps fp32 main grads (accumulate_allreduce_grads_in_fp32) in bf16 runs.
+inline constexpr bool kMainGradsFp32 = true;
+// NCCL: 32 channels per communicator on 8 x H100 (NVIDIA/nccl#1685; research/memory-internals.md §2.4).
+inline constexpr int64_t kNcclChannels = 32;
+// torch DistributedDataParallel(gradient_as_bucket_view=False) and
+// deepspeed/runtime/zero/config.py defaults.
+inline constexpr bool kGradientAsBucketView = false;
+inline constexpr int64_t kReduceBucketSize = 500000000;  // elements
+inline constexpr bool kContiguousGradients = true;
+inline constexpr int64_t kStage3PrefetchBucketSize = 50000000;
+inline constexpr int64_t kStage3MaxLiveParameters = 1000000000;
+inline constexpr int64_t kStage3ParamPersistenceThreshold = 100000;  // smaller params stay whole on every rank
+
+inline constexpr int64_t kMiscBytes = 0;  // the user's cushion, off
+
+}  // namespace defaults
+
+// Limits parse_request enforces: they reject mistakes, never real runs.
+namespace limits {
+
+// 2^24 tokens of context and 2^16 sequences per micro-batch cover every real
+// run and keep b*s*V*4 below 2^63.
+inline constexpr int64_t kMaxSeq = int64_t{1} << 24;
+inline constexpr int64_t kMaxBatch = int64_t{1} << 16;
+inline constexpr int64_t kMaxGradAccum = int64_t{1} << 20;
+inline constexpr int64_t kMaxLoraRank = int64_t{1} << 16;
+inline constexpr int64_t kMaxGpus = int64_t{1} << 20;
+inline constexpr int64_t kMaxSmallDegree = int64_t{1} << 10;  // tp, vp, GPUs per node
+inline constexpr int64_t kMaxDegree = int64_t{1} << 12;       // pp, cp, ep
+inline constexpr int64_t kMaxNodes = int64_t{1} << 16;
+inline constexpr int64_t kMaxNcclChannels = 64;         // NCCL MAXCHANNELS (src/include/device.h)
+inline constexpr int64_t kMaxElems = int64_t{1} << 40;  // DeepSpeed bucket and threshold sizes, elements
+// Up to 64 GiB for any single overhead: larger is a unit mistake.
+inline constexpr int64_t kMaxOverhead = int64_t{64} << 30;
+
+}  // namespace limits
+
+enum class FieldType { kInt, kNumber, kBool, kString, kEnum, kList, kObject };
+
+const char* to_string(FieldType t);
+
+struct FieldSpec {
+  std::string path;  // dotted request path: "train.lora.rank"
+  FieldType type;
+  // What parse_request applies when the field is absent; null where absence
+  // means something else (the doc says what: "= context_len", "by GPU").
+  json default_value;
+  std::vector<std::string> values;                           // enum: canonical values
+  std::vector<std::pair<std::string, std::string>> aliases;  // enum: accepted alias -> canonical value
+  std::optional<double> min, max;                            // int / number: inclusive limits
+  std::string label;                                         // the user's words (HF Trainer, PEFT, DeepSpeed)
+  std::string cli;                                           // vram-probe estimate flag, "" for none
+  double cli_unit = 0;  // bytes per unit of the flag's value (--cuda-context-gib), 0 = as is
+  std::string url;      // the page's URL key, "" for none
+  std::string doc;      // one line
+
+  // The canonical value of an accepted enum name, or nullopt.
+  std::optional<std::string> canonical(const std::string& name) const;
+  // Every accepted name (values and aliases), sorted.
+  std::vector<std::string> accepted() const;
+};
+
+// Every request field, in docs/schema.md order.
+const std::vector<FieldSpec>& request_fields();
+
+// The declaration of `path`, or nullptr.
+const FieldSpec* find_field(std::string_view path);
+
+// The declaration of `path`. Core calls it with declared paths only (the
+// tests check each one); an undeclared path is a programming error and aborts.
+const FieldSpec& field(std::string_view path);
+
+// {"schema", "version", "fields": [{path, type, default, values?, aliases?, min?,
+// max?, label, cli, cli_unit?, url, doc}, ...]}.
+json fields_table();
+
+}  // namespace vram

@@ -1,0 +1,346 @@
+// The table of request fields (vram/fields.h). One entry per field of
+// docs/schema.md's request section, in its order; the defaults and limits are
+// the constants of fields.h, where their sources are cited.
+#include "vram/fields.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "vram/api.h"
+#include "vram/optimizers.h"
+
+#ifndef VRAM_VERSION
+#define VRAM_VERSION "0.0.0"
+#endif
+
+namespace vram {
+
+const char* to_string(FieldType t) {
+  switch (t) {
+    case FieldType::kInt:
+      return "int";
+    case FieldType::kNumber:
+      return "number";
+    case FieldType::kBool:
+      return "bool";
+    case FieldType::kString:
+      return "string";
+    case FieldType::kEnum:
+      return "enum";
+    case FieldType::kList:
+      return "list";
+    case FieldType::kObject:
+      return "object";
+  }
+  return "?";
+}
+
+std::optional<std::string> FieldSpec::canonical(const std::string& name) const {
+  if (std::find(values.begin(), values.end(), name) != values.end()) return name;
+  for (const auto& [alias, value] : aliases) {
+    if (alias == name) return value;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> FieldSpec::accepted() const {
+  std::vector<std::string> out = values;
+  for (const auto& [alias, _] : aliases) out.push_back(alias);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+namespace {
+
+using Aliases = std::vector<std::pair<std::string, std::string>>;
+
+// Where a field shows up outside the request: its label, flag and URL key.
+struct Face {
+  std::string label;
+  std::string cli;
+  std::string url;
+  std::string doc;
+};
+
+FieldSpec make(std::string path, FieldType type, json def, Face face) {
+  FieldSpec f;
+  f.path = std::move(path);
+  f.type = type;
+  f.default_value = std::move(def);
+  f.label = std::move(face.label);
+  f.cli = std::move(face.cli);
+  f.url = std::move(face.url);
+  f.doc = std::move(face.doc);
+  return f;
+}
+
+FieldSpec integer(std::string path, json def, int64_t lo, int64_t hi, Face face) {
+  FieldSpec f = make(std::move(path), FieldType::kInt, std::move(def), std::move(face));
+  f.min = static_cast<double>(lo);
+  f.max = static_cast<double>(hi);
+  return f;
+}
+
+FieldSpec number(std::string path, json def, double lo, double hi, Face face) {
+  FieldSpec f = make(std::move(path), FieldType::kNumber, std::move(def), std::move(face));
+  f.min = lo;
+  f.max = hi;
+  return f;
+}
+
+FieldSpec boolean(std::string path, json def, Face face) {
+  return make(std::move(path), FieldType::kBool, std::move(def), std::move(face));
+}
+
+FieldSpec choice(std::string path, json def, std::vector<std::string> values, Aliases aliases, Face face) {
+  FieldSpec f = make(std::move(path), FieldType::kEnum, std::move(def), std::move(face));
+  f.values = std::move(values);
+  f.aliases = std::move(aliases);
+  return f;
+}
+
+FieldSpec bytes(std::string path, double cli_unit, Face face) {
+  FieldSpec f = integer(std::move(path), nullptr, 0, limits::kMaxOverhead, std::move(face));
+  f.cli_unit = cli_unit;
+  return f;
+}
+
+constexpr double kGiB = 1073741824.0;
+constexpr double kMiB = 1048576.0;
+
+// HF Trainer bf16=True, Lightning's precision names (bf16-true, bf16-mixed,
+// 16-mixed) and torch dtype names, onto the core's recipes.
+const Aliases kPrecisionAliases = {
+    {"float32", "fp32"},        {"32-true", "fp32"},      {"bfloat16", "bf16"},
+    {"bf16-true", "bf16"},      {"float16", "fp16"},      {"fp16-true", "fp16"},
+    {"bf16-mixed", "amp_bf16"}, {"16-mixed", "amp_fp16"}, {"fp16-mixed", "amp_fp16"},
+};
+
+// attn_implementation spellings; FlashAttention 3 saves what FA2 saves.
+const Aliases kAttentionAliases = {
+    {"flash_attention_3", "flash_attention_2"}, {"fa2", "flash_attention_2"}, {"flash", "flash_attention_2"}};
+
+const std::vector<std::string> kFsdpStrategies = {"full_shard", "shard_grad_op", "hybrid_shard", "no_shard"};
+
+std::vector<std::string> with_off(const std::vector<std::string>& v) {
+  std::vector<std::string> out = {""};
+  out.insert(out.end(), v.begin(), v.end());
+  return out;
+}
+
+std::vector<FieldSpec> build() {
+  namespace d = defaults;
+  namespace l = limits;
+  using T = FieldType;
+  const std::vector<std::string> dtypes = {"bf16", "fp16", "fp32"};
+  std::vector<std::string> shardings = {"ddp", "zero1", "zero2", "zero3"};
+  shardings.insert(shardings.end(), kFsdpStrategies.begin(), kFsdpStrategies.end());
+  shardings.push_back("distributed_optimizer");
+  return {
+      // ---- model -------------------------------------------------------------
+      make("model.config", T::kObject, nullptr,
+           {"config.json", "--model-config", "", "an HF config.json object (the flag takes its file)"}),
+      make("model.custom", T::kObject, nullptr, {"custom model", "", "", "a Llama-shaped decoder from explicit sizes"}),
+      boolean("model.allow_generic", false,
+              {"allow_generic", "--allow-generic", "", "estimate an unknown model_type as a Llama-shaped decoder"}),
+      choice("task", d::kTask, {"train", "infer"}, {}, {"Task", "--task", "task", "training or inference"}),
+      // ---- train -------------------------------------------------------------
+      choice("train.method", d::kMethod, {"full", "lora", "qlora", "freeze"}, {},
+             {"Method", "--method", "method", "LLaMA-Factory finetuning_type, plus QLoRA"}),
+      integer("train.micro_batch", d::kMicroBatch, 1, l::kMaxBatch,
+              {"per_device_train_batch_size", "--per-device-batch", "mb", "sequences per GPU per step"}),
+      integer("train.seq_len", d::kSeqLen, 1, l::kMaxSeq,
+              {"max_seq_length", "--seq-len", "seq", "tokens per sample (VLMs: with image tokens)"}),
+      integer("train.grad_accum", d::kGradAccum, 1, l::kMaxGradAccum,
+              {"gradient_accumulation_steps", "--grad-accum", "ga", "> 1 keeps gradients alive through forward"}),
+      choice("train.precision", d::kPrecision, {"fp32", "bf16", "fp16", "amp_bf16", "amp_fp16", "mixed_bf16"},
+             kPrecisionAliases, {"Precision", "--dtype", "prec", "the named precision recipe"}),
+      choice("train.optimizer", d::kOptimizer, optimizer_names(), optimizer_aliases(),
+             {"optim", "--optimizer", "optim", "HF Trainer optim name"}),
+      choice("train.grad_checkpointing", d::kCheckpointing, {"none", "full", "selective"}, {},
+             {"gradient_checkpointing", "--grad-checkpoint", "gc", "also a bool: true = full, false = none"}),
+      choice("train.attention", d::kAttention, {"eager", "sdpa", "flash_attention_2"}, kAttentionAliases,
+             {"attn_implementation", "--attention", "attn", "the attention kernel"}),
+      boolean("train.fused_loss", false,
+              {"Fused cross-entropy", "--fused-loss", "fused", "Liger fused linear cross-entropy"}),
+      boolean("train.fused_norm", false, {"Fused RMSNorm", "", "", "Liger / apex fused RMSNorm (--liger sets it)"}),
+      boolean("train.sdpa_gqa_native", false,
+              {"enable_gqa", "", "", "SDPA's enable_gqa path: K/V not repeated to every head"}),
+      integer("train.lora.rank", d::kLoraRank, 1, l::kMaxLoraRank, {"LoRA r", "--lora-rank", "r", "PEFT r"}),
+      make("train.lora.targets", T::kList, nullptr,
+           {"target_modules", "--lora-target-modules", "targets",
+            "leaf module names or \"all-linear\"; absent: PEFT's default for the family"}),
+      number("train.lora.alpha", d::kLoraAlpha, 0.0, 1e9,
+             {"lora_alpha", "--lora-alpha", "alpha", "PEFT lora_alpha; absent: r"}),
+      number("train.lora.dropout", d::kLoraDropout, 0.0, 1.0,
+             {"lora_dropout", "--lora-dropout", "", "PEFT lora_dropout (a mask per adapter input when > 0)"}),
+      boolean("train.lora.adapter_fp32", d::kLoraAdapterFp32,
+              {"autocast_adapter_dtype", "", "", "adapters upcast to fp32"}),
+      boolean("train.lora.use_dora", d::kLoraUseDora, {"use_dora", "", "", "DoRA's magnitude vectors"}),
+      boolean("train.quant.double_quant", d::kDoubleQuant,
+              {"bnb_4bit_use_double_quant", "", "", "QLoRA: quantised quantisation constants"}),
+      integer("train.quant.blocksize", d::kQuantBlocksize, 16, 4096,
+              {"blocksize", "", "", "bitsandbytes 4-bit block size"}),
+      boolean("train.quant.prepare_kbit", d::kPrepareKbit,
+              {"prepare_model_for_kbit_training", "", "", "fp32 casts of the non-4-bit parameters"}),
+      make("train.trainable_modules", T::kList, json::array(),
+           {"Trainable modules", "--trainable-modules", "", "method freeze: leaf names or layers.N"}),
+      integer("train.images_per_sample", 0, 0, 1024,
+              {"images per sample", "--images-per-sample", "", "VLMs: images through the vision tower"}),
+      boolean("train.activation_offload", false,
+              {"Offload activations to CPU", "--activation-offload", "aoff", "saved activations in host memory"}),
+      boolean("train.optimizer_in_backward", false,
+              {"Optimizer step in backward", "--optimizer-in-backward", "oib", "per-parameter step in backward hooks"}),
+      number("train.dropout", nullptr, -1.0, 1.0,
+             {"dropout", "", "", "overrides the config's dropout; absent: the model's own"}),
+      // ---- infer -------------------------------------------------------------
+      integer("infer.batch", d::kInferBatch, 1, l::kMaxBatch,
+              {"Concurrent sequences", "--batch", "bs", "sequences generated at once"}),
+      integer("infer.context_len", d::kContextLen, 1, l::kMaxSeq,
+              {"Context length", "--context-len", "ctx", "tokens per sequence (prompt + generated)"}),
+      choice("infer.weights_dtype", d::kWeightsDtype,
+             {"bf16", "fp16", "fp32", "fp8", "int8", "int4", "gptq", "awq", "nf4", "nf4-dq"}, {},
+             {"Weights dtype", "--weights-dtype", "wdt", "serving dtype or quantisation of the weights"}),
+      choice("infer.kv_dtype", d::kKvDtype, {"bf16", "fp16", "fp32", "fp8", "int8", "int4"}, {},
+             {"kv_cache_dtype", "--kv-dtype", "kvdt", "KV-cache dtype"}),
+      integer("infer.prompt_len", nullptr, 1, l::kMaxSeq,
+              {"Prompt length", "--prompt-len", "prompt", "tokens prefilled at once; absent: context_len"}),
+      choice("infer.engine", d::kEngine, {"hf", "vllm"}, {},
+             {"Engine", "--engine", "eng", "transformers generate or vLLM's paged KV cache"}),
+      number("infer.gpu_memory_utilization", d::kGpuMemoryUtilization, 0.01, 1.0,
+             {"gpu_memory_utilization", "--gpu-memory-utilization", "gmu", "vLLM's share of the GPU"}),
+      integer("infer.block_size", d::kBlockSize, 1, 4096,
+              {"block_size", "--block-size", "blk", "vLLM KV block, tokens"}),
+      integer("infer.max_num_seqs", d::kMaxNumSeqs, 1, l::kMaxBatch,
+              {"max_num_seqs", "--max-num-seqs", "seqs", "vLLM sequences per step"}),
+      integer("infer.max_num_batched_tokens", d::kMaxNumBatchedTokens, 1, l::kMaxSeq,
+              {"max_num_batched_tokens", "--max-num-batched-tokens", "mbt", "vLLM tokens per step"}),
+      boolean("infer.enforce_eager", d::kEnforceEager, {"enforce_eager", "", "eager", "vLLM without CUDA graphs"}),
+      // ---- parallel ----------------------------------------------------------
+      integer("parallel.gpus", d::kGpus, 1, l::kMaxGpus,
+              {"Number of GPUs", "--gpus", "gpus", "dp x tp x pp x cp = gpus"}),
+      integer("parallel.dp", nullptr, 1, l::kMaxGpus, {"Data parallel", "--dp", "", "absent: gpus / (tp x pp x cp)"}),
+      integer("parallel.tp", 1, 1, l::kMaxSmallDegree, {"Tensor parallel", "--tp", "tp", "tensor_parallel_size"}),
+      integer("parallel.pp", 1, 1, l::kMaxDegree, {"Pipeline parallel", "--pp", "pp", "pipeline_parallel_size"}),
+      integer("parallel.zero", 0, 0, 3, {"ZeRO stage", "--zero", "zero", "DeepSpeed zero_optimization.stage"}),
+      choice("parallel.fsdp", "", with_off(kFsdpStrategies), {},
+             {"FSDP", "--fsdp", "fsdp", "FSDP sharding_strategy; \"\" = off"}),
+      boolean("parallel.offload_optimizer", false,
+              {"Offload optimizer states", "--offload-optimizer", "offload", "ZeRO / FSDP optimizer offload to CPU"}),
+      integer("parallel.cp", 1, 1, l::kMaxDegree, {"Context parallel", "--cp", "cp", "context_parallel_size"}),
+      boolean("parallel.offload_params", false,
+              {"Offload parameters", "--offload-params", "offp", "ZeRO-3 / FSDP parameter offload to CPU"}),
+      boolean("parallel.sequence_parallel", false,
+              {"Sequence parallel", "--sequence-parallel", "sp", "Megatron SP: norms and dropouts split over tp"}),
+      integer("parallel.gpus_per_node", d::kGpusPerNode, 1, l::kMaxSmallDegree,
+              {"GPUs per node", "--gpus-per-node", "gpn", "nproc_per_node; HYBRID_SHARD's shard group"}),
+      boolean("parallel.gradient_as_bucket_view", d::kGradientAsBucketView,
+              {"gradient_as_bucket_view", "", "", "DDP gradients as views of its buckets"}),
+      boolean("parallel.overlap_comm", nullptr,
+              {"overlap_comm", "", "", "DeepSpeed overlap_comm; absent: on for ZeRO-3 only"}),
+      integer("parallel.ep", 1, 1, l::kMaxDegree,
+              {"Expert parallel", "--ep", "ep", "expert_model_parallel_size (MoE)"}),
+      integer("parallel.vp", 1, 1, l::kMaxSmallDegree,
+              {"Virtual pipeline stages", "--vp", "vp", "virtual_pipeline_model_parallel_size (pp > 1)"}),
+      choice("parallel.sharding", nullptr, shardings, {{"none", "ddp"}},
+             {"sharding", "", "", "one field for zero / fsdp / distributed_optimizer"}),
+      boolean("parallel.distributed_optimizer", false,
+              {"Distributed optimizer (Megatron)", "--distributed-optimizer", "dopt", "use_distributed_optimizer"}),
+      boolean("parallel.main_grads_fp32", d::kMainGradsFp32,
+              {"fp32 main gradients", "--main-grads-fp32", "mgf32", "accumulate_allreduce_grads_in_fp32"}),
+      integer("parallel.fsdp_version", d::kFsdpVersion, 1, 2,
+              {"FSDP version", "--fsdp-version", "fsdpv", "1 FlatParameter, 2 fully_shard"}),
+      choice("parallel.fsdp_param_dtype", nullptr, dtypes, {},
+             {"mixed_precision.param_dtype", "", "", "FSDP gathered copy; absent: the weights' dtype"}),
+      choice("parallel.fsdp_reduce_dtype", nullptr, dtypes, {},
+             {"FSDP reduce dtype", "--fsdp-reduce-dtype", "rdt", "FSDP reduce-scatter dtype; absent: param dtype"}),
+      integer("parallel.nodes", nullptr, 1, l::kMaxNodes,
+              {"Nodes", "--nodes", "nodes", "nnodes; absent: gpus / gpus_per_node, rounded up"}),
+      integer("parallel.nccl_channels", d::kNcclChannels, 1, l::kMaxNcclChannels,
+              {"NCCL channels", "--nccl-channels", "nccl", "NCCL_MAX_NCHANNELS per communicator"}),
+      boolean("parallel.nvls", nullptr, {"NVLink SHARP", "--nvls", "nvls", "NCCL_NVLS_ENABLE buffers; absent: by GPU"}),
+      integer("parallel.stage3_param_persistence_threshold", d::kStage3ParamPersistenceThreshold, 0, l::kMaxElems,
+              {"stage3_param_persistence_threshold", "", "", "ZeRO-3: smaller tensors stay whole"}),
+      integer("parallel.stage3_prefetch_bucket_size", d::kStage3PrefetchBucketSize, 0, l::kMaxElems,
+              {"stage3_prefetch_bucket_size", "", "", "ZeRO-3 prefetch, elements"}),
+      integer("parallel.stage3_max_live_parameters", d::kStage3MaxLiveParameters, 0, l::kMaxElems,
+              {"stage3_max_live_parameters", "", "", "ZeRO-3 gathered-parameter cap, elements"}),
+      integer("parallel.reduce_bucket_size", d::kReduceBucketSize, 1, l::kMaxElems,
+              {"reduce_bucket_size", "", "", "DeepSpeed reduce bucket, elements"}),
+      boolean("parallel.contiguous_gradients", d::kContiguousGradients,
+              {"contiguous_gradients", "", "", "DeepSpeed contiguous gradient buffer"}),
+      make("deepspeed", T::kObject, nullptr,
+           {"DeepSpeed config", "--deepspeed-config", "ds", "a ds_config.json (the flag takes its file)"}),
+      // ---- gpu and overheads -------------------------------------------------
+      make("gpu.name", T::kString, nullptr, {"GPU", "--gpu", "gpu", "a catalog name or alias"}),
+      number("gpu.memory_gib", nullptr, 0.25, 65536.0, {"GPU memory", "--gpu-mem", "gib", "any other card, GiB"}),
+      bytes("overheads.cuda_context_bytes", kGiB,
+            {"CUDA context (measured)", "--cuda-context-gib", "cudactx", "absent: the 512 MiB prior"}),
+      bytes("overheads.cublas_workspace_bytes", kMiB,
+            {"cuBLAS workspace", "--cublas-workspace-mib", "", "absent: by GPU generation"}),
+      number("overheads.fragmentation", nullptr, 0.0, 4.0,
+             {"fragmentation", "--fragmentation", "", "extra reserved / allocated; absent: 0"}),
+      [] {
+        FieldSpec f = bytes("overheads.misc_bytes", kGiB,
+                            {"misc overhead", "--misc-overhead-gib", "", "a cushion added to every phase"});
+        f.default_value = defaults::kMiscBytes;
+        return f;
+      }(),
+      bytes("overheads.nccl_bytes", 0,
+            {"NCCL memory per GPU (measured)", "", "ncclb", "absent: the modelled NCCL buffers"}),
+      number("calibration.attention", nullptr, 0.0, 100.0,
+             {"attention factor", "--attn-act-factor", "", "seed 000 factor on attention activations; absent: off"}),
+      number("calibration.mlp", nullptr, 0.0, 100.0,
+             {"MLP factor", "--mlp-act-factor", "", "seed 000 factor on MLP activations; absent: off"}),
+      number("calibration.logits", nullptr, 0.0, 100.0,
+             {"logits factor", "--logits-factor", "", "seed 000 factor on the loss buffers; absent: off"}),
+      number("calibration.checkpointing", nullptr, 0.0, 100.0,
+             {"checkpointing factor", "--grad-ckpt-factor", "", "seed 000 factor on checkpointed inputs; absent: off"}),
+  };
+}
+
+}  // namespace
+
+const std::vector<FieldSpec>& request_fields() {
+  static const std::vector<FieldSpec> kFields = build();
+  return kFields;
+}
+
+const FieldSpec* find_field(std::string_view path) {
+  for (const auto& f : request_fields()) {
+    if (f.path == path) return &f;
+  }
+  return nullptr;
+}
+
+const FieldSpec& field(std::string_view path) {
+  const FieldSpec* f = find_field(path);
+  if (f == nullptr) std::abort();  // undeclared path: a bug in core, caught by fields_test
+  return *f;
+}
+
+json fields_table() {
+  json out = json::array();
+  for (const auto& f : request_fields()) {
+    json j = {{"path", f.path}, {"type", to_string(f.type)}, {"default", f.default_value}};
+    if (f.type == FieldType::kEnum) {
+      j["values"] = f.values;
+      json aliases = json::object();
+      for (const auto& [alias, value] : f.aliases) aliases[alias] = value;
+      j["aliases"] = aliases;
+    }
+    if (f.min) j["min"] = f.type == FieldType::kInt ? json(static_cast<int64_t>(*f.min)) : json(*f.min);
+    if (f.max) j["max"] = f.type == FieldType::kInt ? json(static_cast<int64_t>(*f.max)) : json(*f.max);
+    j["label"] = f.label;
+    j["cli"] = f.cli.empty() ? json(nullptr) : json(f.cli);
+    if (f.cli_unit > 0) j["cli_unit"] = static_cast<int64_t>(f.cli_unit);
+    j["url"] = f.url.empty() ? json(nullptr) : json(f.url);
+    j["doc"] = f.doc;
+    out.push_back(std::move(j));
+  }
+  return {{"schema", kSchema}, {"version", VRAM_VERSION}, {"fields", out}};
+}
+
+std::string fields_json() { return fields_table().dump(2); }
+
+}  // namespace vram
