@@ -14,6 +14,7 @@
 
 #include "commands.h"
 #include "vram/api.h"
+#include "vram/fields.h"
 
 namespace vram::cli {
 
@@ -251,7 +252,7 @@ Training:  --method full|lora|qlora|freeze   --lora  --qlora (shortcuts)
            --fused-loss true|false  --liger true|false (fused loss + fused norms)
            --activation-offload true|false  --optimizer-in-backward true|false
            --lora-rank N  --lora-alpha X  --lora-dropout X  --lora-target-modules q_proj,v_proj|all-linear
-           --trainable-modules lm_head,layers.31  (method freeze)
+           --trainable-modules lm_head,layers.31  (method freeze)  --images-per-sample N (VLMs)
 Inference: --batch N  --context-len N  --prompt-len N  --weights-dtype bf16|fp8|int8|gptq|awq|nf4|nf4-dq
            --kv-dtype bf16|fp8  --engine hf|vllm  --gpu-memory-utilization X  --max-num-seqs N
            --max-num-batched-tokens N  --block-size N
@@ -305,6 +306,34 @@ int run_params(const std::vector<std::string>& args) {
 
 namespace {
 
+// Flags of the seeds' CLI that name a field the table gives another flag.
+const std::map<std::string, std::string> kFlagAliases = {
+    {"--micro-batch", "train.micro_batch"},
+    {"--precision", "train.precision"},
+};
+
+// Shortcuts that set fields to fixed or derived values.
+const std::vector<std::pair<std::string, std::string>> kShortcutFlags = {
+    {"--lora", "train.method"},      {"--qlora", "train.method"},     {"--flashattn", "train.attention"},
+    {"--liger", "train.fused_loss"}, {"--liger", "train.fused_norm"},
+};
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> request_flags() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& f : request_fields()) {
+    if (!f.cli.empty()) out.emplace_back(f.cli, f.path);
+  }
+  for (const auto& [flag, path] : kFlagAliases) out.emplace_back(flag, path);
+  out.insert(out.end(), kShortcutFlags.begin(), kShortcutFlags.end());
+  return out;
+}
+
+const char* estimate_help() { return kEstimateHelp; }
+
+namespace {
+
 // What a request command runs and prints: `estimate` or `plan`.
 struct RequestCommand {
   const char* help;
@@ -317,59 +346,12 @@ int run_request_command(const std::vector<std::string>& args, const RequestComma
   bool as_json = false;
   for (const auto& a : args) as_json = as_json || a == "--json";
   json req = json::object();
-  // flag -> request path (value flags) and boolean flags.
-  const std::map<std::string, std::string> value_flags = {
-      {"--task", "task"},
-      {"--method", "train.method"},
-      {"--per-device-batch", "train.micro_batch"},
-      {"--micro-batch", "train.micro_batch"},
-      {"--seq-len", "train.seq_len"},
-      {"--grad-accum", "train.grad_accum"},
-      {"--dtype", "train.precision"},
-      {"--precision", "train.precision"},
-      {"--optimizer", "train.optimizer"},
-      {"--attention", "train.attention"},
-      {"--lora-rank", "train.lora.rank"},
-      {"--lora-alpha", "train.lora.alpha"},
-      {"--lora-dropout", "train.lora.dropout"},
-      {"--images-per-sample", "train.images_per_sample"},
-      {"--batch", "infer.batch"},
-      {"--context-len", "infer.context_len"},
-      {"--weights-dtype", "infer.weights_dtype"},
-      {"--kv-dtype", "infer.kv_dtype"},
-      {"--prompt-len", "infer.prompt_len"},
-      {"--engine", "infer.engine"},
-      {"--gpu-memory-utilization", "infer.gpu_memory_utilization"},
-      {"--max-num-seqs", "infer.max_num_seqs"},
-      {"--max-num-batched-tokens", "infer.max_num_batched_tokens"},
-      {"--block-size", "infer.block_size"},
-      {"--gpus", "parallel.gpus"},
-      {"--dp", "parallel.dp"},
-      {"--tp", "parallel.tp"},
-      {"--pp", "parallel.pp"},
-      {"--cp", "parallel.cp"},
-      {"--gpus-per-node", "parallel.gpus_per_node"},
-      {"--nodes", "parallel.nodes"},
-      {"--ep", "parallel.ep"},
-      {"--vp", "parallel.vp"},
-      {"--zero", "parallel.zero"},
-      {"--fsdp", "parallel.fsdp"},
-      {"--fsdp-version", "parallel.fsdp_version"},
-      {"--fsdp-reduce-dtype", "parallel.fsdp_reduce_dtype"},
-      {"--nccl-channels", "parallel.nccl_channels"},
-      {"--gpu", "gpu.name"},
-      {"--gpu-mem", "gpu.memory_gib"},
-      {"--fragmentation", "overheads.fragmentation"},
-      {"--attn-act-factor", "calibration.attention"},
-      {"--mlp-act-factor", "calibration.mlp"},
-      {"--logits-factor", "calibration.logits"},
-      {"--grad-ckpt-factor", "calibration.checkpointing"},
-  };
-  const std::map<std::string, std::pair<std::string, double>> gib_flags = {
-      {"--cuda-context-gib", {"overheads.cuda_context_bytes", 1073741824.0}},
-      {"--misc-overhead-gib", {"overheads.misc_bytes", 1073741824.0}},
-      {"--cublas-workspace-mib", {"overheads.cublas_workspace_bytes", 1048576.0}},
-  };
+  // Flags that set a request field: the field table's (vram/fields.h), then
+  // the CLI's own aliases and shortcuts (kExtraFlags).
+  std::map<std::string, const FieldSpec*> table_flags;
+  for (const auto& f : request_fields()) {
+    if (!f.cli.empty()) table_flags[f.cli] = &f;
+  }
   std::vector<std::pair<std::string, json>> sets;
   std::string request_file, config_file;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -388,10 +370,6 @@ int run_request_command(const std::vector<std::string>& args, const RequestComma
     }
     if (a == "--request") {
       if (!need(request_file)) return print_error(usage_error(a, a + " needs a file"), as_json) + 1;
-    } else if (a == "--model-config") {
-      if (!need(config_file)) return print_error(usage_error(a, a + " needs a file"), as_json) + 1;
-    } else if (a == "--allow-generic") {
-      sets.emplace_back("model.allow_generic", true);
     } else if (cmd.plan && (a == "--framework" || a == "--top")) {
       if (!need(v)) return print_error(usage_error(a, a + " needs a value"), as_json) + 1;
       sets.emplace_back(a == "--framework" ? "plan.framework" : "plan.top", a == "--framework" ? json(v) : scalar(v));
@@ -400,72 +378,61 @@ int run_request_command(const std::vector<std::string>& args, const RequestComma
       const bool b = truthy(v, ok);
       if (!ok) return print_error(usage_error(a, a + " needs true or false, got '" + v + "'"), as_json) + 1;
       sets.emplace_back(a == "--allow-offload" ? "plan.allow_offload" : "plan.allow_checkpointing", b);
-    } else if (a == "--lora") {
-      sets.emplace_back("train.method", "lora");
-    } else if (a == "--qlora") {
-      sets.emplace_back("train.method", "qlora");
-    } else if (value_flags.count(a) != 0) {
-      if (!need(v)) return print_error(usage_error(a, a + " needs a value"), as_json) + 1;
-      json val = scalar(v);
-      if (a == "--gpu" || a == "--dtype" || a == "--optimizer" || a == "--method" || a == "--task" || a == "--engine" ||
-          a == "--fsdp" || a == "--fsdp-reduce-dtype" || a == "--weights-dtype" || a == "--kv-dtype" ||
-          a == "--attention") {
-        val = v;
-      }
-      sets.emplace_back(value_flags.at(a), val);
-    } else if (gib_flags.count(a) != 0) {
-      if (!need(v)) return print_error(usage_error(a, a + " needs a value"), as_json) + 1;
-      const json num = scalar(v);
-      if (!num.is_number()) return print_error(usage_error(a, a + " needs a number, got '" + v + "'"), as_json) + 1;
-      const auto& [path, unit] = gib_flags.at(a);
-      sets.emplace_back(path, static_cast<int64_t>(std::llround(num.get<double>() * unit)));
-    } else if (a == "--grad-checkpoint") {
-      if (!need(v)) return print_error(usage_error(a, a + " needs true, false or selective"), as_json) + 1;
-      const bool b = truthy(v, ok);
-      sets.emplace_back("train.grad_checkpointing", ok ? json(b) : json(v));
-    } else if (a == "--activation-offload" || a == "--optimizer-in-backward" || a == "--offload-optimizer" ||
-               a == "--offload-params" || a == "--sequence-parallel" || a == "--distributed-optimizer" ||
-               a == "--main-grads-fp32" || a == "--nvls") {
-      if (!need(v)) return print_error(usage_error(a, a + " needs true or false"), as_json) + 1;
-      const bool b = truthy(v, ok);
-      if (!ok) return print_error(usage_error(a, a + " needs true or false, got '" + v + "'"), as_json) + 1;
-      static const std::map<std::string, std::string> kBoolPaths = {
-          {"--activation-offload", "train.activation_offload"},
-          {"--optimizer-in-backward", "train.optimizer_in_backward"},
-          {"--offload-optimizer", "parallel.offload_optimizer"},
-          {"--offload-params", "parallel.offload_params"},
-          {"--sequence-parallel", "parallel.sequence_parallel"},
-          {"--distributed-optimizer", "parallel.distributed_optimizer"},
-          {"--main-grads-fp32", "parallel.main_grads_fp32"},
-          {"--nvls", "parallel.nvls"}};
-      sets.emplace_back(kBoolPaths.at(a), b);
-    } else if (a == "--deepspeed-config") {
-      std::string file, text;
-      if (!need(file)) return print_error(usage_error(a, a + " needs a file"), as_json) + 1;
-      if (!read_file(file, text)) return print_error(usage_error(a, "cannot read " + file), as_json);
-      json ds = json::parse(text, nullptr, false);
-      if (ds.is_discarded())
-        return print_error(error_json({errc::kBadJson, file + " is not valid JSON", "deepspeed"}), as_json);
-      sets.emplace_back("deepspeed", ds);
-    } else if (a == "--flashattn" || a == "--fused-loss" || a == "--liger") {
+    } else if (a == "--lora" || a == "--qlora") {
+      sets.emplace_back("train.method", a == "--lora" ? "lora" : "qlora");
+    } else if (a == "--flashattn" || a == "--liger") {
       if (!need(v)) return print_error(usage_error(a, a + " needs true or false"), as_json) + 1;
       const bool b = truthy(v, ok);
       if (!ok) return print_error(usage_error(a, a + " needs true or false, got '" + v + "'"), as_json) + 1;
       if (a == "--flashattn") sets.emplace_back("train.attention", b ? "flash_attention_2" : "eager");
-      if (a == "--fused-loss" || a == "--liger") sets.emplace_back("train.fused_loss", b);
-      if (a == "--liger") sets.emplace_back("train.fused_norm", b);
-    } else if (a == "--lora-target-modules" || a == "--trainable-modules") {
-      if (!need(v)) return print_error(usage_error(a, a + " needs a comma-separated list"), as_json) + 1;
-      json list = json::array();
-      std::stringstream ss(v);
-      std::string item;
-      while (std::getline(ss, item, ',')) {
-        if (!item.empty()) list.push_back(item);
+      if (a == "--liger") {
+        sets.emplace_back("train.fused_loss", b);
+        sets.emplace_back("train.fused_norm", b);
       }
-      if (a == "--lora-target-modules") {
-        sets.emplace_back("train.lora.targets", v == "all-linear" ? json("all-linear") : list);
+    } else if (const auto alias = kFlagAliases.find(a); alias != kFlagAliases.end() || table_flags.count(a) != 0) {
+      const FieldSpec& f = alias != kFlagAliases.end() ? field(alias->second) : *table_flags.at(a);
+      if (f.path == "model.allow_generic") {  // a switch, no value
+        sets.emplace_back(f.path, true);
+        continue;
+      }
+      if (!need(v)) {
+        return print_error(usage_error(a, a + (f.type == FieldType::kObject ? " needs a file" : " needs a value")),
+                           as_json) +
+               1;
+      }
+      if (f.path == "model.config") {
+        config_file = v;
+      } else if (f.type == FieldType::kObject) {
+        std::string text;
+        if (!read_file(v, text)) return print_error(usage_error(a, "cannot read " + v), as_json);
+        json obj = json::parse(text, nullptr, false);
+        if (obj.is_discarded())
+          return print_error(error_json({errc::kBadJson, v + " is not valid JSON", f.path}), as_json);
+        sets.emplace_back(f.path, obj);
+      } else if (f.type == FieldType::kBool) {
+        const bool b = truthy(v, ok);
+        if (!ok) return print_error(usage_error(a, a + " needs true or false, got '" + v + "'"), as_json) + 1;
+        sets.emplace_back(f.path, b);
+      } else if (f.path == "train.grad_checkpointing") {  // true|false|selective
+        const bool b = truthy(v, ok);
+        sets.emplace_back(f.path, ok ? json(b) : json(v));
+      } else if (f.type == FieldType::kList) {
+        json list = json::array();
+        std::stringstream ss(v);
+        std::string item;
+        while (std::getline(ss, item, ',')) {
+          if (!item.empty()) list.push_back(item);
+        }
+        // PEFT's "all-linear" is a string, not a one-name list.
+        sets.emplace_back(f.path, v == "all-linear" ? json("all-linear") : list);
+      } else if (f.cli_unit > 0) {  // --cuda-context-gib: GiB or MiB on the command line, bytes in the request
+        const json num = scalar(v);
+        if (!num.is_number()) return print_error(usage_error(a, a + " needs a number, got '" + v + "'"), as_json) + 1;
+        sets.emplace_back(f.path, static_cast<int64_t>(std::llround(num.get<double>() * f.cli_unit)));
+      } else if (f.type == FieldType::kInt || f.type == FieldType::kNumber) {
+        sets.emplace_back(f.path, scalar(v));
       } else {
-        sets.emplace_back("train.trainable_modules", list);
+        sets.emplace_back(f.path, v);
       }
     } else {
       return print_error(usage_error(a, "unknown argument '" + a + "' (see --help)"), as_json) + 1;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace vram::cli {
@@ -11,6 +12,14 @@ int run_params(const std::vector<std::string>& args);
 int run_estimate(const std::vector<std::string>& args);
 int run_plan(const std::vector<std::string>& args);
 int run_version(const std::vector<std::string>& args);
+int run_fields(const std::vector<std::string>& args);
+
+// Every estimate / plan flag that sets a request field, with the field's path:
+// the field table's flags (vram/fields.h), then the CLI's aliases and
+// shortcuts (a shortcut setting two fields appears twice).
+std::vector<std::pair<std::string, std::string>> request_flags();
+// `vram-probe estimate --help`.
+const char* estimate_help();
 
 // GPU measurement (cli_measure.cpp).
 int run_device(const std::vector<std::string>& args);

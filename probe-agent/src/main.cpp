@@ -21,6 +21,8 @@ const std::vector<Command>& commands() {
       {"plan", "rank every layout of N GPUs by fit and cost: --gpus N --gpu NAME (table, or --json)",
        vram::cli::run_plan},
       {"version", "print version, schema and supported model types as JSON", vram::cli::run_version},
+      {"fields", "every request field: default, values, limits, flag, URL key (table, or --json)",
+       vram::cli::run_fields},
       {"device", "facts of every NVIDIA GPU: memory, driver, CUDA, MIG (text, or --json)", vram::cli::run_device},
       {"watch", "run a command and record its GPU memory peak and timeline: watch -- <cmd>", vram::cli::run_watch},
       {"overheads", "measure the CUDA context size on this GPU (text, or --json)", vram::cli::run_overheads},

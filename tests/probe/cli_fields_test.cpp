@@ -1,0 +1,109 @@
+// vram-probe's request flags against the core's table of fields
+// (vram/fields.h): every flag that sets a request field names a declared
+// path, every declared flag is a flag the binary takes and its help lists,
+// and `vram-probe fields --json` prints the core's table byte for byte.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "test_paths.h"
+#include "vram/api.h"
+#include "vram/fields.h"
+
+#if defined(VRAM_PROBE_BIN)
+
+namespace {
+
+using vram::FieldSpec;
+using vram::FieldType;
+
+const std::string kLlama = std::string(VRAM_FIXTURES_DIR) + "/models/meta-llama__Llama-3.2-1B.json";
+
+struct Run {
+  int exit_code = -1;
+  std::string out;
+};
+
+std::string Quote(const std::string& arg) {
+  std::string q = "'";
+  for (char c : arg) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+Run Probe(const std::vector<std::string>& args) {
+  std::string command = Quote(VRAM_PROBE_BIN);
+  for (const auto& a : args) command += " " + Quote(a);
+  command += " 2>&1";
+  Run run;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return run;
+  char buffer[4096];
+  while (std::fgets(buffer, sizeof(buffer), pipe) != nullptr) run.out += buffer;
+  const int status = pclose(pipe);
+  if (WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
+  return run;
+}
+
+// A value of the field's type for its flag.
+std::string SampleValue(const FieldSpec& f, const std::string& empty_json_file) {
+  switch (f.type) {
+    case FieldType::kBool:
+      return "true";
+    case FieldType::kInt:
+    case FieldType::kNumber:
+      return f.default_value.is_number() ? f.default_value.dump() : "1";
+    case FieldType::kEnum:
+      return f.values.back();
+    case FieldType::kList:
+      return "q_proj,v_proj";
+    case FieldType::kObject:
+      return f.path == "model.config" ? kLlama : empty_json_file;
+    case FieldType::kString:
+      return "H100 80GB";
+  }
+  return "";
+}
+
+TEST(CliFields, EveryRequestFlagNamesADeclaredField) {
+  for (const auto& [flag, path] : vram::cli::request_flags()) {
+    EXPECT_NE(vram::find_field(path), nullptr) << flag << " sets " << path << ", which core/src/fields.cpp lacks";
+  }
+}
+
+TEST(CliFields, EveryDeclaredFlagIsTakenAndDocumented) {
+  const std::string empty = testing::TempDir() + "/empty_object.json";
+  std::ofstream(empty) << "{}";
+  const std::string help = vram::cli::estimate_help();
+  for (const auto& f : vram::request_fields()) {
+    if (f.cli.empty()) continue;
+    EXPECT_NE(help.find(f.cli + " "), std::string::npos) << f.cli << " is missing from estimate --help";
+    std::vector<std::string> args = {"estimate", "--model-config", kLlama, f.cli};
+    if (f.path != "model.allow_generic") args.push_back(SampleValue(f, empty));
+    args.push_back("--json");
+    const Run run = Probe(args);
+    // 0 or the core's error (1) for a value the layout cannot take; never a usage error.
+    EXPECT_NE(run.exit_code, 2) << f.cli << ": " << run.out;
+    EXPECT_EQ(run.out.find("unknown argument"), std::string::npos) << f.cli << ": " << run.out;
+  }
+}
+
+TEST(CliFields, FieldsJsonIsTheCoreTable) {
+  const Run run = Probe({"fields", "--json"});
+  EXPECT_EQ(run.exit_code, 0);
+  EXPECT_EQ(run.out, vram::fields_json() + "\n");
+}
+
+TEST(CliFields, AFlagInGibSetsBytes) {
+  const Run run = Probe({"estimate", "--model-config", kLlama, "--cuda-context-gib", "1", "--json"});
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  EXPECT_NE(run.out.find("1073741824"), std::string::npos);  // 1 GiB, not the 512 MiB prior
+}
+
+}  // namespace
+
+#endif  // VRAM_PROBE_BIN
