@@ -1,5 +1,5 @@
 // Embind bindings: JSON text in, JSON text out (STYLE.md "The C++ <-> JS
-// boundary"). Four free functions and no class handles, so JS never has to
+// boundary"). Five free functions and no class handles, so JS never has to
 // call delete(). The underscore names mark them private: callers import the
 // facade (vram.js), which parses the text and throws EstimatorError.
 //
@@ -15,4 +15,5 @@ EMSCRIPTEN_BINDINGS(vram) {
   emscripten::function("_modelInfo", &vram::model_info_json);
   emscripten::function("_plan", &vram::plan_json);
   emscripten::function("_version", &vram::version_json);
+  emscripten::function("_fields", &vram::fields_json);
 }

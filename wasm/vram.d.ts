@@ -692,6 +692,45 @@ export interface VersionInfo {
   gpus: CatalogGpu[];
 }
 
+/** A request field's JSON type in the fields table. */
+export type FieldType = 'int' | 'number' | 'bool' | 'string' | 'enum' | 'list' | 'object';
+
+/** One request field as the core declares it (core/include/vram/fields.h). */
+export interface FieldInfo {
+  /** Dotted request path ("train.lora.rank"). */
+  path: string;
+  type: FieldType;
+  /** What the core applies when the field is absent; null where absence means something else (see `doc`). */
+  default: number | boolean | string | string[] | null;
+  /** Enums: the canonical values. */
+  values?: (string | number)[];
+  /** Enums: accepted alias -> the canonical value it means ("bf16-mixed" -> "amp_bf16"). */
+  aliases?: Record<string, string>;
+  /** Numbers: the smallest accepted value. */
+  min?: number;
+  /** Numbers: the largest accepted value. */
+  max?: number;
+  /** The field in the user's words (HF Trainer, PEFT, DeepSpeed): "per_device_train_batch_size". */
+  label: string;
+  /** The `vram-probe estimate` flag that sets it, or null. */
+  cli: string | null;
+  /** Bytes per unit of the flag's value when the flag takes GiB or MiB ("--cuda-context-gib"). */
+  cli_unit?: number;
+  /** The page's URL key, or null. */
+  url: string | null;
+  /** One line: what it does, and what absence means. */
+  doc: string;
+}
+
+/** `fields()`: every request field of docs/schema.md, in its order. */
+export interface FieldsInfo {
+  /** "vram-planner/1". */
+  schema: string;
+  /** Estimator version. */
+  version: string;
+  fields: FieldInfo[];
+}
+
 // ---------------------------------------------------------------------------
 // Errors and the facade
 
@@ -788,6 +827,8 @@ export interface Vram {
   plan(request: Request): PlanResult;
   /** Version, schema, supported model types and the GPU catalog. */
   version(): VersionInfo;
+  /** Every request field: default, allowed values, limits, label, CLI flag and URL key (`vram-probe fields --json`). */
+  fields(): FieldsInfo;
 }
 
 /**
@@ -817,3 +858,9 @@ export declare function modelInfoRaw(modelText: string): Promise<string>;
  * what `vram-probe plan --request FILE --json` prints, without its final newline.
  */
 export declare function planRaw(requestText: string): Promise<string>;
+
+/**
+ * The fields table's exact text: what `vram-probe fields --json` prints,
+ * without its final newline.
+ */
+export declare function fieldsRaw(): Promise<string>;

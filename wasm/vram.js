@@ -1,7 +1,7 @@
 // The JavaScript face of the WebAssembly estimator.
 //
-// The module (vram_core.mjs, built from wasm/bindings.cpp) exposes three
-// private functions that take and return JSON text. This facade loads the
+// The module (vram_core.mjs, built from wasm/bindings.cpp) exposes private
+// functions that take and return JSON text. This facade loads the
 // module lazily and once, turns objects into text and back, and turns the
 // boundary's {"error": {...}} object into a thrown EstimatorError (manifold's
 // ManifoldError), so callers never see a bare number or a null.
@@ -147,6 +147,7 @@ export function loadVram() {
       modelInfo: (model) => fromText(call(module, '_modelInfo', toText(model, 'the model'))),
       plan: (request) => fromText(call(module, '_plan', toText(request, 'the request'))),
       version: () => fromText(call(module, '_version')),
+      fields: () => fromText(call(module, '_fields')),
     }));
   }
   return vramPromise;
@@ -175,4 +176,12 @@ export async function modelInfoRaw(modelText) {
  */
 export async function planRaw(requestText) {
   return call(await loadModule(), '_plan', String(requestText));
+}
+
+/**
+ * The fields table's exact text, as `vram-probe fields --json` prints it
+ * (every request field: default, values, limits, label, flag, URL key).
+ */
+export async function fieldsRaw() {
+  return call(await loadModule(), '_fields');
 }

@@ -5,11 +5,14 @@
 import {
   EstimatorError,
   estimateRaw,
+  fieldsRaw,
   loadVram,
   modelInfoRaw,
   planRaw,
   type Engine,
   type ErrorCode,
+  type FieldInfo,
+  type FieldsInfo,
   type InferFacts,
   type ModelInfo,
   type ParallelFacts,
@@ -190,6 +193,14 @@ async function usesTheFacade(): Promise<void> {
   assertTrue<Equal<typeof version, VersionInfo>>();
   expectType<string[]>(version.supported_model_types);
 
+  const fields = vram.fields();
+  assertTrue<Equal<typeof fields, FieldsInfo>>();
+  const rank: FieldInfo | undefined = fields.fields.find((f) => f.path === 'train.lora.rank');
+  expectType<string | null | undefined>(rank?.cli);
+  expectType<Promise<string>>(fieldsRaw());
+  // @ts-expect-error a field's type is one of the seven JSON kinds
+  const badType: FieldInfo['type'] = 'float';
+
   expectType<Promise<string>>(estimateRaw('{}'));
   expectType<Promise<string>>(modelInfoRaw('{}'));
 
@@ -211,7 +222,10 @@ async function usesTheFacade(): Promise<void> {
   // @ts-expect-error fsdp_version is 1 or 2
   vram.estimate({ model: tiny, parallel: { gpus: 2, fsdp: 'full_shard', fsdp_version: 3 } });
   // @ts-expect-error fsdp_reduce_dtype is bf16, fp16 or fp32
-  vram.estimate({ model: tiny, parallel: { gpus: 2, fsdp: 'full_shard', fsdp_reduce_dtype: 'fp8' } });
+  vram.estimate({
+    model: tiny,
+    parallel: { gpus: 2, fsdp: 'full_shard', fsdp_reduce_dtype: 'fp8' },
+  });
   // @ts-expect-error sharding is one of the named strategies
   vram.estimate({ model: tiny, parallel: { gpus: 2, sharding: 'zero4' } });
   // @ts-expect-error distributed_optimizer is a boolean
@@ -226,7 +240,11 @@ async function usesTheFacade(): Promise<void> {
   estimateRaw(request);
 
   // The planner: the same request with a GPU budget and planner options.
-  const planned = vram.plan({ ...request, parallel: { gpus: 8 }, plan: { framework: 'fsdp', top: 5 } });
+  const planned = vram.plan({
+    ...request,
+    parallel: { gpus: 8 },
+    plan: { framework: 'fsdp', top: 5 },
+  });
   expectType<PlanResult>(planned);
   const best: PlanCandidate = planned.plan.candidates[0];
   expectType<number>(best.peak_bytes);

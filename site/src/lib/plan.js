@@ -6,6 +6,7 @@
 import { computed, signal } from '@preact/signals';
 import {
   buildRequest,
+  canDistributeOptimizer,
   deepspeedSets,
   estimator,
   gpuCatalog,
@@ -17,20 +18,14 @@ import {
 } from './state.js';
 
 /**
- * The family the form's layout belongs to, as the core decides it when the
- * request names none (api.cpp plan(): FSDP when parallel.fsdp is set, Megatron
- * with the distributed optimizer), plus sequence parallel, which only
- * Megatron-LM runs.
+ * The framework the user chose for the planner, or '' to let the core choose
+ * from the form's layout (api.cpp plan(): FSDP with an FSDP strategy,
+ * Megatron-LM with its distributed optimizer or sequence parallel, else
+ * DeepSpeed). The page keeps no copy of that rule (issue 11): the result's
+ * plan.framework says what the core chose.
  */
-export function layoutFramework(p) {
-  if (p.fsdp) return 'fsdp';
-  if (p.distributed_optimizer || (p.sequence_parallel && p.tp > 1)) return 'megatron';
-  return 'deepspeed';
-}
-
-/** The framework the planner uses: the user's choice, else the form's family. */
 export function plannerFramework(s) {
-  return s.planner?.framework || layoutFramework(s.parallel);
+  return s.planner?.framework || '';
 }
 
 // The parallel fields the planner chooses itself (plan.cpp overwrites every
@@ -54,7 +49,7 @@ const NEUTRAL_LAYOUT = {
 
 /**
  * The planner's request for the settings: the estimate's request with the
- * layout reset (see NEUTRAL_LAYOUT) and `plan.framework`. The FSDP version,
+ * layout reset (see NEUTRAL_LAYOUT) and `plan.framework` when the user chose one. The FSDP version,
  * its reduce dtype and Megatron's fp32 main gradients are sent whatever the
  * layout, since the form sends them once a candidate turns FSDP or the
  * distributed optimizer on. Full activation checkpointing reads as off: the
@@ -75,7 +70,16 @@ export function buildPlanRequest(s, config, catalog = [], experts = 0) {
   if (p.fsdp_version === 2) req.parallel.fsdp_version = 2;
   if (p.fsdp_reduce_dtype) req.parallel.fsdp_reduce_dtype = p.fsdp_reduce_dtype;
   if (!p.main_grads_fp32) req.parallel.main_grads_fp32 = false;
-  req.plan = { framework: plannerFramework(s) };
+  const framework = plannerFramework(s);
+  if (!framework) {
+    // The core picks the framework from these (and plan.cpp then sets every
+    // layout field per candidate, so they do not narrow the search).
+    if (p.fsdp) req.parallel.fsdp = p.fsdp;
+    else if (p.distributed_optimizer && canDistributeOptimizer(p, p.zero))
+      req.parallel.distributed_optimizer = true;
+    if (p.sequence_parallel && p.tp > 1) req.parallel.sequence_parallel = true;
+  }
+  req.plan = framework ? { framework } : {};
   return req;
 }
 

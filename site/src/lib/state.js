@@ -4,73 +4,102 @@
 // state that the URL must carry.
 
 import { signal, computed } from '@preact/signals';
+import { coreDefault } from './fields.js';
 import { findPreset } from './presets.js';
 import { OPTIMIZERS } from './vocabulary.js';
 
 export const DEFAULT_PRESET = 'meta-llama/Llama-3.2-1B';
 
+/**
+ * Where the form deliberately starts away from the core's default
+ * (core/src/fields.cpp), in one place. buildRequest sends each of these, so
+ * the request for the default form is what `vram-probe estimate` computes
+ * with the matching flags (site/tests/wasm/fields.test.js).
+ */
+export const FORM_START = Object.freeze({
+  // The default preset is a 1B model; the page opens on the job most people
+  // plan for it, a LoRA fine-tune, where the core's default is full training.
+  'train.method': 'lora',
+  // PEFT's "all-linear", the first choice of the target select; the core's
+  // default (absent) is PEFT's per-family list, which the select cannot show.
+  'train.lora.targets': 'all-linear',
+});
+
+// How the form's boxes hold a field whose core default is "absent" (null):
+// prompt 0 = the whole context, nodes 1 = one node, '' = not set, 'auto' =
+// decided by the GPU. buildRequest sends none of these.
+const FORM_ABSENT = {
+  'infer.prompt_len': 0,
+  'parallel.nodes': 1,
+  'parallel.fsdp_reduce_dtype': '',
+  'parallel.nvls': 'auto',
+};
+
+/** The form's start value of a request field: FORM_START, else the core's default. */
+export function formStart(path) {
+  if (path in FORM_START) return FORM_START[path];
+  const d = coreDefault(path);
+  return d === null && path in FORM_ABSENT ? FORM_ABSENT[path] : d;
+}
+
+const f = formStart;
+
 export const DEFAULT_SETTINGS = Object.freeze({
-  task: 'train',
+  task: f('task'),
   train: {
-    method: 'lora',
-    micro_batch: 1,
-    seq_len: 2048,
-    grad_accum: 1,
-    precision: 'bf16',
-    optimizer: 'adamw_torch',
-    grad_checkpointing: 'none',
-    attention: 'sdpa',
-    fused_loss: false,
-    activation_offload: false,
-    optimizer_in_backward: false,
-    lora: { rank: 16, alpha: 32, targets: 'all-linear' },
+    method: f('train.method'),
+    micro_batch: f('train.micro_batch'),
+    seq_len: f('train.seq_len'),
+    grad_accum: f('train.grad_accum'),
+    precision: f('train.precision'),
+    optimizer: f('train.optimizer'),
+    grad_checkpointing: f('train.grad_checkpointing'),
+    attention: f('train.attention'),
+    fused_loss: f('train.fused_loss'),
+    activation_offload: f('train.activation_offload'),
+    optimizer_in_backward: f('train.optimizer_in_backward'),
+    lora: {
+      rank: f('train.lora.rank'),
+      alpha: f('train.lora.alpha'),
+      targets: f('train.lora.targets'),
+    },
     // Method freeze: trainable modules, comma-separated; '' = the last two
     // layers (LLaMA-Factory's freeze_trainable_layers default of 2).
     freeze_modules: '',
   },
   infer: {
-    engine: 'hf',
-    batch: 1,
-    context_len: 4096,
-    // 0: the whole context is the prompt (the core's default).
-    prompt_len: 0,
-    weights_dtype: 'bf16',
-    kv_dtype: 'bf16',
-    // vLLM engine arguments, with vLLM's defaults.
-    gpu_memory_utilization: 0.9,
-    max_num_seqs: 256,
-    max_num_batched_tokens: 8192,
-    block_size: 16,
-    enforce_eager: false,
+    engine: f('infer.engine'),
+    batch: f('infer.batch'),
+    context_len: f('infer.context_len'),
+    prompt_len: f('infer.prompt_len'),
+    weights_dtype: f('infer.weights_dtype'),
+    kv_dtype: f('infer.kv_dtype'),
+    gpu_memory_utilization: f('infer.gpu_memory_utilization'),
+    max_num_seqs: f('infer.max_num_seqs'),
+    max_num_batched_tokens: f('infer.max_num_batched_tokens'),
+    block_size: f('infer.block_size'),
+    enforce_eager: f('infer.enforce_eager'),
   },
   parallel: {
-    gpus: 1,
-    tp: 1,
-    pp: 1,
-    cp: 1,
-    zero: 0,
-    fsdp: '',
-    offload_optimizer: false,
-    offload_params: false,
-    sequence_parallel: false,
-    gpus_per_node: 8,
-    // torchrun --nnodes: 1 = one node (gpus_per_node caps the node, as before).
-    nodes: 1,
-    // Megatron-core: expert_model_parallel_size (MoE models only) and
-    // virtual_pipeline_model_parallel_size (pp > 1 only).
-    ep: 1,
-    vp: 1,
-    // Megatron-LM --use-distributed-optimizer and its fp32 main-grad buffer.
-    distributed_optimizer: false,
-    main_grads_fp32: true,
-    // FSDP1 FlatParameter (1) or FSDP2 fully_shard (2); reduce dtype '' = the
-    // parameter dtype (MixedPrecision's default).
-    fsdp_version: 1,
-    fsdp_reduce_dtype: '',
-    // NCCL: channels per communicator (NCCL's 32 by default) and NVLink
-    // SHARP ('auto' = decided by the GPU, 'on', 'off').
-    nccl_channels: 32,
-    nvls: 'auto',
+    gpus: f('parallel.gpus'),
+    tp: f('parallel.tp'),
+    pp: f('parallel.pp'),
+    cp: f('parallel.cp'),
+    zero: f('parallel.zero'),
+    fsdp: f('parallel.fsdp'),
+    offload_optimizer: f('parallel.offload_optimizer'),
+    offload_params: f('parallel.offload_params'),
+    sequence_parallel: f('parallel.sequence_parallel'),
+    gpus_per_node: f('parallel.gpus_per_node'),
+    nodes: f('parallel.nodes'),
+    ep: f('parallel.ep'),
+    vp: f('parallel.vp'),
+    distributed_optimizer: f('parallel.distributed_optimizer'),
+    main_grads_fp32: f('parallel.main_grads_fp32'),
+    fsdp_version: f('parallel.fsdp_version'),
+    fsdp_reduce_dtype: f('parallel.fsdp_reduce_dtype'),
+    nccl_channels: f('parallel.nccl_channels'),
+    nvls: f('parallel.nvls'),
   },
   // A pasted DeepSpeed config (its JSON text; '' = none). Its
   // zero_optimization / micro-batch / accumulation / bf16 settings fill the
@@ -78,13 +107,16 @@ export const DEFAULT_SETTINGS = Object.freeze({
   deepspeed: '',
   // mode 'catalog' uses gpu.name from vram.version().gpus; 'custom' a capacity in GiB.
   gpu: { mode: 'catalog', name: '', memory_gib: 24 },
-  // The layout planner's framework ('' = the family the form's layout uses).
-  // Not part of the estimate's request.
+  // The layout planner's framework ('' = the core decides from the form's
+  // layout). Not part of the estimate's request.
   planner: { framework: '' },
   // Measured fixed overheads, in bytes, from a vram-probe report dropped on
   // the page (`vram-probe overheads` / `vram-probe nccl`); null = the core's
   // own figure (the 512 MiB context prior, the modelled NCCL buffers).
-  overheads: { cuda_context_bytes: null, nccl_bytes: null },
+  overheads: {
+    cuda_context_bytes: f('overheads.cuda_context_bytes'),
+    nccl_bytes: f('overheads.nccl_bytes'),
+  },
 });
 
 export function defaultSettings() {
@@ -133,19 +165,40 @@ export const optimizerOptions = computed(() => {
 });
 
 /**
- * The core's summary of the current model (vram.modelInfo): exact count and
- * facts (layers, experts). null while the estimator or the model is missing,
- * or when the core cannot read the config (the estimate then says why).
+ * The core's summary of each model config read so far (modelInfo's object, or
+ * an estimate's `result.model`, which is the same object plus
+ * `params_trainable`), keyed by the config object. It depends on the config
+ * alone, and settings edits keep the config object.
+ */
+const summaries = new WeakMap();
+
+/** The summary of `config`, from the cache or, failing that, vram.modelInfo; null when the core cannot read it. */
+function summaryOf(vram, config) {
+  if (!summaries.has(config)) {
+    let summary = null;
+    try {
+      summary = vram.modelInfo({ config });
+    } catch {
+      // The estimate says why.
+    }
+    summaries.set(config, summary);
+  }
+  return summaries.get(config);
+}
+
+/**
+ * The core's summary of the current model: exact count and facts (layers,
+ * experts). The estimate carries it (`result.model`), so an edit makes one
+ * call into the module; vram.modelInfo runs only when the estimate fails (the
+ * form is invalid) and the config has no summary yet. null while the estimator
+ * or the model is missing, or when the core cannot read the config (the
+ * estimate then says why).
  */
 export const modelFacts = computed(() => {
   const v = estimator.value;
   const config = model.value?.config;
   if (!v || !config) return null;
-  try {
-    return v.modelInfo({ config });
-  } catch {
-    return null;
-  }
+  return outcome.value?.result?.model ?? summaryOf(v, config);
 });
 
 /** Routed experts per sparse layer of a modelInfo result; 0 for a dense model. */
@@ -390,16 +443,17 @@ export function buildRequest(s, config, catalog = [], experts = 0) {
   return req;
 }
 
-export const request = computed(() =>
-  model.value?.config
-    ? buildRequest(
-        settings.value,
-        model.value.config,
-        gpuCatalog.value,
-        routedExperts(modelFacts.value),
-      )
-    : null,
-);
+export const request = computed(() => {
+  const config = model.value?.config;
+  if (!config) return null;
+  const s = settings.value;
+  // The routed experts only decide whether parallel.ep (> 1) is sent: the
+  // request reads them only then, from the config's summary (not from
+  // modelFacts, which is read from the estimate of this request).
+  const vram = s.parallel?.ep > 1 ? estimator.value : null;
+  const experts = vram ? routedExperts(summaryOf(vram, config)) : 0;
+  return buildRequest(s, config, gpuCatalog.value, experts);
+});
 
 /**
  * The estimate for the current request: {result} or {error} (an
@@ -411,9 +465,12 @@ export const outcome = computed(() => {
   const vram = estimator.value;
   const req = request.value;
   if (!vram || !req) return null;
+  let result;
   try {
-    return { result: vram.estimate(req) };
+    result = vram.estimate(req);
   } catch (error) {
     return { error };
   }
+  if (result.model) summaries.set(req.model.config, result.model);
+  return { result };
 });

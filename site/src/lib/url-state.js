@@ -10,6 +10,7 @@
 // as ds=<base64url of its text> when it is valid JSON and short enough
 // (DEEPSPEED_URL_LIMIT characters encoded); a longer one stays out of the link.
 
+import { FIELDS as TABLE_FIELDS } from './fields.js';
 import { defaultSettings, parseDeepspeed } from './state.js';
 import {
   ATTENTIONS,
@@ -27,63 +28,52 @@ import {
   WEIGHT_DTYPES,
 } from './vocabulary.js';
 
-// URL key -> [settings path, kind, allowed values for 'enum'].
+// The form's choices for the request fields it shows as selects: a link
+// value must be one of them. (Each choice is a value the core accepts:
+// tests/unit/fields.test.jsx.)
+const CHOICES = {
+  task: TASKS,
+  'train.method': METHODS,
+  'train.precision': PRECISIONS,
+  'train.grad_checkpointing': CHECKPOINTING,
+  'train.attention': ATTENTIONS,
+  'infer.engine': ENGINES,
+  'infer.weights_dtype': WEIGHT_DTYPES,
+  'infer.kv_dtype': KV_DTYPES,
+  'parallel.fsdp': FSDP_STRATEGIES,
+  'parallel.fsdp_version': FSDP_VERSIONS,
+  'parallel.fsdp_reduce_dtype': REDUCE_DTYPES,
+  'parallel.nvls': NVLS_MODES,
+};
+
+// Where the form holds a field differently from its JSON type: any HF
+// Trainer optim name (the estimator says which it knows), the target list as
+// its text, alpha as the whole number of its box.
+const FORM_KINDS = {
+  'train.optimizer': 'name',
+  'train.lora.targets': 'text',
+  'train.lora.alpha': 'int',
+  'overheads.cuda_context_bytes': 'int',
+  'overheads.nccl_bytes': 'int',
+  deepspeed: 'deepspeed',
+};
+
+const KIND_OF_TYPE = { int: 'int', number: 'num', bool: 'bool', string: 'text', list: 'text' };
+
+// URL key -> [settings path, kind, allowed values for 'enum']: the request
+// fields' keys from the core's table (fields.json), then the page's own.
 const FIELDS = [
-  ['task', 'task', 'enum', TASKS],
-  ['method', 'train.method', 'enum', METHODS],
-  ['mb', 'train.micro_batch', 'int'],
-  ['seq', 'train.seq_len', 'int'],
-  ['ga', 'train.grad_accum', 'int'],
-  ['prec', 'train.precision', 'enum', PRECISIONS],
-  // Any HF Trainer optim name: the estimator says which it knows.
-  ['optim', 'train.optimizer', 'name'],
-  ['gc', 'train.grad_checkpointing', 'enum', CHECKPOINTING],
-  ['attn', 'train.attention', 'enum', ATTENTIONS],
-  ['fused', 'train.fused_loss', 'bool'],
-  ['r', 'train.lora.rank', 'int'],
-  ['alpha', 'train.lora.alpha', 'int'],
-  ['targets', 'train.lora.targets', 'text'],
+  ...TABLE_FIELDS.filter((f) => f.url).map((f) => {
+    const options = CHOICES[f.path];
+    const kind = FORM_KINDS[f.path] ?? (options ? 'enum' : KIND_OF_TYPE[f.type]);
+    return [f.url, f.path, kind, options];
+  }),
   ['freeze', 'train.freeze_modules', 'text'],
-  ['aoff', 'train.activation_offload', 'bool'],
-  ['oib', 'train.optimizer_in_backward', 'bool'],
-  ['eng', 'infer.engine', 'enum', ENGINES],
-  ['bs', 'infer.batch', 'int'],
-  ['ctx', 'infer.context_len', 'int'],
-  ['prompt', 'infer.prompt_len', 'int'],
-  ['wdt', 'infer.weights_dtype', 'enum', WEIGHT_DTYPES],
-  ['kvdt', 'infer.kv_dtype', 'enum', KV_DTYPES],
-  ['gmu', 'infer.gpu_memory_utilization', 'num'],
-  ['seqs', 'infer.max_num_seqs', 'int'],
-  ['mbt', 'infer.max_num_batched_tokens', 'int'],
-  ['blk', 'infer.block_size', 'int'],
-  ['eager', 'infer.enforce_eager', 'bool'],
-  ['gpus', 'parallel.gpus', 'int'],
-  ['tp', 'parallel.tp', 'int'],
-  ['pp', 'parallel.pp', 'int'],
-  ['zero', 'parallel.zero', 'int'],
-  ['fsdp', 'parallel.fsdp', 'enum', FSDP_STRATEGIES],
-  ['cp', 'parallel.cp', 'int'],
-  ['offload', 'parallel.offload_optimizer', 'bool'],
-  ['offp', 'parallel.offload_params', 'bool'],
-  ['sp', 'parallel.sequence_parallel', 'bool'],
-  ['gpn', 'parallel.gpus_per_node', 'int'],
-  ['nodes', 'parallel.nodes', 'int'],
-  ['ep', 'parallel.ep', 'int'],
-  ['vp', 'parallel.vp', 'int'],
-  ['dopt', 'parallel.distributed_optimizer', 'bool'],
-  ['mgf32', 'parallel.main_grads_fp32', 'bool'],
-  ['fsdpv', 'parallel.fsdp_version', 'enum', FSDP_VERSIONS],
-  ['rdt', 'parallel.fsdp_reduce_dtype', 'enum', REDUCE_DTYPES],
-  ['nccl', 'parallel.nccl_channels', 'int'],
-  ['nvls', 'parallel.nvls', 'enum', NVLS_MODES],
-  ['ds', 'deepspeed', 'deepspeed'],
   ['planfw', 'planner.framework', 'enum', PLAN_FRAMEWORKS],
-  // Measured overheads in bytes (vram-probe overheads / nccl reports).
-  ['cudactx', 'overheads.cuda_context_bytes', 'int'],
-  ['ncclb', 'overheads.nccl_bytes', 'int'],
-  ['gpu', 'gpu.name', 'text'],
-  ['gib', 'gpu.memory_gib', 'num'],
 ];
+
+/** The URL keys of the link, with the settings path each one sets. */
+export const URL_KEYS = Object.freeze(FIELDS.map(([key, path]) => [key, path]));
 
 /** Longest base64url DeepSpeed config the link carries. */
 export const DEEPSPEED_URL_LIMIT = 2000;

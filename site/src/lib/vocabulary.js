@@ -3,6 +3,8 @@
 // field and value of the estimator's JSON contract (docs/schema.md). Labels
 // are what the page shows; `value` is what the request carries.
 
+import { FIELDS } from './fields.js';
+
 export const TASKS = [
   { value: 'train', label: 'Training / fine-tuning' },
   { value: 'infer', label: 'Inference' },
@@ -208,69 +210,16 @@ export function labelOf(options, value) {
 }
 
 // Request paths in words, for error messages: which box of the form, or
-// which config.json key, the core complained about.
+// which config.json key, the core complained about. The request fields'
+// labels are the core's (fields.json); the rest are the page's own.
 const PATH_WORDS = {
   model: 'Model',
-  'model.config': 'config.json',
-  'model.custom': 'custom model',
-  task: 'Task',
-  'train.method': 'Method',
-  'train.micro_batch': 'per_device_train_batch_size',
-  'train.seq_len': 'max_seq_length',
-  'train.grad_accum': 'gradient_accumulation_steps',
-  'train.precision': 'Precision',
-  'train.optimizer': 'optim',
-  'train.grad_checkpointing': 'gradient_checkpointing',
-  'train.attention': 'attn_implementation',
-  'train.fused_loss': 'Fused cross-entropy',
-  'train.lora.rank': 'LoRA r',
-  'train.lora.alpha': 'lora_alpha',
-  'train.lora.targets': 'target_modules',
-  'train.trainable_modules': 'Trainable modules',
-  'train.activation_offload': 'Offload activations to CPU',
-  'train.optimizer_in_backward': 'Optimizer step in backward',
-  'infer.engine': 'Engine',
-  'infer.batch': 'Concurrent sequences',
-  'infer.context_len': 'Context length',
-  'infer.prompt_len': 'Prompt length',
-  'infer.gpu_memory_utilization': 'gpu_memory_utilization',
-  'infer.max_num_seqs': 'max_num_seqs',
-  'infer.max_num_batched_tokens': 'max_num_batched_tokens',
-  'infer.block_size': 'block_size',
-  'infer.enforce_eager': 'enforce_eager',
-  'infer.weights_dtype': 'Weights dtype',
-  'infer.kv_dtype': 'kv_cache_dtype',
-  'parallel.gpus': 'Number of GPUs',
-  'parallel.dp': 'Data parallel',
-  'parallel.tp': 'Tensor parallel',
-  'parallel.pp': 'Pipeline parallel',
-  'parallel.zero': 'ZeRO stage',
-  'parallel.fsdp': 'FSDP',
-  'parallel.cp': 'Context parallel',
-  'parallel.offload_optimizer': 'Offload optimizer states',
-  'parallel.offload_params': 'Offload parameters',
-  'parallel.sequence_parallel': 'Sequence parallel',
-  'parallel.gpus_per_node': 'GPUs per node',
-  'parallel.nodes': 'Nodes',
-  'parallel.ep': 'Expert parallel',
-  'parallel.vp': 'Virtual pipeline stages',
-  'parallel.distributed_optimizer': 'Distributed optimizer (Megatron)',
-  'parallel.main_grads_fp32': 'fp32 main gradients',
-  'parallel.fsdp_version': 'FSDP version',
-  'parallel.fsdp_reduce_dtype': 'FSDP reduce dtype',
-  'parallel.nccl_channels': 'NCCL channels',
-  'parallel.nvls': 'NVLink SHARP',
-  'parallel.stage3_param_persistence_threshold': 'stage3_param_persistence_threshold',
-  deepspeed: 'DeepSpeed config',
+  ...Object.fromEntries(FIELDS.map((f) => [f.path, f.label])),
   'plan.framework': 'Framework',
   'plan.top': 'Layouts shown',
   'plan.allow_checkpointing': 'Try activation checkpointing',
   'plan.allow_offload': 'Try CPU offload',
   gpu: 'GPU',
-  'gpu.name': 'GPU',
-  'gpu.memory_gib': 'GPU memory',
-  'overheads.cuda_context_bytes': 'CUDA context (measured)',
-  'overheads.nccl_bytes': 'NCCL memory per GPU (measured)',
 };
 
 /**

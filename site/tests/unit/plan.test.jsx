@@ -41,6 +41,11 @@ async function openFailingPage(hash) {
   return screen.findByRole('alert', { name: 'The estimator could not use this input' });
 }
 
+/** The planner's request for the page's current settings and model. */
+function planRequestFor() {
+  return buildPlanRequest(settings.value, model.value.config, vram.version().gpus, 0);
+}
+
 function planCard() {
   return screen.getByRole('region', { name: 'Find a layout' });
 }
@@ -154,7 +159,7 @@ describe('the planner panel', () => {
   it('the framework select reaches the request: Megatron-LM candidates use its optimizer and sequence parallel', async () => {
     await openPage(LLAMA_8B_ON_A100);
     const select = within(planCard()).getByLabelText(/--framework/);
-    expect(select.value).toBe('deepspeed');
+    expect(select.value).toBe('');
     fireEvent.change(select, { target: { value: 'megatron' } });
     await waitFor(() => expect(settings.value.planner.framework).toBe('megatron'));
     await waitFor(() => expect(window.location.hash).toContain('planfw=megatron'));
@@ -192,9 +197,27 @@ describe('the planner panel', () => {
     expect(candidateRows().every((r) => /FSDP|no data parallel/.test(r.label))).toBe(true);
   });
 
-  it('defaults the framework to the family of the form layout', async () => {
+  it('leaves the framework to the core, which plans in the family of the form layout', async () => {
     await openPage(`${LLAMA_8B_ON_A100}&fsdp=full_shard`);
-    expect(within(planCard()).getByLabelText(/--framework/).value).toBe('fsdp');
+    expect(within(planCard()).getByLabelText(/--framework/).value).toBe('');
+    expect(planRequestFor().plan).toEqual({});
+    fireEvent.click(findButton());
+    await waitFor(() => expect(lastPlan().framework).toBe('fsdp'));
+    expect(within(planCard()).getByRole('option', { name: 'auto: FSDP' })).toBeTruthy();
+  });
+
+  it('asks the core about sequence parallel: a tensor-parallel form with it plans in Megatron-LM', async () => {
+    // plan.js used to decide this itself, and the core (api.cpp plan()) did
+    // not: `vram-probe plan` planned DeepSpeed for the same request.
+    await openPage(`${LLAMA_8B_ON_A100}&tp=2&sp=1`);
+    const req = planRequestFor();
+    expect(req.plan).toEqual({});
+    expect(req.parallel.sequence_parallel).toBe(true);
+    expect(vram.plan(req).plan.framework).toBe('megatron');
+    // Without sequence parallel the core stays with DeepSpeed.
+    expect(
+      vram.plan({ ...req, parallel: { ...req.parallel, sequence_parallel: false } }).plan.framework,
+    ).toBe('deepspeed');
   });
 
   it('says plainly when nothing fits, and what to try', async () => {

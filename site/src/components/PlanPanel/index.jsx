@@ -259,7 +259,17 @@ export function PlanPanel() {
           label="Framework"
           name="--framework"
           value={framework}
-          options={PLAN_FRAMEWORKS}
+          options={[
+            {
+              // The core's choice for the form's layout, once a search says it.
+              value: '',
+              label:
+                o?.result && current && !framework
+                  ? `auto: ${labelOf(PLAN_FRAMEWORKS, o.result.plan.framework)}`
+                  : 'auto (from the form’s layout)',
+            },
+            ...PLAN_FRAMEWORKS,
+          ]}
           onChange={(v) => setSetting('planner.framework', v)}
         />
         <button
