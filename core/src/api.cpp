@@ -263,6 +263,16 @@ json plan(const json& request) {
     if (!req.ok()) return error_json(req.error());
     PlanOptions o;
     JsonReader r(request, "");
+    // Plan in the family the request already uses unless plan.framework names
+    // one: FSDP, or Megatron-LM for its distributed optimizer and for sequence
+    // parallel, which only Megatron-LM runs. The page leaves the choice to
+    // this rule rather than keeping a copy of it (issue 11).
+    const ParallelOptions& layout = req.value().parallel;
+    if (!layout.fsdp.empty()) {
+      o.framework = "fsdp";
+    } else if (layout.distributed_optimizer || layout.sequence_parallel) {
+      o.framework = "megatron";
+    }
     if (auto p = r.object_opt("plan")) {
       o.framework = p->str_or("framework", o.framework);
       if (o.framework != "deepspeed" && o.framework != "fsdp" && o.framework != "megatron") {
@@ -273,10 +283,6 @@ json plan(const json& request) {
       o.top = p->int_or("top", o.top, 1, 1000);
       o.allow_checkpointing = p->bool_or("allow_checkpointing", o.allow_checkpointing);
       o.allow_offload = p->bool_or("allow_offload", o.allow_offload);
-    } else if (!req.value().parallel.fsdp.empty()) {
-      o.framework = "fsdp";  // plan in the family the request already uses
-    } else if (req.value().parallel.distributed_optimizer) {
-      o.framework = "megatron";
     }
     auto result = plan_request(req.value(), o);
     if (!result.ok()) return error_json(result.error());
