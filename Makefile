@@ -17,7 +17,7 @@ DEB_PACKAGES := cmake g++ make nlohmann-json3-dev libgtest-dev googletest libben
 CXX_SOURCES = $(shell git ls-files --cached --others --exclude-standard '*.cpp' '*.h' 2>/dev/null | grep -v '^site/')
 
 .PHONY: all deps native wasm site serve test test-native test-site test-e2e format format-check \
-  validate validate-check bench clean
+  validate validate-check fields fields-check bench clean
 
 all: native site
 
@@ -60,7 +60,7 @@ serve: native site
 	cd site && npx vite preview --port $(PORT) --strictPort --host 127.0.0.1
 
 # ---- tests --------------------------------------------------------------------
-test: format-check test-native validate-check test-site test-e2e
+test: format-check test-native validate-check fields-check test-site test-e2e
 	@echo "all tests passed"
 
 test-native: native
@@ -84,6 +84,15 @@ validate-check: native
 	@tmp=$$(mktemp); $(BUILD)/bin/vram_validate tests/fixtures/measured.json \
 	  tests/fixtures/validation/requests.json tests/fixtures $$tmp >/dev/null && \
 	  diff -u docs/validation.md $$tmp && rm -f $$tmp && echo "docs/validation.md is current"
+
+# ---- the request fields the page reads (site/src/lib/fields.js) -----------------
+fields: native
+	$(BUILD)/bin/vram-probe fields --json > site/src/lib/fields.json
+
+# The committed table must be the core's table now.
+fields-check: native
+	@tmp=$$(mktemp); $(BUILD)/bin/vram-probe fields --json > $$tmp && \
+	  diff -u site/src/lib/fields.json $$tmp && rm -f $$tmp && echo "site/src/lib/fields.json is current"
 
 bench: native wasm
 	$(BUILD)/bin/vram_bench
