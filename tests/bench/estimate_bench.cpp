@@ -3,6 +3,7 @@
 // not asserted in tests.
 #include <benchmark/benchmark.h>
 
+#include "memory/caching_allocator.h"
 #include "vram/api.h"
 #include "vram/estimate.h"
 #include "vram/families.h"
@@ -95,6 +96,110 @@ void BM_Plan70bOn64Gpus(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(vram::plan(req));
 }
 BENCHMARK(BM_Plan70bOn64Gpus)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+// ---- The caching allocator model (core/src/memory/caching_allocator.h) -------
+
+namespace {
+
+// One synthetic training step of an 80-layer model as the ordered tensor
+// allocations and frees the estimator replays: weights once, then per layer
+// a forward that keeps saved tensors (8 MiB, 28 MiB, 1.5 MiB, 200 KiB) and
+// drops temporaries, the loss buffers, and a backward in reverse that frees
+// the saved tensors while allocating activation gradients and keeping LoRA
+// gradients until the optimizer step.
+struct AllocEvent {
+  bool alloc = true;
+  int32_t tensor = 0;
+  int64_t bytes = 0;
+};
+
+std::vector<AllocEvent> training_step_events(int layers) {
+  using vram::memory::kKiB;
+  using vram::memory::kMiB;
+  std::vector<AllocEvent> ev;
+  int32_t next = 0;
+  auto alloc = [&](int64_t bytes) {
+    ev.push_back({true, next, bytes});
+    return next++;
+  };
+  auto release = [&](int32_t t) { ev.push_back({false, t, 0}); };
+  // Weights of each layer: q, k, v, o, gate, up, down, two norms, four LoRA
+  // adapters (A and B of two modules).
+  for (int l = 0; l < layers; ++l) {
+    for (int64_t b : {32 * kMiB, 4 * kMiB, 4 * kMiB, 32 * kMiB, 112 * kMiB, 112 * kMiB, 112 * kMiB, 16 * kKiB,
+                      16 * kKiB, 128 * kKiB, 128 * kKiB, 128 * kKiB, 128 * kKiB}) {
+      alloc(b);
+    }
+  }
+  std::vector<std::vector<int32_t>> saved(static_cast<size_t>(layers));
+  for (int l = 0; l < layers; ++l) {
+    auto& s = saved[static_cast<size_t>(l)];
+    for (int64_t b : {8 * kMiB, 200 * kKiB, 8 * kMiB, 8 * kMiB, 1536 * kKiB, 200 * kKiB, 8 * kMiB, 1536 * kKiB,
+                      8 * kMiB, 200 * kKiB, 28 * kMiB, 28 * kMiB, 28 * kMiB, 200 * kKiB, 8 * kMiB}) {
+      s.push_back(alloc(b));
+    }
+    const int32_t attn_tmp = alloc(24 * kMiB);  // temporaries of the layer
+    const int32_t mlp_tmp = alloc(28 * kMiB);
+    release(attn_tmp);
+    release(mlp_tmp);
+  }
+  const int32_t logits = alloc(500 * kMiB);
+  const int32_t logits_fp32 = alloc(1000 * kMiB);
+  release(logits_fp32);
+  int32_t grad_out = alloc(8 * kMiB);
+  release(logits);
+  std::vector<int32_t> lora_grads;
+  for (int l = layers - 1; l >= 0; --l) {
+    const int32_t grad_mlp = alloc(28 * kMiB);
+    const int32_t grad_gate = alloc(28 * kMiB);
+    for (int i = 0; i < 4; ++i) lora_grads.push_back(alloc(128 * kKiB));
+    auto& s = saved[static_cast<size_t>(l)];
+    for (auto it = s.rbegin(); it != s.rend(); ++it) release(*it);
+    release(grad_gate);
+    release(grad_mlp);
+    const int32_t grad_in = alloc(8 * kMiB);
+    release(grad_out);
+    grad_out = grad_in;
+  }
+  release(grad_out);
+  for (int32_t g : lora_grads) release(g);
+  return ev;
+}
+
+int64_t replay(const std::vector<AllocEvent>& events, const vram::memory::AllocatorConfig& config,
+               std::vector<vram::memory::Handle>& handles) {
+  vram::memory::CachingAllocator a(config);
+  for (const AllocEvent& e : events) {
+    if (e.alloc) {
+      handles[static_cast<size_t>(e.tensor)] = a.malloc(e.bytes);
+    } else {
+      a.free(handles[static_cast<size_t>(e.tensor)]);
+    }
+  }
+  return a.stats().reserved_bytes.all.peak;
+}
+
+void run_replay(benchmark::State& state, const vram::memory::AllocatorConfig& config) {
+  const auto events = training_step_events(80);
+  std::vector<vram::memory::Handle> handles(events.size());
+  for (auto _ : state) benchmark::DoNotOptimize(replay(events, config, handles));
+  state.counters["events"] = static_cast<double>(events.size());
+  state.counters["peak_reserved_MiB"] = static_cast<double>(replay(events, config, handles) / vram::memory::kMiB);
+}
+
+// The default allocator: one replay of ~5800 events, allocator built fresh.
+void BM_AllocatorReplay80Layers(benchmark::State& state) { run_replay(state, {}); }
+BENCHMARK(BM_AllocatorReplay80Layers)->Unit(benchmark::kMicrosecond);
+
+// The same step with expandable_segments:True.
+void BM_AllocatorReplay80LayersExpandable(benchmark::State& state) {
+  vram::memory::AllocatorConfig config;
+  config.expandable_segments = true;
+  run_replay(state, config);
+}
+BENCHMARK(BM_AllocatorReplay80LayersExpandable)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 
