@@ -12,7 +12,6 @@ namespace vram {
 
 using fit::fit_for;
 using fit::largest_fitting;
-using fit::max_micro_batch;
 
 namespace {
 
@@ -72,7 +71,7 @@ Result<Estimate> estimate_request(const Request& req) {
     const std::string& name = card->name;
     e.has_fit = true;
     e.fit = fit_for(e.peak_bytes, total, capacity, name);
-    if (req.task == Task::kTrain) e.fit.max_micro_batch = max_micro_batch(req, capacity);
+    if (req.task == Task::kTrain) e.fit.max_micro_batch = train::max_micro_batch(req, capacity);
     const ParallelOptions& par = req.parallel;
     const bool sharded = par.zero > 0 || (!par.fsdp.empty() && par.fsdp != "no_shard") || par.distributed_optimizer;
     if (req.task == Task::kTrain && sharded) {

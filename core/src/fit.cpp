@@ -1,7 +1,6 @@
 // What fits on a GPU (fit.h).
 #include "fit.h"
 
-#include "train/estimate_train.h"
 #include "vram/gpus.h"
 
 namespace vram::fit {
@@ -49,19 +48,6 @@ int64_t largest_fitting(const std::function<bool(int64_t)>& fits, int64_t limit)
     (fits(mid) ? lo : hi) = mid;
   }
   return lo;
-}
-
-// Largest micro-batch whose peak fits `capacity` (the peak is non-decreasing
-// in the micro-batch).
-int64_t max_micro_batch(const Request& req, int64_t capacity) {
-  Request r = req;
-  return largest_fitting(
-      [&](int64_t b) {
-        r.train.micro_batch = b;
-        auto e = train::estimate_train(r);
-        return e.ok() && e.value().peak_bytes <= capacity;
-      },
-      int64_t{1} << 16);
 }
 
 }  // namespace vram::fit

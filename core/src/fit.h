@@ -7,8 +7,8 @@
 #include <optional>
 #include <string>
 
-#include "vram/estimate.h"
 #include "vram/request.h"
+#include "vram/result.h"
 
 namespace vram::fit {
 
@@ -26,9 +26,5 @@ Fit fit_for(int64_t peak, int64_t total, int64_t capacity, const std::string& na
 // Largest v in [1, limit] with fits(v), 0 if none; `fits` must be monotone
 // (true up to some value, false after): doubling, then bisection.
 int64_t largest_fitting(const std::function<bool(int64_t)>& fits, int64_t limit);
-
-// Largest micro-batch whose training peak fits `capacity` (the peak is
-// non-decreasing in the micro-batch).
-int64_t max_micro_batch(const Request& req, int64_t capacity);
 
 }  // namespace vram::fit

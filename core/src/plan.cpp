@@ -225,7 +225,7 @@ Result<Plan> plan_request(const Request& req, const PlanOptions& o) {
       Request r = base;
       r.parallel = c.layout;
       r.train.checkpointing = c.checkpointing;
-      c.max_micro_batch = fit::max_micro_batch(r, card->capacity);
+      c.max_micro_batch = train::max_micro_batch(r, card->capacity);
     }
     plan.candidates = std::move(all);
     plan.notes.push_back("micro_batch " + std::to_string(req.train.micro_batch) + ", seq_len " +

@@ -1,87 +1,12 @@
-// The estimate: named components, phases of a step, the peak and the fit.
+// The estimate: dispatch a parsed request to the training or inference
+// estimator, then fit it against the GPUs (result types in result.h).
 #pragma once
 
-#include <cstdint>
-#include <map>
-#include <string>
-#include <vector>
-
 #include "vram/request.h"
+#include "vram/result.h"
 #include "vram/status.h"
 
 namespace vram {
-
-// Where a component lives: in tensors the PyTorch caching allocator counts
-// (memory_allocated) or outside it (CUDA context, NCCL, paged/managed memory).
-enum class Pool { kAllocated, kOutside };
-
-struct Component {
-  std::string key;      // stable id: "weights", "gradients", "optimizer_states", ...
-  std::string label;    // for people
-  int64_t bytes = 0;    // the component's largest size over the step
-  std::string formula;  // the formula with the values plugged in
-  Pool pool = Pool::kAllocated;
-};
-
-struct Phase {
-  std::string key;  // "forward", "loss", "backward_start", "backward", "optimizer_step", ...
-  std::string label;
-  int64_t allocated_bytes = 0;           // torch.cuda.memory_allocated at that moment
-  int64_t reserved_bytes = 0;            // allocator view (allocated + block rounding + fragmentation)
-  int64_t device_bytes = 0;              // what nvidia-smi shows for the process: reserved + outside
-  std::map<std::string, int64_t> parts;  // component key -> bytes live in this phase
-};
-
-struct Fit {
-  std::string gpu;
-  int64_t total_bytes = 0;     // what nvidia-smi shows as the card's total
-  int64_t capacity_bytes = 0;  // what a process can really use
-  bool fits = false;
-  double utilization = 0;       // peak / capacity
-  bool headroom_ok = false;     // peak <= kHeadroomFraction * total (seed 000)
-  int64_t max_micro_batch = 0;  // largest micro-batch that fits (training), 0 if none
-};
-
-struct GpuRow {
-  std::string name;
-  int64_t capacity_bytes = 0;
-  bool fits = false;
-  double utilization = 0;
-  bool headroom_ok = false;
-};
-
-// One pipeline rank of a multi-GPU training layout (result parallel.stages).
-struct StageSummary {
-  int64_t stage = 0;
-  int64_t layers = 0;
-  int64_t moe_layers = 0;
-  int64_t params = 0;    // parameters held by one rank of this stage (after tp / ep)
-  double in_flight = 1;  // micro-batches of activations held at the schedule's peak
-  bool embeddings = false;
-  bool head = false;
-  int64_t peak_bytes = 0;
-};
-
-struct Estimate {
-  std::vector<Component> components;
-  std::vector<Phase> phases;
-  int64_t peak_bytes = 0;            // device view at the peak phase (what must fit)
-  int64_t peak_allocated_bytes = 0;  // torch.cuda.max_memory_allocated
-  int64_t peak_reserved_bytes = 0;   // torch.cuda.max_memory_reserved
-  std::string peak_phase;
-  int64_t params_trainable = 0;
-  int64_t tokens_per_micro_batch = 0;
-  std::vector<std::string> assumptions;
-  std::vector<std::string> warnings;
-  // Task-specific answers (inference: kv_bytes_per_token, max_concurrent_sequences,
-  // max_context_len, ...), serialised as the result's `infer` object.
-  std::vector<std::pair<std::string, int64_t>> facts;
-  std::string engine;
-  std::vector<StageSummary> stages;  // pipeline ranks (training with pp > 1)
-  bool has_fit = false;
-  Fit fit;
-  std::vector<GpuRow> gpus;
-};
 
 // Estimates the request. Never throws.
 Result<Estimate> estimate_request(const Request& request);

@@ -9,7 +9,7 @@
 #include <map>
 
 #include "format.h"
-#include "overheads.h"
+#include "memory/overheads.h"
 #include "vram/gpus.h"
 #include "vram/status.h"
 
@@ -17,7 +17,7 @@ namespace vram::infer {
 
 namespace {
 
-using overheads::ceil_div;
+using memory::ceil_div;
 int64_t ceil_bytes(double x) { return static_cast<int64_t>(std::ceil(x)); }
 
 struct Format {
@@ -175,8 +175,8 @@ Result<Estimate> estimate_infer(const Request& req) {
 
     // ---- outside the tensors ----------------------------------------------
     const GpuInfo* gpu = req.gpu.name.empty() ? nullptr : find_gpu(req.gpu.name);
-    fx.cublas = overheads::cublas_bytes(req, 1);
-    fx.context = overheads::context_bytes(req);
+    fx.cublas = memory::cublas_bytes(req, 1);
+    fx.context = memory::context_bytes(req);
     // llm-d config_explorer on H100 measured vLLM's non-torch memory at
     // 0.13 GiB for TP=1 and 0.55 GiB for TP=2 (research §2.4, §7.4): the
     // difference is NCCL's buffers.

@@ -1,8 +1,8 @@
 // Private: serving memory on one GPU.
 #pragma once
 
-#include "vram/estimate.h"
 #include "vram/request.h"
+#include "vram/result.h"
 
 namespace vram::infer {
 

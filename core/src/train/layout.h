@@ -6,9 +6,13 @@
 #include <string>
 #include <vector>
 
+#include "memory/sharding.h"
 #include "vram/request.h"
 
 namespace vram::train {
+
+using memory::Sharding;
+using memory::sharding_for;
 
 // One pipeline rank: the layers it holds and the activations it keeps.
 struct Stage {
@@ -43,22 +47,6 @@ std::vector<Stage> pipeline_stages(const Request& req);
 // parallel divides the sequence; the pipeline keeps the stage's layers and,
 // on the first / last stage, the embeddings / head.
 Request rank_request(const Request& req, const Stage& stage);
-
-// How data-parallel sharding treats the model state.
-struct Sharding {
-  int64_t group = 1;         // ranks the dense state is sharded over
-  int64_t expert_group = 1;  // ranks the routed experts' state is sharded over (group / ep)
-  bool states = false;       // optimizer states and fp32 master (ZeRO-1+, FSDP, Megatron)
-  bool grads = false;        // gradients (ZeRO-2+, FSDP)
-  bool weights = false;      // parameters (ZeRO-3, FSDP FULL_SHARD / HYBRID_SHARD)
-  bool deepspeed = false;
-  bool fsdp = false;
-  bool megatron = false;     // Megatron-LM distributed optimizer
-  bool ddp_buckets = false;  // DDP all-reduce buckets hold a second copy of the grads
-  std::string label;         // "DDP", "ZeRO-2", "FSDP full_shard", ...
-};
-
-Sharding sharding_for(const ParallelOptions& p);
 
 // NCCL memory of one rank (research/memory-internals.md §2.4).
 struct NcclMemory {

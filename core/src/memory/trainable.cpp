@@ -2,10 +2,10 @@
 #include <algorithm>
 #include <set>
 
-#include "train/memory_plan.h"
+#include "memory/recipe.h"
 #include "vram/status.h"
 
-namespace vram::train {
+namespace vram::memory {
 
 Dtypes dtypes_for(const Request& req) {
   Dtypes d;
@@ -229,4 +229,4 @@ TrainablePlan plan_trainable(const Request& req) {
   return plan;
 }
 
-}  // namespace vram::train
+}  // namespace vram::memory

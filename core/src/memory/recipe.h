@@ -9,7 +9,7 @@
 #include "vram/optimizers.h"
 #include "vram/request.h"
 
-namespace vram::train {
+namespace vram::memory {
 
 // Element sizes of one precision recipe (research/memory-internals.md §3.4).
 struct Dtypes {
@@ -73,4 +73,4 @@ LayerActivations layer_activations(const Request& req, const LayerStack& stack, 
 // gradients and the attention kernel's workspaces.
 double layer_backward_transient(const Request& req, const LayerStack& stack, const Dtypes& dt);
 
-}  // namespace vram::train
+}  // namespace vram::memory

@@ -7,7 +7,7 @@
 #include "vram/gpus.h"
 #include "vram/request.h"
 
-namespace vram::overheads {
+namespace vram::memory {
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -37,4 +37,4 @@ inline int64_t context_bytes(const Request& req) {
   return req.overheads.cuda_context_bytes.value_or(kDefaultContextBytes);
 }
 
-}  // namespace vram::overheads
+}  // namespace vram::memory

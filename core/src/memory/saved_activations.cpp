@@ -22,9 +22,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "train/memory_plan.h"
+#include "memory/recipe.h"
 
-namespace vram::train {
+namespace vram::memory {
 
 double LayerActivations::per_token() const {
   double s = 0;
@@ -336,4 +336,4 @@ double layer_backward_transient(const Request& req, const LayerStack& st, const 
   return b;
 }
 
-}  // namespace vram::train
+}  // namespace vram::memory

@@ -1,0 +1,129 @@
+// Saved activations of the layer stack (activation_stack.h).
+#include "memory/activation_stack.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "format.h"
+#include "memory/overheads.h"
+
+namespace vram::memory {
+
+int64_t to_bytes(double x) { return static_cast<int64_t>(std::ceil(x)); }
+
+int64_t ActivationStack::resident(int64_t stack_bytes) const {
+  return offload ? std::min(stack_bytes, 2 * layer_max) : stack_bytes;
+}
+
+namespace {
+
+// One layer's saved tensors as allocations of `tokens` tokens, largest first.
+std::vector<Piece> layer_pieces(const LayerActivations& a, bool selective, int64_t tokens) {
+  std::vector<Piece> out;
+  for (const auto& i : a.items) {
+    if (selective && i.score_path) continue;
+    const int64_t bytes = to_bytes(i.bytes_per_token * static_cast<double>(tokens));
+    if (bytes > 0) out.push_back({bytes, 1});
+  }
+  std::sort(out.begin(), out.end(), [](const Piece& x, const Piece& y) { return x.bytes > y.bytes; });
+  return out;
+}
+
+// Final norm and lm_head inputs, bytes per token (the loss region is never
+// checkpointed).
+double head_per_token(const Request& req, const TrainablePlan& plan, const Dtypes& dt, bool last) {
+  const ModelSpec& m = req.model;
+  const bool any_layer_grad = plan.first_grad_layer < m.text.layers;
+  bool head_trains = m.tie_word_embeddings && req.train.method == Method::kFull;
+  for (size_t i = 0; i < m.groups.size(); ++i) {
+    if (m.groups[i].component == std::string(comp::kLmHead) && plan.groups[i].trainable) head_trains = true;
+  }
+  double tok = 0;
+  if (last && (any_layer_grad || head_trains)) tok += 4.0 * m.text.hidden + 4.0;  // final RMSNorm fp32 input
+  if (last && head_trains) tok += (dt.autocast ? 2.0 : dt.compute) * m.text.hidden;
+  return tok;
+}
+
+// Vision tower tokens (VLMs): images_per_sample x encoder tokens.
+int64_t vision_bytes(const Request& req, const TrainablePlan& plan, const Dtypes& dt, int64_t micro_batch) {
+  const ModelSpec& m = req.model;
+  const TrainOptions& t = req.train;
+  const LayerStack* vs = m.stack("vision");
+  if (vs == nullptr || t.images_per_sample <= 0 || !plan.vision_needs_grad) return 0;
+  const int64_t nv = micro_batch * t.images_per_sample * std::max<int64_t>(m.vision.encoder_tokens_per_image, 1);
+  const LayerActivations va = layer_activations(req, *vs, plan, dt, m.vision.encoder_tokens_per_image, false, true);
+  return to_bytes(va.per_token() * static_cast<double>(nv)) * vs->layers;
+}
+
+}  // namespace
+
+ActivationStack activation_stack(const Request& req, const TrainablePlan& plan, const Dtypes& dt, const StateSizes& sz,
+                                 const StagePosition& pos, int64_t micro_batch) {
+  const TrainOptions& t = req.train;
+  const LayerStack& st = req.model.text;
+  const int64_t L = st.layers;
+  const int64_t s = t.seq_len;
+  const int64_t N = micro_batch * s;
+  const int64_t h = st.hidden;
+  ActivationStack a;
+  a.first_grad_layer = plan.first_grad_layer;
+  a.offload = t.activation_offload;
+  const int64_t grad_layers = L - plan.first_grad_layer;
+  // Which layers train their base weights (freeze by layer index trains
+  // only some; every other method trains all or none).
+  const bool selective = t.checkpointing == Checkpointing::kSelective;
+  const LayerActivations dense_act = layer_activations(req, st, plan, dt, s, false, true);
+  const LayerActivations moe_act =
+      st.moe_layers > 0 ? layer_activations(req, st, plan, dt, s, true, true) : LayerActivations{};
+  const double dense_tok = selective ? dense_act.per_token_without_scores() : dense_act.per_token();
+  const double moe_tok = selective ? moe_act.per_token_without_scores() : moe_act.per_token();
+  // Saved layers: those at or above first_grad_layer. MoE layers sit above
+  // the dense ones (DeepSeek first_k_dense_replace).
+  a.saved_moe = std::min(st.moe_layers, grad_layers);
+  a.saved_dense = std::max<int64_t>(grad_layers - a.saved_moe, 0);
+  const double ckpt_factor = req.calibration.checkpointing.value_or(1.0);
+  a.layer_dense = to_bytes(dense_tok * N);
+  a.layer_moe = to_bytes(moe_tok * N);
+  if (t.checkpointing == Checkpointing::kFull) {
+    // HF gradient checkpointing saves each decoder layer's input
+    // (Korthikanti et al. 2022: 2sbh per layer) and re-runs one layer at a
+    // time in backward.
+    const int64_t per = to_bytes(static_cast<double>(dt.residual) * h * N * ckpt_factor);
+    a.layers = per * grad_layers;
+    a.one_layer = std::max(a.layer_dense, a.saved_moe > 0 ? a.layer_moe : 0);
+    a.formula = fmt_int(grad_layers) + " layers x " + fmt_int(N) + " tokens x " + std::to_string(dt.residual) +
+                " B x h " + fmt_int(h) + " (checkpointed layer inputs)";
+    a.layer_dense = per;
+    a.layer_moe = per;
+    a.dense_pieces = a.moe_pieces = {{per, 1}};
+  } else {
+    a.layers = a.layer_dense * a.saved_dense + a.layer_moe * a.saved_moe;
+    a.formula =
+        fmt_int(N) + " tokens x (" + fmt_int(a.saved_dense) + " layers x " + fmt_int(to_bytes(dense_tok)) + " B" +
+        (a.saved_moe > 0 ? " + " + fmt_int(a.saved_moe) + " MoE layers x " + fmt_int(to_bytes(moe_tok)) + " B" : "") +
+        ") per token";
+    a.dense_pieces = layer_pieces(dense_act, selective, N);
+    a.moe_pieces = layer_pieces(moe_act, selective, N);
+  }
+  a.head = to_bytes(head_per_token(req, plan, dt, pos.last) * N);
+  a.vision = vision_bytes(req, plan, dt, micro_batch);
+  // Activation offloading (torch.autograd.graph.save_on_cpu, or the
+  // "offload" gradient checkpointing of axolotl / Unsloth): saved tensors
+  // of the layer stack live in pinned host memory; the GPU holds the layer
+  // being computed and the one being prefetched.
+  a.layer_max = std::max(a.layer_dense, a.saved_moe > 0 ? a.layer_moe : 0);
+  // 1F1B: pipeline rank r holds up to pp - r micro-batches in flight;
+  // interleaving holds a fraction more (layout.h pipeline_stages).
+  auto in_flight = [&](int64_t x) { return ceil_div(x * pos.in_flight_num, pos.in_flight_den); };
+  a.layers = in_flight(a.layers);
+  a.layer_dense = in_flight(a.layer_dense);
+  a.layer_moe = in_flight(a.layer_moe);
+  // Backward of one layer: the hidden-state gradients and the attention
+  // kernel's workspaces, one dequantised 4-bit weight (MatMul4Bit), and the
+  // gradient flowing into the layer below.
+  a.backward_temp = to_bytes(layer_backward_transient(req, st, dt) * N) + sz.qlora_dequant;
+  a.dx = static_cast<int64_t>(dt.residual) * N * h;
+  return a;
+}
+
+}  // namespace vram::memory

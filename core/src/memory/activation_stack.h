@@ -1,0 +1,60 @@
+// Private memory term: the saved activations of the layer stack over one
+// micro-batch — per layer by kernel (saved_activations.cpp), under gradient
+// checkpointing, activation offload and the pipeline's in-flight
+// micro-batches — plus the final norm / lm_head inputs, the vision tower and
+// one layer's backward temporaries (research/memory-internals.md §4).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "memory/model_state.h"
+#include "memory/recipe.h"
+#include "memory/timeline.h"
+#include "vram/request.h"
+
+namespace vram::memory {
+
+// Rounds a per-token byte figure times tokens up to whole bytes.
+int64_t to_bytes(double x);
+
+// Where the stack sits in a pipeline: the last stage holds the head, and
+// `in_flight_num / in_flight_den` micro-batches of activations.
+struct StagePosition {
+  bool last = true;
+  int64_t in_flight_num = 1;
+  int64_t in_flight_den = 1;
+};
+
+struct ActivationStack {
+  int64_t first_grad_layer = 0;     // layers below it save nothing
+  int64_t saved_dense = 0;          // dense layers that save activations
+  int64_t saved_moe = 0;            // MoE layers that save activations (the top ones)
+  int64_t layers = 0;               // all saved layers, after in-flight micro-batches
+  int64_t layer_dense = 0;          // one dense layer (checkpointed: its input)
+  int64_t layer_moe = 0;            // one MoE layer
+  int64_t one_layer = 0;            // one layer re-run under full checkpointing
+  int64_t layer_max = 0;            // the largest layer (offload keeps two resident)
+  int64_t head = 0;                 // final norm and lm_head inputs
+  int64_t vision = 0;               // vision tower
+  bool offload = false;             // saved tensors in pinned host memory
+  int64_t backward_temp = 0;        // one layer's backward temporaries (+ one dequantised 4-bit weight)
+  int64_t dx = 0;                   // the hidden-state gradient flowing down
+  std::vector<Piece> dense_pieces;  // one dense layer's saved tensors
+  std::vector<Piece> moe_pieces;    // one MoE layer's saved tensors
+  std::string formula;
+
+  // GPU-resident bytes of `stack_bytes` of saved layers (offload keeps the
+  // layer being computed and the one being prefetched).
+  int64_t resident(int64_t stack_bytes) const;
+  // Everything saved at the end of forward.
+  int64_t total() const { return resident(layers) + head + vision; }
+};
+
+// `micro_batch` sequences of train.seq_len tokens (searches vary it without
+// copying the request).
+ActivationStack activation_stack(const Request& req, const TrainablePlan& plan, const Dtypes& dt, const StateSizes& sz,
+                                 const StagePosition& pos, int64_t micro_batch);
+
+}  // namespace vram::memory

@@ -1,0 +1,59 @@
+// Logits and cross-entropy buffers (loss.h).
+#include "memory/loss.h"
+
+#include "format.h"
+#include "memory/activation_stack.h"
+#include "memory/overheads.h"
+
+namespace vram::memory {
+
+LossBuffers loss_buffers(const Request& req, const Dtypes& dt, int64_t grads_head, bool last, int64_t micro_batch) {
+  const TrainOptions& t = req.train;
+  const LayerStack& st = req.model.text;
+  const int64_t N = micro_batch * t.seq_len;
+  const int64_t V = req.model.vocab;
+  const int64_t h = st.hidden;
+  // transformers loss_utils.py ForCausalLMLoss: logits (compute dtype),
+  // logits.float() (4 B, freed after log_softmax), log_softmax output (4 B,
+  // saved). Backward: nll grad (4 B) + log_softmax grad (4 B) while the saved
+  // output is alive = 12 N V (research §3.1).
+  const bool lm_loss = st.causal && last;
+  const double logit_factor = req.calibration.logits.value_or(1.0);
+  LossBuffers out;
+  int64_t& loss_fwd = out.forward;
+  int64_t& loss_bwd = out.backward;
+  std::string& loss_formula = out.formula;
+  const int64_t logits_elem = dt.autocast ? 2 : dt.compute;
+  out.logits_elem = logits_elem;
+  if (lm_loss && t.fused_loss) {
+    // Liger fused_linear_cross_entropy: chunk_size = next_pow2(ceil(N / ceil(V/h)));
+    // one chunk of logits (input dtype, upcast inside the kernel) plus
+    // grad_input (N x h) allocated in forward. Its grad_weight (V x h) is
+    // the lm_head gradient itself, so it is counted as gradients from the
+    // loss phase on rather than as a loss buffer.
+    const int64_t inc = ceil_div(V, h);
+    int64_t chunk = 1;
+    while (chunk < ceil_div(N, inc)) chunk *= 2;
+    out.early_head_grads = t.grad_accum > 1 ? 0 : grads_head;
+    loss_fwd = to_bytes(
+        (static_cast<double>(chunk) * V * (logits_elem + 4) + static_cast<double>(N) * h * logits_elem) * logit_factor);
+    loss_bwd = loss_fwd;
+    loss_formula =
+        "fused linear cross-entropy: chunk " + fmt_int(chunk) + " x V " + fmt_int(V) + " logits + grad_input N x h";
+  } else if (lm_loss) {
+    const int64_t upcast = logits_elem == 4 ? 0 : 4;
+    loss_fwd = to_bytes(static_cast<double>(N) * V * (logits_elem + upcast + 4) * logit_factor);
+    loss_bwd = to_bytes(static_cast<double>(N) * V * 12.0 * logit_factor);
+    loss_formula = "N " + fmt_int(N) + " x V " + fmt_int(V) + " x (" + std::to_string(logits_elem) + " logits + " +
+                   std::to_string(upcast) + " fp32 copy + 4 log_softmax) in forward; x 12 B in backward";
+  } else if (!last) {
+    loss_formula = "none on this pipeline stage: the last stage computes the logits and the loss";
+  } else {
+    // Encoder-only models carry a small task head (classification), not a
+    // vocabulary-sized loss.
+    loss_formula = "classification head: negligible";
+  }
+  return out;
+}
+
+}  // namespace vram::memory

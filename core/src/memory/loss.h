@@ -1,0 +1,27 @@
+// Private memory term: logits and cross-entropy buffers of the last stage
+// (transformers loss_utils.py; Liger fused linear cross-entropy;
+// research/memory-internals.md §3.1).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "memory/recipe.h"
+#include "vram/request.h"
+
+namespace vram::memory {
+
+struct LossBuffers {
+  int64_t forward = 0;           // live while the loss is computed
+  int64_t backward = 0;          // live during the loss backward
+  int64_t early_head_grads = 0;  // lm_head grad a fused loss allocates in forward
+  int64_t logits_elem = 2;       // bytes per logit
+  std::string formula;
+};
+
+// `grads_head` is the lm_head + final norm gradient on this rank; `last`
+// whether this rank computes the loss; `micro_batch` sequences of
+// train.seq_len tokens.
+LossBuffers loss_buffers(const Request& req, const Dtypes& dt, int64_t grads_head, bool last, int64_t micro_batch);
+
+}  // namespace vram::memory

@@ -1,0 +1,325 @@
+// The model state of one rank (model_state.h).
+#include "memory/model_state.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include "format.h"
+#include "memory/overheads.h"
+
+namespace vram::memory {
+
+// Bytes of one 4-bit tensor of `numel` values (bitsandbytes functional.py
+// quantize_4bit): packed codes numel/2, plus one fp32 absmax per block; with
+// double quantisation the absmax are 8-bit with one fp32 scale per 256 blocks
+// (QLoRA paper §3: 4.127 bits per parameter at blocksize 64).
+int64_t nf4_bytes(int64_t numel, const QuantOptions& q) {
+  const int64_t blocks = ceil_div(numel, q.blocksize);
+  const int64_t packed = ceil_div(numel, 2);
+  if (!q.double_quant) return packed + 4 * blocks;
+  return packed + blocks + 4 * ceil_div(blocks, 256);
+}
+
+// State bytes for `numel` values of one tensor (rows x cols when 2-D).
+int64_t state_bytes(const OptimizerInfo& o, int64_t state_elem, int64_t numel, int64_t rows, int64_t cols) {
+  if (o.factored) {
+    // transformers Adafactor: 2-D tensors keep exp_avg_sq_row (rows) and
+    // exp_avg_sq_col (cols) in fp32; 1-D tensors a full exp_avg_sq.
+    return rows > 1 && cols > 1 ? 4 * (rows + cols) : 4 * numel;
+  }
+  if (o.states == 0) return 0;
+  if (o.state_dtype == StateDtype::kBlock8) {
+    // bitsandbytes optimizer.py: tensors under min_8bit_size = 4096 values keep
+    // fp32 states; others uint8 + fp32 absmax per 256-value block.
+    if (numel < 4096) return int64_t{4} * o.states * numel;
+    return o.states * (numel + 4 * ceil_div(numel, 256));
+  }
+  const int64_t elem = o.state_dtype == StateDtype::kFp32 ? 4 : state_elem;
+  return elem * o.states * numel;
+}
+
+namespace {
+
+bool in_part(const ParamGroup& g, Part part) {
+  const bool expert = g.component == std::string(comp::kExperts);
+  return part == Part::kAll || (part == Part::kExperts) == expert;
+}
+
+// a + b, where the per-tensor maxima stay maxima.
+StateSizes combine(const StateSizes& a, const StateSizes& b, const OptimizerInfo& opt, bool in_backward) {
+  StateSizes s;
+  for (auto [x, y, z] : {std::tuple{&s.weights, a.weights, b.weights},
+                         {&s.weights_quantized, a.weights_quantized, b.weights_quantized},
+                         {&s.lora_weights, a.lora_weights, b.lora_weights},
+                         {&s.autocast_cache, a.autocast_cache, b.autocast_cache},
+                         {&s.master, a.master, b.master},
+                         {&s.grads, a.grads, b.grads},
+                         {&s.states, a.states, b.states},
+                         {&s.grads_head, a.grads_head, b.grads_head},
+                         {&s.grads_layer, a.grads_layer, b.grads_layer},
+                         {&s.grads_embed, a.grads_embed, b.grads_embed},
+                         {&s.grads_other, a.grads_other, b.grads_other},
+                         {&s.weights_persistent, a.weights_persistent, b.weights_persistent},
+                         {&s.lora_persistent, a.lora_persistent, b.lora_persistent},
+                         {&s.trainable, a.trainable, b.trainable}}) {
+    *x = y + z;
+  }
+  s.largest_trainable_tensor = std::max(a.largest_trainable_tensor, b.largest_trainable_tensor);
+  s.qlora_dequant = std::max(a.qlora_dequant, b.qlora_dequant);
+  // foreach temporaries scale with the parameters; per-tensor loops and
+  // optimizer-in-backward hold one tensor's worth.
+  const bool per_tensor = opt.kernel == StepKernel::kForLoop || in_backward;
+  s.opt_temp = per_tensor ? std::max(a.opt_temp, b.opt_temp) : a.opt_temp + b.opt_temp;
+  return s;
+}
+
+}  // namespace
+
+StateSizes model_state(const Request& req, const TrainablePlan& plan, const Dtypes& dt, const OptimizerInfo& opt,
+                       Part part) {
+  const ModelSpec& m = req.model;
+  const TrainOptions& t = req.train;
+  StateSizes s;
+  const int64_t L = std::max<int64_t>(m.text.layers, 1);
+  const int64_t persist = req.parallel.stage3_param_persistence_threshold;
+  const int64_t lora_elem = (t.lora.adapter_fp32 || dt.weight == 4) ? 4 : dt.weight;
+  const int64_t frozen_hp_elem = (t.method == Method::kQlora && t.quant.prepare_kbit) ? 4 : dt.weight;
+  int64_t decay_group = 0;  // weights with decay: HF Trainer's first param group
+  for (size_t i = 0; i < m.groups.size(); ++i) {
+    const ParamGroup& g = m.groups[i];
+    const GroupPlan& gp = plan.groups[i];
+    if (!in_part(g, part)) continue;
+    if (gp.quantized) {
+      s.weights_quantized += nf4_bytes(g.in_features * g.out_features, t.quant) * g.instances;
+      if (g.bias) s.weights += frozen_hp_elem * g.out_features * g.instances;
+      // MatMul4Bit backward: grad_A = grad_out @ dequantize_4bit(B).to(dtype)
+      s.qlora_dequant = std::max(s.qlora_dequant, 2 * g.in_features * g.out_features);
+    } else {
+      s.weights += (gp.trainable ? dt.weight : frozen_hp_elem) * g.total();
+      // deepspeed stage3 param persistence: tensors under
+      // stage3_param_persistence_threshold elements are never partitioned.
+      if (g.numel < persist) s.weights_persistent += (gp.trainable ? dt.weight : frozen_hp_elem) * g.total();
+    }
+    // autocast caches a bf16 copy of every fp32 Linear weight it multiplies.
+    if (dt.autocast && g.kind == ModuleKind::kLinear && !gp.quantized)
+      s.autocast_cache += dt.autocast_cache * g.total();
+    const int64_t tn = g.numel * gp.trainable_instances;
+    if (gp.trainable && tn > 0) {
+      const int64_t rows = g.kind == ModuleKind::kLinear ? g.out_features : g.in_features;
+      const int64_t cols = g.kind == ModuleKind::kLinear ? g.in_features : g.out_features;
+      s.grads += dt.grad * tn;
+      s.trainable += tn;
+      s.master += dt.master * tn;
+      s.states += state_bytes(opt, dt.state, g.numel, rows, cols) * gp.trainable_instances;
+      s.largest_trainable_tensor = std::max(s.largest_trainable_tensor, g.numel);
+      if (g.kind != ModuleKind::kNorm) decay_group += tn;
+      if (g.stack != "text") {
+        s.grads_other += dt.grad * tn;
+      } else if (g.kind == ModuleKind::kEmbedding) {
+        s.grads_embed += dt.grad * tn;
+      } else if (m.layer_span(g) > 0) {
+        s.grads_layer += dt.grad * tn / L;
+      } else {
+        s.grads_head += dt.grad * tn;
+      }
+    }
+    if (gp.lora) {
+      s.lora_weights += lora_elem * gp.lora_params;
+      s.grads += lora_elem * gp.lora_params;
+      s.trainable += gp.lora_params;
+      const int64_t per = gp.lora_params / g.instances;
+      for (int64_t numel : {t.lora.rank * g.in_features, t.lora.rank * g.out_features}) {
+        if (numel < persist) s.lora_persistent += lora_elem * numel * g.instances;
+      }
+      // lora_A [r, in], lora_B [out, r]: both 2-D
+      s.states += state_bytes(opt, lora_elem, t.lora.rank * g.in_features, t.lora.rank, g.in_features) * g.instances +
+                  state_bytes(opt, lora_elem, t.lora.rank * g.out_features, g.out_features, t.lora.rank) * g.instances;
+      s.largest_trainable_tensor = std::max(s.largest_trainable_tensor, per);
+      decay_group += gp.lora_params;
+      if (m.layer_span(g) > 0) {
+        s.grads_layer += lora_elem * gp.lora_params / L;
+      } else {
+        s.grads_other += lora_elem * gp.lora_params;
+      }
+    }
+  }
+  // Step temporaries.
+  const int64_t state_elem =
+      plan.lora_params > 0 && plan.base_trainable == 0 ? lora_elem : std::max(dt.state, dt.master);
+  if (opt.kernel == StepKernel::kForeach) {
+    s.opt_temp = int64_t{opt.foreach_temporaries} * state_elem * decay_group;
+  } else if (opt.kernel == StepKernel::kForLoop) {
+    // Adafactor (transformers optimization.py) makes an fp32 copy of the grad,
+    // grad**2 + eps and the approximated update: 3 fp32 tensors of the largest
+    // parameter; other for-loop optimizers one state-sized tensor.
+    s.opt_temp = (opt.factored ? 3 * 4 : state_elem) * s.largest_trainable_tensor;
+  }
+  // Optimizer in backward steps one parameter at a time from its grad hook:
+  // temporaries never exceed one tensor's state.
+  if (t.optimizer_in_backward && s.opt_temp > 0) s.opt_temp = state_elem * s.largest_trainable_tensor;
+  return s;
+}
+
+RankState rank_state(const Request& req, const ParallelOptions& par, const TrainablePlan& plan, const Dtypes& dt,
+                     const OptimizerInfo& opt, const Sharding& sh) {
+  const ModelSpec& m = req.model;
+  const TrainOptions& t = req.train;
+  RankState rs;
+  const int64_t n = sh.group;
+  // DeepSpeed keeps fp32 gradient partitions next to the fp32 master
+  // (estimate_zero2_model_states_mem_needs: "4_grads_32bit"; stage3.py
+  // grad_partitions_flat_buffer); Megatron's distributed optimizer does the
+  // same when the main grads are bf16 (dist_optimizer.md: 4 + 16/d).
+  const bool fp32_grad_shards = (sh.deepspeed || (sh.megatron && !par.main_grads_fp32)) && dt.master > 0;
+  // Each part of the state is divided over its own group: routed experts
+  // over dp x cp / ep, the rest over dp x cp.
+  auto sharded = [&](Part part, int64_t ranks) {
+    StateSizes x = model_state(req, plan, dt, opt, part);
+    if (fp32_grad_shards) rs.grad_partitions += ceil_div(4 * x.trainable, std::max<int64_t>(ranks, 1));
+    if (ranks <= 1) return x;
+    if (sh.states) {
+      x.states = ceil_div(x.states, ranks);
+      x.master = ceil_div(x.master, ranks);
+      x.opt_temp = ceil_div(x.opt_temp, ranks);
+    }
+    if (sh.grads) {
+      for (int64_t* v : {&x.grads, &x.grads_head, &x.grads_layer, &x.grads_embed, &x.grads_other}) {
+        *v = ceil_div(*v, ranks);
+      }
+    }
+    if (sh.weights) {
+      // A 4-bit base stays replicated under ZeRO-3 (seed 000: "ZeRO-3
+      // (QLoRA): base weights replicated, only LoRA params sharded"); so do
+      // DeepSpeed's persistent small tensors.
+      const int64_t keep = sh.deepspeed ? x.weights_persistent : 0;
+      const int64_t keep_lora = sh.deepspeed ? x.lora_persistent : 0;
+      x.weights = ceil_div(x.weights - keep, ranks) + keep;
+      x.lora_weights = ceil_div(x.lora_weights - keep_lora, ranks) + keep_lora;
+    }
+    return x;
+  };
+  rs.has_experts = std::any_of(m.groups.begin(), m.groups.end(),
+                               [](const ParamGroup& g) { return g.component == std::string(comp::kExperts); });
+  const bool split_experts = rs.has_experts && sh.expert_group != n;
+  rs.sz = !(sh.states || fp32_grad_shards) ? model_state(req, plan, dt, opt)
+          : split_experts ? combine(sharded(Part::kDense, n), sharded(Part::kExperts, sh.expert_group), opt,
+                                    t.optimizer_in_backward)
+                          : sharded(Part::kAll, n);
+  StateSizes& sz = rs.sz;
+  // Megatron keeps full-size main grads in fp32 for bf16 runs
+  // (accumulate_allreduce_grads_in_fp32): 6 + 12/d bytes per parameter.
+  rs.grad_elem = sh.megatron && par.main_grads_fp32 && dt.grad < 4 ? 4 : dt.grad;
+  if (rs.grad_elem != dt.grad) {
+    for (int64_t* v : {&sz.grads, &sz.grads_head, &sz.grads_layer, &sz.grads_embed, &sz.grads_other}) {
+      *v = *v / dt.grad * 4;
+    }
+  }
+  rs.trainable_local = sz.trainable;
+  rs.offloaded = par.offload_optimizer && (sh.states || sh.deepspeed || sh.fsdp);
+  if (rs.offloaded) {
+    sz.states = sz.master = sz.opt_temp = rs.grad_partitions = 0;  // the step runs on the CPU
+  }
+  if (par.offload_params) sz.weights = 0;
+  rs.shard_note = " / " + std::to_string(n) +
+                  (split_experts ? ", routed experts / " + std::to_string(sh.expert_group) : "") + " (" + sh.label +
+                  ")";
+  return rs;
+}
+
+StateTensors load_state(Timeline& tl, const Request& req, const TrainablePlan& plan, const Dtypes& dt,
+                        const OptimizerInfo& opt, const Sharding& sh, const RankState& rs) {
+  const StateSizes& sz = rs.sz;
+  const TrainOptions& t = req.train;
+  StateTensors out;
+  // One allocation per parameter tensor when the rank holds whole tensors
+  // (from_pretrained materialises each parameter on its own); sharded
+  // weights live in one flat buffer per rank (FSDP FlatParameter,
+  // DeepSpeed's flat partitions).
+  std::vector<Piece> pieces;
+  if (!sh.weights && !req.parallel.offload_params) {
+    const ModelSpec& m = req.model;
+    const int64_t lora_elem = (t.lora.adapter_fp32 || dt.weight == 4) ? 4 : dt.weight;
+    const int64_t frozen_hp_elem = (t.method == Method::kQlora && t.quant.prepare_kbit) ? 4 : dt.weight;
+    for (size_t i = 0; i < m.groups.size(); ++i) {
+      const ParamGroup& g = m.groups[i];
+      const GroupPlan& gp = plan.groups[i];
+      if (gp.quantized) {
+        pieces.push_back({nf4_bytes(g.in_features * g.out_features, t.quant), g.instances});
+        if (g.bias) pieces.push_back({frozen_hp_elem * g.out_features, g.instances});
+      } else {
+        pieces.push_back({(gp.trainable ? dt.weight : frozen_hp_elem) * g.numel, g.instances});
+      }
+      if (gp.lora) {
+        pieces.push_back({lora_elem * t.lora.rank * g.in_features, g.instances});
+        pieces.push_back({lora_elem * t.lora.rank * g.out_features, g.instances});
+      }
+    }
+  }
+  out.weights = tl.alloc("weights", "weights", sz.weights + sz.weights_quantized + sz.lora_weights, std::move(pieces));
+  // Master weights are allocated; a paged optimizer's states live in CUDA
+  // managed memory (bitsandbytes paged optimizers: cudaMallocManaged).
+  tl.alloc("optimizer_states", "fp32 master weights", sz.master);
+  out.states = tl.alloc("optimizer_states", "optimizer states", sz.states, {},
+                        opt.paged ? Residence::kManaged : Residence::kAllocated);
+  if (rs.grad_partitions > 0) tl.alloc("grad_partitions", "fp32 gradient partitions", rs.grad_partitions);
+  return out;
+}
+
+void state_components(std::vector<Component>& out, const Request& req, const ParallelOptions& par,
+                      const TrainablePlan& plan, const Dtypes& dt, const OptimizerInfo& opt, const Sharding& sh,
+                      const RankState& rs) {
+  const ModelSpec& m = req.model;
+  const TrainOptions& t = req.train;
+  const StateSizes& sz = rs.sz;
+  const int64_t W = sz.weights + sz.weights_quantized + sz.lora_weights;
+  const int64_t P = m.params_total();
+  std::string w_formula = fmt_int(P) + " params";
+  if (sz.weights_quantized > 0) {
+    w_formula += ": 4-bit linears " + fmt_int(sz.weights_quantized) + " B (NF4" +
+                 (t.quant.double_quant ? " + double-quantised absmax" : " + fp32 absmax") + "), the rest " +
+                 fmt_int(sz.weights) + " B";
+  } else {
+    w_formula += " x " + std::to_string(dt.weight) + " B";
+  }
+  if (sz.lora_weights > 0)
+    w_formula += "; LoRA adapters " + fmt_int(plan.lora_params) + " params, " + fmt_int(sz.lora_weights) + " B here";
+  if (par.offload_params) {
+    w_formula += "; offloaded to CPU (offload_params): only gathered layers on the GPU";
+  } else if (sh.weights) {
+    w_formula += rs.shard_note + (sh.deepspeed && sz.weights_persistent > 0
+                                      ? ", tensors under " + fmt_int(par.stage3_param_persistence_threshold) +
+                                            " elements kept whole (stage3_param_persistence_threshold)"
+                                      : "");
+  }
+  out.push_back({"weights", "Weights", W, w_formula, Pool::kAllocated});
+  if (sz.autocast_cache > 0) {
+    out.push_back({"autocast_weight_cache", "Autocast bf16 weight copies", sz.autocast_cache,
+                   "linear weights x 2 B, cached during forward/backward (autocast_mode.cpp cached_cast)",
+                   Pool::kAllocated});
+  }
+  if (sz.master > 0) {
+    out.push_back({"master_weights", "fp32 master weights", sz.master,
+                   fmt_int(plan.base_trainable) + " trainable x 4 B" + (sh.states ? rs.shard_note : ""),
+                   Pool::kAllocated});
+  }
+  const int64_t trainable = plan.base_trainable + plan.lora_params;
+  out.push_back({"gradients", "Gradients", sz.grads,
+                 fmt_int(trainable) + " trainable params" +
+                     (plan.base_trainable > 0 ? " x " + std::to_string(rs.grad_elem) + " B" : " x adapter dtype") +
+                     (rs.grad_elem != dt.grad ? " (Megatron fp32 main grads)" : "") + (sh.grads ? rs.shard_note : ""),
+                 Pool::kAllocated});
+  out.push_back({"optimizer_states", std::string("Optimizer states (") + opt.label + ")", sz.states,
+                 std::to_string(opt.states) + " state(s) per trainable param" +
+                     (rs.offloaded ? ", offloaded to CPU (offload_optimizer)"
+                      : sh.states  ? rs.shard_note
+                                   : "") +
+                     "; " + opt.source,
+                 opt.paged ? Pool::kOutside : Pool::kAllocated});
+  out.push_back({"optimizer_temporaries", "Optimizer step temporaries", sz.opt_temp,
+                 opt.kernel == StepKernel::kForeach ? "foreach: one state-sized temporary per param group"
+                 : opt.kernel == StepKernel::kFused ? "fused kernel: none"
+                                                    : "per-tensor loop: the largest tensor",
+                 Pool::kAllocated});
+}
+
+}  // namespace vram::memory

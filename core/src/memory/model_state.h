@@ -1,0 +1,86 @@
+// Private memory term: the model state of one rank — weights by precision and
+// quantisation, LoRA adapters, the autocast weight cache, fp32 master
+// weights, gradients, optimizer states and step temporaries — and how
+// data-parallel sharding and offload divide it (research/memory-internals.md
+// §3.4, §5; ZeRO paper §5).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "memory/recipe.h"
+#include "memory/sharding.h"
+#include "memory/timeline.h"
+#include "vram/optimizers.h"
+#include "vram/request.h"
+#include "vram/result.h"
+
+namespace vram::memory {
+
+// Bytes of one 4-bit tensor of `numel` values (bitsandbytes quantize_4bit).
+int64_t nf4_bytes(int64_t numel, const QuantOptions& q);
+
+// Optimizer state bytes for one tensor of `numel` values (rows x cols when 2-D).
+int64_t state_bytes(const OptimizerInfo& o, int64_t state_elem, int64_t numel, int64_t rows, int64_t cols);
+
+struct StateSizes {
+  int64_t weights = 0;            // high-precision weights (and 4-bit layers' biases)
+  int64_t weights_quantized = 0;  // 4-bit Linear weights with their absmax
+  int64_t lora_weights = 0;
+  int64_t autocast_cache = 0;
+  int64_t master = 0;
+  int64_t grads = 0;
+  int64_t states = 0;
+  int64_t opt_temp = 0;
+  int64_t largest_trainable_tensor = 0;
+  // Gradients by position in backward
+  int64_t grads_head = 0;          // lm_head + final norm (first to appear)
+  int64_t grads_layer = 0;         // one text layer (average over layers)
+  int64_t grads_embed = 0;         // input embeddings (last)
+  int64_t grads_other = 0;         // vision tower, projector
+  int64_t qlora_dequant = 0;       // one dequantised 4-bit weight during backward
+  int64_t weights_persistent = 0;  // weights of tensors under ZeRO-3's persistence threshold
+  int64_t lora_persistent = 0;     // adapter tensors under the same threshold
+  int64_t trainable = 0;           // trainable parameters (base + adapters)
+};
+
+// Which groups a model_state() call covers: routed experts are sharded over
+// the expert-data-parallel group, everything else over data parallel.
+enum class Part { kAll, kDense, kExperts };
+
+// The whole (unsharded) state of the groups in `part` on one rank.
+StateSizes model_state(const Request& req, const TrainablePlan& plan, const Dtypes& dt, const OptimizerInfo& opt,
+                       Part part = Part::kAll);
+
+// The state one rank holds after data-parallel sharding and offload.
+struct RankState {
+  StateSizes sz;
+  int64_t grad_partitions = 0;  // DeepSpeed / Megatron fp32 gradient shards
+  int64_t trainable_local = 0;  // trainable parameters whose state this rank shards
+  bool has_experts = false;
+  bool offloaded = false;  // optimizer step on the CPU (offload_optimizer)
+  int64_t grad_elem = 2;   // bytes per gradient element (Megatron fp32 main grads: 4)
+  std::string shard_note;  // " / 8 (ZeRO-2)": how a sharded term was divided
+};
+
+// `req` is the rank's view of the model, `par` the layout as the user gave it.
+RankState rank_state(const Request& req, const ParallelOptions& par, const TrainablePlan& plan, const Dtypes& dt,
+                     const OptimizerInfo& opt, const Sharding& sh);
+
+// The state's tensors, as loaded before the first step: weights (one piece
+// per parameter tensor), master weights and optimizer states (managed when
+// the optimizer is paged), fp32 gradient partitions.
+struct StateTensors {
+  Timeline::Id weights = -1;
+  Timeline::Id states = -1;
+};
+StateTensors load_state(Timeline& tl, const Request& req, const TrainablePlan& plan, const Dtypes& dt,
+                        const OptimizerInfo& opt, const Sharding& sh, const RankState& rs);
+
+// The weights, master, gradients, states and temporaries components.
+void state_components(std::vector<Component>& out, const Request& req, const ParallelOptions& par,
+                      const TrainablePlan& plan, const Dtypes& dt, const OptimizerInfo& opt, const Sharding& sh,
+                      const RankState& rs);
+
+}  // namespace vram::memory

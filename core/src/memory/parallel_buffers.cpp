@@ -1,0 +1,117 @@
+// Buffers of a multi-GPU layout on one rank (parallel_buffers.h).
+#include "memory/parallel_buffers.h"
+
+#include <algorithm>
+
+#include "format.h"
+
+namespace vram::memory {
+
+ParallelBuffers parallel_buffers(const Request& req, const ParallelOptions& par, const TrainablePlan& plan,
+                                 const Dtypes& dt, const Sharding& sh, const StateSizes& sz, int64_t micro_batch) {
+  const ModelSpec& m = req.model;
+  const LayerStack& st = m.text;
+  const int64_t b = micro_batch;
+  const int64_t s = req.train.seq_len;
+  const int64_t N = b * s;
+  const int64_t h = st.hidden;
+  ParallelBuffers out;
+  // One decoder layer's parameters on this rank (FSDP unit, ZeRO-3 gather):
+  // every-layer groups plus the larger of a sparse and a dense layer's own.
+  // A 4-bit base is not partitioned, so it is never gathered either.
+  int64_t& layer_params = out.layer_params;
+  {
+    int64_t every = 0, sparse = 0, dense = 0;
+    for (size_t i = 0; i < m.groups.size(); ++i) {
+      const ParamGroup& g = m.groups[i];
+      const int64_t span = m.layer_span(g);
+      if (span == 0 || plan.groups[i].quantized) continue;
+      if (sh.deepspeed && g.numel < par.stage3_param_persistence_threshold) continue;  // never gathered
+      int64_t& bucket = g.layers == LayerSet::kMoe ? sparse : g.layers == LayerSet::kDense ? dense : every;
+      bucket += g.numel * (g.instances / span);
+    }
+    layer_params = every + std::max(sparse, dense);
+  }
+  // Parameters outside the layers: FSDP's root unit (embeddings, final
+  // norm, lm_head) is not resharded after forward (FSDP1 _runtime_utils
+  // _post_forward_reshard skips the root; FSDP2 reshard_after_forward is
+  // False for the root), so it stays gathered from forward to backward.
+  int64_t& root_params = out.root_params;
+  for (size_t i = 0; i < m.groups.size(); ++i) {
+    const ParamGroup& g = m.groups[i];
+    if (g.stack == "text" && m.layer_span(g) == 0 && !plan.groups[i].quantized) root_params += g.total();
+  }
+  // Parameters gathered for compute: ZeRO-3 / FULL_SHARD hold the current
+  // and the prefetched layer (FSDP forward/backward prefetch; DeepSpeed
+  // stage3_prefetch_bucket_size, capped by stage3_max_live_parameters);
+  // FSDP2 also holds the prefetched unit's flat all-gather output until it
+  // is copied out into per-parameter tensors (_fsdp_collectives.py).
+  // SHARD_GRAD_OP keeps every layer unsharded from forward to backward.
+  int64_t& gathered = out.gathered;
+  std::string& gathered_formula = out.gathered_formula;
+  if (sh.weights || par.offload_params) {
+    int64_t elems = 2 * layer_params;
+    gathered_formula = "current + prefetched layer, " + fmt_int(layer_params) + " params each";
+    if (sh.deepspeed) {
+      elems =
+          std::min(elems + par.stage3_prefetch_bucket_size, std::max(par.stage3_max_live_parameters, 2 * layer_params));
+      gathered_formula += " + stage3_prefetch_bucket_size " + fmt_int(par.stage3_prefetch_bucket_size) +
+                          ", at most stage3_max_live_parameters " + fmt_int(par.stage3_max_live_parameters);
+    } else if (sh.fsdp) {
+      if (par.fsdp_version == 2) {
+        elems += layer_params;
+        gathered_formula += " + the prefetched unit's flat all-gather output (FSDP2 copy-out)";
+      }
+      elems += root_params;
+      gathered_formula += " + root unit " + fmt_int(root_params) + " params (embeddings, norm, lm_head)";
+    }
+    // FSDP MixedPrecision param_dtype: the unsharded copy is cast (a
+    // model kept in fp32 is gathered in bf16).
+    const int64_t elem = sh.fsdp && par.fsdp_param_bytes > 0 ? par.fsdp_param_bytes : dt.weight;
+    gathered = elems * elem;
+    gathered_formula = fmt_int(elems) + " params x " + std::to_string(elem) + " B: " + gathered_formula;
+  }
+  // Communication buffers: DDP's bucket copy of the gradients; DeepSpeed's
+  // contiguous reduce bucket (doubled by overlap_comm, on by default for
+  // stage 3); FSDP's reduce-scatter input of one unit; Megatron reduces in
+  // place in its contiguous grad buffer.
+  int64_t& comm = out.comm;
+  std::string& comm_formula = out.comm_formula;
+  if (sh.ddp_buckets) {
+    comm = sz.grads;
+    comm_formula = "DDP buckets: a second copy of the gradients (gradient_as_bucket_view=False)";
+  } else if (sh.deepspeed) {
+    const bool overlap = par.overlap_comm_given ? par.overlap_comm : par.zero == 3;
+    comm = (par.contiguous_gradients || par.zero == 3 ? par.reduce_bucket_size * dt.grad : 0) * (overlap ? 2 : 1);
+    comm_formula = "reduce_bucket_size " + fmt_int(par.reduce_bucket_size) + " x " + std::to_string(dt.grad) + " B" +
+                   (overlap ? " x 2 (overlap_comm)" : "");
+  } else if (sh.fsdp) {
+    // One unit's unsharded gradients (they come out of backward in
+    // param_dtype) plus, when the reduce dtype differs or under FSDP2's
+    // foreach_reduce, the reduce-scatter input copy in the reduce dtype
+    // (MixedPrecision reduce_dtype).
+    const int64_t unsharded = par.fsdp_param_bytes > 0 ? par.fsdp_param_bytes : dt.grad;
+    const int64_t reduce = par.fsdp_reduce_bytes > 0 ? par.fsdp_reduce_bytes : unsharded;
+    const bool copy = par.fsdp_version == 2 || reduce != unsharded;
+    comm = layer_params * unsharded + (copy ? layer_params * reduce : 0);
+    comm_formula = "one unit's unsharded gradients " + fmt_int(layer_params) + " x " + std::to_string(unsharded) +
+                   " B" + (copy ? " + reduce-scatter input x " + std::to_string(reduce) + " B" : "");
+  }
+  // Context parallel ring attention (TransformerEngine
+  // AttnFuncWithCPAndKVP2P): K and V of the local chunk circulate in two
+  // send/receive buffers in forward; backward adds two dK/dV buffers.
+  if (par.cp > 1) {
+    const int64_t v_dim = st.v_head_dim > 0 ? st.v_head_dim : st.head_dim;
+    out.cp_kv = N * st.kv_heads * (st.head_dim + v_dim) * (dt.autocast ? 2 : dt.compute);  // one K + V buffer
+  }
+  // Expert parallel token dispatch (Megatron-core MoEAlltoAllTokenDispatcher):
+  // the permuted tokens sent and the tokens received, N x k x h each in the
+  // compute dtype, live around each MoE layer's all-to-all (balanced routing).
+  if (par.ep > 1 && st.moe_layers > 0) {
+    out.dispatch =
+        2 * b * s * st.experts_per_token * h * (dt.autocast ? 2 : dt.compute) / std::max<int64_t>(st.hidden_split, 1);
+  }
+  return out;
+}
+
+}  // namespace vram::memory

@@ -1,0 +1,70 @@
+// A step as an ordered sequence of tensors (timeline.h).
+#include "memory/timeline.h"
+
+#include <string_view>
+#include <utility>
+
+namespace vram::memory {
+
+Timeline::Id Timeline::alloc(const char* component, const char* name, int64_t bytes, std::vector<Piece> pieces,
+                             Residence residence, int32_t layer) {
+  const Id id = static_cast<Id>(tensors_.size());
+  tensors_.push_back({component, name, layer, bytes, std::move(pieces), residence});
+  events_.push_back({Event::Op::kAlloc, id});
+  return id;
+}
+
+void Timeline::free(Id id) { events_.push_back({Event::Op::kFree, id}); }
+
+Timeline::Id Timeline::resize(Id id, int64_t bytes, std::vector<Piece> pieces) {
+  free(id);
+  const Tensor& old = tensors_[static_cast<size_t>(id)];
+  return alloc(old.component, old.name, bytes, std::move(pieces), old.residence, old.layer);
+}
+
+void Timeline::mark(const char* phase, const char* label) {
+  events_.push_back({Event::Op::kMark, static_cast<int32_t>(marks_.size())});
+  marks_.push_back({phase, label});
+}
+
+std::vector<Moment> replay(const Timeline& timeline) {
+  const auto& tensors = timeline.tensors();
+  // Live bytes and live tensor count per component: a component is listed
+  // while any of its tensors is alive, even at zero bytes.
+  std::map<std::string_view, std::pair<int64_t, int64_t>> live;
+  int64_t allocated = 0;
+  int64_t managed = 0;
+  std::vector<Moment> out;
+  for (size_t e = 0; e < timeline.events().size(); ++e) {
+    const Event& ev = timeline.events()[e];
+    if (ev.op != Event::Op::kMark) {
+      const Tensor& t = tensors[static_cast<size_t>(ev.index)];
+      const int64_t sign = ev.op == Event::Op::kAlloc ? 1 : -1;
+      auto& slot = live[t.component];
+      slot.first += sign * t.bytes;
+      slot.second += sign;
+      (t.residence == Residence::kManaged ? managed : allocated) += sign * t.bytes;
+      continue;
+    }
+    const Mark& m = timeline.marks()[static_cast<size_t>(ev.index)];
+    Moment* same = nullptr;
+    for (auto& x : out) {
+      if (x.phase == m.phase) same = &x;
+    }
+    // A phase marked again keeps its largest moment (the first of equals).
+    if (same != nullptr && allocated + managed <= same->allocated + same->managed) continue;
+    if (same == nullptr) same = &out.emplace_back();
+    same->phase = m.phase;
+    same->label = m.label;
+    same->allocated = allocated;
+    same->managed = managed;
+    same->event = static_cast<int32_t>(e);
+    same->parts.clear();
+    for (const auto& [k, v] : live) {
+      if (v.second > 0) same->parts.emplace(std::string(k), v.first);
+    }
+  }
+  return out;
+}
+
+}  // namespace vram::memory

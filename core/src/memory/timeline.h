@@ -1,0 +1,96 @@
+// Private: a step as an ordered sequence of tensors (docs/architecture.md).
+//
+// Every memory term says which tensors exist, of what size, and when they are
+// created and freed during the step (load, each layer's forward, loss, each
+// layer's backward, optimizer step). The estimate replays that sequence: the
+// live bytes per component at each marked moment are the phases, their
+// maximum is the peak. The same sequence, tensor by tensor, is what an
+// allocator model replays to find reserved memory.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace vram::memory {
+
+// Where a tensor lives. Managed tensors (CUDA unified memory: bitsandbytes
+// paged optimizers) occupy the device but are not counted by
+// torch.cuda.memory_allocated and never pass through the caching allocator.
+enum class Residence { kAllocated, kManaged };
+
+// `count` separate allocations of `bytes` each: how one tensor term is
+// really allocated (one weight per Linear, one saved tensor per kernel).
+struct Piece {
+  int64_t bytes = 0;
+  int64_t count = 1;
+};
+
+// Names are string literals: a step holds a few hundred tensors and the page
+// replays it on every edit.
+struct Tensor {
+  const char* component = "";  // the component key it counts under ("weights", "activations", ...)
+  const char* name = "";       // for people: "saved activations"
+  int32_t layer = -1;          // the decoder layer it belongs to, or -1
+  int64_t bytes = 0;           // exact size from the term's formula
+  // The individual allocations behind `bytes`, largest first; empty = one
+  // allocation of `bytes`. Their sum may differ from `bytes` by rounding of
+  // per-token figures; `bytes` is what the allocated view counts.
+  std::vector<Piece> pieces;
+  Residence residence = Residence::kAllocated;
+};
+
+struct Event {
+  enum class Op { kAlloc, kFree, kMark };
+  Op op = Op::kAlloc;
+  int32_t index = -1;  // a tensor (kAlloc, kFree) or a mark (kMark)
+};
+
+// A moment of the step the result reports. Several marks may share a phase
+// key (the backward sweep marks every layer); the phase is the one with the
+// most live bytes.
+struct Mark {
+  const char* phase = "";
+  const char* label = "";
+};
+
+class Timeline {
+ public:
+  using Id = int32_t;
+
+  Id alloc(const char* component, const char* name, int64_t bytes, std::vector<Piece> pieces = {},
+           Residence residence = Residence::kAllocated, int32_t layer = -1);
+  void free(Id id);
+  // Frees `id` and allocates a tensor of the same component and name with a
+  // new size (a buffer that grows or shrinks between two moments).
+  Id resize(Id id, int64_t bytes, std::vector<Piece> pieces = {});
+  void mark(const char* phase, const char* label);
+
+  const std::vector<Event>& events() const { return events_; }
+  const std::vector<Tensor>& tensors() const { return tensors_; }
+  const std::vector<Mark>& marks() const { return marks_; }
+
+ private:
+  std::vector<Event> events_;
+  std::vector<Tensor> tensors_;
+  std::vector<Mark> marks_;
+};
+
+// What is live at one phase: bytes per component (a component with a live
+// zero-byte tensor is listed with 0), split by residence.
+struct Moment {
+  std::string phase;
+  std::string label;
+  std::map<std::string, int64_t> parts;  // every live tensor, by component
+  int64_t allocated = 0;                 // Residence::kAllocated bytes
+  int64_t managed = 0;                   // Residence::kManaged bytes
+  int32_t event = -1;                    // index of the mark in events()
+};
+
+// Replays the timeline: one Moment per phase key, in order of first
+// appearance; a phase marked several times keeps its largest moment (the
+// first of equals).
+std::vector<Moment> replay(const Timeline& timeline);
+
+}  // namespace vram::memory

@@ -1,0 +1,166 @@
+// One training step of one rank as a timeline of tensors (step.h).
+#include "train/step.h"
+
+#include "memory/overheads.h"
+
+namespace vram::train {
+
+using memory::Piece;
+using memory::Timeline;
+
+RankBasis rank_basis(const Request& req, const Request& global, const Stage& stage) {
+  RankBasis b;
+  b.req = &req;
+  b.global = &global;
+  b.stage = stage;
+  b.opt = find_optimizer(req.train.optimizer);
+  b.dt = memory::dtypes_for(req);
+  b.plan = memory::plan_trainable(req);
+  b.sh = memory::sharding_for(global.parallel);
+  b.state = memory::rank_state(req, global.parallel, b.plan, b.dt, *b.opt, b.sh);
+  b.nccl = nccl_memory(global, stage);
+  b.cublas = memory::cublas_bytes(req, 2);
+  b.context = memory::context_bytes(req);
+  return b;
+}
+
+StepTerms step_terms(const RankBasis& b, int64_t micro_batch) {
+  const Request& req = *b.req;
+  StepTerms t;
+  t.micro_batch = micro_batch;
+  t.buffers = memory::parallel_buffers(req, b.global->parallel, b.plan, b.dt, b.sh, b.state.sz, micro_batch);
+  t.act = memory::activation_stack(req, b.plan, b.dt, b.state.sz,
+                                   {b.stage.last, b.stage.in_flight_num, b.stage.in_flight_den}, micro_batch);
+  t.loss = memory::loss_buffers(req, b.dt, b.state.sz.grads_head, b.stage.last, micro_batch);
+  return t;
+}
+
+namespace {
+
+// Forward: the layer stack's saved tensors, bottom layer first. Returns the
+// tensor of each saved layer (index i - first_grad_layer), or the one
+// resident window when activations are offloaded.
+std::vector<Timeline::Id> forward_layers(Timeline& tl, const memory::ActivationStack& a, int64_t L,
+                                         int64_t moe_layers) {
+  std::vector<Timeline::Id> ids;
+  if (a.offload) {
+    ids.push_back(tl.alloc("activations", "saved activations resident on the GPU (offloaded)", a.resident(a.layers)));
+    return ids;
+  }
+  auto saved = [&](int64_t i) { return i >= L - moe_layers ? a.layer_moe : a.layer_dense; };
+  // The bottom layer takes what the per-layer figures leave of the stack's
+  // total, so the sum is the stack's exact (in-flight rounded) size.
+  int64_t above = 0;
+  for (int64_t i = a.first_grad_layer + 1; i < L; ++i) above += saved(i);
+  for (int64_t i = a.first_grad_layer; i < L; ++i) {
+    const bool moe = i >= L - moe_layers;
+    const int64_t bytes = i == a.first_grad_layer ? a.layers - above : saved(i);
+    ids.push_back(tl.alloc("activations", "saved activations", bytes, moe ? a.moe_pieces : a.dense_pieces,
+                           memory::Residence::kAllocated, static_cast<int32_t>(i)));
+  }
+  return ids;
+}
+
+}  // namespace
+
+Timeline training_step(const RankBasis& b, const StepTerms& t) {
+  const Request& req = *b.req;
+  const TrainOptions& o = req.train;
+  const memory::StateSizes& sz = b.state.sz;
+  const memory::ParallelBuffers& pb = t.buffers;
+  const memory::ActivationStack& a = t.act;
+  const int64_t L = req.model.text.layers;
+  const int64_t moe_layers = req.model.text.moe_layers;
+  const bool accum = o.grad_accum > 1;
+  Timeline tl;
+
+  // ---- load: model state, workspaces, persistent buffers ----------------
+  memory::load_state(tl, req, b.plan, b.dt, *b.opt, b.sh, b.state);
+  tl.alloc("cublas_workspace", "cuBLAS/cuBLASLt workspaces", b.cublas);
+  if (pb.comm > 0) tl.alloc("comm_buffers", "communication buckets", pb.comm);
+  tl.alloc("misc", "user cushion", req.overheads.misc_bytes);
+  // Gradients carried across accumulation micro-steps (none otherwise).
+  Timeline::Id grads = tl.alloc("gradients", "accumulated gradients", accum ? sz.grads : 0);
+
+  // ---- forward -----------------------------------------------------------
+  std::vector<Timeline::Id> fwd;
+  if (sz.autocast_cache > 0)
+    fwd.push_back(tl.alloc("autocast_weight_cache", "autocast weight copies", sz.autocast_cache));
+  if (pb.gathered > 0) fwd.push_back(tl.alloc("gathered_params", "gathered parameters", pb.gathered));
+  if (pb.dispatch > 0) fwd.push_back(tl.alloc("moe_dispatch", "expert-parallel dispatch", pb.dispatch));
+  if (pb.cp_kv > 0) fwd.push_back(tl.alloc("cp_kv_exchange", "K/V receive buffers", 2 * pb.cp_kv));
+  const Timeline::Id vision = tl.alloc("activations", "vision tower activations", a.vision);
+  std::vector<Timeline::Id> layers = forward_layers(tl, a, L, moe_layers);
+  const Timeline::Id head = tl.alloc("activations", "final norm and lm_head inputs", a.head);
+  tl.mark("forward", "end of forward");
+
+  // ---- loss ----------------------------------------------------------------
+  std::vector<Timeline::Id> step_grads;  // gradients that appear during this step
+  if (t.loss.early_head_grads > 0) {
+    step_grads.push_back(tl.alloc("gradients", "lm_head gradient (fused loss)", t.loss.early_head_grads));
+  }
+  Timeline::Id loss = tl.alloc("loss_buffers", "logits and loss", t.loss.forward);
+  tl.mark("loss", "loss (cross-entropy forward)");
+  loss = tl.resize(loss, t.loss.backward);
+  tl.mark("backward_start", "start of backward (loss backward)");
+
+  // ---- backward sweep, top layer first --------------------------------------
+  tl.free(loss);
+  tl.free(head);
+  int64_t g_now = accum ? sz.grads : sz.grads_head;
+  if (!accum && sz.grads_head - t.loss.early_head_grads != 0) {
+    step_grads.push_back(
+        tl.alloc("gradients", "lm_head and final norm gradients", sz.grads_head - t.loss.early_head_grads));
+  }
+  int64_t a_rem = a.layers;  // saved layer bytes still alive
+  for (int64_t i = L - 1; i >= a.first_grad_layer; --i) {
+    const bool moe = i >= L - moe_layers;
+    const int64_t recompute = o.checkpointing == Checkpointing::kFull ? a.one_layer : 0;
+    std::vector<Piece> temp = {{a.backward_temp, 1}, {a.dx, 1}};
+    if (recompute > 0) temp.push_back({recompute, 1});
+    const Timeline::Id work =
+        tl.alloc("layer_backward", "one layer's backward temporaries", a.backward_temp + recompute + a.dx,
+                 std::move(temp), memory::Residence::kAllocated, static_cast<int32_t>(i));
+    Timeline::Id dkv = -1;
+    if (pb.cp_kv > 0) dkv = tl.alloc("cp_kv_exchange", "dK/dV receive buffers", 2 * pb.cp_kv);
+    tl.mark("backward", "during backward (peak of the layer sweep)");
+    tl.free(work);
+    if (dkv >= 0) tl.free(dkv);
+    // Layer i's saved tensors are freed; its gradients appear.
+    a_rem -= moe ? a.layer_moe : a.layer_dense;
+    if (a.offload) {
+      layers[0] = tl.resize(layers[0], a.resident(a_rem));
+    } else {
+      tl.free(layers[static_cast<size_t>(i - a.first_grad_layer)]);
+    }
+    if (!accum) {
+      step_grads.push_back(tl.alloc("gradients", "layer gradients", sz.grads_layer, {}, memory::Residence::kAllocated,
+                                    static_cast<int32_t>(i)));
+      g_now += sz.grads_layer;
+    }
+  }
+  // Embedding gradient at the end (dense V x h grad; tied weights add it
+  // into lm_head's grad through a temporary of the same size).
+  if (sz.grads - g_now != 0) {
+    step_grads.push_back(tl.alloc("gradients", "embedding and other gradients", sz.grads - g_now));
+  }
+  const int64_t tied_tmp = req.model.tie_word_embeddings && sz.grads_embed > 0 ? sz.grads_embed : 0;
+  const Timeline::Id tied = tl.alloc("layer_backward", "tied embedding gradient temporary", tied_tmp);
+  if (a.offload) tl.free(layers[0]);
+  tl.mark("backward", "during backward (peak of the layer sweep)");
+
+  // ---- optimizer step -------------------------------------------------------
+  tl.free(tied);
+  tl.free(vision);
+  for (Timeline::Id id : fwd) tl.free(id);
+  if (o.optimizer_in_backward) {
+    // Each gradient is freed once its parameter has stepped.
+    for (Timeline::Id id : step_grads) tl.free(id);
+    grads = tl.resize(grads, 0);
+  }
+  tl.alloc("optimizer_temporaries", "optimizer step temporaries", sz.opt_temp);
+  tl.mark("optimizer_step", "optimizer step");
+  return tl;
+}
+
+}  // namespace vram::train

@@ -1,0 +1,163 @@
+// The step as a timeline of tensors (core/src/memory/timeline.h) and the
+// training step built from the memory terms (core/src/train/step.h).
+#include "memory/timeline.h"
+
+#include <gtest/gtest.h>
+
+#include "fixtures.h"
+#include "train/layout.h"
+#include "train/step.h"
+#include "vram/api.h"
+#include "vram/request.h"
+
+namespace vram {
+namespace {
+
+using memory::Event;
+using memory::Residence;
+using memory::Timeline;
+
+TEST(Timeline, ReplayCountsLiveBytesPerComponentAtEachMark) {
+  Timeline tl;
+  tl.alloc("weights", "w", 100);
+  const auto a = tl.alloc("activations", "layer 0", 30);
+  tl.alloc("activations", "layer 1", 20);
+  tl.mark("forward", "end of forward");
+  tl.free(a);
+  tl.alloc("gradients", "g", 7);
+  tl.mark("backward", "backward");
+  const auto m = memory::replay(tl);
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_EQ(m[0].phase, "forward");
+  EXPECT_EQ(m[0].allocated, 150);
+  EXPECT_EQ(m[0].parts.at("activations"), 50);
+  EXPECT_EQ(m[0].parts.count("gradients"), 0u);
+  EXPECT_EQ(m[1].allocated, 127);
+  EXPECT_EQ(m[1].parts.at("activations"), 20);
+  EXPECT_EQ(m[1].parts.at("gradients"), 7);
+}
+
+TEST(Timeline, AComponentWithALiveZeroByteTensorIsListedAndAFreedOneIsNot) {
+  Timeline tl;
+  tl.alloc("gradients", "accumulated", 0);
+  const auto loss = tl.alloc("loss_buffers", "logits", 0);
+  tl.mark("loss", "loss");
+  tl.free(loss);
+  tl.mark("step", "step");
+  const auto m = memory::replay(tl);
+  EXPECT_EQ(m[0].parts.at("gradients"), 0);
+  EXPECT_EQ(m[0].parts.count("loss_buffers"), 1u);
+  EXPECT_EQ(m[1].parts.count("loss_buffers"), 0u);
+}
+
+TEST(Timeline, APhaseMarkedSeveralTimesKeepsItsLargestMomentAndTheFirstOfEquals) {
+  Timeline tl;
+  const auto x = tl.alloc("activations", "x", 10);
+  tl.mark("backward", "first");
+  const auto y = tl.alloc("layer_backward", "y", 5);
+  tl.mark("backward", "second");  // 15: the largest
+  tl.free(y);
+  tl.free(x);
+  tl.alloc("gradients", "g", 15);
+  tl.mark("backward", "third");  // 15 again: not larger, the second stays
+  const auto m = memory::replay(tl);
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].label, "second");
+  EXPECT_EQ(m[0].parts.at("layer_backward"), 5);
+}
+
+TEST(Timeline, ManagedTensorsCountOnTheDeviceButNotAsAllocated) {
+  Timeline tl;
+  tl.alloc("optimizer_states", "paged states", 64, {}, Residence::kManaged);
+  tl.alloc("optimizer_states", "master", 16);
+  tl.mark("step", "step");
+  const auto m = memory::replay(tl);
+  EXPECT_EQ(m[0].allocated, 16);
+  EXPECT_EQ(m[0].managed, 64);
+  EXPECT_EQ(m[0].parts.at("optimizer_states"), 80);
+}
+
+TEST(Timeline, ResizeFreesAndAllocatesUnderTheSameComponent) {
+  Timeline tl;
+  auto loss = tl.alloc("loss_buffers", "logits and loss", 10);
+  loss = tl.resize(loss, 24);
+  tl.mark("backward_start", "b");
+  const auto m = memory::replay(tl);
+  EXPECT_EQ(m[0].parts.at("loss_buffers"), 24);
+  EXPECT_EQ(tl.tensors()[static_cast<size_t>(loss)].name, std::string("logits and loss"));
+}
+
+class TrainingStepTest : public ::testing::Test {
+ protected:
+  static Request parse(json train) {
+    json r = {{"model", {{"config", testing::model_config("meta-llama/Llama-3.2-1B")}}},
+              {"task", "train"},
+              {"train", std::move(train)}};
+    auto p = parse_request(r);
+    EXPECT_TRUE(p.ok());
+    return p.value();
+  }
+};
+
+// Llama-3.2-1B has 16 decoder layers: one saved-activation tensor per layer in
+// forward, freed top layer first in backward while each layer's gradients
+// appear, one backward mark per layer plus the embedding gradient at the end.
+TEST_F(TrainingStepTest, EveryLayerSavesInForwardAndIsFreedTopFirstInBackward) {
+  const Request req = parse({{"method", "full"}, {"micro_batch", 2}, {"seq_len", 512}});
+  const auto basis = train::rank_basis(req, req, train::whole_model(req));
+  const auto terms = train::step_terms(basis, 2);
+  const Timeline tl = train::training_step(basis, terms);
+  std::vector<int32_t> saved, freed;
+  int backward_marks = 0;
+  for (const Event& e : tl.events()) {
+    if (e.op == Event::Op::kMark) {
+      if (std::string(tl.marks()[static_cast<size_t>(e.index)].phase) == "backward") ++backward_marks;
+      continue;
+    }
+    const auto& t = tl.tensors()[static_cast<size_t>(e.index)];
+    if (std::string(t.component) != "activations" || t.layer < 0) continue;
+    (e.op == Event::Op::kAlloc ? saved : freed).push_back(t.layer);
+  }
+  ASSERT_EQ(saved.size(), 16u);
+  ASSERT_EQ(freed.size(), 16u);
+  for (int i = 0; i < 16; ++i) {
+    EXPECT_EQ(saved[static_cast<size_t>(i)], i);
+    EXPECT_EQ(freed[static_cast<size_t>(i)], 15 - i);
+  }
+  EXPECT_EQ(backward_marks, 17);
+  // The saved layers sum to the stack's exact size.
+  int64_t sum = 0;
+  for (const auto& t : tl.tensors()) {
+    if (std::string(t.component) == "activations" && t.layer >= 0) sum += t.bytes;
+  }
+  EXPECT_EQ(sum, terms.act.layers);
+}
+
+// The estimate's phases are the replay of the step: the same bytes.
+TEST_F(TrainingStepTest, TheEstimatesPhasesAreTheReplayOfTheStep) {
+  const json train = {{"method", "lora"}, {"micro_batch", 4}, {"seq_len", 1024}, {"grad_accum", 2}};
+  const Request req = parse(train);
+  const auto basis = train::rank_basis(req, req, train::whole_model(req));
+  const auto moments = memory::replay(train::training_step(basis, train::step_terms(basis, 4)));
+  const json r = estimate(
+      {{"model", {{"config", testing::model_config("meta-llama/Llama-3.2-1B")}}}, {"task", "train"}, {"train", train}});
+  ASSERT_EQ(r["phases"].size(), moments.size());
+  for (size_t i = 0; i < moments.size(); ++i) {
+    EXPECT_EQ(r["phases"][i]["key"], moments[i].phase);
+    EXPECT_EQ(r["phases"][i]["allocated_bytes"].get<int64_t>(), moments[i].allocated);
+  }
+}
+
+// Gradient accumulation keeps every gradient from the first micro-batch on:
+// none appear during the backward sweep.
+TEST_F(TrainingStepTest, AccumulatedGradientsExistBeforeForward) {
+  const Request req = parse({{"method", "full"}, {"grad_accum", 4}});
+  const auto basis = train::rank_basis(req, req, train::whole_model(req));
+  const Timeline tl = train::training_step(basis, train::step_terms(basis, 1));
+  const auto m = memory::replay(tl);
+  EXPECT_EQ(m[0].phase, "forward");
+  EXPECT_EQ(m[0].parts.at("gradients"), basis.state.sz.grads);
+}
+
+}  // namespace
+}  // namespace vram
