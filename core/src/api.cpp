@@ -2,9 +2,12 @@
 #include "vram/api.h"
 
 #include <cmath>
+#include <string>
+#include <type_traits>
 
 #include "vram/estimate.h"
 #include "vram/families.h"
+#include "vram/fields.h"
 #include "vram/gpus.h"
 #include "vram/optimizers.h"
 #include "vram/plan.h"
@@ -208,22 +211,49 @@ json result_json(const Request& req, const Estimate& e) {
 
 json error_json(const Error& e) { return {{"error", {{"code", e.code}, {"message", e.message}, {"path", e.path}}}}; }
 
-json estimate(const json& request) {
+namespace {
+
+// The one place where exceptions stop (STYLE.md: no exception out of core's
+// public API). Every public entry point runs its body through guarded(): a
+// Failure becomes its Error; anything else, std::bad_alloc included, becomes an
+// `internal` error. `body` returns the result as json, or as the text the
+// *_json functions hand out (then the error comes back as text too).
+template <typename Body>
+auto guarded(Body&& body) -> decltype(body()) {
+  using Out = decltype(body());
+  static_assert(std::is_same_v<Out, json> || std::is_same_v<Out, std::string>);
+  const auto out = [](const Error& e) -> Out {
+    if constexpr (std::is_same_v<Out, std::string>) {
+      return error_json(e).dump(2);
+    } else {
+      return error_json(e);
+    }
+  };
   try {
+    return body();
+  } catch (const Failure& f) {
+    return out(f.error());
+  } catch (const std::exception& ex) {
+    return out({errc::kInternal, std::string("internal error: ") + ex.what(), ""});
+  } catch (...) {
+    return out({errc::kInternal, "internal error: unknown exception", ""});
+  }
+}
+
+}  // namespace
+
+json estimate(const json& request) {
+  return guarded([&]() -> json {
     auto req = parse_request(request);
     if (!req.ok()) return error_json(req.error());
     auto est = estimate_request(req.value());
     if (!est.ok()) return error_json(est.error());
     return result_json(req.value(), est.value());
-  } catch (const Failure& f) {
-    return error_json(f.error());
-  } catch (const std::exception& ex) {
-    return error_json({errc::kInternal, std::string("internal error: ") + ex.what(), ""});
-  }
+  });
 }
 
 json model_info(const json& model) {
-  try {
+  return guarded([&]() -> json {
     JsonReader r(model, "");
     // Accept a whole request, its `model` object, or a bare config.json.
     std::string prefix = "model";
@@ -250,15 +280,11 @@ json model_info(const json& model) {
       return model_json(spec.value());
     }
     return error_json({errc::kMissingField, base + "config", base + "config or " + base + "custom is required"});
-  } catch (const Failure& f) {
-    return error_json(f.error());
-  } catch (const std::exception& ex) {
-    return error_json({errc::kInternal, std::string("internal error: ") + ex.what(), ""});
-  }
+  });
 }
 
 json plan(const json& request) {
-  try {
+  return guarded([&]() -> json {
     auto req = parse_request(request);
     if (!req.ok()) return error_json(req.error());
     PlanOptions o;
@@ -323,24 +349,14 @@ json plan(const json& request) {
               {"fitting", pl.fitting},
               {"notes", pl.notes},
               {"candidates", cands}}}};
-  } catch (const Failure& f) {
-    return error_json(f.error());
-  } catch (const std::exception& ex) {
-    return error_json({errc::kInternal, std::string("internal error: ") + ex.what(), ""});
-  }
+  });
 }
 
 namespace {
 
 // JSON text in, pretty JSON text out; parse failures become error objects.
 std::string text_call(const std::string& text, json (*fn)(const json&)) {
-  try {
-    return fn(parse_json_text(text, "")).dump(2);
-  } catch (const Failure& f) {
-    return error_json(f.error()).dump(2);
-  } catch (const std::exception& ex) {
-    return error_json({errc::kInternal, std::string("internal error: ") + ex.what(), ""}).dump(2);
-  }
+  return guarded([&] { return fn(parse_json_text(text, "")).dump(2); });
 }
 
 }  // namespace
@@ -348,22 +364,27 @@ std::string text_call(const std::string& text, json (*fn)(const json&)) {
 std::string estimate_json(const std::string& request_text) { return text_call(request_text, &estimate); }
 std::string model_info_json(const std::string& model_text) { return text_call(model_text, &model_info); }
 std::string plan_json(const std::string& request_text) { return text_call(request_text, &plan); }
+std::string fields_json() {
+  return guarded([] { return fields_table().dump(2); });
+}
 
 std::string version_json() {
-  json gpus = json::array();
-  for (const auto& g : gpu_catalog()) {
-    gpus.push_back({{"name", g.name},
-                    {"memory_bytes", g.total_mib * 1048576},
-                    {"usable_bytes", g.usable_bytes()},
-                    {"vendor", g.vendor},
-                    {"note", g.note}});
-  }
-  return json({{"schema", kSchema},
-               {"version", VRAM_VERSION},
-               {"supported_model_types", supported_model_types()},
-               {"optimizers", optimizer_names()},
-               {"gpus", gpus}})
-      .dump(2);
+  return guarded([] {
+    json gpus = json::array();
+    for (const auto& g : gpu_catalog()) {
+      gpus.push_back({{"name", g.name},
+                      {"memory_bytes", g.total_mib * 1048576},
+                      {"usable_bytes", g.usable_bytes()},
+                      {"vendor", g.vendor},
+                      {"note", g.note}});
+    }
+    return json({{"schema", kSchema},
+                 {"version", VRAM_VERSION},
+                 {"supported_model_types", supported_model_types()},
+                 {"optimizers", optimizer_names()},
+                 {"gpus", gpus}})
+        .dump(2);
+  });
 }
 
 }  // namespace vram

@@ -341,6 +341,4 @@ json fields_table() {
   return {{"schema", kSchema}, {"version", VRAM_VERSION}, {"fields", out}};
 }
 
-std::string fields_json() { return fields_table().dump(2); }
-
 }  // namespace vram
