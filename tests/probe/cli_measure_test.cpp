@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "measure/fake_collectives.h"
-#include "measure/fake_source.h"
 #include "measure/nvml_source.h"
+#include "probe/fake_collectives.h"
+#include "probe/fake_source.h"
 
 namespace vram::probe {
 namespace {

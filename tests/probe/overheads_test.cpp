@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "measure/fake_source.h"
+#include "probe/fake_source.h"
 
 namespace vram::probe {
 namespace {

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "measure/child_process.h"
-#include "measure/fake_source.h"
 #include "measure/process_tree.h"
+#include "probe/fake_source.h"
 
 namespace vram::probe {
 namespace {

@@ -3,7 +3,7 @@
 // the memory NCCL takes can be read around each step (nccl_memory.h).
 //
 // The real implementation loads NCCL with dlopen and needs the CUDA runtime
-// (nccl_collectives.h); tests use FakeCollectives (fake_collectives.h).
+// (nccl_collectives.h); tests use FakeCollectives (tests/probe/fake_collectives.h).
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,5 @@
 // Where GPU memory numbers come from: NVML (nvml_source), the CUDA runtime
-// (cuda_source) or a scripted fake for tests (fake_source).
+// (cuda_source) or a scripted fake for tests (tests/probe/fake_source.h).
 //
 // Every field a driver may not report is std::optional; it is written as JSON
 // null, never 0 (STYLE.md "Probe agent", as gpustat and nvitop print N/A).

@@ -1,4 +1,4 @@
-#include "measure/fake_source.h"
+#include "probe/fake_source.h"
 
 #include <unistd.h>
 

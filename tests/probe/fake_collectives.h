@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "measure/collectives.h"
-#include "measure/fake_source.h"
+#include "probe/fake_source.h"
 
 namespace vram::probe {
 

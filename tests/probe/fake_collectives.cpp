@@ -1,4 +1,4 @@
-#include "measure/fake_collectives.h"
+#include "probe/fake_collectives.h"
 
 #include <string>
 
