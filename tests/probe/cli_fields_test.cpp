@@ -24,7 +24,7 @@ using vram::FieldType;
 
 const std::string kLlama = std::string(VRAM_FIXTURES_DIR) + "/models/meta-llama__Llama-3.2-1B.json";
 
-struct Run {
+struct ProbeRun {
   int exit_code = -1;
   std::string out;
 };
@@ -35,11 +35,11 @@ std::string Quote(const std::string& arg) {
   return q + "'";
 }
 
-Run Probe(const std::vector<std::string>& args) {
+ProbeRun Probe(const std::vector<std::string>& args) {
   std::string command = Quote(VRAM_PROBE_BIN);
   for (const auto& a : args) command += " " + Quote(a);
   command += " 2>&1";
-  Run run;
+  ProbeRun run;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return run;
   char buffer[4096];
@@ -85,7 +85,7 @@ TEST(CliFields, EveryDeclaredFlagIsTakenAndDocumented) {
     std::vector<std::string> args = {"estimate", "--model-config", kLlama, f.cli};
     if (f.path != "model.allow_generic") args.push_back(SampleValue(f, empty));
     args.push_back("--json");
-    const Run run = Probe(args);
+    const ProbeRun run = Probe(args);
     // 0 or the core's error (1) for a value the layout cannot take; never a usage error.
     EXPECT_NE(run.exit_code, 2) << f.cli << ": " << run.out;
     EXPECT_EQ(run.out.find("unknown argument"), std::string::npos) << f.cli << ": " << run.out;
@@ -93,13 +93,13 @@ TEST(CliFields, EveryDeclaredFlagIsTakenAndDocumented) {
 }
 
 TEST(CliFields, FieldsJsonIsTheCoreTable) {
-  const Run run = Probe({"fields", "--json"});
+  const ProbeRun run = Probe({"fields", "--json"});
   EXPECT_EQ(run.exit_code, 0);
   EXPECT_EQ(run.out, vram::fields_json() + "\n");
 }
 
 TEST(CliFields, AFlagInGibSetsBytes) {
-  const Run run = Probe({"estimate", "--model-config", kLlama, "--cuda-context-gib", "1", "--json"});
+  const ProbeRun run = Probe({"estimate", "--model-config", kLlama, "--cuda-context-gib", "1", "--json"});
   ASSERT_EQ(run.exit_code, 0) << run.out;
   EXPECT_NE(run.out.find("1073741824"), std::string::npos);  // 1 GiB, not the 512 MiB prior
 }
