@@ -27,12 +27,16 @@ export const FORM_START = Object.freeze({
 
 // How the form's boxes hold a field whose core default is "absent" (null):
 // prompt 0 = the whole context, nodes 1 = one node, '' = not set, 'auto' =
-// decided by the GPU. buildRequest sends none of these.
+// decided by the GPU. buildRequest sends none of these as such.
 const FORM_ABSENT = {
   'infer.prompt_len': 0,
   'parallel.nodes': 1,
   'parallel.fsdp_reduce_dtype': '',
   'parallel.nvls': 'auto',
+  deepspeed: '',
+  'gpu.name': '',
+  // The custom-capacity box's start, sent only once "custom" is chosen.
+  'gpu.memory_gib': 24,
 };
 
 /** The form's start value of a request field: FORM_START, else the core's default. */
@@ -104,9 +108,9 @@ export const DEFAULT_SETTINGS = Object.freeze({
   // A pasted DeepSpeed config (its JSON text; '' = none). Its
   // zero_optimization / micro-batch / accumulation / bf16 settings fill the
   // request where the form leaves a field out.
-  deepspeed: '',
+  deepspeed: f('deepspeed'),
   // mode 'catalog' uses gpu.name from vram.version().gpus; 'custom' a capacity in GiB.
-  gpu: { mode: 'catalog', name: '', memory_gib: 24 },
+  gpu: { mode: 'catalog', name: f('gpu.name'), memory_gib: f('gpu.memory_gib') },
   // The layout planner's framework ('' = the core decides from the form's
   // layout). Not part of the estimate's request.
   planner: { framework: '' },
@@ -471,6 +475,7 @@ export const outcome = computed(() => {
   } catch (error) {
     return { error };
   }
-  if (result.model) summaries.set(req.model.config, result.model);
+  const config = req.model?.config;
+  if (result.model && config) summaries.set(config, result.model);
   return { result };
 });
