@@ -612,7 +612,11 @@ export interface Result {
   version: string;
   /** The task estimated. */
   task: 'train' | 'infer';
-  /** Contract (`model.params_total`, `model.params_trainable`). The model summary plus trainable parameters. */
+  /**
+   * Contract (`model.params_total`, `model.params_trainable`). The model summary plus trainable
+   * parameters: the same object `modelInfo(request)` returns, so a caller that has
+   * the estimate needs no modelInfo call.
+   */
   model: ModelInfo & {
     /** Contract. Parameters the optimizer updates (adapters for LoRA); 0 for inference. */
     params_trainable: number;
