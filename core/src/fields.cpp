@@ -288,6 +288,17 @@ std::vector<FieldSpec> build() {
       }(),
       bytes("overheads.nccl_bytes", 0,
             {"NCCL memory per GPU (measured)", "", "ncclb", "absent: the modelled NCCL buffers"}),
+      // PYTORCH_CUDA_ALLOC_CONF (c10/cuda/CUDAAllocatorConfig.cpp), replayed by
+      // the caching-allocator model (core/src/memory/caching_allocator.h).
+      make("allocator.conf", T::kString, "",
+           {"PYTORCH_CUDA_ALLOC_CONF", "--alloc-conf", "aconf",
+            "the environment variable's text, e.g. expandable_segments:True,max_split_size_mb:128"}),
+      boolean("allocator.expandable_segments", false,
+              {"expandable_segments", "--expandable-segments", "xseg",
+               "PYTORCH_CUDA_ALLOC_CONF expandable_segments:True (wins over allocator.conf)"}),
+      integer("allocator.max_split_size_mb", nullptr, 21, l::kMaxSplitSizeMb,
+              {"max_split_size_mb", "--max-split-size-mb", "msplit",
+               "blocks this large are never split; absent: unlimited (wins over allocator.conf)"}),
       number("calibration.attention", nullptr, 0.0, 100.0,
              {"attention factor", "--attn-act-factor", "", "seed 000 factor on attention activations; absent: off"}),
       number("calibration.mlp", nullptr, 0.0, 100.0,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "memory/caching_allocator.h"
 #include "vram/families.h"
 #include "vram/fields.h"
 #include "vram/gpus.h"
@@ -458,6 +459,23 @@ void parse_calibration(const JsonReader& c, Request& req) {
   req.calibration.checkpointing = c.num_opt("checkpointing", 0.0, 100.0);
 }
 
+// PYTORCH_CUDA_ALLOC_CONF as request fields; the text is checked here with
+// the allocator model's own parser so a bad key is named before estimating.
+void parse_allocator(const JsonReader& a, Request& req) {
+  AllocatorOptions& o = req.allocator;
+  o.conf = a.str_or("conf", "");
+  if (!o.conf.empty()) {
+    auto parsed = memory::parse_alloc_conf(o.conf);
+    if (!parsed.ok()) {
+      fail(parsed.error().code.c_str(), a.child_path("conf"), a.child_path("conf") + ": " + parsed.error().message);
+    }
+  }
+  if (a.has("expandable_segments")) o.expandable_segments = a.bool_or("expandable_segments", false);
+  if (a.has("max_split_size_mb")) {
+    o.max_split_size_mb = a.int_req("max_split_size_mb", 21, limits::kMaxSplitSizeMb);
+  }
+}
+
 void parse_gpu(const JsonReader& g, Request& req) {
   if (auto name = g.str_opt("name")) {
     if (find_gpu(*name) == nullptr) {
@@ -519,6 +537,7 @@ Result<Request> parse_request(const json& request) {
     }
     if (auto o = r.object_opt("overheads")) parse_overheads(*o, req);
     if (auto c = r.object_opt("calibration")) parse_calibration(*c, req);
+    if (auto a = r.object_opt("allocator")) parse_allocator(*a, req);
     if (auto g = r.object_opt("gpu")) parse_gpu(*g, req);
     return req;
   } catch (const Failure& f) {

@@ -265,7 +265,10 @@ Parallel:  --gpus N  --dp N  --tp N  --pp N  --cp N  --zero 0-3  --fsdp full_sha
            --nccl-channels 1-64 (default 32)  --nvls true|false (NVLink SHARP buffers; default by GPU)
            --deepspeed-config ds_config.json  (zero_optimization, micro-batch, accumulation, bf16)
 GPU:       --gpu NAME (e.g. "H100 80GB", A100-40GB, 4090)  --gpu-mem GIB
-Overheads: --cuda-context-gib X  --cublas-workspace-mib X  --fragmentation X  --misc-overhead-gib X
+Overheads: --cuda-context-gib X  --cublas-workspace-mib X  --misc-overhead-gib X
+           --fragmentation X (reserved = allocated x (1 + X), replaces the allocator replay)
+Allocator: --alloc-conf "expandable_segments:True,max_split_size_mb:128" (PYTORCH_CUDA_ALLOC_CONF)
+           --expandable-segments true|false  --max-split-size-mb N (> 20)
 Factors:   --attn-act-factor X  --mlp-act-factor X  --logits-factor X  --grad-ckpt-factor X (off by default)
 Output:    --json  the result object (same bytes as the page's WASM module)
 )";

@@ -189,6 +189,9 @@ const std::map<std::string, std::function<json(const Request&)>>& readers() {
       {"parallel.reduce_bucket_size", [](const Request& r) { return r.parallel.reduce_bucket_size; }},
       {"parallel.contiguous_gradients", [](const Request& r) { return r.parallel.contiguous_gradients; }},
       {"overheads.misc_bytes", [](const Request& r) { return r.overheads.misc_bytes; }},
+      {"allocator.conf", [](const Request& r) { return r.allocator.conf; }},
+      {"allocator.expandable_segments",
+       [](const Request& r) { return r.allocator.expandable_segments.value_or(false); }},
   };
   return kReaders;
 }
@@ -226,6 +229,8 @@ const std::map<std::string, std::function<json(const Request&)>>& absent_readers
        [](const Request& r) { return r.overheads.fragmentation ? json(*r.overheads.fragmentation) : json(); }},
       {"overheads.nccl_bytes",
        [](const Request& r) { return r.overheads.nccl_bytes ? json(*r.overheads.nccl_bytes) : json(); }},
+      {"allocator.max_split_size_mb",
+       [](const Request& r) { return r.allocator.max_split_size_mb ? json(*r.allocator.max_split_size_mb) : json(); }},
       {"calibration.attention",
        [](const Request& r) { return r.calibration.attention ? json(*r.calibration.attention) : json(); }},
       {"calibration.mlp", [](const Request& r) { return r.calibration.mlp ? json(*r.calibration.mlp) : json(); }},

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "fixtures.h"
 #include "train/layout.h"
 #include "train/step.h"
@@ -157,6 +159,83 @@ TEST_F(TrainingStepTest, AccumulatedGradientsExistBeforeForward) {
   const auto m = memory::replay(tl);
   EXPECT_EQ(m[0].phase, "forward");
   EXPECT_EQ(m[0].parts.at("gradients"), basis.state.sz.grads);
+}
+
+}  // namespace
+}  // namespace vram
+
+namespace vram {
+namespace {
+
+class ReservedTest : public ::testing::Test {
+ protected:
+  static json request(json train, json allocator = json::object()) {
+    json r = {{"model", {{"config", testing::model_config("meta-llama/Llama-3.2-1B")}}},
+              {"task", "train"},
+              {"train", std::move(train)}};
+    if (!allocator.empty()) r["allocator"] = std::move(allocator);
+    return r;
+  }
+};
+
+// Every phase's reserved view holds at least its live tensors, and the
+// allocated view is the sum of live tensors whatever the allocator does.
+TEST_F(ReservedTest, ReservedNeverFallsBelowAllocatedAndAllocatedIgnoresTheAllocator) {
+  const json train = {{"method", "full"}, {"micro_batch", 4}, {"seq_len", 1024}};
+  const json plain = estimate(request(train));
+  const json xs = estimate(request(train, {{"expandable_segments", true}}));
+  ASSERT_FALSE(plain.contains("error")) << plain.dump();
+  for (const auto& p : plain["phases"]) {
+    EXPECT_GE(p["reserved_bytes"].get<int64_t>(), p["allocated_bytes"].get<int64_t>()) << p["key"];
+  }
+  EXPECT_EQ(plain["peak_allocated_bytes"], xs["peak_allocated_bytes"]);
+  EXPECT_GE(plain["peak_reserved_bytes"].get<int64_t>(), plain["peak_allocated_bytes"].get<int64_t>());
+}
+
+// expandable_segments maps pages into one growing segment instead of
+// cudaMalloc'ing a segment per size class (CUDACachingAllocator.cpp
+// ExpandableSegment), so the cached gaps between segments disappear: reserved
+// memory can only shrink.
+TEST_F(ReservedTest, ExpandableSegmentsReserveLessThanTheDefault) {
+  for (const json& train : {json{{"method", "full"}, {"micro_batch", 4}, {"seq_len", 1024}},
+                            json{{"method", "lora"}, {"micro_batch", 8}, {"seq_len", 2048}}}) {
+    const json plain = estimate(request(train));
+    const json xs = estimate(request(train, {{"expandable_segments", true}}));
+    EXPECT_LT(xs["peak_reserved_bytes"].get<int64_t>(), plain["peak_reserved_bytes"].get<int64_t>()) << train;
+    // The same setting written as PYTORCH_CUDA_ALLOC_CONF gives the same bytes.
+    const json conf = estimate(request(train, {{"conf", "expandable_segments:True"}}));
+    EXPECT_EQ(conf["peak_reserved_bytes"], xs["peak_reserved_bytes"]);
+  }
+}
+
+// max_split_size_mb: blocks of that size or larger are never split
+// (should_split), so a large cached block cannot serve a smaller request and
+// a new segment is made: reserved memory does not shrink.
+TEST_F(ReservedTest, MaxSplitSizeKeepsLargeBlocksWholeAndNeverReservesLess) {
+  const json train = {{"method", "lora"}, {"micro_batch", 8}, {"seq_len", 2048}};
+  const json plain = estimate(request(train));
+  const json split = estimate(request(train, {{"max_split_size_mb", 64}}));
+  EXPECT_GE(split["peak_reserved_bytes"].get<int64_t>(), plain["peak_reserved_bytes"].get<int64_t>());
+  EXPECT_NE(split["peak_reserved_bytes"], plain["peak_reserved_bytes"]);
+}
+
+TEST_F(ReservedTest, ABadAllocatorSettingNamesTheField) {
+  const json bad_key = estimate(request({}, {{"conf", "expandable_segment:True"}}));
+  ASSERT_TRUE(bad_key.contains("error"));
+  EXPECT_EQ(bad_key["error"]["path"], "allocator.conf");
+  EXPECT_NE(bad_key["error"]["message"].get<std::string>().find("expandable_segment"), std::string::npos);
+  const json small = estimate(request({}, {{"max_split_size_mb", 20}}));
+  ASSERT_TRUE(small.contains("error"));
+  EXPECT_EQ(small["error"]["path"], "allocator.max_split_size_mb");
+}
+
+// A given fragmentation factor replaces the replay (the old calibration path).
+TEST_F(ReservedTest, AGivenFragmentationFactorReplacesTheReplay) {
+  json r = request({{"method", "full"}});
+  r["overheads"] = {{"fragmentation", 0.1}};
+  const json e = estimate(r);
+  const int64_t a = e["peak_allocated_bytes"].get<int64_t>();
+  EXPECT_EQ(e["peak_reserved_bytes"].get<int64_t>(), a + static_cast<int64_t>(std::ceil(0.1 * static_cast<double>(a))));
 }
 
 }  // namespace

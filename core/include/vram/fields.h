@@ -109,6 +109,9 @@ inline constexpr int64_t kMaxNcclChannels = 64;         // NCCL MAXCHANNELS (src
 inline constexpr int64_t kMaxElems = int64_t{1} << 40;  // DeepSpeed bucket and threshold sizes, elements
 // Up to 64 GiB for any single overhead: larger is a unit mistake.
 inline constexpr int64_t kMaxOverhead = int64_t{64} << 30;
+// max_split_size_mb: CUDAAllocatorConfig.cpp requires more than 20 (MiB);
+// 2^30 MiB (1 PiB) is past any card.
+inline constexpr int64_t kMaxSplitSizeMb = int64_t{1} << 30;
 
 }  // namespace limits
 

@@ -144,6 +144,14 @@ struct Calibration {
   std::optional<double> checkpointing;
 };
 
+// PYTORCH_CUDA_ALLOC_CONF settings the caching-allocator replay uses
+// (allocator.*; c10/cuda/CUDAAllocatorConfig.cpp).
+struct AllocatorOptions {
+  std::string conf;  // the environment variable's text, validated at parse time
+  std::optional<bool> expandable_segments;
+  std::optional<int64_t> max_split_size_mb;
+};
+
 struct GpuChoice {
   std::string name;  // catalog name; empty with memory_gib
   std::optional<double> memory_gib;
@@ -157,6 +165,7 @@ struct Request {
   ParallelOptions parallel;
   OverheadOptions overheads;
   Calibration calibration;
+  AllocatorOptions allocator;
   GpuChoice gpu;
   std::vector<std::string> assumptions;  // defaults the parser chose, shown to the user
 };

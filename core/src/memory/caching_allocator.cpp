@@ -986,6 +986,10 @@ int64_t CachingAllocator::block_size(Handle handle) const {
   const Block* b = impl_->live_block(handle);
   return b == nullptr ? 0 : b->size;
 }
+uint64_t CachingAllocator::address(Handle handle) const {
+  const Block* b = impl_->live_block(handle);
+  return b == nullptr ? 0 : b->ptr;
+}
 std::vector<SegmentInfo> CachingAllocator::snapshot() const { return impl_->snapshot(); }
 
 }  // namespace vram::memory

@@ -224,6 +224,9 @@ class CachingAllocator {
   // The rounded block size behind a live handle (what it adds to
   // allocated_bytes), 0 if the handle is not live.
   int64_t block_size(Handle handle) const;
+  // The synthetic address of a live handle's block (SegmentInfo::address
+  // of a segment equals the address of its first block), 0 if not live.
+  uint64_t address(Handle handle) const;
   // Every segment with its blocks, by address (torch.cuda.memory_snapshot()).
   // O(blocks); for tests and reports, not for the replay loop.
   std::vector<SegmentInfo> snapshot() const;

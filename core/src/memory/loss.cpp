@@ -38,12 +38,21 @@ LossBuffers loss_buffers(const Request& req, const Dtypes& dt, int64_t grads_hea
     loss_fwd = to_bytes(
         (static_cast<double>(chunk) * V * (logits_elem + 4) + static_cast<double>(N) * h * logits_elem) * logit_factor);
     loss_bwd = loss_fwd;
+    out.forward_pieces = {{to_bytes(static_cast<double>(chunk) * V * (logits_elem + 4) * logit_factor), 1},
+                          {to_bytes(static_cast<double>(N) * h * logits_elem * logit_factor), 1}};
+    out.backward_pieces = out.forward_pieces;
     loss_formula =
         "fused linear cross-entropy: chunk " + fmt_int(chunk) + " x V " + fmt_int(V) + " logits + grad_input N x h";
   } else if (lm_loss) {
     const int64_t upcast = logits_elem == 4 ? 0 : 4;
     loss_fwd = to_bytes(static_cast<double>(N) * V * (logits_elem + upcast + 4) * logit_factor);
     loss_bwd = to_bytes(static_cast<double>(N) * V * 12.0 * logit_factor);
+    // Forward: the logits, their fp32 copy, the saved log_softmax output;
+    // backward: three fp32 N x V tensors (the saved output and two grads).
+    const int64_t nv4 = to_bytes(static_cast<double>(N) * V * 4.0 * logit_factor);
+    out.forward_pieces = {{nv4, 1}, {to_bytes(static_cast<double>(N) * V * logits_elem * logit_factor), 1}};
+    if (upcast > 0) out.forward_pieces.push_back({nv4, 1});
+    out.backward_pieces = {{nv4, 3}};
     loss_formula = "N " + fmt_int(N) + " x V " + fmt_int(V) + " x (" + std::to_string(logits_elem) + " logits + " +
                    std::to_string(upcast) + " fp32 copy + 4 log_softmax) in forward; x 12 B in backward";
   } else if (!last) {

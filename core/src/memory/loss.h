@@ -5,8 +5,10 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "memory/recipe.h"
+#include "memory/timeline.h"
 #include "vram/request.h"
 
 namespace vram::memory {
@@ -17,6 +19,9 @@ struct LossBuffers {
   int64_t early_head_grads = 0;  // lm_head grad a fused loss allocates in forward
   int64_t logits_elem = 2;       // bytes per logit
   std::string formula;
+  // The separate tensors behind `forward` and `backward`, for the allocator.
+  std::vector<Piece> forward_pieces;
+  std::vector<Piece> backward_pieces;
 };
 
 // `grads_head` is the lm_head + final norm gradient on this rank; `last`

@@ -226,40 +226,79 @@ RankState rank_state(const Request& req, const ParallelOptions& par, const Train
   return rs;
 }
 
-StateTensors load_state(Timeline& tl, const Request& req, const TrainablePlan& plan, const Dtypes& dt,
-                        const OptimizerInfo& opt, const Sharding& sh, const RankState& rs) {
-  const StateSizes& sz = rs.sz;
+StatePieces state_pieces(const Request& req, const TrainablePlan& plan, const Dtypes& dt, const OptimizerInfo& opt,
+                         const Sharding& sh, const RankState& rs) {
+  const ModelSpec& m = req.model;
   const TrainOptions& t = req.train;
-  StateTensors out;
-  // One allocation per parameter tensor when the rank holds whole tensors
-  // (from_pretrained materialises each parameter on its own); sharded
-  // weights live in one flat buffer per rank (FSDP FlatParameter,
-  // DeepSpeed's flat partitions).
-  std::vector<Piece> pieces;
-  if (!sh.weights && !req.parallel.offload_params) {
-    const ModelSpec& m = req.model;
-    const int64_t lora_elem = (t.lora.adapter_fp32 || dt.weight == 4) ? 4 : dt.weight;
-    const int64_t frozen_hp_elem = (t.method == Method::kQlora && t.quant.prepare_kbit) ? 4 : dt.weight;
-    for (size_t i = 0; i < m.groups.size(); ++i) {
-      const ParamGroup& g = m.groups[i];
-      const GroupPlan& gp = plan.groups[i];
+  StatePieces out;
+  const int64_t lora_elem = (t.lora.adapter_fp32 || dt.weight == 4) ? 4 : dt.weight;
+  const int64_t frozen_hp_elem = (t.method == Method::kQlora && t.quant.prepare_kbit) ? 4 : dt.weight;
+  const int64_t state_elem =
+      plan.lora_params > 0 && plan.base_trainable == 0 ? lora_elem : std::max(dt.state, dt.master);
+  const bool whole_weights = !sh.weights && !req.parallel.offload_params;
+  // One trainable tensor of `numel` (rows x cols) values: `count` copies in
+  // the model, `grad_count` of them in one gradient tensor (a layer's).
+  auto trainable = [&](int64_t numel, int64_t rows, int64_t cols, int64_t elem, int64_t count, int64_t grad_count,
+                       bool decays, std::vector<Piece>* grads) {
+    if (!sh.grads) grads->push_back({rs.grad_elem == dt.grad ? elem * numel : 4 * numel, grad_count});
+    if (!sh.states && !rs.offloaded) {
+      if (dt.master > 0) out.master.push_back({dt.master * numel, count});
+      const int64_t st = state_bytes(opt, elem, numel, rows, cols);
+      const int64_t n = opt.states > 0 && !opt.factored ? opt.states : 1;
+      if (st > 0) out.states.push_back({st / n, count * n});
+      if (opt.kernel == StepKernel::kForeach && decays) out.opt_temp.push_back({state_elem * numel, count});
+    }
+  };
+  for (size_t i = 0; i < m.groups.size(); ++i) {
+    const ParamGroup& g = m.groups[i];
+    const GroupPlan& gp = plan.groups[i];
+    if (whole_weights) {
       if (gp.quantized) {
-        pieces.push_back({nf4_bytes(g.in_features * g.out_features, t.quant), g.instances});
-        if (g.bias) pieces.push_back({frozen_hp_elem * g.out_features, g.instances});
+        out.weights.push_back({nf4_bytes(g.in_features * g.out_features, t.quant), g.instances});
+        if (g.bias) out.weights.push_back({frozen_hp_elem * g.out_features, g.instances});
       } else {
-        pieces.push_back({(gp.trainable ? dt.weight : frozen_hp_elem) * g.numel, g.instances});
+        out.weights.push_back({(gp.trainable ? dt.weight : frozen_hp_elem) * g.numel, g.instances});
       }
       if (gp.lora) {
-        pieces.push_back({lora_elem * t.lora.rank * g.in_features, g.instances});
-        pieces.push_back({lora_elem * t.lora.rank * g.out_features, g.instances});
+        out.weights.push_back({lora_elem * t.lora.rank * g.in_features, g.instances});
+        out.weights.push_back({lora_elem * t.lora.rank * g.out_features, g.instances});
       }
     }
+    const int64_t span = m.layer_span(g);
+    // Per layer (one decoder layer's copies), the head, or the rest.
+    std::vector<Piece>* grads = g.stack != "text" || g.kind == ModuleKind::kEmbedding ? &out.grads_rest
+                                : span > 0                                            ? &out.grads_layer
+                                                                                      : &out.grads_head;
+    const int64_t per_grad = span > 0 && g.stack == "text" ? std::max<int64_t>(g.instances / span, 1) : g.instances;
+    if (gp.trainable && gp.trainable_instances > 0) {
+      const int64_t rows = g.kind == ModuleKind::kLinear ? g.out_features : g.in_features;
+      const int64_t cols = g.kind == ModuleKind::kLinear ? g.in_features : g.out_features;
+      trainable(g.numel, rows, cols, dt.grad, gp.trainable_instances, std::min(per_grad, gp.trainable_instances),
+                g.kind != ModuleKind::kNorm, grads);
+    }
+    if (gp.lora) {
+      trainable(t.lora.rank * g.in_features, t.lora.rank, g.in_features, lora_elem, g.instances, per_grad, true, grads);
+      trainable(t.lora.rank * g.out_features, g.out_features, t.lora.rank, lora_elem, g.instances, per_grad, true,
+                grads);
+    }
   }
-  out.weights = tl.alloc("weights", "weights", sz.weights + sz.weights_quantized + sz.lora_weights, std::move(pieces));
+  // Per-tensor loops hold one tensor's temporaries; fused kernels none.
+  if (opt.kernel != StepKernel::kForeach) out.opt_temp.clear();
+  for (auto* v :
+       {&out.weights, &out.master, &out.states, &out.opt_temp, &out.grads_head, &out.grads_layer, &out.grads_rest}) {
+    std::sort(v->begin(), v->end(), [](const Piece& a, const Piece& b) { return a.bytes > b.bytes; });
+  }
+  return out;
+}
+
+StateTensors load_state(Timeline& tl, const OptimizerInfo& opt, const RankState& rs, const StatePieces& pieces) {
+  const StateSizes& sz = rs.sz;
+  StateTensors out;
+  out.weights = tl.alloc("weights", "weights", sz.weights + sz.weights_quantized + sz.lora_weights, pieces.weights);
   // Master weights are allocated; a paged optimizer's states live in CUDA
   // managed memory (bitsandbytes paged optimizers: cudaMallocManaged).
-  tl.alloc("optimizer_states", "fp32 master weights", sz.master);
-  out.states = tl.alloc("optimizer_states", "optimizer states", sz.states, {},
+  tl.alloc("optimizer_states", "fp32 master weights", sz.master, pieces.master);
+  out.states = tl.alloc("optimizer_states", "optimizer states", sz.states, pieces.states,
                         opt.paged ? Residence::kManaged : Residence::kAllocated);
   if (rs.grad_partitions > 0) tl.alloc("grad_partitions", "fp32 gradient partitions", rs.grad_partitions);
   return out;

@@ -66,6 +66,11 @@ class Timeline {
   // new size (a buffer that grows or shrinks between two moments).
   Id resize(Id id, int64_t bytes, std::vector<Piece> pieces = {});
   void mark(const char* phase, const char* label);
+  // Everything before this point is loaded once (weights, states,
+  // workspaces); everything after it is one training step, which frees all
+  // it allocates, so it can be replayed again (steady state, step >= 2).
+  void begin_step() { step_begin_ = events_.size(); }
+  size_t step_begin() const { return step_begin_; }
 
   const std::vector<Event>& events() const { return events_; }
   const std::vector<Tensor>& tensors() const { return tensors_; }
@@ -75,6 +80,7 @@ class Timeline {
   std::vector<Event> events_;
   std::vector<Tensor> tensors_;
   std::vector<Mark> marks_;
+  size_t step_begin_ = 0;
 };
 
 // What is live at one phase: bytes per component (a component with a live

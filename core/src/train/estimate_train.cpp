@@ -5,9 +5,11 @@
 #include "train/estimate_train.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "fit.h"
 #include "format.h"
+#include "memory/allocator_replay.h"
 #include "train/step.h"
 
 namespace vram::train {
@@ -16,33 +18,55 @@ namespace {
 
 using memory::to_bytes;
 
-// Phases from the replayed moments: the allocated view, the reserved view
-// (fragmentation override) and the device view (plus what lives outside
-// the allocator: CUDA context, managed optimizer states, NCCL).
-void assemble_phases(Estimate& e, const RankBasis& b, const std::vector<memory::Moment>& moments) {
-  const double frag = b.req->overheads.fragmentation.value_or(kDefaultFragmentation);
+// Phases from the replayed moments: the allocated view (live tensors), the
+// reserved view (the caching-allocator replay, or a given fragmentation
+// factor) and the device view (plus what lives outside the allocator: CUDA
+// context, managed optimizer states, NCCL). `detail` gets the allocator
+// replay's facts when it ran.
+void assemble_phases(Estimate& e, const RankBasis& b, const memory::Timeline& tl,
+                     const std::vector<memory::Moment>& moments, memory::ReservedReplay* detail) {
+  const std::optional<double> frag = b.req->overheads.fragmentation;
+  memory::ReservedReplay rr;
+  if (!frag) {
+    // The allocator detail is taken at the allocation peak.
+    int peak_moment = -1;
+    for (size_t i = 0; i < moments.size(); ++i) {
+      if (peak_moment < 0 || moments[i].allocated > moments[static_cast<size_t>(peak_moment)].allocated) {
+        peak_moment = static_cast<int>(i);
+      }
+    }
+    rr = memory::replay_reserved(tl, moments, memory::allocator_config(b.req->allocator), {},
+                                 detail != nullptr ? peak_moment : -1);
+    e.peak_reserved_bytes = rr.peak_reserved;
+  }
   int64_t max_alloc = 0;
-  for (const memory::Moment& m : moments) {
+  int64_t alloc_at_peak = 0;
+  for (size_t i = 0; i < moments.size(); ++i) {
+    const memory::Moment& m = moments[i];
     Phase ph;
     ph.key = m.phase;
     ph.label = m.label;
     ph.parts = m.parts;
     const int64_t alloc = m.allocated;
     ph.allocated_bytes = alloc;
-    ph.reserved_bytes = alloc + to_bytes(frag * static_cast<double>(alloc));
+    ph.reserved_bytes = frag ? alloc + to_bytes(*frag * static_cast<double>(alloc)) : std::max(rr.reserved[i], alloc);
     ph.parts["allocator"] = ph.reserved_bytes - alloc;
     ph.parts["cuda_context"] = b.context;
     if (b.nccl.bytes > 0) ph.parts["nccl"] = b.nccl.bytes;
     ph.device_bytes = ph.reserved_bytes + b.context + m.managed + b.nccl.bytes;
-    if (ph.device_bytes > e.peak_bytes) {
+    // The peak phase: the largest device view; among equals (the cache
+    // holds its size from phase to phase), the one with the most live tensors.
+    if (ph.device_bytes > e.peak_bytes || (ph.device_bytes == e.peak_bytes && alloc > alloc_at_peak)) {
       e.peak_bytes = ph.device_bytes;
       e.peak_phase = ph.key;
+      alloc_at_peak = alloc;
     }
     max_alloc = std::max(max_alloc, alloc);
     e.peak_reserved_bytes = std::max(e.peak_reserved_bytes, ph.reserved_bytes);
     e.phases.push_back(std::move(ph));
   }
   e.peak_allocated_bytes = max_alloc;
+  if (detail != nullptr) *detail = std::move(rr);
 }
 
 // The largest size of a component over the step's phases.
@@ -55,15 +79,36 @@ int64_t peak_of(const Estimate& e, const std::string& key) {
   return mx;
 }
 
+// How the reserved view was found: the caching-allocator replay (with the
+// tensors whose segments hold the cached free bytes), or the given factor.
+std::string allocator_formula(const Request& req, const memory::ReservedReplay& rr) {
+  if (req.overheads.fragmentation) {
+    return "overheads.fragmentation " + std::to_string(*req.overheads.fragmentation).substr(0, 4) +
+           " x allocated (given; replaces the allocator replay)";
+  }
+  const memory::AllocatorConfig cfg = memory::allocator_config(req.allocator);
+  std::string f = "PyTorch caching allocator replayed over load + 2 steps (CUDACachingAllocator.cpp";
+  if (cfg.expandable_segments) f += ", expandable_segments";
+  if (cfg.max_split_size != memory::kNoMaxSplitSize)
+    f += ", max_split_size_mb " + std::to_string(cfg.max_split_size >> 20);
+  f += "): " + fmt_int(rr.segments) + " segments, " + fmt_int(rr.device_allocs) + " device allocations";
+  if (!rr.causes.empty()) {
+    f += "; cached free bytes at the allocation peak sit in segments made for";
+    for (size_t i = 0; i < rr.causes.size() && i < 3; ++i) {
+      f += std::string(i == 0 ? " " : ", ") + rr.causes[i].first + " (" + fmt_int(rr.causes[i].second) + " B)";
+    }
+  }
+  return f;
+}
+
 // Components after the model state: activations, temporaries, loss,
 // workspaces, the layout's buffers and what lives outside the allocator.
-void step_components(Estimate& e, const RankBasis& b, const StepTerms& t) {
+void step_components(Estimate& e, const RankBasis& b, const StepTerms& t, const memory::ReservedReplay& rr) {
   const Request& req = *b.req;
   const LayerStack& st = req.model.text;
   const memory::ParallelBuffers& pb = t.buffers;
   const int64_t N = t.micro_batch * req.train.seq_len;
   const int64_t n = b.sh.group;
-  const double frag = req.overheads.fragmentation.value_or(kDefaultFragmentation);
   auto& c = e.components;
   c.push_back({"activations", "Saved activations", peak_of(e, "activations"), t.act.formula, Pool::kAllocated});
   c.push_back({"layer_backward", "Backward temporaries (one layer)", peak_of(e, "layer_backward"),
@@ -77,8 +122,14 @@ void step_components(Estimate& e, const RankBasis& b, const StepTerms& t) {
   if (req.overheads.misc_bytes > 0) {
     c.push_back({"misc", "User cushion", req.overheads.misc_bytes, "overheads.misc_bytes", Pool::kAllocated});
   }
-  c.push_back({"allocator", "Allocator fragmentation", peak_of(e, "allocator"),
-               "fragmentation " + std::to_string(frag).substr(0, 4) + " x allocated", Pool::kOutside});
+  // The allocator's cache at the peak phase: what it adds to the answer
+  // (after the peak, freed blocks stay cached, so later phases show more).
+  int64_t cached = 0;
+  for (const auto& ph : e.phases) {
+    if (ph.key == e.peak_phase) cached = ph.parts.at("allocator");
+  }
+  c.push_back({"allocator", "Allocator cache and fragmentation (at the peak)", cached, allocator_formula(req, rr),
+               Pool::kOutside});
   if (pb.gathered > 0) {
     c.push_back({"gathered_params", "Gathered parameters (current + prefetched layer)", pb.gathered,
                  pb.gathered_formula + " (" + b.sh.label + ")", Pool::kAllocated});
@@ -157,8 +208,9 @@ void step_assumptions(Estimate& e, const RankBasis& b) {
 
 int64_t step_peak(const RankBasis& basis, int64_t micro_batch) {
   const StepTerms terms = step_terms(basis, micro_batch);
+  const memory::Timeline tl = training_step(basis, terms);
   Estimate e;
-  assemble_phases(e, basis, memory::replay(training_step(basis, terms)));
+  assemble_phases(e, basis, tl, memory::replay(tl), nullptr);
   return e.peak_bytes;
 }
 
@@ -171,10 +223,12 @@ Result<Estimate> estimate_rank(const Request& req, const Request& global, const 
     Estimate e;
     e.tokens_per_micro_batch = req.train.micro_batch * req.train.seq_len;
     e.params_trainable = basis.plan.base_trainable + basis.plan.lora_params;
-    assemble_phases(e, basis, memory::replay(training_step(basis, terms)));
+    const memory::Timeline tl = training_step(basis, terms);
+    memory::ReservedReplay alloc;
+    assemble_phases(e, basis, tl, memory::replay(tl), &alloc);
     memory::state_components(e.components, req, global.parallel, basis.plan, basis.dt, *basis.opt, basis.sh,
                              basis.state);
-    step_components(e, basis, terms);
+    step_components(e, basis, terms, alloc);
     step_assumptions(e, basis);
     return e;
   } catch (const Failure& f) {

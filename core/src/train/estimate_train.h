@@ -7,11 +7,9 @@
 
 namespace vram::train {
 
-// Reserved/allocated gap of the caching allocator for static-shape training.
-// No sourced typical value exists (research/memory-internals.md §1.6); the
-// default counts only what the allocator provably adds and the probe's
-// reserved/allocated ratio calibrates it (overheads.fragmentation).
-inline constexpr double kDefaultFragmentation = 0.0;
+// Reserved memory comes from replaying the step's tensors through a model of
+// PyTorch's caching allocator (memory/allocator_replay.h); a given
+// overheads.fragmentation factor replaces the replay.
 
 Result<Estimate> estimate_train(const Request& req);
 

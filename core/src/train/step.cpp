@@ -18,6 +18,7 @@ RankBasis rank_basis(const Request& req, const Request& global, const Stage& sta
   b.plan = memory::plan_trainable(req);
   b.sh = memory::sharding_for(global.parallel);
   b.state = memory::rank_state(req, global.parallel, b.plan, b.dt, *b.opt, b.sh);
+  b.pieces = memory::state_pieces(req, b.plan, b.dt, *b.opt, b.sh, b.state);
   b.nccl = nccl_memory(global, stage);
   b.cublas = memory::cublas_bytes(req, 2);
   b.context = memory::context_bytes(req);
@@ -75,12 +76,19 @@ Timeline training_step(const RankBasis& b, const StepTerms& t) {
   Timeline tl;
 
   // ---- load: model state, workspaces, persistent buffers ----------------
-  memory::load_state(tl, req, b.plan, b.dt, *b.opt, b.sh, b.state);
+  memory::load_state(tl, *b.opt, b.state, b.pieces);
   tl.alloc("cublas_workspace", "cuBLAS/cuBLASLt workspaces", b.cublas);
   if (pb.comm > 0) tl.alloc("comm_buffers", "communication buckets", pb.comm);
   tl.alloc("misc", "user cushion", req.overheads.misc_bytes);
   // Gradients carried across accumulation micro-steps (none otherwise).
-  Timeline::Id grads = tl.alloc("gradients", "accumulated gradients", accum ? sz.grads : 0);
+  std::vector<Piece> all_grads;
+  if (accum) {
+    all_grads = b.pieces.grads_head;
+    for (Piece p : b.pieces.grads_layer) all_grads.push_back({p.bytes, p.count * L});
+    all_grads.insert(all_grads.end(), b.pieces.grads_rest.begin(), b.pieces.grads_rest.end());
+  }
+  Timeline::Id grads = tl.alloc("gradients", "accumulated gradients", accum ? sz.grads : 0, std::move(all_grads));
+  tl.begin_step();
 
   // ---- forward -----------------------------------------------------------
   std::vector<Timeline::Id> fwd;
@@ -97,11 +105,12 @@ Timeline training_step(const RankBasis& b, const StepTerms& t) {
   // ---- loss ----------------------------------------------------------------
   std::vector<Timeline::Id> step_grads;  // gradients that appear during this step
   if (t.loss.early_head_grads > 0) {
-    step_grads.push_back(tl.alloc("gradients", "lm_head gradient (fused loss)", t.loss.early_head_grads));
+    step_grads.push_back(
+        tl.alloc("gradients", "lm_head gradient (fused loss)", t.loss.early_head_grads, b.pieces.grads_head));
   }
-  Timeline::Id loss = tl.alloc("loss_buffers", "logits and loss", t.loss.forward);
+  Timeline::Id loss = tl.alloc("loss_buffers", "logits and loss", t.loss.forward, t.loss.forward_pieces);
   tl.mark("loss", "loss (cross-entropy forward)");
-  loss = tl.resize(loss, t.loss.backward);
+  loss = tl.resize(loss, t.loss.backward, t.loss.backward_pieces);
   tl.mark("backward_start", "start of backward (loss backward)");
 
   // ---- backward sweep, top layer first --------------------------------------
@@ -109,8 +118,9 @@ Timeline training_step(const RankBasis& b, const StepTerms& t) {
   tl.free(head);
   int64_t g_now = accum ? sz.grads : sz.grads_head;
   if (!accum && sz.grads_head - t.loss.early_head_grads != 0) {
-    step_grads.push_back(
-        tl.alloc("gradients", "lm_head and final norm gradients", sz.grads_head - t.loss.early_head_grads));
+    step_grads.push_back(tl.alloc("gradients", "lm_head and final norm gradients",
+                                  sz.grads_head - t.loss.early_head_grads,
+                                  t.loss.early_head_grads > 0 ? std::vector<Piece>{} : b.pieces.grads_head));
   }
   int64_t a_rem = a.layers;  // saved layer bytes still alive
   for (int64_t i = L - 1; i >= a.first_grad_layer; --i) {
@@ -142,7 +152,8 @@ Timeline training_step(const RankBasis& b, const StepTerms& t) {
   // Embedding gradient at the end (dense V x h grad; tied weights add it
   // into lm_head's grad through a temporary of the same size).
   if (sz.grads - g_now != 0) {
-    step_grads.push_back(tl.alloc("gradients", "embedding and other gradients", sz.grads - g_now));
+    step_grads.push_back(tl.alloc("gradients", "embedding and other gradients", sz.grads - g_now,
+                                  accum ? std::vector<Piece>{} : b.pieces.grads_rest));
   }
   const int64_t tied_tmp = req.model.tie_word_embeddings && sz.grads_embed > 0 ? sz.grads_embed : 0;
   const Timeline::Id tied = tl.alloc("layer_backward", "tied embedding gradient temporary", tied_tmp);
@@ -158,8 +169,18 @@ Timeline training_step(const RankBasis& b, const StepTerms& t) {
     for (Timeline::Id id : step_grads) tl.free(id);
     grads = tl.resize(grads, 0);
   }
-  tl.alloc("optimizer_temporaries", "optimizer step temporaries", sz.opt_temp);
+  const Timeline::Id temp =
+      tl.alloc("optimizer_temporaries", "optimizer step temporaries", sz.opt_temp, b.pieces.opt_temp);
   tl.mark("optimizer_step", "optimizer step");
+
+  // ---- end of step: temporaries go, zero_grad(set_to_none=True) frees the
+  // step's gradients (transformers Trainer, torch.optim.Optimizer.zero_grad).
+  tl.free(temp);
+  if (o.optimizer_in_backward) {
+    tl.free(grads);
+  } else {
+    for (Timeline::Id id : step_grads) tl.free(id);
+  }
   return tl;
 }
 

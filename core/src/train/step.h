@@ -30,6 +30,7 @@ struct RankBasis {
   memory::TrainablePlan plan;
   memory::Sharding sh;
   memory::RankState state;
+  memory::StatePieces pieces;
   NcclMemory nccl;
   int64_t cublas = 0;
   int64_t context = 0;
