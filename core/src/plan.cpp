@@ -116,9 +116,16 @@ Result<Plan> plan_request(const Request& req, const PlanOptions& o) {
       r.train.checkpointing = ck;
       if (layout_error(r)) return;
       ++plan.considered;
-      auto est = train::estimate_train(r);
+      // Rank on the live tensors (a lower bound of the reserved view); a
+      // layout that fits on that bound is estimated with the allocator
+      // replay, and so is every layout shown (below).
+      auto est = train::estimate_train(r, train::ReservedView::kLiveTensors);
+      if (!est.ok()) return;
+      const bool replay = est.value().peak_bytes <= card->capacity;
+      if (replay) est = train::estimate_train(r);
       if (!est.ok()) return;
       PlanCandidate c;
+      c.replayed = replay;
       c.layout = p;
       c.checkpointing = ck;
       c.label = label_of(p, ck);
@@ -220,6 +227,24 @@ Result<Plan> plan_request(const Request& req, const PlanOptions& o) {
     std::stable_sort(all.begin(), all.end(),
                      [&](const PlanCandidate& a, const PlanCandidate& b) { return key(a) < key(b); });
     if (static_cast<int64_t>(all.size()) > o.top) all.resize(static_cast<size_t>(o.top));
+    // The shown layouts that did not fit on the lower bound get the replay
+    // too (their peak only grows, so they still do not fit).
+    for (PlanCandidate& c : all) {
+      if (c.replayed) continue;
+      Request r = base;
+      r.parallel = c.layout;
+      r.train.checkpointing = c.checkpointing;
+      if (auto est = train::estimate_train(r); est.ok()) {
+        c.peak_bytes = est.value().peak_bytes;
+        const Fit f = fit::fit_for(c.peak_bytes, card->total, card->capacity, card->name);
+        c.fits = f.fits;
+        c.headroom_ok = f.headroom_ok;
+        c.utilization = f.utilization;
+      }
+      c.replayed = true;
+    }
+    std::stable_sort(all.begin(), all.end(),
+                     [&](const PlanCandidate& a, const PlanCandidate& b) { return key(a) < key(b); });
     for (PlanCandidate& c : all) {
       if (!c.fits) continue;
       Request r = base;

@@ -27,6 +27,9 @@ struct PlanCandidate {
   Checkpointing checkpointing = Checkpointing::kNone;
   std::string label;  // "ZeRO-2, dp 8", "tp 2 x pp 2 x dp 2, ZeRO-1", ...
   int64_t peak_bytes = 0;
+  // peak_bytes is the allocator replay's (true for every returned candidate;
+  // the search ranks the rest on their live tensors, a lower bound).
+  bool replayed = false;
   double utilization = 0;
   bool fits = false;
   bool headroom_ok = false;

@@ -24,8 +24,10 @@ using memory::to_bytes;
 // context, managed optimizer states, NCCL). `detail` gets the allocator
 // replay's facts when it ran.
 void assemble_phases(Estimate& e, const RankBasis& b, const memory::Timeline& tl,
-                     const std::vector<memory::Moment>& moments, memory::ReservedReplay* detail) {
-  const std::optional<double> frag = b.req->overheads.fragmentation;
+                     const std::vector<memory::Moment>& moments, memory::ReservedReplay* detail,
+                     ReservedView view = ReservedView::kReplay) {
+  std::optional<double> frag = b.req->overheads.fragmentation;
+  if (view == ReservedView::kLiveTensors && !frag) frag = 0.0;
   memory::ReservedReplay rr;
   if (!frag) {
     // The allocator detail is taken at the allocation peak.
@@ -204,19 +206,26 @@ void step_assumptions(Estimate& e, const RankBasis& b) {
   }
 }
 
-}  // namespace
-
-int64_t step_peak(const RankBasis& basis, int64_t micro_batch) {
+// Whether one rank's step at `micro_batch` fits `capacity`: the live tensors
+// first (a lower bound: reserved >= allocated), the allocator replay only
+// when that bound fits.
+bool step_fits(const RankBasis& basis, int64_t micro_batch, int64_t capacity) {
   const StepTerms terms = step_terms(basis, micro_batch);
   const memory::Timeline tl = training_step(basis, terms);
+  const std::vector<memory::Moment> moments = memory::replay(tl);
+  Estimate live;
+  assemble_phases(live, basis, tl, moments, nullptr, ReservedView::kLiveTensors);
+  if (live.peak_bytes > capacity) return false;
   Estimate e;
-  assemble_phases(e, basis, tl, memory::replay(tl), nullptr);
-  return e.peak_bytes;
+  assemble_phases(e, basis, tl, moments, nullptr);
+  return e.peak_bytes <= capacity;
 }
+
+}  // namespace
 
 // One rank: `req` is the rank's view of the model (layout.h rank_request),
 // `global` the request as the user gave it.
-Result<Estimate> estimate_rank(const Request& req, const Request& global, const Stage& stage) {
+Result<Estimate> estimate_rank(const Request& req, const Request& global, const Stage& stage, ReservedView view) {
   try {
     const RankBasis basis = rank_basis(req, global, stage);
     const StepTerms terms = step_terms(basis, req.train.micro_batch);
@@ -225,7 +234,7 @@ Result<Estimate> estimate_rank(const Request& req, const Request& global, const 
     e.params_trainable = basis.plan.base_trainable + basis.plan.lora_params;
     const memory::Timeline tl = training_step(basis, terms);
     memory::ReservedReplay alloc;
-    assemble_phases(e, basis, tl, memory::replay(tl), &alloc);
+    assemble_phases(e, basis, tl, memory::replay(tl), &alloc, view);
     memory::state_components(e.components, req, global.parallel, basis.plan, basis.dt, *basis.opt, basis.sh,
                              basis.state);
     step_components(e, basis, terms, alloc);
@@ -236,10 +245,10 @@ Result<Estimate> estimate_rank(const Request& req, const Request& global, const 
   }
 }
 
-Result<Estimate> estimate_train(const Request& req) {
+Result<Estimate> estimate_train(const Request& req, ReservedView view) {
   const ParallelOptions& p = req.parallel;
   if (p.tp == 1 && p.pp == 1 && p.cp == 1 && p.dp == 1 && p.ep == 1) {
-    return estimate_rank(req, req, whole_model(req));
+    return estimate_rank(req, req, whole_model(req), view);
   }
   // Every pipeline rank is estimated; the busiest decides the per-GPU answer.
   Result<Estimate> best = Error{errc::kInternal, "no pipeline stage", "parallel.pp"};
@@ -247,7 +256,7 @@ Result<Estimate> estimate_train(const Request& req) {
   int64_t params_per_gpu = 0;
   for (const Stage& stage : pipeline_stages(req)) {
     const Request rank = rank_request(req, stage);
-    auto r = estimate_rank(rank, req, stage);
+    auto r = estimate_rank(rank, req, stage, view);
     if (!r.ok()) return r;
     summaries.push_back({stage.index, stage.layers, stage.moe_layers, rank.model.params_total(), stage.in_flight(),
                          stage.first, stage.last, r.value().peak_bytes});
@@ -343,7 +352,7 @@ int64_t max_micro_batch(const Request& req, int64_t capacity) {
   return fit::largest_fitting(
       [&](int64_t b) {
         for (const RankBasis& basis : bases) {
-          if (step_peak(basis, b) > capacity) return false;
+          if (!step_fits(basis, b, capacity)) return false;
         }
         return true;
       },

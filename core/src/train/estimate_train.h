@@ -11,7 +11,12 @@ namespace vram::train {
 // PyTorch's caching allocator (memory/allocator_replay.h); a given
 // overheads.fragmentation factor replaces the replay.
 
-Result<Estimate> estimate_train(const Request& req);
+// How the reserved view is found: the caching-allocator replay (what every
+// shown answer uses), or the live tensors alone (reserved = allocated, a
+// lower bound of the replay, for ranking many layouts cheaply).
+enum class ReservedView { kReplay, kLiveTensors };
+
+Result<Estimate> estimate_train(const Request& req, ReservedView view = ReservedView::kReplay);
 
 // Largest micro-batch whose per-GPU peak fits `capacity`, 0 if none: each
 // rank's micro-batch-independent terms are computed once, then only the

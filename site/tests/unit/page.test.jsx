@@ -80,4 +80,17 @@ describe('the page with the real estimator', () => {
       peakBytes(),
     );
   });
+
+  it('shows allocated against reserved memory in every phase and explains the gap', async () => {
+    await openPage('#m=preset:Qwen/Qwen3-0.6B&method=full');
+    const list = screen.getByRole('list', { name: 'Memory by phase' });
+    const views = list.querySelectorAll('[data-allocated]');
+    expect(views.length).toBe(within(list).getAllByRole('listitem').length);
+    for (const v of views) {
+      expect(Number(v.getAttribute('data-reserved'))).toBeGreaterThanOrEqual(
+        Number(v.getAttribute('data-allocated')),
+      );
+    }
+    expect(document.body.textContent).toMatch(/caching allocator replayed/);
+  });
 });

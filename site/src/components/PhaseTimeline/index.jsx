@@ -1,5 +1,8 @@
 // Memory at each moment of a step, stacked by component; the peak phase is
-// highlighted, so users see when they would run out, not only how much.
+// highlighted, so users see when they would run out, not only how much. Each
+// phase also shows what its tensors hold (allocated) against what the caching
+// allocator holds (reserved): the gap is the allocator's cache, whose cause
+// the breakdown's allocator row names.
 
 import { colorOf } from '../../lib/colors.js';
 import { bytesTitle, formatGiB } from '../../lib/format.js';
@@ -27,6 +30,8 @@ export function PhaseTimeline({ phases, peakPhase, capacityBytes, components = [
   const order = new Map(components.map((c, i) => [c.key, i]));
   const used = new Set(phases.flatMap((p) => partsOf(p, labels, order).map((x) => x.key)));
   const legend = components.filter((c) => used.has(c.key));
+  // How the reserved view was found (the allocator replay, or a given factor).
+  const allocatorNote = components.find((c) => c.key === 'allocator')?.formula;
   return (
     <section class={styles.card} aria-labelledby="phases-heading">
       <h2 id="phases-heading" class={styles.heading}>
@@ -43,8 +48,22 @@ export function PhaseTimeline({ phases, peakPhase, capacityBytes, components = [
               aria-current={peak ? 'true' : undefined}
             >
               <span class={styles.label}>
-                {p.label || p.key}
-                {peak && <span class={styles.badge}>peak</span>}
+                <span>
+                  {p.label || p.key}
+                  {peak && <span class={styles.badge}>peak</span>}
+                  {Number.isFinite(p.allocated_bytes) && Number.isFinite(p.reserved_bytes) && (
+                    <span
+                      class={styles.views}
+                      data-allocated={String(p.allocated_bytes)}
+                      data-reserved={String(p.reserved_bytes)}
+                    >
+                      allocated {formatGiB(p.allocated_bytes)} · reserved{' '}
+                      {formatGiB(p.reserved_bytes)} GiB
+                      {p.reserved_bytes > p.allocated_bytes &&
+                        ` (+${formatGiB(p.reserved_bytes - p.allocated_bytes)} cached)`}
+                    </span>
+                  )}
+                </span>
               </span>
               <span class={styles.track} aria-hidden="true">
                 <span
@@ -71,6 +90,7 @@ export function PhaseTimeline({ phases, peakPhase, capacityBytes, components = [
           );
         })}
       </ol>
+      {allocatorNote && <p class={styles.note}>{allocatorNote}</p>}
       <ul class={styles.legend} aria-label="Colours">
         {legend.map((c) => (
           <li key={c.key}>
