@@ -64,6 +64,14 @@ const OptimizerInfo kOptimizers[] = {
      "bitsandbytes PagedLion8bit"},
     {"schedule_free_adamw", "Schedule-free AdamW", 2, StateDtype::kParam, StepKernel::kForLoop, 0, false, false,
      "facebookresearch/schedule_free AdamWScheduleFree: z, exp_avg_sq"},
+    // torch/optim/_muon.py (torch >= 2.9): one momentum_buffer (zeros_like
+    // grad) per 2-D parameter, _single_tensor_muon only ("Foreach is not
+    // supported for Muon yet").
+    {"muon", "Muon (torch.optim.Muon) + AdamW for the rest", 1, StateDtype::kParam, StepKernel::kForLoop, 0, false,
+     false,
+     "torch/optim/_muon.py: momentum_buffer per hidden 2-D weight, Newton-Schulz per tensor; embeddings, head, norms "
+     "with AdamW (2 states)",
+     true},
 };
 
 const std::pair<const char*, const char*> kAliases[] = {

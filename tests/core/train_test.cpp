@@ -168,6 +168,20 @@ TEST_F(TrainTest, PeakIsTheLargestPhaseAndNamesIt) {
   EXPECT_EQ(alloc, r["peak_allocated_bytes"].get<int64_t>());
 }
 
+// torch/optim/_muon.py: one momentum_buffer per 2-D hidden weight; the
+// embeddings (tied head) and norms go to AdamW (2 states), as Muon's
+// docstring prescribes. Llama-3.2-1B: 262,668,288 embedding + 33 x 2,048
+// norm values, the other 973,078,528 in the layers' Linears; pure bf16.
+TEST_F(TrainTest, MuonKeepsOneStatePerHiddenMatrixAndAdamwStatesForTheRest) {
+  const json r = run(request("meta-llama/Llama-3.2-1B", {{"method", "full"}, {"optimizer", "muon"}}));
+  const int64_t rest = 262668288 + 33 * 2048;
+  const int64_t matrices = 1235814400 - rest;
+  EXPECT_EQ(component(r, "optimizer_states"), matrices * 2 + rest * 2 * 2);
+  // AdamW's foreach temporary over the rest (525 MiB) outweighs Muon's
+  // temporaries of the largest matrix (8,192 x 2,048 x (2 + 2 + 6) B).
+  EXPECT_EQ(component(r, "optimizer_temporaries"), std::max<int64_t>(rest * 2, int64_t{8192} * 2048 * 10));
+}
+
 // ---- properties -----------------------------------------------------------
 
 TEST_F(TrainTest, MoreBatchOrSequenceNeverNeedsLess) {

@@ -32,6 +32,10 @@ struct OptimizerInfo {
   bool factored;       // Adafactor: row + column second moments for matrices
   bool paged;          // bnb paged: cudaMallocManaged, evictable to host
   const char* source;  // where the numbers come from
+  // Muon: steps only the 2-D weights of the hidden layers (its states and
+  // Newton-Schulz temporaries); embeddings, the head, norms and biases go to
+  // AdamW (2 states), as torch.optim.Muon's docstring prescribes.
+  bool matrices_only = false;
 };
 
 // nullptr when unknown. Accepts aliases ("adamw" -> adamw_torch).

@@ -85,6 +85,13 @@ StateSizes model_state(const Request& req, const TrainablePlan& plan, const Dtyp
   const int64_t lora_elem = (t.lora.adapter_fp32 || dt.weight == 4) ? 4 : dt.weight;
   const int64_t frozen_hp_elem = (t.method == Method::kQlora && t.quant.prepare_kbit) ? 4 : dt.weight;
   int64_t decay_group = 0;  // weights with decay: HF Trainer's first param group
+  // Muon steps the hidden layers' 2-D weights; the rest goes to AdamW.
+  const OptimizerInfo& adamw = opt.matrices_only ? *find_optimizer("adamw_torch") : opt;
+  auto muon_for = [&](const ParamGroup& g) {
+    return !opt.matrices_only || (g.kind == ModuleKind::kLinear && m.layer_span(g) > 0);
+  };
+  int64_t largest_matrix = 0;  // Muon's largest tensor
+  int64_t adamw_rest = 0;      // parameters Muon leaves to AdamW
   for (size_t i = 0; i < m.groups.size(); ++i) {
     const ParamGroup& g = m.groups[i];
     const GroupPlan& gp = plan.groups[i];
@@ -110,9 +117,14 @@ StateSizes model_state(const Request& req, const TrainablePlan& plan, const Dtyp
       s.grads += dt.grad * tn;
       s.trainable += tn;
       s.master += dt.master * tn;
-      s.states += state_bytes(opt, dt.state, g.numel, rows, cols) * gp.trainable_instances;
+      s.states += state_bytes(muon_for(g) ? opt : adamw, dt.state, g.numel, rows, cols) * gp.trainable_instances;
       s.largest_trainable_tensor = std::max(s.largest_trainable_tensor, g.numel);
       if (g.kind != ModuleKind::kNorm) decay_group += tn;
+      if (muon_for(g)) {
+        largest_matrix = std::max(largest_matrix, g.numel);
+      } else {
+        adamw_rest += tn;
+      }
       if (g.stack != "text") {
         s.grads_other += dt.grad * tn;
       } else if (g.kind == ModuleKind::kEmbedding) {
@@ -135,6 +147,7 @@ StateSizes model_state(const Request& req, const TrainablePlan& plan, const Dtyp
       s.states += state_bytes(opt, lora_elem, t.lora.rank * g.in_features, t.lora.rank, g.in_features) * g.instances +
                   state_bytes(opt, lora_elem, t.lora.rank * g.out_features, g.out_features, t.lora.rank) * g.instances;
       s.largest_trainable_tensor = std::max(s.largest_trainable_tensor, per);
+      largest_matrix = std::max(largest_matrix, per);
       decay_group += gp.lora_params;
       if (m.layer_span(g) > 0) {
         s.grads_layer += lora_elem * gp.lora_params / L;
@@ -151,8 +164,18 @@ StateSizes model_state(const Request& req, const TrainablePlan& plan, const Dtyp
   } else if (opt.kernel == StepKernel::kForLoop) {
     // Adafactor (transformers optimization.py) makes an fp32 copy of the grad,
     // grad**2 + eps and the approximated update: 3 fp32 tensors of the largest
-    // parameter; other for-loop optimizers one state-sized tensor.
-    s.opt_temp = (opt.factored ? 3 * 4 : state_elem) * s.largest_trainable_tensor;
+    // parameter. Muon (_muon.py _single_tensor_muon) holds grad.lerp(buf) in
+    // the state dtype, its bf16 copy, and in each Newton-Schulz step the k x k
+    // gram matrix, its update and the next bf16 iterate: bounded here by 3 bf16
+    // tensors of the matrix besides the first two (k^2 <= rows x cols). Other
+    // for-loop optimizers hold one state-sized tensor.
+    if (opt.matrices_only) {
+      // Muon's temporaries, then AdamW's foreach step over the rest (one
+      // state-sized temporary, adam.py _multi_tensor_adam): the larger.
+      s.opt_temp = std::max((state_elem + 2 + 3 * 2) * largest_matrix, state_elem * adamw_rest);
+    } else {
+      s.opt_temp = (opt.factored ? 3 * 4 : state_elem) * s.largest_trainable_tensor;
+    }
   }
   // Optimizer in backward steps one parameter at a time from its grad hook:
   // temporaries never exceed one tensor's state.
@@ -238,15 +261,16 @@ StatePieces state_pieces(const Request& req, const TrainablePlan& plan, const Dt
   const bool whole_weights = !sh.weights && !req.parallel.offload_params;
   // One trainable tensor of `numel` (rows x cols) values: `count` copies in
   // the model, `grad_count` of them in one gradient tensor (a layer's).
-  auto trainable = [&](int64_t numel, int64_t rows, int64_t cols, int64_t elem, int64_t count, int64_t grad_count,
-                       bool decays, std::vector<Piece>* grads) {
+  const OptimizerInfo& adamw = opt.matrices_only ? *find_optimizer("adamw_torch") : opt;
+  auto trainable = [&](const OptimizerInfo& o, int64_t numel, int64_t rows, int64_t cols, int64_t elem, int64_t count,
+                       int64_t grad_count, bool decays, std::vector<Piece>* grads) {
     if (!sh.grads) grads->push_back({rs.grad_elem == dt.grad ? elem * numel : 4 * numel, grad_count});
     if (!sh.states && !rs.offloaded) {
       if (dt.master > 0) out.master.push_back({dt.master * numel, count});
-      const int64_t st = state_bytes(opt, elem, numel, rows, cols);
-      const int64_t n = opt.states > 0 && !opt.factored ? opt.states : 1;
+      const int64_t st = state_bytes(o, elem, numel, rows, cols);
+      const int64_t n = o.states > 0 && !o.factored ? o.states : 1;
       if (st > 0) out.states.push_back({st / n, count * n});
-      if (opt.kernel == StepKernel::kForeach && decays) out.opt_temp.push_back({state_elem * numel, count});
+      if (o.kernel == StepKernel::kForeach && decays) out.opt_temp.push_back({state_elem * numel, count});
     }
   };
   for (size_t i = 0; i < m.groups.size(); ++i) {
@@ -273,12 +297,14 @@ StatePieces state_pieces(const Request& req, const TrainablePlan& plan, const Dt
     if (gp.trainable && gp.trainable_instances > 0) {
       const int64_t rows = g.kind == ModuleKind::kLinear ? g.out_features : g.in_features;
       const int64_t cols = g.kind == ModuleKind::kLinear ? g.in_features : g.out_features;
-      trainable(g.numel, rows, cols, dt.grad, gp.trainable_instances, std::min(per_grad, gp.trainable_instances),
-                g.kind != ModuleKind::kNorm, grads);
+      const bool muon = g.kind == ModuleKind::kLinear && span > 0;
+      trainable(muon ? opt : adamw, g.numel, rows, cols, dt.grad, gp.trainable_instances,
+                std::min(per_grad, gp.trainable_instances), g.kind != ModuleKind::kNorm, grads);
     }
     if (gp.lora) {
-      trainable(t.lora.rank * g.in_features, t.lora.rank, g.in_features, lora_elem, g.instances, per_grad, true, grads);
-      trainable(t.lora.rank * g.out_features, g.out_features, t.lora.rank, lora_elem, g.instances, per_grad, true,
+      trainable(opt, t.lora.rank * g.in_features, t.lora.rank, g.in_features, lora_elem, g.instances, per_grad, true,
+                grads);
+      trainable(opt, t.lora.rank * g.out_features, g.out_features, t.lora.rank, lora_elem, g.instances, per_grad, true,
                 grads);
     }
   }
@@ -348,16 +374,19 @@ void state_components(std::vector<Component>& out, const Request& req, const Par
                      (rs.grad_elem != dt.grad ? " (Megatron fp32 main grads)" : "") + (sh.grads ? rs.shard_note : ""),
                  Pool::kAllocated});
   out.push_back({"optimizer_states", std::string("Optimizer states (") + opt.label + ")", sz.states,
-                 std::to_string(opt.states) + " state(s) per trainable param" +
+                 (opt.matrices_only ? std::string("1 state per hidden-layer 2-D weight (Muon), 2 for the rest (AdamW)")
+                                    : std::to_string(opt.states) + " state(s) per trainable param") +
                      (rs.offloaded ? ", offloaded to CPU (offload_optimizer)"
                       : sh.states  ? rs.shard_note
                                    : "") +
                      "; " + opt.source,
                  opt.paged ? Pool::kOutside : Pool::kAllocated});
   out.push_back({"optimizer_temporaries", "Optimizer step temporaries", sz.opt_temp,
-                 opt.kernel == StepKernel::kForeach ? "foreach: one state-sized temporary per param group"
-                 : opt.kernel == StepKernel::kFused ? "fused kernel: none"
-                                                    : "per-tensor loop: the largest tensor",
+                 opt.matrices_only ? "Muon's Newton-Schulz temporaries of the largest matrix, or AdamW's foreach "
+                                     "temporary over the rest, the larger"
+                 : opt.kernel == StepKernel::kForeach ? "foreach: one state-sized temporary per param group"
+                 : opt.kernel == StepKernel::kFused   ? "fused kernel: none"
+                                                      : "per-tensor loop: the largest tensor",
                  Pool::kAllocated});
 }
 
