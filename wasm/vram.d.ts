@@ -252,12 +252,22 @@ export interface OverheadOptions {
   cuda_context_bytes?: number;
   /** cuBLAS/cuBLASLt workspace bytes. */
   cublas_workspace_bytes?: number;
-  /** Allocator fragmentation: extra reserved over allocated, as a fraction (0 to 4). */
+  /** Reserved = allocated x (1 + fragmentation) (0 to 4); replaces the caching-allocator replay when given. */
   fragmentation?: number;
   /** A cushion in bytes added to every phase. */
   misc_bytes?: number;
   /** NCCL memory per GPU on multi-GPU layouts (e.g. measured); replaces the channel model. */
   nccl_bytes?: number;
+}
+
+/** PyTorch caching-allocator settings the reserved-memory replay uses (PYTORCH_CUDA_ALLOC_CONF). */
+export interface AllocatorOptions {
+  /** The environment variable's text, e.g. "expandable_segments:True,max_split_size_mb:128"; checked by the core. */
+  conf?: string;
+  /** expandable_segments:True; wins over `conf`. */
+  expandable_segments?: boolean;
+  /** Blocks this large (MiB, more than 20) are never split; absent: unlimited. Wins over `conf`. */
+  max_split_size_mb?: number;
 }
 
 /** Multipliers of single modelled terms, for calibrating against measurements; off when absent. */
@@ -302,6 +312,8 @@ export interface Request {
   overheads?: OverheadOptions;
   /** Calibration factors. */
   calibration?: Calibration;
+  /** Caching-allocator settings for the reserved view (training). */
+  allocator?: AllocatorOptions;
   /** Contract. The GPU to fit on; without it the result has no fit verdict. */
   gpu?: GpuInput;
   /** Planner options, read by `plan(request)` only. */

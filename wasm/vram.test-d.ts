@@ -116,6 +116,17 @@ async function usesTheFacade(): Promise<void> {
     overheads: { nccl_bytes: 1 << 30 },
   };
   void oneField;
+  const withAllocator: Request = {
+    model: { config: { model_type: 'llama' } },
+    allocator: { conf: 'max_split_size_mb:128', expandable_segments: true, max_split_size_mb: 256 },
+  };
+  void withAllocator;
+  const badAllocator: Request = {
+    model: { config: { model_type: 'llama' } },
+    // @ts-expect-error expandable_segments is a boolean, not PYTORCH_CUDA_ALLOC_CONF's 'True'
+    allocator: { expandable_segments: 'True' },
+  };
+  void badAllocator;
 
   const result = vram.estimate(request);
   assertTrue<Equal<typeof result, Result>>();
