@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "probe/probe_run.h"
 #include "test_paths.h"
 
 #if defined(VRAM_PROBE_BIN)
@@ -22,30 +23,10 @@ using nlohmann::json;
 const std::string kLlama = std::string(VRAM_FIXTURES_DIR) + "/models/meta-llama__Llama-3.1-8B.json";
 const std::string kMixtral = std::string(VRAM_FIXTURES_DIR) + "/models/mistralai__Mixtral-8x7B-v0.1.json";
 
-struct ProbeRun {
-  int exit_code = -1;
-  std::string out;  // stdout only
-};
-
-// Single quotes keep spaces ("H100 80GB") and shell characters literal.
-std::string Quote(const std::string& arg) {
-  std::string q = "'";
-  for (char c : arg) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
+using vram::testing::ProbeRun;
 
 ProbeRun RunProbe(const std::vector<std::string>& args) {
-  std::string command = Quote(VRAM_PROBE_BIN);
-  for (const auto& a : args) command += " " + Quote(a);
-  command += " 2>/dev/null";
-  ProbeRun run;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return run;
-  char buffer[4096];
-  while (std::fgets(buffer, sizeof(buffer), pipe) != nullptr) run.out += buffer;
-  const int status = pclose(pipe);
-  if (WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
-  return run;
+  return vram::testing::run_binary(VRAM_PROBE_BIN, args, /*with_stderr=*/false);
 }
 
 // `estimate ... --json` for a model config; the parsed output.

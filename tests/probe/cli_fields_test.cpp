@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "probe/probe_run.h"
 #include "test_paths.h"
 #include "vram/api.h"
 #include "vram/fields.h"
@@ -24,29 +25,10 @@ using vram::FieldType;
 
 const std::string kLlama = std::string(VRAM_FIXTURES_DIR) + "/models/meta-llama__Llama-3.2-1B.json";
 
-struct ProbeRun {
-  int exit_code = -1;
-  std::string out;
-};
-
-std::string Quote(const std::string& arg) {
-  std::string q = "'";
-  for (char c : arg) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
+using vram::testing::ProbeRun;
 
 ProbeRun Probe(const std::vector<std::string>& args) {
-  std::string command = Quote(VRAM_PROBE_BIN);
-  for (const auto& a : args) command += " " + Quote(a);
-  command += " 2>&1";
-  ProbeRun run;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return run;
-  char buffer[4096];
-  while (std::fgets(buffer, sizeof(buffer), pipe) != nullptr) run.out += buffer;
-  const int status = pclose(pipe);
-  if (WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
-  return run;
+  return vram::testing::run_binary(VRAM_PROBE_BIN, args, /*with_stderr=*/true);
 }
 
 // A value of the field's type for its flag.
