@@ -82,8 +82,8 @@ StateSizes model_state(const Request& req, const TrainablePlan& plan, const Dtyp
   StateSizes s;
   const int64_t L = std::max<int64_t>(m.text.layers, 1);
   const int64_t persist = req.parallel.stage3_param_persistence_threshold;
-  const int64_t lora_elem = (t.lora.adapter_fp32 || dt.weight == 4) ? 4 : dt.weight;
-  const int64_t frozen_hp_elem = (t.method == Method::kQlora && t.quant.prepare_kbit) ? 4 : dt.weight;
+  const int64_t lora_elem = dt.adapter;
+  const int64_t frozen_hp_elem = dt.frozen;
   int64_t decay_group = 0;  // weights with decay: HF Trainer's first param group
   // Muon steps the hidden layers' 2-D weights; the rest goes to AdamW.
   const OptimizerInfo& adamw = opt.matrices_only ? *find_optimizer("adamw_torch") : opt;
@@ -254,8 +254,8 @@ StatePieces state_pieces(const Request& req, const TrainablePlan& plan, const Dt
   const ModelSpec& m = req.model;
   const TrainOptions& t = req.train;
   StatePieces out;
-  const int64_t lora_elem = (t.lora.adapter_fp32 || dt.weight == 4) ? 4 : dt.weight;
-  const int64_t frozen_hp_elem = (t.method == Method::kQlora && t.quant.prepare_kbit) ? 4 : dt.weight;
+  const int64_t lora_elem = dt.adapter;
+  const int64_t frozen_hp_elem = dt.frozen;
   const int64_t state_elem =
       plan.lora_params > 0 && plan.base_trainable == 0 ? lora_elem : std::max(dt.state, dt.master);
   const bool whole_weights = !sh.weights && !req.parallel.offload_params;

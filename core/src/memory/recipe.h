@@ -21,6 +21,8 @@ struct Dtypes {
   int64_t residual = 2;        // residual stream between layers
   bool autocast = false;       // torch.autocast active: per-op casts of fp32 inputs
   int64_t autocast_cache = 0;  // cached low-precision weight copies per Linear param
+  int64_t adapter = 4;         // LoRA adapter weights (and their grads)
+  int64_t frozen = 2;          // frozen high-precision weights (QLoRA's non-4-bit ones)
 };
 
 Dtypes dtypes_for(const Request& req);

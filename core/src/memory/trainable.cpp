@@ -40,6 +40,11 @@ Dtypes dtypes_for(const Request& req) {
     // the residual stream (fp32 embedding output + adds) is fp32.
     d.residual = 4;
   }
+  // peft autocast_adapter_dtype=True keeps adapters in fp32; the same
+  // prepare_model_for_kbit_training cast makes QLoRA's non-4-bit frozen
+  // weights fp32.
+  d.adapter = (req.train.lora.adapter_fp32 || d.weight == 4) ? 4 : d.weight;
+  d.frozen = (req.train.method == Method::kQlora && req.train.quant.prepare_kbit) ? 4 : d.weight;
   return d;
 }
 
