@@ -103,183 +103,282 @@ double kv_bytes_per_token(const ModelSpec& m, double kv_elem, bool hf_decompress
   return per_layer_full * (static_cast<double>(t.layers - sliding) + static_cast<double>(sliding) * sliding_share);
 }
 
+namespace {
+
+// The serving job's costs that do not depend on the batch and the context,
+// and the per-token ones: weights per GPU, KV / cross-attention / prefill
+// bytes per token, what lives outside the tensors.
+struct Serving {
+  const Format* fmt = nullptr;
+  double kv_elem = 2;
+  int64_t tp = 1;
+  bool vllm = false;
+  bool hf_mla = false;  // transformers caches MLA's decompressed heads
+  ModelSpec sharded;    // heads and KV heads of one tensor-parallel rank
+  double kv_tok_full = 0;
+  double cross_tok = 0;
+  double pre_tok = 0;
+  Fixed fx;
+  double frag = 0;
+  const GpuInfo* gpu = nullptr;
+  double kv_tok_at(int64_t ctx) const { return kv_bytes_per_token(sharded, kv_elem, hf_mla, ctx); }
+};
+
+// Weights per GPU. Tensor parallel splits every Linear (column / row
+// parallel) and the vocabulary-parallel embeddings and lm_head; norms are
+// replicated (Megatron-LM; vLLM ColumnParallelLinear / RowParallelLinear /
+// VocabParallelEmbedding).
+int64_t weights_per_gpu(const ModelSpec& m, const Format& fmt, int64_t tp) {
+  const int64_t hp = fmt.linear_bytes >= 2.0 ? static_cast<int64_t>(fmt.linear_bytes) : 2;
+  int64_t weights = 0;
+  for (const auto& g : m.groups) {
+    const bool split = g.kind == ModuleKind::kLinear || g.kind == ModuleKind::kEmbedding;
+    const int64_t share = split ? tp : 1;
+    const bool quant =
+        fmt.linear_bytes < 2.0 && g.kind == ModuleKind::kLinear && g.component != std::string(comp::kLmHead);
+    if (!quant) {
+      weights += ceil_div(hp * g.total(), share);
+      continue;
+    }
+    const int64_t values = g.in_features * g.out_features;
+    const int64_t groups = fmt.group > 0 ? ceil_div(values, fmt.group) : g.out_features;
+    const int64_t bytes =
+        ceil_bytes(static_cast<double>(values) * fmt.linear_bytes + static_cast<double>(groups) * fmt.scale_bytes) +
+        (g.bias ? 2 * g.out_features : 0);
+    weights += ceil_div(bytes * g.instances, share);
+  }
+  return weights;
+}
+
+// Validates the serving fields (Failure names the field) and computes the costs.
+Serving serving(const Request& req) {
+  const ModelSpec& m = req.model;
+  const InferOptions& o = req.infer;
+  const LayerStack& t = m.text;
+  Serving sv;
+  sv.fmt = find_format(o.weights_dtype);
+  if (sv.fmt == nullptr) {
+    fail(errc::kUnknownValue, "infer.weights_dtype",
+         "infer.weights_dtype " + vram::quoted(o.weights_dtype) + " is not one of: " + names());
+  }
+  sv.kv_elem = kv_elem_bytes(o.kv_dtype);
+  if (sv.kv_elem < 0) {
+    fail(errc::kUnknownValue, "infer.kv_dtype",
+         "infer.kv_dtype " + vram::quoted(o.kv_dtype) + " is not one of: bf16, fp16, fp32, fp8, int8, int4");
+  }
+  sv.tp = req.parallel.tp;
+  const int64_t tp = sv.tp;
+  if (t.heads % tp != 0) {
+    fail(errc::kInconsistent, "parallel.tp",
+         "parallel.tp (" + std::to_string(tp) + ") must divide the attention heads (" + std::to_string(t.heads) + ")");
+  }
+  sv.vllm = o.engine == "vllm";
+  sv.fx.weights = weights_per_gpu(m, *sv.fmt, tp);
+  // KV heads per rank: max(1, kv_heads / tp) (vLLM get_num_kv_heads: heads
+  // are replicated when tp exceeds them). MLA's latent is replicated.
+  sv.sharded = m;
+  sv.sharded.text.kv_heads = std::max<int64_t>(1, t.kv_heads / tp);
+  sv.sharded.text.heads = t.heads / tp;
+  sv.hf_mla = !sv.vllm && t.attention == AttnKind::kMla;
+  sv.kv_tok_full = kv_bytes_per_token(sv.sharded, sv.kv_elem, sv.hf_mla, 0);
+  // Encoder-decoder: every decoder layer caches the encoder's keys and
+  // values for cross-attention (T5 past_key_values, 4 tensors per layer).
+  sv.cross_tok =
+      t.cross_attention ? 2.0 * (t.heads / tp) * t.head_dim * sv.kv_elem * static_cast<double>(t.layers) : 0.0;
+  // Prefill working set of one layer (the forward frees each layer's
+  // intermediates): residual + norm output + q/k/v/out + the MLP's
+  // gate/up/act outputs, in 16-bit.
+  const int64_t inter = std::max(t.intermediate, t.expert_intermediate * std::max<int64_t>(t.experts_per_token, 1));
+  sv.pre_tok = 2.0 * (2.0 * t.hidden + 2.0 * t.heads / tp * t.head_dim + 2.0 * sv.sharded.text.kv_heads * t.head_dim) +
+               2.0 * 3.0 * static_cast<double>(inter) / static_cast<double>(tp);
+  // ---- outside the tensors ------------------------------------------------
+  sv.gpu = req.gpu.name.empty() ? nullptr : find_gpu(req.gpu.name);
+  sv.fx.cublas = memory::cublas_bytes(req, 1);
+  sv.fx.context = memory::context_bytes(req);
+  // llm-d config_explorer on H100 measured vLLM's non-torch memory at
+  // 0.13 GiB for TP=1 and 0.55 GiB for TP=2 (research §2.4, §7.4): the
+  // difference is NCCL's buffers.
+  if (tp > 1) sv.fx.nccl = req.overheads.nccl_bytes.value_or((int64_t{55} << 30) / 100 - (int64_t{13} << 30) / 100);
+  // CUDA graphs captured after vLLM's profiling: llm-d measured -0.45 to
+  // +0.39 GiB across three models; 256 MiB is the prior.
+  if (sv.vllm && o.cuda_graphs) sv.fx.graphs = int64_t{256} << 20;
+  sv.frag = req.overheads.fragmentation.value_or(0.0);
+  return sv;
+}
+
+Phase make_phase(const Request& req, const Serving& sv, const char* key, const char* label,
+                 std::map<std::string, int64_t> parts, int64_t outside_extra) {
+  const Fixed& fx = sv.fx;
+  Phase p;
+  p.key = key;
+  p.label = label;
+  p.parts = std::move(parts);
+  p.parts["cublas_workspace"] = fx.cublas;
+  p.parts["misc"] = req.overheads.misc_bytes;
+  for (const auto& [k, v] : p.parts) p.allocated_bytes += v;
+  p.reserved_bytes = p.allocated_bytes + ceil_bytes(sv.frag * static_cast<double>(p.allocated_bytes));
+  p.parts["allocator"] = p.reserved_bytes - p.allocated_bytes;
+  p.parts["cuda_context"] = fx.context;
+  if (fx.nccl > 0) p.parts["nccl"] = fx.nccl;
+  if (outside_extra > 0) p.parts["cuda_graphs"] = outside_extra;
+  p.device_bytes = p.reserved_bytes + fx.context + fx.nccl + outside_extra;
+  return p;
+}
+
+struct Sizes {
+  int64_t kv = 0;
+  int64_t prefill = 0;
+  int64_t logits = 0;
+};
+
+// transformers generate: a dynamic cache grows to the full context;
+// DynamicLayer.update concatenates, so one layer's cache is briefly held
+// twice. Prefill runs the whole prompt at once; the logits of the last
+// position only (logits_to_keep=1), upcast to fp32 for sampling.
+Sizes hf_generate(Estimate& e, const Request& req, const Serving& sv) {
+  const InferOptions& o = req.infer;
+  const int64_t B = o.batch;
+  const int64_t ctx = o.context_len;
+  const int64_t prompt = o.prompt_len > 0 ? o.prompt_len : ctx;
+  Sizes z;
+  z.kv = ceil_bytes((sv.kv_tok_at(ctx) * static_cast<double>(ctx) + sv.cross_tok * static_cast<double>(prompt)) *
+                    static_cast<double>(B));
+  const int64_t cat_copy =
+      ceil_bytes(sv.kv_tok_full / std::max<int64_t>(req.model.text.layers, 1) * static_cast<double>(B * ctx));
+  z.prefill = ceil_bytes(sv.pre_tok * static_cast<double>(B * prompt));
+  z.logits = B * ceil_div(req.model.vocab, sv.tp) * (2 + 4);
+  const int64_t W = sv.fx.weights;
+  e.phases.push_back(make_phase(req, sv, "weights_loaded", "weights loaded", {{"weights", W}}, 0));
+  e.phases.push_back(make_phase(req, sv, "prefill", "prefill (prompt through the model)",
+                                {{"weights", W},
+                                 {"kv_cache", ceil_bytes(sv.kv_tok_at(prompt) * static_cast<double>(B * prompt))},
+                                 {"activations", z.prefill},
+                                 {"logits", z.logits}},
+                                0));
+  e.phases.push_back(make_phase(req, sv, "decode", "decoding at full context",
+                                {{"weights", W}, {"kv_cache", z.kv + cat_copy}, {"logits", z.logits}}, 0));
+  return z;
+}
+
+// vLLM (vllm/v1/worker/gpu_worker.py determine_available_memory): requested
+// = total x gpu_memory_utilization; the profile run's peak activations (a
+// max_num_batched_tokens prefill and the sampler over max_num_seqs) and the
+// non-torch increase are subtracted; the rest becomes KV blocks of
+// block_size tokens.
+Sizes vllm_serving(Estimate& e, const Request& req, const Serving& sv) {
+  const InferOptions& o = req.infer;
+  const ModelSpec& m = req.model;
+  if (sv.gpu == nullptr && !req.gpu.memory_gib) {
+    fail(errc::kMissingField, "gpu.name",
+         "gpu.name or gpu.memory_gib is required with infer.engine \"vllm\": its KV cache fills the GPU");
+  }
+  const int64_t total = sv.gpu != nullptr
+                            ? sv.gpu->usable_bytes()
+                            : static_cast<int64_t>(*req.gpu.memory_gib * 1073741824.0 * (1.0 - kDriverReserveFraction));
+  const int64_t requested = static_cast<int64_t>(static_cast<double>(total) * o.gpu_memory_utilization);
+  Sizes z;
+  z.prefill = ceil_bytes(sv.pre_tok * static_cast<double>(o.max_num_batched_tokens));
+  // The profiling dummy run computes fp32 logits for every one of its
+  // max_num_batched_tokens tokens. Check against llm-d's measured "peak
+  // activation" on H100 (research §7.4): Llama-3.1-8B 4.76 GiB (8192 x
+  // 128,256 x 4 B = 3.91 GiB of it), Qwen3-0.6B 5.56 GiB (8192 x 151,936 x
+  // 4 B = 4.64 GiB).
+  z.logits = std::max(o.max_num_batched_tokens, o.max_num_seqs) * ceil_div(m.vocab, sv.tp) * 4;
+  const int64_t non_kv = sv.fx.weights + z.prefill + z.logits + sv.fx.cublas + sv.fx.nccl;
+  const int64_t pool = std::max<int64_t>(requested - non_kv, 0);
+  const int64_t page = ceil_bytes(sv.kv_tok_full * static_cast<double>(o.block_size));
+  const int64_t blocks = page > 0 ? pool / page : 0;
+  z.kv = blocks * page;
+  const int64_t ctx = o.context_len;
+  const int64_t B = o.batch;
+  const int64_t blocks_per_seq = ceil_div(ctx, o.block_size);
+  // max_context_len never exceeds the model's max_position_embeddings
+  // (vLLM's max_model_len default).
+  const int64_t model_max = m.max_position_embeddings > 0 ? m.max_position_embeddings : kMaxSize;
+  e.facts.push_back({"kv_blocks", blocks});
+  e.facts.push_back({"kv_block_bytes", page});
+  e.facts.push_back({"max_concurrent_sequences", std::min(o.max_num_seqs, blocks / blocks_per_seq)});
+  e.facts.push_back({"max_context_len", std::min(blocks / std::max<int64_t>(B, 1) * o.block_size, model_max)});
+  const int64_t W = sv.fx.weights;
+  e.phases.push_back(make_phase(req, sv, "weights_loaded", "weights loaded", {{"weights", W}}, 0));
+  e.phases.push_back(make_phase(req, sv, "profile", "profiling run (max_num_batched_tokens prefill + sampler)",
+                                {{"weights", W}, {"activations", z.prefill}, {"logits", z.logits}}, 0));
+  e.phases.push_back(make_phase(req, sv, "serving", "serving (KV cache allocated, CUDA graphs captured)",
+                                {{"weights", W}, {"kv_cache", z.kv}, {"activations", z.prefill}, {"logits", z.logits}},
+                                sv.fx.graphs));
+  if (blocks < blocks_per_seq) {
+    e.warnings.push_back("vLLM cannot start: the KV cache holds " + std::to_string(blocks * o.block_size) +
+                         " tokens, fewer than one sequence of " + std::to_string(ctx) +
+                         " (lower context_len, raise gpu_memory_utilization or add GPUs)");
+  } else if (blocks / blocks_per_seq < B) {
+    e.warnings.push_back("only " + std::to_string(blocks / blocks_per_seq) + " sequences of " + std::to_string(ctx) +
+                         " tokens fit at once; the rest wait in the queue");
+  }
+  return z;
+}
+
+void serving_components(Estimate& e, const Request& req, const Serving& sv, const Sizes& z) {
+  const InferOptions& o = req.infer;
+  const Fixed& fx = sv.fx;
+  const bool vllm = sv.vllm;
+  const int64_t B = o.batch;
+  const int64_t ctx = o.context_len;
+  const int64_t prompt = o.prompt_len > 0 ? o.prompt_len : ctx;
+  const std::string tp_note = sv.tp > 1 ? " / tp " + std::to_string(sv.tp) : "";
+  e.components.push_back({"weights", "Weights", fx.weights,
+                          fmt_int(req.model.params_total()) + " params; linears as " + sv.fmt->source + tp_note,
+                          Pool::kAllocated});
+  e.components.push_back({"kv_cache", "KV cache", z.kv,
+                          vllm ? "blocks of " + std::to_string(o.block_size) +
+                                     " tokens filling gpu_memory_utilization " +
+                                     std::to_string(o.gpu_memory_utilization).substr(0, 4)
+                               : fmt_int(ceil_bytes(sv.kv_tok_at(ctx))) + " B/token x batch " + std::to_string(B) +
+                                     " x context " + std::to_string(ctx),
+                          Pool::kAllocated});
+  e.components.push_back({"activations", "Prefill activations (one layer)", z.prefill,
+                          "per token " + fmt_int(ceil_bytes(sv.pre_tok)) + " B x " +
+                              std::to_string(vllm ? o.max_num_batched_tokens : B * prompt) + " tokens",
+                          Pool::kAllocated});
+  e.components.push_back(
+      {"logits", vllm ? "Profiling logits (fp32, every batched token)" : "Logits (last position, fp32 copy)", z.logits,
+       vllm ? "max_num_batched_tokens x V x 4 B" : "batch x V x (2 + 4) B", Pool::kAllocated});
+  e.components.push_back({"cublas_workspace", "cuBLAS/cuBLASLt workspaces", fx.cublas, "one handle", Pool::kAllocated});
+  if (fx.nccl > 0) {
+    e.components.push_back({"nccl", "NCCL buffers (tensor parallel)", fx.nccl,
+                            req.overheads.nccl_bytes ? "overheads.nccl_bytes (given)"
+                                                     : "0.55 - 0.13 GiB non-torch at TP=2 vs TP=1 (llm-d, H100)",
+                            Pool::kOutside});
+  }
+  if (fx.graphs > 0) {
+    e.components.push_back(
+        {"cuda_graphs", "CUDA graphs", fx.graphs, "256 MiB prior (llm-d: -0.45 to +0.39 GiB)", Pool::kOutside});
+  }
+  e.components.push_back(
+      {"cuda_context", "CUDA context", fx.context,
+       req.overheads.cuda_context_bytes ? "overheads.cuda_context_bytes" : "512 MiB lazy-loading prior (research §2.1)",
+       Pool::kOutside});
+}
+
+void serving_assumptions(Estimate& e, const Request& req, const Serving& sv) {
+  const LayerStack& t = req.model.text;
+  e.assumptions.push_back(sv.vllm ? "engine: vLLM paged KV cache (V1 worker memory profiling)"
+                                  : "engine: transformers generate with a dynamic cache grown to the full context");
+  if (sv.hf_mla) e.assumptions.push_back("MLA: transformers caches decompressed keys and values, not the latent");
+  if (sv.vllm && t.attention == AttnKind::kMla) e.assumptions.push_back("MLA: vLLM caches the compressed latent");
+  if (t.sliding_window > 0 && t.sliding_layers > 0) {
+    e.assumptions.push_back(std::to_string(t.sliding_layers) + " sliding-window layers cache at most " +
+                            std::to_string(t.sliding_window) + " tokens");
+  }
+}
+
+}  // namespace
+
 Result<Estimate> estimate_infer(const Request& req) {
   try {
-    const ModelSpec& m = req.model;
-    const InferOptions& o = req.infer;
-    const LayerStack& t = m.text;
-    const Format* fmt = find_format(o.weights_dtype);
-    if (fmt == nullptr) {
-      fail(errc::kUnknownValue, "infer.weights_dtype",
-           "infer.weights_dtype " + vram::quoted(o.weights_dtype) + " is not one of: " + names());
-    }
-    const double kv_elem = kv_elem_bytes(o.kv_dtype);
-    if (kv_elem < 0) {
-      fail(errc::kUnknownValue, "infer.kv_dtype",
-           "infer.kv_dtype " + vram::quoted(o.kv_dtype) + " is not one of: bf16, fp16, fp32, fp8, int8, int4");
-    }
-    const int64_t tp = req.parallel.tp;
-    if (t.heads % tp != 0) {
-      fail(
-          errc::kInconsistent, "parallel.tp",
-          "parallel.tp (" + std::to_string(tp) + ") must divide the attention heads (" + std::to_string(t.heads) + ")");
-    }
-    const bool vllm = o.engine == "vllm";
+    const Serving sv = serving(req);
     Estimate e;
-    e.engine = o.engine;
-
-    // ---- weights per GPU ---------------------------------------------------
-    // Tensor parallel splits every Linear (column / row parallel) and the
-    // vocabulary-parallel embeddings and lm_head; norms are replicated
-    // (Megatron-LM; vLLM ColumnParallelLinear / RowParallelLinear /
-    // VocabParallelEmbedding).
-    const int64_t hp = fmt->linear_bytes >= 2.0 ? static_cast<int64_t>(fmt->linear_bytes) : 2;
-    Fixed fx;
-    for (const auto& g : m.groups) {
-      const bool split = g.kind == ModuleKind::kLinear || g.kind == ModuleKind::kEmbedding;
-      const int64_t share = split ? tp : 1;
-      const bool quant =
-          fmt->linear_bytes < 2.0 && g.kind == ModuleKind::kLinear && g.component != std::string(comp::kLmHead);
-      if (!quant) {
-        fx.weights += ceil_div(hp * g.total(), share);
-        continue;
-      }
-      const int64_t values = g.in_features * g.out_features;
-      const int64_t groups = fmt->group > 0 ? ceil_div(values, fmt->group) : g.out_features;
-      const int64_t bytes =
-          ceil_bytes(static_cast<double>(values) * fmt->linear_bytes + static_cast<double>(groups) * fmt->scale_bytes) +
-          (g.bias ? 2 * g.out_features : 0);
-      fx.weights += ceil_div(bytes * g.instances, share);
-    }
-
-    // ---- per-token costs ---------------------------------------------------
-    // KV heads per rank: max(1, kv_heads / tp) (vLLM get_num_kv_heads: heads
-    // are replicated when tp exceeds them). MLA's latent is replicated.
-    ModelSpec sharded = m;
-    sharded.text.kv_heads = std::max<int64_t>(1, t.kv_heads / tp);
-    sharded.text.heads = t.heads / tp;
-    const bool hf_mla = !vllm && t.attention == AttnKind::kMla;  // transformers caches decompressed heads
-    auto kv_tok_at = [&](int64_t ctx) { return kv_bytes_per_token(sharded, kv_elem, hf_mla, ctx); };
-    const double kv_tok_full = kv_bytes_per_token(sharded, kv_elem, hf_mla, 0);
-    // Encoder-decoder: every decoder layer caches the encoder's keys and
-    // values for cross-attention (T5 past_key_values, 4 tensors per layer).
-    const double cross_tok =
-        t.cross_attention ? 2.0 * (t.heads / tp) * t.head_dim * kv_elem * static_cast<double>(t.layers) : 0.0;
-    // Prefill working set of one layer (the forward frees each layer's
-    // intermediates): residual + norm output + q/k/v/out + the MLP's
-    // gate/up/act outputs, in 16-bit.
-    const int64_t inter = std::max(t.intermediate, t.expert_intermediate * std::max<int64_t>(t.experts_per_token, 1));
-    const double pre_tok =
-        2.0 * (2.0 * t.hidden + 2.0 * t.heads / tp * t.head_dim + 2.0 * sharded.text.kv_heads * t.head_dim) +
-        2.0 * 3.0 * static_cast<double>(inter) / static_cast<double>(tp);
-
-    // ---- outside the tensors ----------------------------------------------
-    const GpuInfo* gpu = req.gpu.name.empty() ? nullptr : find_gpu(req.gpu.name);
-    fx.cublas = memory::cublas_bytes(req, 1);
-    fx.context = memory::context_bytes(req);
-    // llm-d config_explorer on H100 measured vLLM's non-torch memory at
-    // 0.13 GiB for TP=1 and 0.55 GiB for TP=2 (research §2.4, §7.4): the
-    // difference is NCCL's buffers.
-    if (tp > 1) fx.nccl = req.overheads.nccl_bytes.value_or((int64_t{55} << 30) / 100 - (int64_t{13} << 30) / 100);
-    // CUDA graphs captured after vLLM's profiling: llm-d measured -0.45 to
-    // +0.39 GiB across three models; 256 MiB is the prior.
-    if (vllm && o.cuda_graphs) fx.graphs = int64_t{256} << 20;
-    const double frag = req.overheads.fragmentation.value_or(0.0);
-
-    const int64_t B = o.batch;
-    const int64_t ctx = o.context_len;
-    const int64_t prompt = o.prompt_len > 0 ? o.prompt_len : ctx;
-    const int64_t V = m.vocab;
-
-    auto make_phase = [&](const char* key, const char* label, std::map<std::string, int64_t> parts,
-                          int64_t outside_extra) {
-      Phase p;
-      p.key = key;
-      p.label = label;
-      p.parts = std::move(parts);
-      p.parts["cublas_workspace"] = fx.cublas;
-      p.parts["misc"] = req.overheads.misc_bytes;
-      for (const auto& [k, v] : p.parts) p.allocated_bytes += v;
-      p.reserved_bytes = p.allocated_bytes + ceil_bytes(frag * static_cast<double>(p.allocated_bytes));
-      p.parts["allocator"] = p.reserved_bytes - p.allocated_bytes;
-      p.parts["cuda_context"] = fx.context;
-      if (fx.nccl > 0) p.parts["nccl"] = fx.nccl;
-      if (outside_extra > 0) p.parts["cuda_graphs"] = outside_extra;
-      p.device_bytes = p.reserved_bytes + fx.context + fx.nccl + outside_extra;
-      return p;
-    };
-
-    int64_t kv = 0;
-    int64_t prefill = 0;
-    int64_t logits = 0;
-    if (!vllm) {
-      // transformers generate: a dynamic cache grows to the full context;
-      // DynamicLayer.update concatenates, so one layer's cache is briefly
-      // held twice. Prefill runs the whole prompt at once; the logits of the
-      // last position only (logits_to_keep=1), upcast to fp32 for sampling.
-      kv = ceil_bytes((kv_tok_at(ctx) * static_cast<double>(ctx) + cross_tok * static_cast<double>(prompt)) *
-                      static_cast<double>(B));
-      const int64_t cat_copy = ceil_bytes(kv_tok_full / std::max<int64_t>(t.layers, 1) * static_cast<double>(B * ctx));
-      prefill = ceil_bytes(pre_tok * static_cast<double>(B * prompt));
-      logits = B * ceil_div(V, tp) * (2 + 4);
-      e.phases.push_back(make_phase("weights_loaded", "weights loaded", {{"weights", fx.weights}}, 0));
-      e.phases.push_back(make_phase("prefill", "prefill (prompt through the model)",
-                                    {{"weights", fx.weights},
-                                     {"kv_cache", ceil_bytes(kv_tok_at(prompt) * static_cast<double>(B * prompt))},
-                                     {"activations", prefill},
-                                     {"logits", logits}},
-                                    0));
-      e.phases.push_back(make_phase("decode", "decoding at full context",
-                                    {{"weights", fx.weights}, {"kv_cache", kv + cat_copy}, {"logits", logits}}, 0));
-    } else {
-      // vLLM (vllm/v1/worker/gpu_worker.py determine_available_memory):
-      // requested = total x gpu_memory_utilization; the profile run's peak
-      // activations (a max_num_batched_tokens prefill and the sampler over
-      // max_num_seqs) and the non-torch increase are subtracted; the rest
-      // becomes KV blocks of block_size tokens.
-      if (gpu == nullptr && !req.gpu.memory_gib) {
-        fail(errc::kMissingField, "gpu.name",
-             "gpu.name or gpu.memory_gib is required with infer.engine \"vllm\": its KV cache fills the GPU");
-      }
-      const int64_t total =
-          gpu != nullptr ? gpu->usable_bytes()
-                         : static_cast<int64_t>(*req.gpu.memory_gib * 1073741824.0 * (1.0 - kDriverReserveFraction));
-      const int64_t requested = static_cast<int64_t>(static_cast<double>(total) * o.gpu_memory_utilization);
-      prefill = ceil_bytes(pre_tok * static_cast<double>(o.max_num_batched_tokens));
-      // The profiling dummy run computes fp32 logits for every one of its
-      // max_num_batched_tokens tokens. Check against llm-d's measured
-      // "peak activation" on H100 (research §7.4): Llama-3.1-8B 4.76 GiB
-      // (8192 x 128,256 x 4 B = 3.91 GiB of it), Qwen3-0.6B 5.56 GiB
-      // (8192 x 151,936 x 4 B = 4.64 GiB).
-      logits = std::max(o.max_num_batched_tokens, o.max_num_seqs) * ceil_div(V, tp) * 4;
-      const int64_t non_kv = fx.weights + prefill + logits + fx.cublas + fx.nccl;
-      const int64_t pool = std::max<int64_t>(requested - non_kv, 0);
-      const int64_t page = ceil_bytes(kv_tok_full * static_cast<double>(o.block_size));
-      const int64_t blocks = page > 0 ? pool / page : 0;
-      kv = blocks * page;
-      const int64_t blocks_per_seq = ceil_div(ctx, o.block_size);
-      // max_context_len never exceeds the model's max_position_embeddings
-      // (vLLM's max_model_len default).
-      const int64_t model_max = m.max_position_embeddings > 0 ? m.max_position_embeddings : kMaxSize;
-      e.facts.push_back({"kv_blocks", blocks});
-      e.facts.push_back({"kv_block_bytes", page});
-      e.facts.push_back({"max_concurrent_sequences", std::min(o.max_num_seqs, blocks / blocks_per_seq)});
-      e.facts.push_back({"max_context_len", std::min(blocks / std::max<int64_t>(B, 1) * o.block_size, model_max)});
-      e.phases.push_back(make_phase("weights_loaded", "weights loaded", {{"weights", fx.weights}}, 0));
-      e.phases.push_back(make_phase("profile", "profiling run (max_num_batched_tokens prefill + sampler)",
-                                    {{"weights", fx.weights}, {"activations", prefill}, {"logits", logits}}, 0));
-      e.phases.push_back(make_phase(
-          "serving", "serving (KV cache allocated, CUDA graphs captured)",
-          {{"weights", fx.weights}, {"kv_cache", kv}, {"activations", prefill}, {"logits", logits}}, fx.graphs));
-      if (blocks < blocks_per_seq) {
-        e.warnings.push_back("vLLM cannot start: the KV cache holds " + std::to_string(blocks * o.block_size) +
-                             " tokens, fewer than one sequence of " + std::to_string(ctx) +
-                             " (lower context_len, raise gpu_memory_utilization or add GPUs)");
-      } else if (blocks / blocks_per_seq < B) {
-        e.warnings.push_back("only " + std::to_string(blocks / blocks_per_seq) + " sequences of " +
-                             std::to_string(ctx) + " tokens fit at once; the rest wait in the queue");
-      }
-    }
+    e.engine = req.infer.engine;
+    const Sizes z = sv.vllm ? vllm_serving(e, req, sv) : hf_generate(e, req, sv);
     for (const auto& p : e.phases) {
       if (p.device_bytes > e.peak_bytes) {
         e.peak_bytes = p.device_bytes;
@@ -289,58 +388,16 @@ Result<Estimate> estimate_infer(const Request& req) {
       e.peak_reserved_bytes = std::max(e.peak_reserved_bytes, p.reserved_bytes);
     }
     // vLLM's device use is its budget, whatever the cache holds.
-    if (vllm && !e.phases.empty() && e.warnings.empty()) e.peak_phase = "serving";
-
-    e.facts.insert(e.facts.begin(), {"kv_bytes_per_token", ceil_bytes(kv_tok_full)});
+    if (sv.vllm && !e.phases.empty() && e.warnings.empty()) e.peak_phase = "serving";
+    const int64_t layers = std::max<int64_t>(req.model.text.layers, 1);
+    e.facts.insert(e.facts.begin(), {"kv_bytes_per_token", ceil_bytes(sv.kv_tok_full)});
     e.facts.insert(e.facts.begin() + 1,
-                   {"kv_bytes_per_token_per_layer",
-                    ceil_bytes(kv_tok_full / static_cast<double>(std::max<int64_t>(t.layers, 1)))});
-    e.facts.push_back({"kv_cache_bytes", kv});
-    e.facts.push_back({"tp", tp});
-
-    const std::string tp_note = tp > 1 ? " / tp " + std::to_string(tp) : "";
-    e.components.push_back({"weights", "Weights", fx.weights,
-                            fmt_int(m.params_total()) + " params; linears as " + fmt->source + tp_note,
-                            Pool::kAllocated});
-    e.components.push_back({"kv_cache", "KV cache", kv,
-                            vllm ? "blocks of " + std::to_string(o.block_size) +
-                                       " tokens filling gpu_memory_utilization " +
-                                       std::to_string(o.gpu_memory_utilization).substr(0, 4)
-                                 : fmt_int(ceil_bytes(kv_tok_at(ctx))) + " B/token x batch " + std::to_string(B) +
-                                       " x context " + std::to_string(ctx),
-                            Pool::kAllocated});
-    e.components.push_back({"activations", "Prefill activations (one layer)", prefill,
-                            "per token " + fmt_int(ceil_bytes(pre_tok)) + " B x " +
-                                std::to_string(vllm ? o.max_num_batched_tokens : B * prompt) + " tokens",
-                            Pool::kAllocated});
-    e.components.push_back(
-        {"logits", vllm ? "Profiling logits (fp32, every batched token)" : "Logits (last position, fp32 copy)", logits,
-         vllm ? "max_num_batched_tokens x V x 4 B" : "batch x V x (2 + 4) B", Pool::kAllocated});
-    e.components.push_back(
-        {"cublas_workspace", "cuBLAS/cuBLASLt workspaces", fx.cublas, "one handle", Pool::kAllocated});
-    if (fx.nccl > 0) {
-      e.components.push_back({"nccl", "NCCL buffers (tensor parallel)", fx.nccl,
-                              req.overheads.nccl_bytes ? "overheads.nccl_bytes (given)"
-                                                       : "0.55 - 0.13 GiB non-torch at TP=2 vs TP=1 (llm-d, H100)",
-                              Pool::kOutside});
-    }
-    if (fx.graphs > 0) {
-      e.components.push_back(
-          {"cuda_graphs", "CUDA graphs", fx.graphs, "256 MiB prior (llm-d: -0.45 to +0.39 GiB)", Pool::kOutside});
-    }
-    e.components.push_back({"cuda_context", "CUDA context", fx.context,
-                            req.overheads.cuda_context_bytes ? "overheads.cuda_context_bytes"
-                                                             : "512 MiB lazy-loading prior (research §2.1)",
-                            Pool::kOutside});
-    e.assumptions.push_back(vllm ? "engine: vLLM paged KV cache (V1 worker memory profiling)"
-                                 : "engine: transformers generate with a dynamic cache grown to the full context");
-    if (hf_mla) e.assumptions.push_back("MLA: transformers caches decompressed keys and values, not the latent");
-    if (vllm && t.attention == AttnKind::kMla) e.assumptions.push_back("MLA: vLLM caches the compressed latent");
-    if (t.sliding_window > 0 && t.sliding_layers > 0) {
-      e.assumptions.push_back(std::to_string(t.sliding_layers) + " sliding-window layers cache at most " +
-                              std::to_string(t.sliding_window) + " tokens");
-    }
-    e.tokens_per_micro_batch = B * ctx;
+                   {"kv_bytes_per_token_per_layer", ceil_bytes(sv.kv_tok_full / static_cast<double>(layers))});
+    e.facts.push_back({"kv_cache_bytes", z.kv});
+    e.facts.push_back({"tp", sv.tp});
+    serving_components(e, req, sv, z);
+    serving_assumptions(e, req, sv);
+    e.tokens_per_micro_batch = req.infer.batch * req.infer.context_len;
     return e;
   } catch (const Failure& f) {
     return f.error();
