@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <optional>
 #include <tuple>
 
 #include "fit.h"
@@ -63,6 +65,178 @@ std::vector<int64_t> powers_of_two_up_to(int64_t n) {
   return out;
 }
 
+// The request a candidate layout stands for.
+Request candidate_request(const Request& base, const ParallelOptions& p, Checkpointing ck) {
+  Request r = base;
+  r.parallel = p;
+  r.train.checkpointing = ck;
+  return r;
+}
+
+void set_fit(PlanCandidate& c, const fit::Card& card) {
+  const Fit f = fit::fit_for(c.peak_bytes, card.total, card.capacity, card.name);
+  c.fits = f.fits;
+  c.headroom_ok = f.headroom_ok;
+  c.utilization = f.utilization;
+}
+
+// The costs a candidate carries besides memory, and why.
+void explain_costs(PlanCandidate& c, const ParallelOptions& p, Checkpointing ck, int64_t grad_accum) {
+  // Full recomputation runs the forward again: training costs 6N FLOPs
+  // per token, 2N of them forward (Kaplan et al. 2020 §2.1), so x 8/6.
+  if (ck == Checkpointing::kFull) {
+    c.step_time_factor *= 4.0 / 3.0;
+    c.why.push_back(
+        "full recomputation re-runs the forward: about x4/3 compute (6N training FLOPs per token, 2N "
+        "forward)");
+  }
+  // 1F1B bubble: (pp - 1) / (m vp) of the ideal step (Narayanan et al.
+  // 2021 §2.2).
+  if (p.pp > 1) {
+    const double bubble = static_cast<double>(p.pp - 1) / static_cast<double>(grad_accum * p.vp);
+    c.step_time_factor *= 1.0 + bubble;
+    c.why.push_back("pipeline bubble (pp - 1) / micro-batches = " + std::to_string(bubble).substr(0, 4) +
+                    " of the step; raise grad_accum to shrink it");
+  }
+  const bool sharded_params = p.zero == 3 || p.fsdp == "full_shard" || p.fsdp == "hybrid_shard";
+  if (sharded_params && p.dp * p.cp > 1) {
+    // ZeRO paper §7.2: P_os+g moves what DDP moves, P_os+g+p 1.5x.
+    c.comm_factor = 1.5;
+    c.why.push_back("parameter sharding moves 1.5x DDP's data-parallel traffic (ZeRO paper §7.2)");
+  }
+  if (p.tp > 1) {
+    c.why.push_back(
+        "tensor parallel all-reduces activations twice per layer in forward and twice in backward "
+        "(Megatron-LM §3): keep it inside a node");
+  }
+  if (p.offload_optimizer) {
+    c.why.push_back("CPU offload runs the optimizer step on the CPU and moves state over PCIe every step");
+  }
+}
+
+// One layout, estimated. Ranked on the live tensors (a lower bound of the
+// reserved view); a layout that fits on that bound is estimated with the
+// allocator replay, and so is every layout shown (finish()).
+std::optional<PlanCandidate> evaluate(const Request& base, const ParallelOptions& p, Checkpointing ck,
+                                      const fit::Card& card) {
+  const Request r = candidate_request(base, p, ck);
+  auto est = train::estimate_train(r, train::ReservedView::kLiveTensors);
+  if (!est.ok()) return std::nullopt;
+  const bool replay = est.value().peak_bytes <= card.capacity;
+  if (replay) est = train::estimate_train(r);
+  if (!est.ok()) return std::nullopt;
+  PlanCandidate c;
+  c.replayed = replay;
+  c.layout = p;
+  c.checkpointing = ck;
+  c.label = label_of(p, ck);
+  c.peak_bytes = est.value().peak_bytes;
+  set_fit(c, card);
+  explain_costs(c, p, ck, r.train.grad_accum);
+  return c;
+}
+
+// What the search varies besides tp and pp.
+struct SearchSpace {
+  std::vector<Checkpointing> checkpointing;
+  std::vector<int64_t> cps;
+  std::vector<int64_t> eps;
+};
+
+SearchSpace search_space(const Request& req, const PlanOptions& o) {
+  SearchSpace s;
+  s.checkpointing = {req.train.checkpointing};
+  if (o.allow_checkpointing && req.train.checkpointing != Checkpointing::kFull) {
+    s.checkpointing.push_back(Checkpointing::kFull);
+  }
+  // Context parallel is for long sequences (Megatron-core context_parallel
+  // docs: sequence lengths of 32K and beyond).
+  s.cps = {1};
+  if (req.train.seq_len >= 32768) {
+    for (int64_t c : {2, 4, 8}) s.cps.push_back(c);
+  }
+  s.eps = {1};
+  if (req.model.text.experts > 1) {
+    for (int64_t e : powers_of_two_up_to(req.model.text.experts)) {
+      if (e > 1) s.eps.push_back(e);
+    }
+  }
+  return s;
+}
+
+// Every layout of the GPU budget the framework runs (with CPU offload when
+// `offload`), each with each checkpointing choice.
+void for_each_layout(const Request& req, const PlanOptions& o, const SearchSpace& space, bool offload,
+                     const std::function<void(const ParallelOptions&, Checkpointing)>& visit) {
+  const int64_t n = req.parallel.gpus;
+  for (int64_t tp : powers_of_two_up_to(std::min(n, req.parallel.gpus_per_node))) {
+    for (int64_t pp : powers_of_two_up_to(std::min<int64_t>(n / tp, req.model.text.layers))) {
+      for (int64_t cp : space.cps) {
+        if (n % (tp * pp * cp) != 0) continue;
+        const int64_t dp = n / (tp * pp * cp);
+        for (int64_t ep : space.eps) {
+          for (const Sharding& sh : shardings(o.framework)) {
+            if (sh.fsdp == "hybrid_shard" && req.parallel.nodes <= 1) continue;  // = full_shard on one node
+            if (sh.level > 0 && dp * cp == 1) continue;                          // nothing to shard over
+            if (offload && sh.level < 3) continue;  // offload pairs with ZeRO-3 / FULL_SHARD here
+            ParallelOptions p = req.parallel;       // keeps buckets, NCCL, nodes
+            p.dp = dp;
+            p.tp = tp;
+            p.pp = pp;
+            p.cp = cp;
+            p.ep = ep;
+            p.vp = 1;
+            p.zero = sh.zero;
+            p.fsdp = sh.fsdp;
+            p.distributed_optimizer = sh.distributed_optimizer;
+            p.sequence_parallel = o.framework == "megatron" && tp > 1;
+            p.offload_optimizer = offload;
+            for (bool params : offload ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+              p.offload_params = params;
+              for (Checkpointing ck : space.checkpointing) visit(p, ck);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Best first: fits with the 80% headroom, then fits; no offload; least
+// recompute and bubble; least data-parallel traffic; least tensor parallel
+// (HF "Parallelism methods": DDP or ZeRO when the model fits, then ZeRO, PP
+// or TP); lowest peak.
+void rank(std::vector<PlanCandidate>& all) {
+  auto key = [](const PlanCandidate& c) {
+    const int fit_class = c.headroom_ok ? 0 : c.fits ? 1 : 2;
+    return std::make_tuple(fit_class, c.layout.offload_optimizer, std::round(c.step_time_factor * 1e6), c.comm_factor,
+                           c.layout.tp, c.peak_bytes);
+  };
+  std::stable_sort(all.begin(), all.end(),
+                   [&](const PlanCandidate& a, const PlanCandidate& b) { return key(a) < key(b); });
+}
+
+// The shown candidates: the top ones, each with the allocator replay's peak
+// (those that did not fit on the lower bound still do not: their peak only
+// grows) and, when it fits, its largest micro-batch.
+void finish(std::vector<PlanCandidate>& all, const Request& base, const PlanOptions& o, const fit::Card& card) {
+  rank(all);
+  if (static_cast<int64_t>(all.size()) > o.top) all.resize(static_cast<size_t>(o.top));
+  for (PlanCandidate& c : all) {
+    if (c.replayed) continue;
+    if (auto est = train::estimate_train(candidate_request(base, c.layout, c.checkpointing)); est.ok()) {
+      c.peak_bytes = est.value().peak_bytes;
+      set_fit(c, card);
+    }
+    c.replayed = true;
+  }
+  rank(all);
+  for (PlanCandidate& c : all) {
+    if (c.fits)
+      c.max_micro_batch = train::max_micro_batch(candidate_request(base, c.layout, c.checkpointing), card.capacity);
+  }
+}
+
 }  // namespace
 
 Result<Plan> plan_request(const Request& req, const PlanOptions& o) {
@@ -74,10 +248,8 @@ Result<Plan> plan_request(const Request& req, const PlanOptions& o) {
     if (!card) {
       return Error{errc::kMissingField, "the planner needs the GPU: gpu.name (catalog) or gpu.memory_gib", "gpu"};
     }
-    const int64_t n = req.parallel.gpus;
-    const LayerStack& t = req.model.text;
     Plan plan;
-    plan.gpus = n;
+    plan.gpus = req.parallel.gpus;
     plan.gpu = card->name;
     plan.capacity_bytes = card->capacity;
 
@@ -92,166 +264,23 @@ Result<Plan> plan_request(const Request& req, const PlanOptions& o) {
       base.train.precision = Precision::kMixedBf16;
       plan.notes.push_back("precision mixed_bf16: " + o.framework + " keeps fp32 master weights with bf16 training");
     }
-    std::vector<Checkpointing> checkpointing = {req.train.checkpointing};
-    if (o.allow_checkpointing && req.train.checkpointing != Checkpointing::kFull) {
-      checkpointing.push_back(Checkpointing::kFull);
-    }
-    // Context parallel is for long sequences (Megatron-core context_parallel
-    // docs: sequence lengths of 32K and beyond).
-    std::vector<int64_t> cps = {1};
-    if (req.train.seq_len >= 32768) {
-      for (int64_t c : {2, 4, 8}) cps.push_back(c);
-    }
-    std::vector<int64_t> eps = {1};
-    if (t.experts > 1) {
-      for (int64_t e : powers_of_two_up_to(t.experts)) {
-        if (e > 1) eps.push_back(e);
-      }
-    }
-
+    const SearchSpace space = search_space(req, o);
     std::vector<PlanCandidate> all;
-    auto consider = [&](ParallelOptions p, Checkpointing ck) {
-      Request r = base;
-      r.parallel = p;
-      r.train.checkpointing = ck;
-      if (layout_error(r)) return;
+    auto visit = [&](const ParallelOptions& p, Checkpointing ck) {
+      if (layout_error(candidate_request(base, p, ck))) return;
       ++plan.considered;
-      // Rank on the live tensors (a lower bound of the reserved view); a
-      // layout that fits on that bound is estimated with the allocator
-      // replay, and so is every layout shown (below).
-      auto est = train::estimate_train(r, train::ReservedView::kLiveTensors);
-      if (!est.ok()) return;
-      const bool replay = est.value().peak_bytes <= card->capacity;
-      if (replay) est = train::estimate_train(r);
-      if (!est.ok()) return;
-      PlanCandidate c;
-      c.replayed = replay;
-      c.layout = p;
-      c.checkpointing = ck;
-      c.label = label_of(p, ck);
-      c.peak_bytes = est.value().peak_bytes;
-      const Fit f = fit::fit_for(c.peak_bytes, card->total, card->capacity, card->name);
-      c.fits = f.fits;
-      c.headroom_ok = f.headroom_ok;
-      c.utilization = f.utilization;
-      // Full recomputation runs the forward again: training costs 6N FLOPs
-      // per token, 2N of them forward (Kaplan et al. 2020 §2.1), so x 8/6.
-      if (ck == Checkpointing::kFull) {
-        c.step_time_factor *= 4.0 / 3.0;
-        c.why.push_back(
-            "full recomputation re-runs the forward: about x4/3 compute (6N training FLOPs per token, 2N "
-            "forward)");
-      }
-      // 1F1B bubble: (pp - 1) / (m vp) of the ideal step (Narayanan et al.
-      // 2021 §2.2).
-      if (p.pp > 1) {
-        const double bubble = static_cast<double>(p.pp - 1) / static_cast<double>(r.train.grad_accum * p.vp);
-        c.step_time_factor *= 1.0 + bubble;
-        c.why.push_back("pipeline bubble (pp - 1) / micro-batches = " + std::to_string(bubble).substr(0, 4) +
-                        " of the step; raise grad_accum to shrink it");
-      }
-      const bool sharded_params = p.zero == 3 || p.fsdp == "full_shard" || p.fsdp == "hybrid_shard";
-      if (sharded_params && p.dp * p.cp > 1) {
-        // ZeRO paper §7.2: P_os+g moves what DDP moves, P_os+g+p 1.5x.
-        c.comm_factor = 1.5;
-        c.why.push_back("parameter sharding moves 1.5x DDP's data-parallel traffic (ZeRO paper §7.2)");
-      }
-      if (p.tp > 1) {
-        c.why.push_back(
-            "tensor parallel all-reduces activations twice per layer in forward and twice in backward "
-            "(Megatron-LM §3): keep it inside a node");
-      }
-      if (p.offload_optimizer) {
-        c.why.push_back("CPU offload runs the optimizer step on the CPU and moves state over PCIe every step");
-      }
-      all.push_back(std::move(c));
+      if (auto c = evaluate(base, p, ck, *card)) all.push_back(std::move(*c));
     };
-
-    auto search = [&](bool offload) {
-      for (int64_t tp : powers_of_two_up_to(std::min(n, req.parallel.gpus_per_node))) {
-        for (int64_t pp : powers_of_two_up_to(std::min<int64_t>(n / tp, t.layers))) {
-          for (int64_t cp : cps) {
-            if (n % (tp * pp * cp) != 0) continue;
-            const int64_t dp = n / (tp * pp * cp);
-            for (int64_t ep : eps) {
-              for (const Sharding& sh : shardings(o.framework)) {
-                if (sh.fsdp == "hybrid_shard" && req.parallel.nodes <= 1) continue;  // = full_shard on one node
-                if (sh.level > 0 && dp * cp == 1) continue;                          // nothing to shard over
-                ParallelOptions p = req.parallel;                                    // keeps buckets, NCCL, nodes
-                p.dp = dp;
-                p.tp = tp;
-                p.pp = pp;
-                p.cp = cp;
-                p.ep = ep;
-                p.vp = 1;
-                p.zero = sh.zero;
-                p.fsdp = sh.fsdp;
-                p.distributed_optimizer = sh.distributed_optimizer;
-                p.sequence_parallel = o.framework == "megatron" && tp > 1;
-                p.offload_optimizer = false;
-                p.offload_params = false;
-                if (offload) {
-                  if (sh.level < 3) continue;  // offload pairs with ZeRO-3 / FULL_SHARD here
-                  for (bool params : {false, true}) {
-                    p.offload_optimizer = true;
-                    p.offload_params = params;
-                    for (Checkpointing ck : checkpointing) consider(p, ck);
-                  }
-                  continue;
-                }
-                for (Checkpointing ck : checkpointing) consider(p, ck);
-              }
-            }
-          }
-        }
-      }
-    };
-    search(false);
     auto count_fitting = [&] {
       return std::count_if(all.begin(), all.end(), [](const PlanCandidate& c) { return c.fits; });
     };
+    for_each_layout(req, o, space, false, visit);
     if (count_fitting() == 0 && o.allow_offload && o.framework != "megatron") {
-      search(true);
+      for_each_layout(req, o, space, true, visit);
       plan.notes.push_back("nothing fits without offload: CPU offload layouts searched too");
     }
     plan.fitting = count_fitting();
-    // Best first: fits with the 80% headroom, then fits; no offload; least
-    // recompute and bubble; least data-parallel traffic; least tensor
-    // parallel (HF "Parallelism methods": DDP or ZeRO when the model fits,
-    // then ZeRO, PP or TP); lowest peak.
-    auto key = [](const PlanCandidate& c) {
-      const int fit_class = c.headroom_ok ? 0 : c.fits ? 1 : 2;
-      return std::make_tuple(fit_class, c.layout.offload_optimizer, std::round(c.step_time_factor * 1e6), c.comm_factor,
-                             c.layout.tp, c.peak_bytes);
-    };
-    std::stable_sort(all.begin(), all.end(),
-                     [&](const PlanCandidate& a, const PlanCandidate& b) { return key(a) < key(b); });
-    if (static_cast<int64_t>(all.size()) > o.top) all.resize(static_cast<size_t>(o.top));
-    // The shown layouts that did not fit on the lower bound get the replay
-    // too (their peak only grows, so they still do not fit).
-    for (PlanCandidate& c : all) {
-      if (c.replayed) continue;
-      Request r = base;
-      r.parallel = c.layout;
-      r.train.checkpointing = c.checkpointing;
-      if (auto est = train::estimate_train(r); est.ok()) {
-        c.peak_bytes = est.value().peak_bytes;
-        const Fit f = fit::fit_for(c.peak_bytes, card->total, card->capacity, card->name);
-        c.fits = f.fits;
-        c.headroom_ok = f.headroom_ok;
-        c.utilization = f.utilization;
-      }
-      c.replayed = true;
-    }
-    std::stable_sort(all.begin(), all.end(),
-                     [&](const PlanCandidate& a, const PlanCandidate& b) { return key(a) < key(b); });
-    for (PlanCandidate& c : all) {
-      if (!c.fits) continue;
-      Request r = base;
-      r.parallel = c.layout;
-      r.train.checkpointing = c.checkpointing;
-      c.max_micro_batch = train::max_micro_batch(r, card->capacity);
-    }
+    finish(all, base, o, *card);
     plan.candidates = std::move(all);
     plan.notes.push_back("micro_batch " + std::to_string(req.train.micro_batch) + ", seq_len " +
                          fmt_int(req.train.seq_len) + ", grad_accum " + std::to_string(req.train.grad_accum) +
