@@ -173,31 +173,35 @@ void norm_site(const Request& req, const LayerStack& st, const Dtypes& dt, bool 
   items.push_back({name, b, false});
 }
 
-}  // namespace
+// What every block of one layer reads.
+struct LayerCtx {
+  const Request& req;
+  const LayerStack& st;
+  const Dtypes& dt;
+  Roles roles;
+  bool norm_trains = false;
+  int64_t pa = 2;             // element size of activations (bf16 under autocast)
+  int64_t attn_in_dtype = 2;  // what the projections read (fp32 under autocast)
+  double dropout = 0;
+};
 
-LayerActivations layer_activations(const Request& req, const LayerStack& st, const TrainablePlan& plan,
-                                   const Dtypes& dt, int64_t seq, bool moe_layer, bool layer_trains) {
-  LayerActivations out;
-  auto& items = out.items;
+// 1-3: the attention norm, the q/k/v inputs (MLA's latents), the attention
+// core by kernel, and the residual dropout masks.
+void attention_block(const LayerCtx& c, int64_t seq, std::vector<SavedItem>& items) {
+  const Request& req = c.req;
+  const LayerStack& st = c.st;
   const TrainOptions& t = req.train;
   const int64_t h = st.hidden;
   const int64_t a = st.heads;
   const int64_t kvh = st.kv_heads;
   const int64_t d = st.head_dim;
   const int64_t dv = st.v_head_dim > 0 ? st.v_head_dim : st.head_dim;
-  const int64_t p = dt.compute;
-  const double dropout = t.dropout >= 0 ? t.dropout : st.dropout;
-  const std::string& sn = st.name;
-  const bool nt = norm_trains(req, plan, sn, layer_trains);
-
-  const Roles roles = find_roles(req, plan, st, layer_trains);
-
+  const int64_t p = c.dt.compute;
+  const int64_t pa = c.pa;
   // 1. Norm before attention.
-  norm_site(req, st, dt, nt, h, items, "attention norm (input, statistics)", true);
-
+  norm_site(req, st, c.dt, c.norm_trains, h, items, "attention norm (input, statistics)", true);
   // 2. Inputs of the q/k/v projections (fused or separate).
-  const int64_t attn_in_dtype = dt.autocast ? 4 : dt.residual;
-  linear_inputs(req, dt, roles.attn_in, h, attn_in_dtype, items, "q/k/v projection inputs");
+  linear_inputs(req, c.dt, c.roles.attn_in, h, c.attn_in_dtype, items, "q/k/v projection inputs");
   if (st.attention == AttnKind::kMla) {
     // Latent paths: q_a_layernorm / kv_a_layernorm (RMSNorm, fp32 upcast) and
     // the q_b_proj / kv_b_proj inputs (deepseek modeling_deepseek_v2.py).
@@ -208,9 +212,7 @@ LayerActivations layer_activations(const Request& req, const LayerStack& st, con
     b += 4.0 * kvr + static_cast<double>(p) * kvr * 2;
     items.push_back({"latent q/kv norms and up-projection inputs", b, false});
   }
-
   // 3. Attention core.
-  const int64_t pa = dt.autocast ? 2 : p;
   const bool repeat_kv =
       kvh < a && (t.attention == AttentionImpl::kEager || (t.attention == AttentionImpl::kSdpa && !t.sdpa_gqa_native));
   const int64_t kv_heads_saved = (repeat_kv || st.attention == AttnKind::kMla) ? a : kvh;
@@ -219,14 +221,14 @@ LayerActivations layer_activations(const Request& req, const LayerStack& st, con
   const double v_bytes = static_cast<double>(pa) * kv_heads_saved * dv;
   items.push_back({"q, k, v (after rotary)", q_bytes + k_bytes + v_bytes, false});
   const double out_bytes = static_cast<double>(pa) * a * dv;
-  const LinearUse o = roles.attn_out;
+  const LinearUse o = c.roles.attn_out;
   const bool o_saves = (o.trains && !o.quantized) || o.lora;
   if (t.attention == AttentionImpl::kEager) {
     // softmax(dtype=float32) output saved (4 B), cast to the compute dtype and
     // saved by probs @ v; with dropout the mask (1 B) and dropout output.
     const double s = static_cast<double>(seq);
     double scores = 4.0 * a * s;
-    if (dropout > 0) {
+    if (c.dropout > 0) {
       scores += 1.0 * a * s + static_cast<double>(pa) * a * s;
     } else if (pa != 4) {
       scores += static_cast<double>(pa) * a * s;
@@ -244,18 +246,25 @@ LayerActivations layer_activations(const Request& req, const LayerStack& st, con
     // the adapter's fp32 copy of its input (see linear_inputs)
     if (req.train.lora.adapter_fp32) items.push_back({"o_proj adapter input (fp32 copy)", 4.0 * a * dv, false});
   }
-  if (dropout > 0) items.push_back({"residual dropout masks", 2.0 * h, false});
+  if (c.dropout > 0) items.push_back({"residual dropout masks", 2.0 * h, false});
+}
 
+// 4-5: the MLP norm and the dense, gated or routed-expert MLP; then the
+// decoder's cross-attention.
+void mlp_block(const LayerCtx& c, bool moe_layer, std::vector<SavedItem>& items) {
+  const Request& req = c.req;
+  const LayerStack& st = c.st;
+  const int64_t h = st.hidden;
+  const int64_t pa = c.pa;
   // 4. Norm before the MLP (parallel blocks share the attention norm).
-  if (!st.parallel_block) norm_site(req, st, dt, nt, h, items, "MLP norm (input, statistics)", true);
-
+  if (!st.parallel_block) norm_site(req, st, c.dt, c.norm_trains, h, items, "MLP norm (input, statistics)", true);
   // 5. MLP.
   const double act_saves = activation_saves(st.activation);
   auto gated_mlp = [&](int64_t inter, double tokens_factor, const char* label, bool experts) {
     // gate/up read the norm output; act(gate) * up; down reads the product.
     std::vector<SavedItem> tmp;
-    const double in = linear_inputs(req, dt, experts ? roles.exp_in : roles.mlp_in, h, attn_in_dtype, tmp, "");
-    const LinearUse down = experts ? roles.exp_out : roles.mlp_out;
+    const double in = linear_inputs(req, c.dt, experts ? c.roles.exp_in : c.roles.mlp_in, h, c.attn_in_dtype, tmp, "");
+    const LinearUse down = experts ? c.roles.exp_out : c.roles.mlp_out;
     // act saves its input (gate out), mul saves act(gate) and up.
     double b = static_cast<double>(pa) * inter * (act_saves + 2.0);
     if ((down.trains && !down.quantized) || down.lora) {
@@ -278,8 +287,8 @@ LayerActivations layer_activations(const Request& req, const LayerStack& st, con
     gated_mlp(st.intermediate, 1.0, "MLP activations (gate, act, up, product)", false);
   } else {
     std::vector<SavedItem> tmp;
-    const double in = linear_inputs(req, dt, roles.mlp_in, h, attn_in_dtype, tmp, "");
-    const LinearUse down = roles.mlp_out;
+    const double in = linear_inputs(req, c.dt, c.roles.mlp_in, h, c.attn_in_dtype, tmp, "");
+    const LinearUse down = c.roles.mlp_out;
     double b = static_cast<double>(pa) * st.intermediate * act_saves;
     if ((down.trains && !down.quantized) || down.lora) b += static_cast<double>(pa) * st.intermediate;
     items.push_back({"MLP activations (fc1 output, activation)", b + in, false});
@@ -287,11 +296,16 @@ LayerActivations layer_activations(const Request& req, const LayerStack& st, con
   if (st.cross_attention) {
     // Decoder cross-attention: its norm, the query input, q and the encoder's
     // k/v projections for this layer, output and log-sum-exp.
-    norm_site(req, st, dt, nt, h, items, "cross-attention norm", true);
-    items.push_back(
-        {"cross-attention q, k, v, output", static_cast<double>(pa) * (3.0 * a * d + a * dv) + 4.0 * a, false});
+    const int64_t a = st.heads;
+    const int64_t dv = st.v_head_dim > 0 ? st.v_head_dim : st.head_dim;
+    norm_site(req, st, c.dt, c.norm_trains, h, items, "cross-attention norm", true);
+    items.push_back({"cross-attention q, k, v, output",
+                     static_cast<double>(pa) * (3.0 * a * st.head_dim + a * dv) + 4.0 * a, false});
   }
+}
 
+// Sequence parallel and the seed's calibration factors, applied to the items.
+void adjust(const Request& req, const LayerStack& st, std::vector<SavedItem>& items) {
   // Sequence parallel (Korthikanti et al. 2022 §4.2.2): the parts tensor
   // parallel leaves whole (norms, their outputs feeding the projections,
   // residual dropouts) are split along the sequence too.
@@ -303,7 +317,6 @@ LayerActivations layer_activations(const Request& req, const LayerStack& st, con
       if (whole) i.bytes_per_token /= static_cast<double>(st.hidden_split);
     }
   }
-
   // Calibration overrides (seed 000 factors), off by default.
   const Calibration& cal = req.calibration;
   for (auto& i : items) {
@@ -312,6 +325,22 @@ LayerActivations layer_activations(const Request& req, const LayerStack& st, con
     if (attn && cal.attention) i.bytes_per_token *= *cal.attention;
     if (mlp && cal.mlp) i.bytes_per_token *= *cal.mlp;
   }
+}
+
+}  // namespace
+
+LayerActivations layer_activations(const Request& req, const LayerStack& st, const TrainablePlan& plan,
+                                   const Dtypes& dt, int64_t seq, bool moe_layer, bool layer_trains) {
+  const TrainOptions& t = req.train;
+  LayerCtx c{req, st, dt, find_roles(req, plan, st, layer_trains)};
+  c.norm_trains = norm_trains(req, plan, st.name, layer_trains);
+  c.pa = dt.autocast ? 2 : dt.compute;
+  c.attn_in_dtype = dt.autocast ? 4 : dt.residual;
+  c.dropout = t.dropout >= 0 ? t.dropout : st.dropout;
+  LayerActivations out;
+  attention_block(c, seq, out.items);
+  mlp_block(c, moe_layer, out.items);
+  adjust(req, st, out.items);
   return out;
 }
 
