@@ -45,6 +45,77 @@ int64_t nullable(const JsonReader& cfg, ModelSpec& spec, const DeepseekDefaults&
   return cfg.has(key) ? cfg.int_req(key, 1, kMaxSize) : 0;
 }
 
+// The MLP of every layer: dense layers below first_k_dense_replace, routed
+// experts (+ router, shared experts) above.
+void add_mlps(const JsonReader& cfg, ModelSpec& spec, const DeepseekDefaults& d, bool mlp_bias) {
+  LayerStack& t = spec.text;
+  const int64_t L = t.layers, h = t.hidden;
+  // Experts. transformers builds the MoE block on layers >= first_k_dense_replace.
+  // DeepSeek's own modeling_deepseek.py also requires layer % moe_layer_freq == 0;
+  // transformers ignores moe_layer_freq, so a value other than 1 is ambiguous.
+  const int64_t routed = nullable(cfg, spec, d, "n_routed_experts", d.routed_experts);
+  const int64_t shared = nullable(cfg, spec, d, "n_shared_experts", d.shared_experts);
+  const int64_t first_dense = cfg.int_or("first_k_dense_replace", d.first_k_dense, 0, 100000);
+  const int64_t freq = cfg.int_or("moe_layer_freq", 1, 1, 100000);
+  if (freq != 1) {
+    spec.exact = false;
+    spec.inexact.push_back("moe_layer_freq " + std::to_string(freq) +
+                           ": DeepSeek's modeling code puts experts on every moe_layer_freq-th layer (counted so), "
+                           "transformers' " +
+                           (d.v3 ? std::string("DeepseekV3") : std::string("DeepseekV2")) +
+                           " model on every layer from first_k_dense_replace");
+  }
+  int64_t moe_layers = 0;
+  for (int64_t i = 0; routed > 0 && i < L; ++i) {
+    if (i >= first_dense && i % freq == 0) ++moe_layers;
+  }
+  int64_t k = 0;
+  if (moe_layers > 0) {
+    if (cfg.has("num_experts_per_tok") || d.experts_per_token > 0) {
+      k = read_experts_per_token(cfg, "num_experts_per_tok", d.experts_per_token, routed, "n_routed_experts");
+    } else {
+      k = routed;
+      spec.notes.push_back(std::string("num_experts_per_tok missing (") + d.config_class +
+                           " default None): active parameters count every routed expert");
+    }
+  }
+  const int64_t moe_inter = cfg.int_or("moe_intermediate_size", d.moe_intermediate);
+  const int64_t dense_layers = L - moe_layers;
+  if (dense_layers > 0) {
+    const size_t from = spec.groups.size();
+    add_linear(spec, "gate_proj", comp::kMlp, "text", h, t.intermediate, mlp_bias, dense_layers);
+    add_linear(spec, "up_proj", comp::kMlp, "text", h, t.intermediate, mlp_bias, dense_layers);
+    add_linear(spec, "down_proj", comp::kMlp, "text", t.intermediate, h, mlp_bias, dense_layers);
+    mark_layers(spec, from, LayerSet::kDense);
+  }
+  if (moe_layers > 0) {
+    const size_t from = spec.groups.size();
+    if (d.v3) {
+      // DeepseekV3TopkRouter: `weight` is an nn.Parameter (not a Linear); its
+      // e_score_correction_bias is a registered buffer, not a parameter.
+      add_other(spec, "gate", comp::kRouter, "text", routed * h, moe_layers);
+      spec.notes.push_back("e_score_correction_bias (" + std::to_string(routed) + " x " + std::to_string(moe_layers) +
+                           " MoE layers) is a buffer in transformers' DeepseekV3TopkRouter: held in memory in fp32, "
+                           "not counted as parameters");
+    } else {
+      add_linear(spec, "gate", comp::kRouter, "text", h, routed, false, moe_layers);
+    }
+    add_routed_experts(spec, "gate_proj", "up_proj", "down_proj", h, moe_inter, routed, k, moe_layers);
+    if (shared > 0) {
+      const int64_t w = moe_inter * shared;
+      add_linear(spec, "gate_proj", comp::kMlp, "text", h, w, mlp_bias, moe_layers);
+      add_linear(spec, "up_proj", comp::kMlp, "text", h, w, mlp_bias, moe_layers);
+      add_linear(spec, "down_proj", comp::kMlp, "text", w, h, mlp_bias, moe_layers);
+    }
+    mark_layers(spec, from, LayerSet::kMoe);
+  }
+  t.moe_layers = moe_layers;
+  t.experts = moe_layers > 0 ? routed : 0;
+  t.experts_per_token = k;
+  t.expert_intermediate = moe_layers > 0 ? moe_inter : 0;
+  t.shared_expert_intermediate = moe_layers > 0 ? moe_inter * shared : 0;
+}
+
 void build_deepseek(const JsonReader& cfg, ModelSpec& spec, const DeepseekDefaults& d) {
   LayerStack& t = spec.text;
   t.name = "text";
@@ -108,73 +179,9 @@ void build_deepseek(const JsonReader& cfg, ModelSpec& spec, const DeepseekDefaul
   add_norm(spec, "input_layernorm", "text", h, false, L);
   add_norm(spec, "post_attention_layernorm", "text", h, false, L);
 
-  // Experts. transformers builds the MoE block on layers >= first_k_dense_replace.
-  // DeepSeek's own modeling_deepseek.py also requires layer % moe_layer_freq == 0;
-  // transformers ignores moe_layer_freq, so a value other than 1 is ambiguous.
-  const int64_t routed = nullable(cfg, spec, d, "n_routed_experts", d.routed_experts);
-  const int64_t shared = nullable(cfg, spec, d, "n_shared_experts", d.shared_experts);
-  const int64_t first_dense = cfg.int_or("first_k_dense_replace", d.first_k_dense, 0, 100000);
-  const int64_t freq = cfg.int_or("moe_layer_freq", 1, 1, 100000);
-  if (freq != 1) {
-    spec.exact = false;
-    spec.inexact.push_back("moe_layer_freq " + std::to_string(freq) +
-                           ": DeepSeek's modeling code puts experts on every moe_layer_freq-th layer (counted so), "
-                           "transformers' " +
-                           (d.v3 ? std::string("DeepseekV3") : std::string("DeepseekV2")) +
-                           " model on every layer from first_k_dense_replace");
-  }
-  int64_t moe_layers = 0;
-  for (int64_t i = 0; routed > 0 && i < L; ++i) {
-    if (i >= first_dense && i % freq == 0) ++moe_layers;
-  }
-  int64_t k = 0;
-  if (moe_layers > 0) {
-    if (cfg.has("num_experts_per_tok") || d.experts_per_token > 0) {
-      k = read_experts_per_token(cfg, "num_experts_per_tok", d.experts_per_token, routed, "n_routed_experts");
-    } else {
-      k = routed;
-      spec.notes.push_back(std::string("num_experts_per_tok missing (") + d.config_class +
-                           " default None): active parameters count every routed expert");
-    }
-  }
-  const int64_t moe_inter = cfg.int_or("moe_intermediate_size", d.moe_intermediate);
-  const int64_t dense_layers = L - moe_layers;
-  if (dense_layers > 0) {
-    const size_t from = spec.groups.size();
-    add_linear(spec, "gate_proj", comp::kMlp, "text", h, t.intermediate, mlp_bias, dense_layers);
-    add_linear(spec, "up_proj", comp::kMlp, "text", h, t.intermediate, mlp_bias, dense_layers);
-    add_linear(spec, "down_proj", comp::kMlp, "text", t.intermediate, h, mlp_bias, dense_layers);
-    mark_layers(spec, from, LayerSet::kDense);
-  }
-  if (moe_layers > 0) {
-    const size_t from = spec.groups.size();
-    if (d.v3) {
-      // DeepseekV3TopkRouter: `weight` is an nn.Parameter (not a Linear); its
-      // e_score_correction_bias is a registered buffer, not a parameter.
-      add_other(spec, "gate", comp::kRouter, "text", routed * h, moe_layers);
-      spec.notes.push_back("e_score_correction_bias (" + std::to_string(routed) + " x " + std::to_string(moe_layers) +
-                           " MoE layers) is a buffer in transformers' DeepseekV3TopkRouter: held in memory in fp32, "
-                           "not counted as parameters");
-    } else {
-      add_linear(spec, "gate", comp::kRouter, "text", h, routed, false, moe_layers);
-    }
-    add_routed_experts(spec, "gate_proj", "up_proj", "down_proj", h, moe_inter, routed, k, moe_layers);
-    if (shared > 0) {
-      const int64_t w = moe_inter * shared;
-      add_linear(spec, "gate_proj", comp::kMlp, "text", h, w, mlp_bias, moe_layers);
-      add_linear(spec, "up_proj", comp::kMlp, "text", h, w, mlp_bias, moe_layers);
-      add_linear(spec, "down_proj", comp::kMlp, "text", w, h, mlp_bias, moe_layers);
-    }
-    mark_layers(spec, from, LayerSet::kMoe);
-  }
+  add_mlps(cfg, spec, d, mlp_bias);
   add_norm(spec, "norm", "text", h, false, 1);
   if (!spec.tie_word_embeddings) add_linear(spec, "lm_head", comp::kLmHead, "text", h, spec.vocab, false, 1);
-
-  t.moe_layers = moe_layers;
-  t.experts = moe_layers > 0 ? routed : 0;
-  t.experts_per_token = k;
-  t.expert_intermediate = moe_layers > 0 ? moe_inter : 0;
-  t.shared_expert_intermediate = moe_layers > 0 ? moe_inter * shared : 0;
 
   // Multi-token prediction: the Hub checkpoint stores num_nextn_predict_layers
   // extra decoder layers (model.layers.61.* for V3); DeepseekV3Model lists them
