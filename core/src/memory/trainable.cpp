@@ -104,39 +104,39 @@ int64_t instances_on_layers(const ModelSpec& m, const ParamGroup& g, const std::
 
 }  // namespace
 
-TrainablePlan plan_trainable(const Request& req) {
+namespace {
+
+// LoRA's target modules: PEFT's "all-linear" (every Linear but the output
+// layer), the request's names, or the family's default; a name that matches
+// no Linear is an error naming the field.
+std::vector<std::string> lora_targets(const Request& req) {
   const ModelSpec& m = req.model;
   const TrainOptions& t = req.train;
-  TrainablePlan plan;
-  plan.groups.resize(m.groups.size());
   std::set<std::string> linear_names;
   for (const auto& g : m.groups) {
     if (g.kind == ModuleKind::kLinear && g.component != std::string(comp::kLmHead)) linear_names.insert(g.module);
   }
-
-  if (t.method == Method::kLora || t.method == Method::kQlora) {
-    if (t.lora.all_linear) {
-      plan.lora_targets.assign(linear_names.begin(), linear_names.end());
-    } else {
-      plan.lora_targets = t.lora.targets.empty() ? default_lora_targets(m) : t.lora.targets;
-      for (size_t i = 0; i < plan.lora_targets.size(); ++i) {
-        if (linear_names.count(plan.lora_targets[i]) == 0) {
-          std::string avail;
-          for (const auto& n : linear_names) avail += (avail.empty() ? "" : ", ") + n;
-          const std::string path =
-              t.lora.targets.empty() ? "train.lora.targets" : "train.lora.targets[" + std::to_string(i) + "]";
-          fail(errc::kUnknownValue, path,
-               path + " " + vram::quoted(plan.lora_targets[i]) + " matches no linear module of this " + m.model_type +
-                   " model; linear modules: " + avail);
-        }
-      }
+  if (t.lora.all_linear) return {linear_names.begin(), linear_names.end()};
+  std::vector<std::string> targets = t.lora.targets.empty() ? default_lora_targets(m) : t.lora.targets;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    if (linear_names.count(targets[i]) == 0) {
+      std::string avail;
+      for (const auto& n : linear_names) avail += (avail.empty() ? "" : ", ") + n;
+      const std::string path =
+          t.lora.targets.empty() ? "train.lora.targets" : "train.lora.targets[" + std::to_string(i) + "]";
+      fail(errc::kUnknownValue, path,
+           path + " " + vram::quoted(targets[i]) + " matches no linear module of this " + m.model_type +
+               " model; linear modules: " + avail);
     }
   }
+  return targets;
+}
 
-  // Freeze: "layers.N" selects every per-layer group of text layer N; other
-  // names select modules by leaf name in every layer.
-  std::set<int64_t> train_layers;
-  std::set<std::string> train_names;
+// Freeze: "layers.N" selects every per-layer group of text layer N; other
+// names select modules by leaf name in every layer.
+void freeze_selection(const Request& req, std::set<int64_t>& train_layers, std::set<std::string>& train_names) {
+  const ModelSpec& m = req.model;
+  const TrainOptions& t = req.train;
   for (size_t i = 0; i < t.trainable_modules.size(); ++i) {
     const std::string& s = t.trainable_modules[i];
     if (s.rfind("layers.", 0) == 0) {
@@ -161,6 +161,19 @@ TrainablePlan plan_trainable(const Request& req) {
       train_names.insert(s);
     }
   }
+}
+
+}  // namespace
+
+TrainablePlan plan_trainable(const Request& req) {
+  const ModelSpec& m = req.model;
+  const TrainOptions& t = req.train;
+  TrainablePlan plan;
+  plan.groups.resize(m.groups.size());
+  if (t.method == Method::kLora || t.method == Method::kQlora) plan.lora_targets = lora_targets(req);
+  std::set<int64_t> train_layers;
+  std::set<std::string> train_names;
+  freeze_selection(req, train_layers, train_names);
 
   plan.first_grad_layer = m.text.layers;
   const std::set<std::string> targets(plan.lora_targets.begin(), plan.lora_targets.end());
