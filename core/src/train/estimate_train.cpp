@@ -130,8 +130,8 @@ void step_components(Estimate& e, const RankBasis& b, const StepTerms& t, const 
   for (const auto& ph : e.phases) {
     if (ph.key == e.peak_phase) cached = ph.parts.at("allocator");
   }
-  c.push_back({"allocator", "Allocator cache (reserved - allocated)", cached, allocator_formula(req, rr),
-               Pool::kOutside});
+  c.push_back(
+      {"allocator", "Allocator cache (reserved - allocated)", cached, allocator_formula(req, rr), Pool::kOutside});
   if (pb.gathered > 0) {
     c.push_back({"gathered_params", "Gathered parameters (current + prefetched layer)", pb.gathered,
                  pb.gathered_formula + " (" + b.sh.label + ")", Pool::kAllocated});
