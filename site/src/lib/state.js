@@ -121,6 +121,13 @@ export const DEFAULT_SETTINGS = Object.freeze({
     cuda_context_bytes: f('overheads.cuda_context_bytes'),
     nccl_bytes: f('overheads.nccl_bytes'),
   },
+  // PYTORCH_CUDA_ALLOC_CONF for the reserved-memory replay (training);
+  // max_split_size_mb null = unlimited.
+  allocator: {
+    conf: f('allocator.conf'),
+    expandable_segments: f('allocator.expandable_segments'),
+    max_split_size_mb: f('allocator.max_split_size_mb'),
+  },
 });
 
 export function defaultSettings() {
@@ -432,6 +439,13 @@ export function buildRequest(s, config, catalog = [], experts = 0) {
       if (p.nvls === 'on' || p.nvls === 'off') req.parallel.nvls = p.nvls === 'on';
     }
   }
+  // The caching allocator's settings, when they differ from PyTorch's.
+  const a = s.allocator ?? {};
+  const alloc = {};
+  if (a.conf) alloc.conf = a.conf;
+  if (a.expandable_segments) alloc.expandable_segments = true;
+  if (Number.isSafeInteger(a.max_split_size_mb)) alloc.max_split_size_mb = a.max_split_size_mb;
+  if (Object.keys(alloc).length) req.allocator = alloc;
   // Sent whenever set: the core applies nccl_bytes only where there is a
   // communicator (several GPUs), and ignores it otherwise.
   const measured = Object.entries(s.overheads ?? {}).filter(

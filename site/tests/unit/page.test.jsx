@@ -94,3 +94,15 @@ describe('the page with the real estimator', () => {
     expect(document.body.textContent).toMatch(/caching allocator replayed/);
   });
 });
+
+describe('the caching allocator settings', () => {
+  it('lowers reserved memory with expandable segments and keeps it in the link', async () => {
+    await loadRealEstimator();
+    await openPage('#m=preset:Qwen/Qwen3-0.6B&method=full');
+    const before = peakBytes();
+    fireEvent.click(screen.getByLabelText(/Expandable segments/));
+    const after = await peakChangedFrom(before);
+    expect(after).toBeLessThan(before);
+    await waitFor(() => expect(window.location.hash).toMatch(/xseg=/));
+  });
+});

@@ -28,7 +28,7 @@ import {
   REDUCE_DTYPES,
   ZERO_STAGES,
 } from '../../lib/vocabulary.js';
-import { CheckboxField, NumberField, SelectField } from '../Field/index.jsx';
+import { CheckboxField, NumberField, SelectField, TextField } from '../Field/index.jsx';
 import styles from './style.module.css';
 
 const CUSTOM = '__custom__';
@@ -463,6 +463,45 @@ function MeasuredOverheads({ overheads, gpus }) {
   );
 }
 
+// PyTorch's caching-allocator settings (PYTORCH_CUDA_ALLOC_CONF): they change
+// the reserved memory the core replays, not the allocated one.
+function AllocatorFields({ a }) {
+  return (
+    <details
+      class={styles.advanced}
+      open={Boolean(a.expandable_segments || a.max_split_size_mb || a.conf)}
+    >
+      <summary>
+        PyTorch allocator <code>PYTORCH_CUDA_ALLOC_CONF</code> (advanced)
+      </summary>
+      <CheckboxField
+        label="Expandable segments"
+        name="expandable_segments:True"
+        checked={Boolean(a.expandable_segments)}
+        onChange={(v) => setSetting('allocator.expandable_segments', v)}
+        hint="One growing segment per pool: far less cached, unusable memory."
+      />
+      <NumberField
+        label="Largest block split, MiB (0 = unlimited)"
+        name="max_split_size_mb"
+        value={a.max_split_size_mb ?? 0}
+        min={0}
+        max={1 << 30}
+        onChange={(n) => setSetting('allocator.max_split_size_mb', n === 0 ? null : n)}
+        hint="Blocks this large are never split; PyTorch requires more than 20."
+      />
+      <TextField
+        label="Other settings"
+        name="PYTORCH_CUDA_ALLOC_CONF"
+        value={a.conf ?? ''}
+        placeholder="garbage_collection_threshold:0.6,roundup_power2_divisions:4"
+        onChange={(v) => setSetting('allocator.conf', v.trim())}
+        hint="The environment variable's text; the two settings above win over it."
+      />
+    </details>
+  );
+}
+
 export function HardwareForm() {
   const s = settings.value;
   return (
@@ -481,6 +520,7 @@ export function HardwareForm() {
           experts={routedExperts(modelFacts.value)}
         />
       )}
+      {s.task !== 'infer' && <AllocatorFields a={s.allocator ?? {}} />}
       <MeasuredOverheads
         overheads={s.overheads}
         gpus={s.task === 'infer' ? s.parallel.tp : s.parallel.gpus}
