@@ -1,5 +1,5 @@
 // Embind bindings: JSON text in, JSON text out (STYLE.md "The C++ <-> JS
-// boundary"). Five free functions and no class handles, so JS never has to
+// boundary"). Six free functions and no class handles, so JS never has to
 // call delete(). The underscore names mark them private: callers import the
 // facade (vram.js), which parses the text and throws EstimatorError.
 //
@@ -16,4 +16,5 @@ EMSCRIPTEN_BINDINGS(vram) {
   emscripten::function("_plan", &vram::plan_json);
   emscripten::function("_version", &vram::version_json);
   emscripten::function("_fields", &vram::fields_json);
+  emscripten::function("_layoutOptions", &vram::layout_options_json);
 }

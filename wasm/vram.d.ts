@@ -845,6 +845,32 @@ export interface Vram {
   version(): VersionInfo;
   /** Every request field: default, allowed values, limits, label, CLI flag and URL key (`vram-probe fields --json`). */
   fields(): FieldsInfo;
+  /** What a layout's data parallel comes to and which options it can take, by the core's own rules. */
+  layoutOptions(parallel: LayoutInput): LayoutOptions;
+}
+
+/** The part of `parallel` the layout rules read. */
+export interface LayoutInput {
+  gpus?: number;
+  tp?: number;
+  pp?: number;
+  cp?: number;
+  /** DeepSpeed ZeRO stage 0-3. */
+  zero?: number;
+  /** FSDP sharding strategy, '' for none. */
+  fsdp?: string;
+}
+
+/** The core's layout rules for one layout. */
+export interface LayoutOptions {
+  /** Data parallel: parallel.gpus / (tp x pp x cp), at least 1. */
+  dp: number;
+  /** offload_optimizer needs ZeRO >= 1 or FSDP. */
+  offload_optimizer: boolean;
+  /** offload_params needs ZeRO-3 or FSDP full_shard / hybrid_shard. */
+  offload_params: boolean;
+  /** Megatron's distributed optimizer replaces ZeRO and FSDP. */
+  distributed_optimizer: boolean;
 }
 
 /**

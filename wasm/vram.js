@@ -148,6 +148,8 @@ export function loadVram() {
       plan: (request) => fromText(call(module, '_plan', toText(request, 'the request'))),
       version: () => fromText(call(module, '_version')),
       fields: () => fromText(call(module, '_fields')),
+      layoutOptions: (parallel) =>
+        fromText(call(module, '_layoutOptions', toText(parallel, 'the parallel object'))),
     }));
   }
   return vramPromise;

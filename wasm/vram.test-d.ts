@@ -121,6 +121,11 @@ async function usesTheFacade(): Promise<void> {
     allocator: { conf: 'max_split_size_mb:128', expandable_segments: true, max_split_size_mb: 256 },
   };
   void withAllocator;
+  const options = vram.layoutOptions({ gpus: 8, tp: 2, zero: 3 });
+  expectType<number>(options.dp);
+  expectType<boolean>(options.offload_params);
+  // @ts-expect-error zero is a stage number
+  vram.layoutOptions({ zero: 'three' });
   const badAllocator: Request = {
     model: { config: { model_type: 'llama' } },
     // @ts-expect-error expandable_segments is a boolean, not PYTORCH_CUDA_ALLOC_CONF's 'True'

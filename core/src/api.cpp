@@ -368,6 +368,25 @@ std::string fields_json() {
   return guarded([] { return fields_table().dump(2); });
 }
 
+std::string layout_options_json(const std::string& parallel_text) {
+  return guarded([&] {
+    const json doc = parse_json_text(parallel_text, "parallel");
+    const JsonReader p(doc, "parallel");
+    ParallelOptions o;
+    o.gpus = p.int_or("gpus", defaults::kGpus, 1, limits::kMaxGpus);
+    o.tp = p.int_or("tp", 1, 1, limits::kMaxSmallDegree);
+    o.pp = p.int_or("pp", 1, 1, limits::kMaxDegree);
+    o.cp = p.int_or("cp", 1, 1, limits::kMaxDegree);
+    o.zero = p.int_or("zero", 0, 0, 3);
+    o.fsdp = p.str_or("fsdp", "");
+    return json{{"dp", data_parallel(o)},
+                {"offload_optimizer", offload_optimizer_allowed(o)},
+                {"offload_params", offload_params_allowed(o)},
+                {"distributed_optimizer", distributed_optimizer_allowed(o)}}
+        .dump(2);
+  });
+}
+
 std::string version_json() {
   return guarded([] {
     json gpus = json::array();

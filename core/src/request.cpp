@@ -271,15 +271,15 @@ void check_layout(const Request& req, const std::string& base) {
   if (!o.fsdp.empty() && o.zero > 0) {
     fail(errc::kInconsistent, path("fsdp"), "choose DeepSpeed ZeRO (parallel.zero) or FSDP (parallel.fsdp), not both");
   }
-  if (o.offload_params && o.zero != 3 && o.fsdp != "full_shard" && o.fsdp != "hybrid_shard") {
+  if (o.offload_params && !offload_params_allowed(o)) {
     fail(errc::kInconsistent, path("offload_params"),
          path("offload_params") + " needs ZeRO stage 3 or FSDP full_shard / hybrid_shard");
   }
-  if (o.offload_optimizer && o.zero == 0 && o.fsdp.empty()) {
+  if (o.offload_optimizer && !offload_optimizer_allowed(o)) {
     fail(errc::kInconsistent, path("offload_optimizer"),
          path("offload_optimizer") + " needs ZeRO (parallel.zero >= 1) or FSDP");
   }
-  if (o.distributed_optimizer && (o.zero > 0 || !o.fsdp.empty())) {
+  if (o.distributed_optimizer && !distributed_optimizer_allowed(o)) {
     fail(errc::kInconsistent, path("distributed_optimizer"),
          path("distributed_optimizer") +
              " is Megatron-LM's sharded optimizer; it replaces DeepSpeed ZeRO and FSDP, not combines with them");
@@ -353,7 +353,7 @@ void parse_parallel(const JsonReader& p, Request& req) {
   o.pp = p.int_or("pp", 1, 1, limits::kMaxDegree);
   o.cp = p.int_or("cp", 1, 1, limits::kMaxDegree);
   // Data parallel fills what tensor, pipeline and context parallel leave.
-  o.dp = p.int_or("dp", std::max<int64_t>(o.gpus / (o.tp * o.pp * o.cp), 1), 1, limits::kMaxGpus);
+  o.dp = p.int_or("dp", data_parallel(o), 1, limits::kMaxGpus);
   o.ep = p.int_or("ep", 1, 1, limits::kMaxDegree);
   o.vp = p.int_or("vp", 1, 1, limits::kMaxSmallDegree);
   o.distributed_optimizer = p.bool_or("distributed_optimizer", o.distributed_optimizer);
@@ -491,6 +491,18 @@ void parse_gpu(const JsonReader& g, Request& req) {
 }
 
 }  // namespace
+
+int64_t data_parallel(const ParallelOptions& p) { return std::max<int64_t>(p.gpus / (p.tp * p.pp * p.cp), 1); }
+
+// Offloading needs the state sharded: parameters under ZeRO-3 or FSDP
+// full / hybrid shard (DeepSpeed offload_param is a stage-3 feature; FSDP
+// CPUOffload(offload_params)); optimizer states under any ZeRO stage or FSDP.
+bool offload_params_allowed(const ParallelOptions& p) {
+  return p.zero == 3 || p.fsdp == "full_shard" || p.fsdp == "hybrid_shard";
+}
+bool offload_optimizer_allowed(const ParallelOptions& p) { return p.zero > 0 || !p.fsdp.empty(); }
+// Megatron-LM's distributed optimizer replaces ZeRO and FSDP.
+bool distributed_optimizer_allowed(const ParallelOptions& p) { return p.zero == 0 && p.fsdp.empty(); }
 
 Result<Request> parse_request(const json& request) {
   try {

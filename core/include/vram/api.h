@@ -33,6 +33,12 @@ std::string version_json();
 // CLI's flags come from this table.
 std::string fields_json();
 
+// {"gpus", "tp", "pp", "cp", "zero", "fsdp"} (a request's `parallel` object)
+// -> {"dp", "offload_optimizer", "offload_params", "distributed_optimizer"}:
+// what data parallel comes to and which options the layout can take, by the
+// rules the request parser applies (request.h).
+std::string layout_options_json(const std::string& parallel_text);
+
 // Same as the text functions, for native callers that hold parsed JSON.
 json estimate(const json& request);
 json model_info(const json& model);

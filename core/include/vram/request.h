@@ -172,6 +172,14 @@ struct Request {
 
 Result<Request> parse_request(const json& request);
 
+// Layout rules the page asks instead of copying (the parser applies them):
+// data parallel fills what tensor, pipeline and context parallel leave of
+// parallel.gpus; which offload and sharding options a layout can take.
+int64_t data_parallel(const ParallelOptions& p);
+bool offload_params_allowed(const ParallelOptions& p);
+bool offload_optimizer_allowed(const ParallelOptions& p);
+bool distributed_optimizer_allowed(const ParallelOptions& p);
+
 // The error parse_request would report for this request's parallel layout,
 // if any (for callers that build layouts themselves, like the planner).
 std::optional<Error> layout_error(const Request& req);

@@ -314,24 +314,47 @@ export function deepspeedSets(ds) {
   };
 }
 
-/** Offloading parameters needs them sharded: ZeRO-3 or FSDP full / hybrid shard. */
+// Layout rules come from the core (vram.layoutOptions, core/src/request.cpp),
+// so the page and the CLI cannot disagree on them. Until the module has
+// loaded the options are off (the form shows them once it has).
+// Answers are kept per estimator and layout: a render asks several times and
+// most edits leave the layout as it was, so they cost no call.
+const layoutAnswers = new WeakMap();
+function layoutOptions(p, zero) {
+  const v = estimator.value;
+  if (!v) return null;
+  const input = { gpus: p.gpus, tp: p.tp, pp: p.pp, cp: p.cp, zero, fsdp: p.fsdp ?? '' };
+  const key = JSON.stringify(input);
+  if (!layoutAnswers.has(v)) layoutAnswers.set(v, new Map());
+  const known = layoutAnswers.get(v);
+  if (!known.has(key)) {
+    try {
+      known.set(key, v.layoutOptions(input));
+    } catch {
+      known.set(key, null);
+    }
+  }
+  return known.get(key);
+}
+
+/** Offloading parameters needs them sharded (the core's rule). */
 export function canOffloadParams(p, zero = p.zero) {
-  return zero === 3 || p.fsdp === 'full_shard' || p.fsdp === 'hybrid_shard';
+  return layoutOptions(p, zero)?.offload_params ?? false;
 }
 
-/** Offloading optimizer states needs them sharded: ZeRO ≥ 1 or FSDP. */
+/** Offloading optimizer states needs them sharded (the core's rule). */
 export function canOffloadOptimizer(p, zero = p.zero) {
-  return zero >= 1 || Boolean(p.fsdp);
+  return layoutOptions(p, zero)?.offload_optimizer ?? false;
 }
 
-/** Data parallel: what tensor, pipeline and context parallel leave of the GPUs. */
+/** Data parallel: what tensor, pipeline and context parallel leave of the GPUs (the core's rule); null before the module loads. */
 export function dataParallel(p) {
-  return Math.max(1, Math.floor(p.gpus / Math.max(1, p.tp * p.pp * p.cp)));
+  return layoutOptions(p, p.zero)?.dp ?? null;
 }
 
-/** Megatron's distributed optimizer replaces ZeRO and FSDP: it needs neither chosen. */
+/** Megatron's distributed optimizer replaces ZeRO and FSDP (the core's rule); one GPU has nothing to shard. */
 export function canDistributeOptimizer(p, zero = p.zero) {
-  return p.gpus > 1 && !(zero > 0) && !p.fsdp;
+  return p.gpus > 1 && (layoutOptions(p, zero)?.distributed_optimizer ?? false);
 }
 
 /**

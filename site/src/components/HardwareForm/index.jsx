@@ -131,7 +131,9 @@ function TrainingParallelFields({ p, dsText, precision, experts }) {
           value={p.gpus}
           max={65536}
           onChange={(v) => setSetting('parallel.gpus', v)}
-          hint={uneven ? undefined : `Data parallel: ${dp} replica${dp === 1 ? '' : 's'}`}
+          hint={
+            uneven || dp === null ? undefined : `Data parallel: ${dp} replica${dp === 1 ? '' : 's'}`
+          }
         />
         <NumberField
           label="Tensor parallel"
