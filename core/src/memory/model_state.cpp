@@ -249,6 +249,18 @@ RankState rank_state(const Request& req, const ParallelOptions& par, const Train
   return rs;
 }
 
+namespace {
+
+// The separate tensors of one instance of a group: a Linear's weight and
+// bias, a LayerNorm's weight and bias are allocated apart (numel counts both).
+std::vector<int64_t> tensors_of(const ParamGroup& g) {
+  if (g.kind == ModuleKind::kLinear && g.bias) return {g.in_features * g.out_features, g.out_features};
+  if (g.kind == ModuleKind::kNorm && g.bias) return {g.out_features, g.out_features};
+  return {g.numel};
+}
+
+}  // namespace
+
 StatePieces state_pieces(const Request& req, const TrainablePlan& plan, const Dtypes& dt, const OptimizerInfo& opt,
                          const Sharding& sh, const RankState& rs) {
   const ModelSpec& m = req.model;
@@ -281,7 +293,9 @@ StatePieces state_pieces(const Request& req, const TrainablePlan& plan, const Dt
         out.weights.push_back({nf4_bytes(g.in_features * g.out_features, t.quant), g.instances});
         if (g.bias) out.weights.push_back({frozen_hp_elem * g.out_features, g.instances});
       } else {
-        out.weights.push_back({(gp.trainable ? dt.weight : frozen_hp_elem) * g.numel, g.instances});
+        for (int64_t numel : tensors_of(g)) {
+          out.weights.push_back({(gp.trainable ? dt.weight : frozen_hp_elem) * numel, g.instances});
+        }
       }
       if (gp.lora) {
         out.weights.push_back({lora_elem * t.lora.rank * g.in_features, g.instances});
@@ -298,8 +312,13 @@ StatePieces state_pieces(const Request& req, const TrainablePlan& plan, const Dt
       const int64_t rows = g.kind == ModuleKind::kLinear ? g.out_features : g.in_features;
       const int64_t cols = g.kind == ModuleKind::kLinear ? g.in_features : g.out_features;
       const bool muon = g.kind == ModuleKind::kLinear && span > 0;
-      trainable(muon ? opt : adamw, g.numel, rows, cols, dt.grad, gp.trainable_instances,
-                std::min(per_grad, gp.trainable_instances), g.kind != ModuleKind::kNorm, grads);
+      const std::vector<int64_t> tensors = tensors_of(g);
+      for (size_t k = 0; k < tensors.size(); ++k) {
+        // The weight is rows x cols; a bias is one row.
+        trainable(muon ? opt : adamw, tensors[k], k == 0 ? rows : tensors[k], k == 0 ? cols : 1, dt.grad,
+                  gp.trainable_instances, std::min(per_grad, gp.trainable_instances), g.kind != ModuleKind::kNorm,
+                  grads);
+      }
     }
     if (gp.lora) {
       trainable(opt, t.lora.rank * g.in_features, t.lora.rank, g.in_features, lora_elem, g.instances, per_grad, true,
