@@ -8,6 +8,7 @@
 #include "vram/estimate.h"
 #include "vram/families.h"
 #include "vram/fields.h"
+#include "vram/frameworks.h"
 #include "vram/gpus.h"
 #include "vram/optimizers.h"
 #include "vram/plan.h"
@@ -153,6 +154,18 @@ json result_json(const Request& req, const Estimate& e) {
               {"gpus", gpus},
               {"assumptions", e.assumptions},
               {"warnings", e.warnings}};
+  if (req.task == Task::kTrain) {
+    // Which framework the estimate assumed and every default it applied.
+    json applied = json::array();
+    for (const auto& d : req.framework_defaults) {
+      applied.push_back({{"path", d.path}, {"value", d.value}, {"source", d.source}});
+    }
+    const Framework* fw = find_framework(req.framework);
+    out["framework"] = {{"name", req.framework},
+                        {"label", fw != nullptr ? fw->label : req.framework},
+                        {"defaults_applied", applied},
+                        {"not_modelled", fw != nullptr ? json(fw->not_modelled) : json::array()}};
+  }
   if (e.has_fit) {
     out["fit"] = {{"gpu", e.fit.gpu},
                   {"total_bytes", e.fit.total_bytes},
@@ -387,6 +400,16 @@ std::string layout_options_json(const std::string& parallel_text) {
   });
 }
 
+namespace {
+
+std::vector<std::string> framework_names() {
+  std::vector<std::string> out;
+  for (const auto& f : frameworks()) out.push_back(f.name);
+  return out;
+}
+
+}  // namespace
+
 std::string version_json() {
   return guarded([] {
     json gpus = json::array();
@@ -401,6 +424,7 @@ std::string version_json() {
                  {"version", VRAM_VERSION},
                  {"supported_model_types", supported_model_types()},
                  {"optimizers", optimizer_names()},
+                 {"frameworks", framework_names()},
                  {"gpus", gpus}})
         .dump(2);
   });

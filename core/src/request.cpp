@@ -504,7 +504,72 @@ bool offload_optimizer_allowed(const ParallelOptions& p) { return p.zero > 0 || 
 // Megatron-LM's distributed optimizer replaces ZeRO and FSDP.
 bool distributed_optimizer_allowed(const ParallelOptions& p) { return p.zero == 0 && p.fsdp.empty(); }
 
+namespace {
+
+// The framework's defaults, set in a copy of the request where it leaves the
+// field out (a path through a non-object is left for the parser to report).
+json with_framework_defaults(const json& request, const Framework& fw, std::vector<FrameworkDefault>& applied) {
+  json filled = request;
+  // The recipe follows the method (a framework's LoRA and full recipes differ).
+  const json& train = request["train"];
+  const std::string method = train.contains("method") && train["method"].is_string()
+                                 ? train["method"].get<std::string>()
+                                 : std::string(defaults::kMethod);
+  for (const FrameworkDefault& d : fw.defaults) {
+    if (!d.methods.empty() && std::find(d.methods.begin(), d.methods.end(), method) == d.methods.end()) continue;
+    json* node = &filled;
+    size_t start = 0;
+    bool placed = false;
+    while (node->is_object()) {
+      const size_t dot = d.path.find('.', start);
+      const std::string key = d.path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+      if (dot == std::string::npos) {
+        if (!node->contains(key)) {
+          (*node)[key] = d.value;
+          placed = true;
+        }
+        break;
+      }
+      if (!node->contains(key)) (*node)[key] = json::object();
+      node = &(*node)[key];
+      start = dot + 1;
+    }
+    if (placed) applied.push_back(d);
+  }
+  return filled;
+}
+
+Result<Request> parse_request_filled(const json& request, const std::string& framework,
+                                     std::vector<FrameworkDefault> applied);
+
+}  // namespace
+
 Result<Request> parse_request(const json& request) {
+  // train.framework first: its defaults fill what the request leaves out.
+  const json* fw_name = nullptr;
+  if (request.is_object() && request.contains("train") && request["train"].is_object() &&
+      request["train"].contains("framework")) {
+    fw_name = &request["train"]["framework"];
+  }
+  if (fw_name == nullptr) return parse_request_filled(request, defaults::kFramework, {});
+  const FieldSpec& spec = field("train.framework");
+  const auto name = fw_name->is_string() ? spec.canonical(fw_name->get<std::string>()) : std::nullopt;
+  const Framework* fw = name ? find_framework(*name) : nullptr;
+  if (fw == nullptr) {
+    std::string allowed;
+    for (const auto& v : spec.values) allowed += (allowed.empty() ? "" : ", ") + v;
+    return Error{errc::kUnknownValue, "train.framework " + fw_name->dump() + " is not one of: " + allowed,
+                 "train.framework"};
+  }
+  std::vector<FrameworkDefault> applied;
+  const json filled = with_framework_defaults(request, *fw, applied);  // before `applied` is moved
+  return parse_request_filled(filled, fw->name, std::move(applied));
+}
+
+namespace {
+
+Result<Request> parse_request_filled(const json& request, const std::string& framework,
+                                     std::vector<FrameworkDefault> applied) {
   try {
     JsonReader r(request, "");
     Request req;
@@ -551,11 +616,20 @@ Result<Request> parse_request(const json& request) {
     if (auto c = r.object_opt("calibration")) parse_calibration(*c, req);
     if (auto a = r.object_opt("allocator")) parse_allocator(*a, req);
     if (auto g = r.object_opt("gpu")) parse_gpu(*g, req);
+    req.framework = framework;
+    if (!applied.empty()) {
+      std::string list;
+      for (const auto& d : applied) list += (list.empty() ? "" : ", ") + d.path + " = " + d.value.dump();
+      req.assumptions.push_back("framework " + framework + " defaults (fields the request left out): " + list);
+    }
+    req.framework_defaults = std::move(applied);
     return req;
   } catch (const Failure& f) {
     return f.error();
   }
 }
+
+}  // namespace
 
 std::optional<Error> layout_error(const Request& req) {
   try {

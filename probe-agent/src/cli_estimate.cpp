@@ -244,6 +244,8 @@ Model:     --request FILE            a request JSON (docs/schema.md); flags belo
            --allow-generic           estimate unknown model types as a generic decoder (approximate)
 Task:      --task train|infer
 Training:  --method full|lora|qlora|freeze   --lora  --qlora (shortcuts)
+           --framework hf|torchtune|litgpt|unsloth|axolotl|llama_factory|torchtitan|megatron|deepspeed
+                     (its defaults fill the fields left out; `vram-probe version` lists them)
            --per-device-batch N  --seq-len N  --grad-accum N
            --dtype fp32|bf16|fp16|amp_bf16|amp_fp16|mixed_bf16
            --optimizer NAME (HF optim names: adamw_torch, adamw_torch_fused, adamw_bnb_8bit, paged_adamw_8bit,

@@ -133,6 +133,7 @@ const std::map<std::string, std::function<json(const Request&)>>& readers() {
       {"model.allow_generic", [](const Request& r) { return r.model.exact ? json(false) : json(true); }},
       {"task", [](const Request& r) { return r.task == Task::kTrain ? "train" : "infer"; }},
       {"train.method", [](const Request& r) { return to_string(r.train.method); }},
+      {"train.framework", [](const Request& r) { return r.framework; }},
       {"train.micro_batch", [](const Request& r) { return r.train.micro_batch; }},
       {"train.seq_len", [](const Request& r) { return r.train.seq_len; }},
       {"train.grad_accum", [](const Request& r) { return r.train.grad_accum; }},

@@ -24,6 +24,9 @@ namespace defaults {
 
 inline constexpr const char* kTask = "train";
 inline constexpr const char* kMethod = "full";
+// HF Trainer / TRL / Accelerate + PEFT + bitsandbytes: the defaults of the
+// other fields are theirs (vram/frameworks.h).
+inline constexpr const char* kFramework = "hf";
 // The smallest job: one sequence per GPU, no accumulation (TrainingArguments'
 // per_device_train_batch_size is 8, a demo value; the planner starts at the floor
 // and reports the largest micro-batch that fits).

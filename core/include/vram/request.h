@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "vram/fields.h"
+#include "vram/frameworks.h"
 #include "vram/json_reader.h"
 #include "vram/model.h"
 #include "vram/status.h"
@@ -167,6 +168,10 @@ struct Request {
   Calibration calibration;
   AllocatorOptions allocator;
   GpuChoice gpu;
+  // train.framework and the defaults it filled in (the fields the request
+  // left out), in the order applied.
+  std::string framework = "hf";
+  std::vector<FrameworkDefault> framework_defaults;
   std::vector<std::string> assumptions;  // defaults the parser chose, shown to the user
 };
 

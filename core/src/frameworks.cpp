@@ -1,0 +1,244 @@
+// The training frameworks and their memory-relevant defaults (frameworks.h).
+// Every default names the framework file it comes from; what a framework does
+// that no request field can express is listed under not_modelled.
+#include "vram/frameworks.h"
+
+namespace vram {
+
+namespace {
+
+const std::vector<std::string> kAdapters = {"lora", "qlora"};
+
+// torchtune at bd2a0fc7 (recipes/configs/llama3_1/8B_{lora,qlora,full}_single_device.yaml,
+// recipes/lora_finetune_single_device.py, recipes/full_finetune_single_device.py).
+Framework torchtune() {
+  const std::string cfg = "torchtune recipes/configs/llama3_1/8B_";
+  return {"torchtune",
+          "torchtune",
+          {
+              {"train.precision", "bf16", cfg + "*_single_device.yaml dtype: bf16 (weights, grads and states in bf16)"},
+              {"train.grad_checkpointing", "full", cfg + "*_single_device.yaml enable_activation_checkpointing: True"},
+              {"train.activation_offload", false, cfg + "*_single_device.yaml enable_activation_offloading: False"},
+              {"train.attention", "sdpa",
+               "torchtune/modules/attention_utils.py _sdpa_or_flex_attention (SDPA unless packed)"},
+              {"train.optimizer", "adamw_torch_fused",
+               cfg + "lora_single_device.yaml optimizer: torch.optim.AdamW fused: True", kAdapters},
+              {"train.lora.rank", 8, cfg + "lora_single_device.yaml model.lora_rank: 8", kAdapters},
+              {"train.lora.alpha", 16, cfg + "lora_single_device.yaml model.lora_alpha: 16", kAdapters},
+              {"train.lora.dropout", 0.0, cfg + "lora_single_device.yaml model.lora_dropout: 0.0", kAdapters},
+              {"train.lora.targets", json::array({"q_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}),
+               cfg + "lora_single_device.yaml lora_attn_modules [q_proj, v_proj, output_proj], apply_lora_to_mlp: True",
+               kAdapters},
+              {"train.lora.adapter_fp32", false,
+               "torchtune recipes/lora_finetune_single_device.py: the model, adapters included, is built under "
+               "set_default_dtype(bf16)",
+               kAdapters},
+              {"train.quant.double_quant",
+               true,
+               "torchao nf4_tensor.py to_nf4(block_size=64, scaler_block_size=256): the scales are always quantised",
+               {"qlora"}},
+              {"train.optimizer",
+               "paged_adamw_8bit",
+               cfg + "full_single_device.yaml optimizer: bitsandbytes.optim.PagedAdamW8bit",
+               {"full"}},
+              {"train.optimizer_in_backward", true, cfg + "full_single_device.yaml optimizer_in_bwd: True", {"full"}},
+          },
+          {"loss: LinearCrossEntropyLoss computes the output projection and an fp32 cross-entropy in 8 chunks of the "
+           "tokens that are not ignored; counted as the standard loss (all chunks' results stay alive until "
+           "backward in eager mode), an upper bound",
+           "QLoRA quantises every attention and MLP linear to NF4 (torchtune PR #1485), as modelled; the embeddings "
+           "and output stay bf16"}};
+}
+
+// torchtitan at b5bcd76c (torchtitan/models/llama3/config_registry.py,
+// torchtitan/config/configs.py).
+Framework torchtitan() {
+  const std::string src = "torchtitan torchtitan/models/llama3/config_registry.py llama3_8b()";
+  return {"torchtitan",
+          "torchtitan",
+          {
+              {"train.precision", "amp_bf16",
+               "torchtitan torchtitan/config/configs.py dtype='float32', mixed_precision_param='bfloat16' (fp32 "
+               "weights and states, bf16 compute)"},
+              {"train.grad_checkpointing", "selective", src + " activation_checkpoint=SelectiveAC (op level)"},
+              {"train.optimizer", "adamw_torch_fused", src + " optimizer=default_adamw (torch AdamW, fused)"},
+              {"train.fused_loss", true, src + " loss=ChunkedLossWrapper (output layer and loss in 8 chunks)"},
+          },
+          {"attention: FlexAttention by default (not modelled; estimated as SDPA)",
+           "selective activation checkpointing saves attention outputs and every second matmul (op level); the "
+           "estimate's selective mode drops only the s^2 attention terms"}};
+}
+
+// Megatron-LM at d98e8a64 (megatron/training/arguments.py, megatron/core configs).
+Framework megatron() {
+  return {"megatron",
+          "Megatron-LM",
+          {
+              {"train.precision", "mixed_bf16",
+               "Megatron-LM examples/llama/train_llama3_8b_h100_fp8.sh --bf16; megatron/training/arguments.py: "
+               "--bf16 keeps fp32 main params and grads (accumulate_allreduce_grads_in_fp32)"},
+              {"train.optimizer", "adamw_torch_fused",
+               "Megatron-LM megatron/training/arguments.py --optimizer default 'adam' (Transformer Engine FusedAdam)"},
+              {"train.grad_checkpointing", "none",
+               "Megatron-LM megatron/core/transformer/transformer_config.py recompute_granularity=None"},
+          },
+          {"--use-distributed-optimizer is off by default: choose parallel.distributed_optimizer to shard the fp32 "
+           "state",
+           "attention backend chosen by Transformer Engine at run time"}};
+}
+
+// LitGPT at 26857050 (litgpt/finetune/lora.py setup()).
+Framework litgpt() {
+  const std::string lora = "litgpt litgpt/finetune/lora.py setup(";
+  return {"litgpt",
+          "LitGPT",
+          {
+              {"train.lora.rank", 8, lora + "lora_r=8)", kAdapters},
+              {"train.lora.alpha", 16, lora + "lora_alpha=16)", kAdapters},
+              {"train.lora.dropout", 0.05, lora + "lora_dropout=0.05)", kAdapters},
+              {"train.lora.targets", json::array({"q_proj", "v_proj"}),
+               lora + "lora_query=True, lora_value=True; key, projection, mlp and head False)", kAdapters},
+              {"train.lora.adapter_fp32", false, lora + "): adapters take the model's precision", kAdapters},
+              {"train.precision",
+               "amp_bf16",
+               lora + "precision=None) -> get_default_supported_precision: bf16-mixed (fp32 weights, bf16 autocast)",
+               {"full", "lora", "freeze"}},
+              {"train.precision", "bf16", lora + "): --quantize needs bf16-true", {"qlora"}},
+              {"train.optimizer",
+               "adamw_torch",
+               lora + "optimizer='AdamW') -> torch.optim.AdamW",
+               {"full", "lora", "freeze"}},
+              {"train.optimizer",
+               "paged_adamw_32bit",
+               "litgpt litgpt/finetune/lora.py main(): bitsandbytes PagedAdamW with a bnb quantisation",
+               {"qlora"}},
+              {"train.grad_checkpointing", "none", lora + "): activation checkpointing only with FSDP on several GPUs"},
+              {"train.attention", "sdpa", "litgpt litgpt/model.py CausalSelfAttention.scaled_dot_product_attention"},
+          },
+          {"loss: chunked_cross_entropy in 128-token chunks, every chunk's logits kept for backward (counted as the "
+           "standard loss)",
+           "with --quantize Lightning's bitsandbytes plugin also quantises lm_head (the estimate keeps it 16-bit)"}};
+}
+
+// Unsloth at 015bdef0 (unsloth/models/llama.py FastLlamaModel), unsloth-zoo at ce232d6c.
+Framework unsloth() {
+  const std::string peft = "unsloth unsloth/models/llama.py FastLlamaModel.get_peft_model(";
+  return {
+      "unsloth",
+      "Unsloth",
+      {
+          {"train.lora.rank", 16, peft + "r=16)", kAdapters},
+          {"train.lora.alpha", 16, peft + "lora_alpha=16)", kAdapters},
+          {"train.lora.dropout", 0.0, peft + "lora_dropout=0)", kAdapters},
+          {"train.lora.targets",
+           json::array({"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}),
+           peft + "target_modules=[q,k,v,o,gate,up,down]_proj)", kAdapters},
+          {"train.lora.adapter_fp32", true,
+           "unsloth-zoo unsloth_zoo/training_utils.py prepare_model_for_training: lora_A/B cast to fp32", kAdapters},
+          {"train.grad_checkpointing", "full", peft + "use_gradient_checkpointing='unsloth')"},
+          {"train.activation_offload", true,
+           "unsloth unsloth/models/_utils.py: 'unsloth' checkpointing keeps each layer's input in pinned host "
+           "memory"},
+          {"train.fused_loss", true,
+           "unsloth unsloth/models/llama.py CausalLM_fast_forward: fused linear cross-entropy (no full logits)"},
+          {"train.optimizer", "adamw_bnb_8bit",
+           "unsloth studio/backend/assets/configs/model_defaults/default.yaml optim: adamw_8bit (its recipes)"},
+          {"train.quant.double_quant",
+           true,
+           "unsloth unsloth/models/llama.py FastLlamaModel.from_pretrained BitsAndBytesConfig(bnb_4bit_use_"
+           "double_quant=True)",
+           {"qlora"}},
+      },
+      {"below a max sequence length of 512, 'unsloth' checkpointing does not offload",
+       "attention: FlashAttention 2 when installed, else SDPA (estimated as the request's attention)"}};
+}
+
+// Axolotl at 067b021c (src/axolotl/utils/schemas/*.py, src/axolotl/loaders/*.py).
+Framework axolotl() {
+  const std::string schemas = "axolotl src/axolotl/utils/schemas/";
+  return {"axolotl",
+          "Axolotl",
+          {
+              {"train.optimizer", "adamw_torch_fused", schemas + "training.py HyperparametersConfig optimizer"},
+              {"train.precision", "bf16", schemas + "config.py bf16 'auto': the model loads in bf16"},
+              {"train.grad_checkpointing", "none", schemas + "config.py AxolotlInputConfig gradient_checkpointing"},
+              {"train.activation_offload", false, schemas + "config.py activation_offloading"},
+              {"train.lora.dropout", 0.0, schemas + "peft.py LoraConfig.lora_dropout", kAdapters},
+              {"train.lora.targets", "all-linear",
+               "axolotl src/axolotl/loaders/adapter.py _build_peft_lora_config (lora_target_linear: true in its "
+               "examples)",
+               kAdapters},
+              {"train.lora.adapter_fp32", true, "axolotl src/axolotl/loaders/adapter.py peft_autocast_adapter_dtype",
+               kAdapters},
+              {"train.quant.double_quant",
+               true,
+               "axolotl src/axolotl/loaders/model.py BitsAndBytesConfig for qlora",
+               {"qlora"}},
+          },
+          {"lora_r and lora_alpha have no default (the config must set them); the request's own apply",
+           "sample packing and its Triton LoRA kernels are not modelled"}};
+}
+
+// LLaMA-Factory at ff6d4d12 (src/llamafactory/hparams/*.py).
+Framework llama_factory() {
+  const std::string hp = "LLaMA-Factory src/llamafactory/hparams/";
+  return {
+      "llama_factory",
+      "LLaMA-Factory",
+      {
+          {"train.lora.rank", 8, hp + "finetuning_args.py LoraArguments.lora_rank", kAdapters},
+          {"train.lora.alpha", 16, hp + "finetuning_args.py LoraArguments.lora_alpha (None -> 2 x rank)", kAdapters},
+          {"train.lora.dropout", 0.0, hp + "finetuning_args.py LoraArguments.lora_dropout", kAdapters},
+          {"train.lora.targets", "all-linear", hp + "finetuning_args.py LoraArguments.lora_target 'all'", kAdapters},
+          {"train.lora.adapter_fp32", true,
+           "LLaMA-Factory src/llamafactory/model/adapter.py init_adapter: trainable params cast to fp32", kAdapters},
+          {"train.optimizer", "adamw_torch_fused", hp + "training_args.py (transformers' default optim)"},
+          {"train.grad_checkpointing", "full", hp + "model_args.py disable_gradient_checkpointing=False"},
+          {"train.activation_offload", false, hp + "model_args.py use_unsloth_gc=False"},
+          {"train.fused_loss", false, hp + "model_args.py enable_liger_kernel=False"},
+          {"train.quant.double_quant", true, hp + "model_args.py double_quantization=True", {"qlora"}},
+      },
+      {"upcast_layernorm and upcast_lmhead_output are off by default (as modelled)"}};
+}
+
+Framework deepspeed() {
+  return {"deepspeed",
+          "DeepSpeed (its own training loop)",
+          {
+              {"train.precision", "mixed_bf16",
+               "DeepSpeed deepspeed/runtime/bf16_optimizer.py: bf16.enabled keeps fp32 master weights and states"},
+          },
+          {"the ZeRO stage, offload and buckets come from parallel.* or a pasted DeepSpeed config"}};
+}
+
+std::vector<Framework> build() {
+  return {
+      // The request fields' own defaults are HF Trainer's, PEFT's and
+      // bitsandbytes' (fields.h cites each).
+      {"hf", "Hugging Face Trainer / TRL / Accelerate + PEFT", {}, {}},
+      torchtune(),
+      litgpt(),
+      unsloth(),
+      axolotl(),
+      llama_factory(),
+      torchtitan(),
+      megatron(),
+      deepspeed(),
+  };
+}
+
+}  // namespace
+
+const std::vector<Framework>& frameworks() {
+  static const std::vector<Framework> kFrameworks = build();
+  return kFrameworks;
+}
+
+const Framework* find_framework(const std::string& name) {
+  for (const auto& f : frameworks()) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+}  // namespace vram
