@@ -37,8 +37,7 @@ void assemble_phases(Estimate& e, const RankBasis& b, const memory::Timeline& tl
         peak_moment = static_cast<int>(i);
       }
     }
-    rr = memory::replay_reserved(tl, moments, memory::allocator_config(b.req->allocator), {},
-                                 detail != nullptr ? peak_moment : -1);
+    rr = memory::replay_reserved(tl, moments, b.allocator, {}, detail != nullptr ? peak_moment : -1);
     e.peak_reserved_bytes = rr.peak_reserved;
   }
   int64_t max_alloc = 0;
@@ -83,12 +82,13 @@ int64_t peak_of(const Estimate& e, const std::string& key) {
 
 // How the reserved view was found: the caching-allocator replay (with the
 // tensors whose segments hold the cached free bytes), or the given factor.
-std::string allocator_formula(const Request& req, const memory::ReservedReplay& rr) {
+std::string allocator_formula(const RankBasis& b, const memory::ReservedReplay& rr) {
+  const Request& req = *b.req;
   if (req.overheads.fragmentation) {
     return "overheads.fragmentation " + std::to_string(*req.overheads.fragmentation).substr(0, 4) +
            " x allocated (given; replaces the allocator replay)";
   }
-  const memory::AllocatorConfig cfg = memory::allocator_config(req.allocator);
+  const memory::AllocatorConfig& cfg = b.allocator;
   std::string f = "PyTorch caching allocator replayed over load + 2 steps (CUDACachingAllocator.cpp";
   if (cfg.expandable_segments) f += ", expandable_segments";
   if (cfg.max_split_size != memory::kNoMaxSplitSize)
@@ -131,7 +131,7 @@ void step_components(Estimate& e, const RankBasis& b, const StepTerms& t, const 
     if (ph.key == e.peak_phase) cached = ph.parts.at("allocator");
   }
   c.push_back(
-      {"allocator", "Allocator cache (reserved - allocated)", cached, allocator_formula(req, rr), Pool::kOutside});
+      {"allocator", "Allocator cache (reserved - allocated)", cached, allocator_formula(b, rr), Pool::kOutside});
   if (pb.gathered > 0) {
     c.push_back({"gathered_params", "Gathered parameters (current + prefetched layer)", pb.gathered,
                  pb.gathered_formula + " (" + b.sh.label + ")", Pool::kAllocated});

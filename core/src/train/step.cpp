@@ -1,6 +1,7 @@
 // One training step of one rank as a timeline of tensors (step.h).
 #include "train/step.h"
 
+#include "memory/allocator_replay.h"
 #include "memory/overheads.h"
 
 namespace vram::train {
@@ -22,6 +23,7 @@ RankBasis rank_basis(const Request& req, const Request& global, const Stage& sta
   b.nccl = nccl_memory(global, stage);
   b.cublas = memory::cublas_bytes(req, 2);
   b.context = memory::context_bytes(req);
+  b.allocator = memory::allocator_config(req.allocator);
   return b;
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "memory/activation_stack.h"
+#include "memory/caching_allocator.h"
 #include "memory/loss.h"
 #include "memory/model_state.h"
 #include "memory/parallel_buffers.h"
@@ -34,6 +35,7 @@ struct RankBasis {
   NcclMemory nccl;
   int64_t cublas = 0;
   int64_t context = 0;
+  memory::AllocatorConfig allocator;  // request.allocator, parsed once for every replay of this rank
 };
 
 // Throws Failure naming the request field (plan_trainable).
