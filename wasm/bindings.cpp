@@ -17,4 +17,5 @@ EMSCRIPTEN_BINDINGS(vram) {
   emscripten::function("_version", &vram::version_json);
   emscripten::function("_fields", &vram::fields_json);
   emscripten::function("_layoutOptions", &vram::layout_options_json);
+  emscripten::function("_frameworkDefaults", &vram::framework_defaults_json);
 }

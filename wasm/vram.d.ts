@@ -847,6 +847,30 @@ export interface Vram {
   fields(): FieldsInfo;
   /** What a layout's data parallel comes to and which options it can take, by the core's own rules. */
   layoutOptions(parallel: LayoutInput): LayoutOptions;
+  /** The defaults a framework's recipe for a method sets (`train.framework`), from the core's table. */
+  frameworkDefaults(query: FrameworkQuery): FrameworkDefaults;
+}
+
+/** Which framework's recipe, for which training method. */
+export interface FrameworkQuery {
+  /** A `train.framework` value (aliases accepted). */
+  framework: string;
+  /** A `train.method` value; the core's default when absent. */
+  method?: string;
+}
+
+/** One framework's defaults for one method (core/src/frameworks.cpp). */
+export interface FrameworkDefaults {
+  /** Canonical framework name. */
+  framework: string;
+  /** For people, e.g. "torchtune". */
+  label: string;
+  /** Canonical method name. */
+  method: string;
+  /** Each default: request field path, its value, and the framework file it comes from. */
+  defaults: { path: string; value: unknown; source: string }[];
+  /** What the framework does that no request field expresses (shown with the result). */
+  not_modelled: string[];
 }
 
 /** The part of `parallel` the layout rules read. */

@@ -150,6 +150,8 @@ export function loadVram() {
       fields: () => fromText(call(module, '_fields')),
       layoutOptions: (parallel) =>
         fromText(call(module, '_layoutOptions', toText(parallel, 'the parallel object'))),
+      frameworkDefaults: (query) =>
+        fromText(call(module, '_frameworkDefaults', toText(query, 'the framework query'))),
     }));
   }
   return vramPromise;

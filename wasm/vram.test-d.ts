@@ -126,6 +126,11 @@ async function usesTheFacade(): Promise<void> {
   expectType<boolean>(options.offload_params);
   // @ts-expect-error zero is a stage number
   vram.layoutOptions({ zero: 'three' });
+  const fw = vram.frameworkDefaults({ framework: 'torchtune', method: 'lora' });
+  expectType<string>(fw.label);
+  expectType<string>(fw.defaults[0].source);
+  // @ts-expect-error the framework is named
+  vram.frameworkDefaults({ method: 'lora' });
   const badAllocator: Request = {
     model: { config: { model_type: 'llama' } },
     // @ts-expect-error expandable_segments is a boolean, not PYTORCH_CUDA_ALLOC_CONF's 'True'
@@ -238,7 +243,10 @@ async function usesTheFacade(): Promise<void> {
   // @ts-expect-error fsdp_version is 1 or 2
   vram.estimate({ model: tiny, parallel: { gpus: 2, fsdp: 'full_shard', fsdp_version: 3 } });
   // @ts-expect-error fsdp_reduce_dtype is bf16, fp16 or fp32
-  vram.estimate({ model: tiny, parallel: { gpus: 2, fsdp: 'full_shard', fsdp_reduce_dtype: 'fp8' } });
+  vram.estimate({
+    model: tiny,
+    parallel: { gpus: 2, fsdp: 'full_shard', fsdp_reduce_dtype: 'fp8' },
+  });
   // @ts-expect-error sharding is one of the named strategies
   vram.estimate({ model: tiny, parallel: { gpus: 2, sharding: 'zero4' } });
   // @ts-expect-error distributed_optimizer is a boolean
@@ -253,7 +261,11 @@ async function usesTheFacade(): Promise<void> {
   estimateRaw(request);
 
   // The planner: the same request with a GPU budget and planner options.
-  const planned = vram.plan({ ...request, parallel: { gpus: 8 }, plan: { framework: 'fsdp', top: 5 } });
+  const planned = vram.plan({
+    ...request,
+    parallel: { gpus: 8 },
+    plan: { framework: 'fsdp', top: 5 },
+  });
   expectType<PlanResult>(planned);
   const best: PlanCandidate = planned.plan.candidates[0];
   expectType<number>(best.peak_bytes);

@@ -402,6 +402,42 @@ std::string layout_options_json(const std::string& parallel_text) {
 
 namespace {
 
+// An enum field of the query, by the request field's own spelling rules
+// (aliases included): the canonical value, or an error naming the field.
+std::string query_enum(const JsonReader& q, const std::string& key, const std::string& field_path) {
+  const FieldSpec& spec = field(field_path);
+  const std::string given = q.str_or(key, spec.default_value.get<std::string>());
+  if (const auto name = spec.canonical(given)) return *name;
+  std::string allowed;
+  for (const auto& v : spec.values) allowed += (allowed.empty() ? "" : ", ") + v;
+  fail(errc::kUnknownValue, q.child_path(key),
+       q.child_path(key) + " " + vram::quoted(given) + " is not one of: " + allowed);
+}
+
+}  // namespace
+
+std::string framework_defaults_json(const std::string& query_text) {
+  return guarded([&] {
+    const json doc = parse_json_text(query_text, "");
+    const JsonReader q(doc, "");
+    const std::string name = query_enum(q, "framework", "train.framework");
+    const std::string method = query_enum(q, "method", "train.method");
+    const Framework& fw = *find_framework(name);
+    json defaults = json::array();
+    for (const FrameworkDefault& d : defaults_for(fw, method)) {
+      defaults.push_back({{"path", d.path}, {"value", d.value}, {"source", d.source}});
+    }
+    return json{{"framework", fw.name},
+                {"label", fw.label},
+                {"method", method},
+                {"defaults", defaults},
+                {"not_modelled", fw.not_modelled}}
+        .dump(2);
+  });
+}
+
+namespace {
+
 std::vector<std::string> framework_names() {
   std::vector<std::string> out;
   for (const auto& f : frameworks()) out.push_back(f.name);

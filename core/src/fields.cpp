@@ -151,8 +151,7 @@ std::vector<FieldSpec> build() {
           "train.framework", d::kFramework,
           {"hf", "torchtune", "litgpt", "unsloth", "axolotl", "llama_factory", "torchtitan", "megatron", "deepspeed"},
           {{"trl", "hf"}, {"accelerate", "hf"}, {"llamafactory", "llama_factory"}, {"llama-factory", "llama_factory"}},
-          // No URL key yet: the page does not offer the framework (issue 12).
-          {"Framework", "--framework", "",
+          {"Framework", "--framework", "fw",
            "the training framework: its memory-relevant defaults fill the fields left out (vram/frameworks.h)"}),
       integer("train.micro_batch", d::kMicroBatch, 1, l::kMaxBatch,
               {"per_device_train_batch_size", "--per-device-batch", "mb", "sequences per GPU per step"}),

@@ -3,6 +3,8 @@
 // that no request field can express is listed under not_modelled.
 #include "vram/frameworks.h"
 
+#include <algorithm>
+
 namespace vram {
 
 namespace {
@@ -239,6 +241,16 @@ const Framework* find_framework(const std::string& name) {
     if (f.name == name) return &f;
   }
   return nullptr;
+}
+
+std::vector<FrameworkDefault> defaults_for(const Framework& fw, const std::string& method) {
+  std::vector<FrameworkDefault> out;
+  for (const FrameworkDefault& d : fw.defaults) {
+    if (d.methods.empty() || std::find(d.methods.begin(), d.methods.end(), method) != d.methods.end()) {
+      out.push_back(d);
+    }
+  }
+  return out;
 }
 
 }  // namespace vram

@@ -515,8 +515,7 @@ json with_framework_defaults(const json& request, const Framework& fw, std::vect
   const std::string method = train.contains("method") && train["method"].is_string()
                                  ? train["method"].get<std::string>()
                                  : std::string(defaults::kMethod);
-  for (const FrameworkDefault& d : fw.defaults) {
-    if (!d.methods.empty() && std::find(d.methods.begin(), d.methods.end(), method) == d.methods.end()) continue;
+  for (const FrameworkDefault& d : defaults_for(fw, method)) {
     json* node = &filled;
     size_t start = 0;
     bool placed = false;

@@ -13,6 +13,7 @@ int run_estimate(const std::vector<std::string>& args);
 int run_plan(const std::vector<std::string>& args);
 int run_version(const std::vector<std::string>& args);
 int run_fields(const std::vector<std::string>& args);
+int run_frameworks(const std::vector<std::string>& args);
 
 // Every estimate / plan flag that sets a request field, with the field's path:
 // the field table's flags (vram/fields.h), then the CLI's aliases and

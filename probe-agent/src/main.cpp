@@ -23,6 +23,8 @@ const std::vector<Command>& commands() {
       {"version", "print version, schema and supported model types as JSON", vram::cli::run_version},
       {"fields", "every request field: default, values, limits, flag, URL key (table, or --json)",
        vram::cli::run_fields},
+      {"frameworks", "each training framework's defaults for a method, with sources (text, or --json)",
+       vram::cli::run_frameworks},
       {"device", "facts of every NVIDIA GPU: memory, driver, CUDA, MIG (text, or --json)", vram::cli::run_device},
       {"watch", "run a command and record its GPU memory peak and timeline: watch -- <cmd>", vram::cli::run_watch},
       {"overheads", "measure the CUDA context size on this GPU (text, or --json)", vram::cli::run_overheads},

@@ -80,6 +80,31 @@ TEST(CliFields, FieldsJsonIsTheCoreTable) {
   EXPECT_EQ(run.out, vram::fields_json() + "\n");
 }
 
+TEST(CliFrameworks, JsonIsTheCoreTableForTheMethod) {
+  const ProbeRun run = Probe({"frameworks", "--framework", "torchtune", "--method", "full", "--json"});
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  EXPECT_EQ(run.out, vram::framework_defaults_json(R"({"framework": "torchtune", "method": "full"})") + "\n");
+  const auto doc = vram::json::parse(run.out);
+  bool in_backward = false;
+  for (const auto& d : doc["defaults"]) {
+    EXPECT_FALSE(d["source"].get<std::string>().empty()) << d.dump();
+    EXPECT_NE(d["path"], "train.lora.rank") << "a LoRA default in the full recipe";
+    in_backward |= d["path"] == "train.optimizer_in_backward";
+  }
+  EXPECT_TRUE(in_backward);
+}
+
+TEST(CliFrameworks, ListsEveryFrameworkAndRejectsAnUnknownOne) {
+  const ProbeRun all = Probe({"frameworks"});
+  ASSERT_EQ(all.exit_code, 0);
+  for (const char* name : {"torchtune", "LitGPT", "Unsloth", "Axolotl", "LLaMA-Factory", "Megatron-LM"}) {
+    EXPECT_NE(all.out.find(name), std::string::npos) << name;
+  }
+  const ProbeRun bad = Probe({"frameworks", "--framework", "jax", "--json"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.out.find("\"path\": \"framework\""), std::string::npos) << bad.out;
+}
+
 TEST(CliFields, AFlagInGibSetsBytes) {
   const ProbeRun run = Probe({"estimate", "--model-config", kLlama, "--cuda-context-gib", "1", "--json"});
   ASSERT_EQ(run.exit_code, 0) << run.out;

@@ -39,6 +39,13 @@ std::string fields_json();
 // rules the request parser applies (request.h).
 std::string layout_options_json(const std::string& parallel_text);
 
+// {"framework", "method"} (train.framework and train.method values, aliases
+// accepted; method defaults to the core's) -> {"framework", "label",
+// "method", "defaults": [{path, value, source}], "not_modelled"}: the
+// defaults that framework's recipe for that method sets (vram/frameworks.h),
+// the ones the estimate applies where a request leaves the field out.
+std::string framework_defaults_json(const std::string& query_text);
+
 // Same as the text functions, for native callers that hold parsed JSON.
 json estimate(const json& request);
 json model_info(const json& model);

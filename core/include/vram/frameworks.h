@@ -33,4 +33,9 @@ struct Framework {
 const std::vector<Framework>& frameworks();
 const Framework* find_framework(const std::string& name);
 
+// The defaults of `fw` for a train.method (each framework's recipe for that
+// method), in table order: what the request parser fills in and what the
+// page's framework select sets in the form.
+std::vector<FrameworkDefault> defaults_for(const Framework& fw, const std::string& method);
+
 }  // namespace vram

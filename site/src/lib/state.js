@@ -4,7 +4,7 @@
 // state that the URL must carry.
 
 import { signal, computed } from '@preact/signals';
-import { coreDefault } from './fields.js';
+import { coreDefault, fieldInfo } from './fields.js';
 import { findPreset } from './presets.js';
 import { OPTIMIZERS } from './vocabulary.js';
 
@@ -51,6 +51,10 @@ const f = formStart;
 export const DEFAULT_SETTINGS = Object.freeze({
   task: f('task'),
   train: {
+    // The training framework (train.framework): its recipe's defaults fill
+    // the form (applyFramework) and are left out of the request, so the core
+    // applies and lists them.
+    framework: f('train.framework'),
     method: f('train.method'),
     micro_batch: f('train.micro_batch'),
     seq_len: f('train.seq_len'),
@@ -218,14 +222,121 @@ export function routedExperts(info) {
   return Number.isSafeInteger(n) && n > 0 ? n : 0;
 }
 
+/** The value at a dotted path of an object, or undefined. */
+function getPath(obj, path) {
+  return path.split('.').reduce((o, k) => o?.[k], obj);
+}
+
+/** Sets a dotted path in a (cloned) object. */
+function putPath(obj, path, value) {
+  const keys = path.split('.');
+  let o = obj;
+  for (const k of keys.slice(0, -1)) o = o[k] ??= {};
+  o[keys[keys.length - 1]] = value;
+}
+
 /** Sets one field by dotted path ("train.seq_len") without mutating. */
 export function setSetting(path, value) {
   const next = structuredClone(settings.value);
-  const keys = path.split('.');
-  let o = next;
-  for (const k of keys.slice(0, -1)) o = o[k];
-  o[keys[keys.length - 1]] = value;
+  putPath(next, path, value);
   settings.value = next;
+}
+
+/**
+ * The form's fields a framework's recipe may set (core/src/frameworks.cpp).
+ * The framework defaults of fields the form does not show (LoRA dropout,
+ * adapter dtype, double quantisation) are never sent, so the core applies
+ * them too.
+ */
+export const FRAMEWORK_FORM_PATHS = Object.freeze([
+  'train.precision',
+  'train.optimizer',
+  'train.grad_checkpointing',
+  'train.attention',
+  'train.fused_loss',
+  'train.activation_offload',
+  'train.optimizer_in_backward',
+  'train.lora.rank',
+  'train.lora.alpha',
+  'train.lora.targets',
+]);
+
+/** A framework default's request value as the form holds it. */
+function formValueOf(path, value) {
+  if (path === 'train.grad_checkpointing') {
+    if (value === true) return 'full';
+    if (value === false) return 'none';
+  }
+  if (path === 'train.lora.targets' && Array.isArray(value)) return value.join(',');
+  return value;
+}
+
+/** The form's value of a field as the request carries it. */
+function requestValueOf(path, value) {
+  if (path === 'train.grad_checkpointing')
+    return value === 'selective' ? 'selective' : value === 'full';
+  if (path === 'train.lora.targets') return loraTargets(value);
+  return value;
+}
+
+/** The form's target text as the request's list ('all-linear' stays a word). */
+function loraTargets(text) {
+  return text === 'all-linear'
+    ? 'all-linear'
+    : String(text)
+        .split(',')
+        .map((x) => x.trim())
+        .filter(Boolean);
+}
+
+/**
+ * The form values of a framework's defaults for a method, by path (only the
+ * paths the form shows), from the core's table via vram.frameworkDefaults;
+ * {} for hf (whose defaults are the fields' own) or without an estimator.
+ */
+export function frameworkForm(vram, framework, method) {
+  if (!vram || !framework || framework === coreDefault('train.framework')) return {};
+  let answer;
+  try {
+    answer = vram.frameworkDefaults({ framework, method });
+  } catch {
+    return {};
+  }
+  const out = {};
+  for (const d of answer.defaults) {
+    if (FRAMEWORK_FORM_PATHS.includes(d.path)) out[d.path] = formValueOf(d.path, d.value);
+  }
+  return out;
+}
+
+/**
+ * Settings with the framework's recipe for their method in the form: each
+ * field a framework may set takes that framework's default, else the form's
+ * own start (so leaving a framework undoes what it set).
+ */
+export function applyFramework(s, vram) {
+  const next = structuredClone(s);
+  const fw = frameworkForm(vram, next.train.framework, next.train.method);
+  for (const path of FRAMEWORK_FORM_PATHS)
+    putPath(next, path, path in fw ? fw[path] : formStart(path));
+  return next;
+}
+
+/** Picks the training framework: its defaults replace the form's values of the fields it sets. */
+export function setFramework(name) {
+  const next = structuredClone(settings.value);
+  next.train.framework = name;
+  settings.value = applyFramework(next, estimator.value);
+}
+
+/** Picks the training method; under a framework other than hf, its recipe for that method fills the form. */
+export function setMethod(method) {
+  const next = structuredClone(settings.value);
+  next.train.method = method;
+  settings.value =
+    next.train.framework && next.train.framework !== coreDefault('train.framework')
+      ? applyFramework(next, estimator.value)
+      : next;
 }
 
 export function setPreset(id) {
@@ -362,7 +473,7 @@ export function canDistributeOptimizer(p, zero = p.zero) {
  * `experts` (routed experts per sparse layer, from modelInfo) decides whether
  * the expert-parallel box applies: it is not sent for a dense model.
  */
-export function buildRequest(s, config, catalog = [], experts = 0) {
+export function buildRequest(s, config, catalog = [], experts = 0, fwForm = {}) {
   const req = { model: { config }, task: s.task };
   const ds = s.task === 'train' ? parseDeepspeed(s.deepspeed).config : null;
   const fromDs = deepspeedSets(ds);
@@ -389,17 +500,33 @@ export function buildRequest(s, config, catalog = [], experts = 0) {
     if (t.activation_offload) req.train.activation_offload = true;
     if (t.optimizer_in_backward) req.train.optimizer_in_backward = true;
     if (t.method === 'lora' || t.method === 'qlora') {
-      const targets =
-        t.lora.targets === 'all-linear'
-          ? 'all-linear'
-          : t.lora.targets
-              .split(',')
-              .map((x) => x.trim())
-              .filter(Boolean);
-      req.train.lora = { rank: t.lora.rank, alpha: t.lora.alpha, targets };
+      req.train.lora = {
+        rank: t.lora.rank,
+        alpha: t.lora.alpha,
+        targets: loraTargets(t.lora.targets),
+      };
     }
     if (t.method === 'freeze')
       req.train.trainable_modules = freezeModules(t.freeze_modules, config);
+    if (t.framework && t.framework !== coreDefault('train.framework')) {
+      req.train.framework = t.framework;
+      // A field at the framework's default is left out, so the core applies
+      // and lists it (result.framework.defaults_applied) exactly as
+      // `vram-probe estimate --framework` does; one the user changed is sent,
+      // false included (the framework's true would otherwise apply).
+      for (const [path, value] of Object.entries(fwForm)) {
+        if (path === 'train.precision' && fromDs.precision !== undefined) continue;
+        const keys = path.split('.').slice(1);
+        const parent = keys.slice(0, -1).reduce((o, k) => o?.[k], req.train);
+        if (!parent) continue;
+        const form = getPath(s, path);
+        if (
+          JSON.stringify(requestValueOf(path, form)) === JSON.stringify(requestValueOf(path, value))
+        )
+          delete parent[keys[keys.length - 1]];
+        else parent[keys[keys.length - 1]] = requestValueOf(path, form);
+      }
+    }
   } else {
     const i = s.infer;
     req.infer = {
@@ -493,7 +620,29 @@ export const request = computed(() => {
   // modelFacts, which is read from the estimate of this request).
   const vram = s.parallel?.ep > 1 ? estimator.value : null;
   const experts = vram ? routedExperts(summaryOf(vram, config)) : 0;
-  return buildRequest(s, config, gpuCatalog.value, experts);
+  return buildRequest(s, config, gpuCatalog.value, experts, framework.value);
+});
+
+/** The training frameworks as select options, labelled by the core's table. */
+export const frameworkOptions = computed(() => {
+  const vram = estimator.value;
+  return (fieldInfo('train.framework')?.values ?? []).map((name) => {
+    let label = name;
+    try {
+      if (vram) label = vram.frameworkDefaults({ framework: name }).label;
+    } catch {
+      // The name stands for itself.
+    }
+    return { value: name, label };
+  });
+});
+
+/** The form values of the chosen framework's defaults for the chosen method (frameworkForm). */
+export const framework = computed(() => {
+  const s = settings.value;
+  return s.task === 'train'
+    ? frameworkForm(estimator.value, s.train.framework, s.train.method)
+    : {};
 });
 
 /**

@@ -33,6 +33,10 @@ import {
 // tests/unit/fields.test.jsx.)
 const CHOICES = {
   task: TASKS,
+  // Every framework the core's table names (fields.json).
+  'train.framework': (TABLE_FIELDS.find((f) => f.path === 'train.framework')?.values ?? []).map(
+    (value) => ({ value }),
+  ),
   'train.method': METHODS,
   'train.precision': PRECISIONS,
   'train.grad_checkpointing': CHECKPOINTING,

@@ -14,6 +14,7 @@ describe('the state in the URL', () => {
   it('round-trips every setting through serialize and parse', () => {
     const s = defaultSettings();
     Object.assign(s.train, {
+      framework: 'torchtune',
       method: 'qlora',
       micro_batch: 4,
       seq_len: 4096,

@@ -1,5 +1,5 @@
-// Warnings the core raised, and the assumptions it made for fields the
-// request left out.
+// Warnings the core raised, the assumptions it made for fields the request
+// left out, and the training framework's defaults it applied.
 
 import styles from './style.module.css';
 
@@ -29,6 +29,44 @@ export function Assumptions({ assumptions }) {
           <li key={i}>{typeof a === 'string' ? a : (a.message ?? JSON.stringify(a))}</li>
         ))}
       </ul>
+    </details>
+  );
+}
+
+/**
+ * The framework the estimate assumed (result.framework): each default its
+ * recipe set, with the framework file it comes from, and what it does that
+ * the estimate does not model. Nothing for hf with nothing applied.
+ */
+export function FrameworkNotes({ framework }) {
+  if (!framework) return null;
+  const applied = framework.defaults_applied ?? [];
+  const missing = framework.not_modelled ?? [];
+  if (!applied.length && !missing.length) return null;
+  return (
+    <details class={styles.assumptions}>
+      <summary>
+        {framework.label} defaults in this estimate ({applied.length})
+      </summary>
+      {applied.length > 0 && (
+        <ul class={styles.list}>
+          {applied.map((d) => (
+            <li key={d.path}>
+              <code>{d.path}</code> = <code>{JSON.stringify(d.value)}</code>: {d.source}
+            </li>
+          ))}
+        </ul>
+      )}
+      {missing.length > 0 && (
+        <>
+          <p>Not modelled:</p>
+          <ul class={styles.list}>
+            {missing.map((m, i) => (
+              <li key={i}>{m}</li>
+            ))}
+          </ul>
+        </>
+      )}
     </details>
   );
 }

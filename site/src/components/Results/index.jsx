@@ -16,7 +16,7 @@ import { CompareCard } from '../CompareCard/index.jsx';
 import { ErrorNotice } from '../ErrorNotice/index.jsx';
 import { GpuTable } from '../GpuTable/index.jsx';
 import { ModelSummary } from '../ModelSummary/index.jsx';
-import { Assumptions, Warnings } from '../Notes/index.jsx';
+import { Assumptions, FrameworkNotes, Warnings } from '../Notes/index.jsx';
 import { PeakCard } from '../PeakCard/index.jsx';
 import { PhaseTimeline } from '../PhaseTimeline/index.jsx';
 import { PlanPanel } from '../PlanPanel/index.jsx';
@@ -108,6 +108,7 @@ export function Results() {
         {r.model && <ModelSummary model={r.model} name={m.id} />}
       </div>
       <Assumptions assumptions={r.assumptions} />
+      <FrameworkNotes framework={r.framework} />
       <SharePanel request={request.value} result={r} link={link} />
     </div>
   );

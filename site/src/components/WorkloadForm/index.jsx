@@ -1,6 +1,16 @@
 // The job: training or inference, in HF Trainer / PEFT / vLLM vocabulary.
 
-import { layerCount, model, optimizerOptions, setSetting, settings } from '../../lib/state.js';
+import {
+  framework,
+  frameworkOptions,
+  layerCount,
+  model,
+  optimizerOptions,
+  setFramework,
+  setMethod,
+  setSetting,
+  settings,
+} from '../../lib/state.js';
 import {
   ATTENTIONS,
   CHECKPOINTING,
@@ -100,16 +110,40 @@ function FreezeFields({ text }) {
   );
 }
 
+// The hint under a field whose value is the chosen framework's default.
+function frameworkHint(path, t) {
+  if (
+    !(path in framework.value) ||
+    getPath(t, path.slice('train.'.length)) !== framework.value[path]
+  )
+    return undefined;
+  const label = frameworkOptions.value.find((o) => o.value === t.framework)?.label ?? t.framework;
+  return `${label} default`;
+}
+
+function getPath(obj, path) {
+  return path.split('.').reduce((o, k) => o?.[k], obj);
+}
+
 function TrainingFields({ t }) {
+  const fwHint = (path) => frameworkHint(path, t);
   return (
     <>
       <div class={styles.grid}>
+        <SelectField
+          label="Framework"
+          name="train.framework"
+          value={t.framework}
+          options={frameworkOptions.value}
+          onChange={setFramework}
+          hint="Its recipe's defaults fill the fields below; what you change wins."
+        />
         <SelectField
           label="Method"
           name="finetuning_type"
           value={t.method}
           options={METHODS}
-          onChange={(v) => setSetting('train.method', v)}
+          onChange={setMethod}
         />
         <SelectField
           label="Precision"
@@ -117,7 +151,7 @@ function TrainingFields({ t }) {
           value={t.precision}
           options={PRECISIONS}
           onChange={(v) => setSetting('train.precision', v)}
-          hint={PRECISIONS.find((p) => p.value === t.precision)?.hint}
+          hint={fwHint('train.precision') ?? PRECISIONS.find((p) => p.value === t.precision)?.hint}
         />
         <NumberField
           label="Micro-batch per GPU"
@@ -146,6 +180,7 @@ function TrainingFields({ t }) {
           value={t.optimizer}
           options={optimizerOptions.value}
           onChange={(v) => setSetting('train.optimizer', v)}
+          hint={fwHint('train.optimizer')}
         />
         <SelectField
           label="Attention kernel"
@@ -153,6 +188,7 @@ function TrainingFields({ t }) {
           value={t.attention}
           options={ATTENTIONS}
           onChange={(v) => setSetting('train.attention', v)}
+          hint={fwHint('train.attention')}
         />
         <SelectField
           label="Gradient checkpointing"
@@ -160,6 +196,7 @@ function TrainingFields({ t }) {
           value={t.grad_checkpointing}
           options={CHECKPOINTING}
           onChange={(v) => setSetting('train.grad_checkpointing', v)}
+          hint={fwHint('train.grad_checkpointing')}
         />
       </div>
       <div class={styles.checks}>

@@ -1,0 +1,52 @@
+// The Framework select (issue 12): its recipe fills the form, the estimate
+// lists the defaults it applied, and the link keeps the choice.
+import { cleanup, fireEvent, screen, waitFor } from '@testing-library/preact';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { settings } from '../../src/lib/state.js';
+import { loadRealEstimator, openPage, peakBytes, peakChangedFrom } from './helpers.jsx';
+
+beforeAll(async () => {
+  await loadRealEstimator();
+});
+
+describe('the framework select', () => {
+  it("fills the form with Unsloth's recipe, lists what it applied, and keeps it in the link", async () => {
+    await openPage('#m=preset:Qwen/Qwen3-0.6B&method=qlora');
+    const before = peakBytes();
+    fireEvent.change(screen.getByLabelText(/train\.framework/), { target: { value: 'unsloth' } });
+    const after = await peakChangedFrom(before);
+    expect(after).toBeLessThan(before); // offloaded checkpoints, fused loss, 8-bit AdamW
+    expect(settings.value.train.optimizer).toBe('adamw_bnb_8bit');
+    expect(settings.value.train.activation_offload).toBe(true);
+    expect(screen.getByLabelText(/optim$/).value).toBe('adamw_bnb_8bit');
+    expect(screen.getAllByText('Unsloth default').length).toBeGreaterThan(0);
+    const notes = screen.getByText(/Unsloth defaults in this estimate/).closest('details');
+    expect(notes.textContent).toContain('train.lora.rank');
+    expect(notes.textContent).toContain('unsloth/models/llama.py');
+    await waitFor(() => expect(window.location.hash).toContain('fw=unsloth'));
+
+    const link = window.location.hash;
+    cleanup();
+    window.history.replaceState(null, '', window.location.pathname);
+    await openPage(link);
+    expect(peakBytes()).toBe(after);
+    expect(screen.getByLabelText(/train\.framework/).value).toBe('unsloth');
+  });
+
+  it('a field the user changes wins over the framework, and leaving the framework undoes its defaults', async () => {
+    cleanup();
+    await openPage('#m=preset:Qwen/Qwen3-0.6B&method=lora');
+    const hf = peakBytes();
+    fireEvent.change(screen.getByLabelText(/train\.framework/), { target: { value: 'torchtune' } });
+    const tt = await peakChangedFrom(hf);
+    fireEvent.change(screen.getByLabelText(/gradient_checkpointing/), {
+      target: { value: 'none' },
+    });
+    const off = await peakChangedFrom(tt);
+    expect(off).toBeGreaterThan(tt);
+    const notes = screen.getByText(/torchtune defaults in this estimate/).closest('details');
+    expect(notes.textContent).not.toContain('train.grad_checkpointing');
+    fireEvent.change(screen.getByLabelText(/train\.framework/), { target: { value: 'hf' } });
+    await waitFor(() => expect(peakBytes()).toBe(hf));
+  });
+});

@@ -1,0 +1,146 @@
+// @vitest-environment node
+//
+// The framework select (issue 12): picking a framework fills the form with
+// that framework's recipe from the core's table, the request leaves those
+// fields out so the core applies and lists them, and the page's answer is
+// byte-for-byte what `vram-probe estimate --framework NAME` prints for the
+// same flags.
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { beforeAll, describe, expect, it } from 'vitest';
+
+import { fieldInfo, FIELDS } from '../../src/lib/fields.js';
+import {
+  applyFramework,
+  buildRequest,
+  DEFAULT_PRESET,
+  DEFAULT_SETTINGS,
+  estimator,
+  FRAMEWORK_FORM_PATHS,
+  frameworkForm,
+} from '../../src/lib/state.js';
+import { estimateRaw, loadVram } from '../../src/wasm/vram.js';
+
+const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
+const probe = process.env.VRAM_PROBE ?? join(repoRoot, 'build/bin/vram-probe');
+const presetFile = join(
+  repoRoot,
+  `tests/fixtures/models/${DEFAULT_PRESET.replace('/', '__')}.json`,
+);
+const FRAMEWORKS = fieldInfo('train.framework').values;
+const METHODS = ['lora', 'qlora', 'full'];
+
+let vram;
+let catalog;
+let config;
+
+beforeAll(async () => {
+  if (!existsSync(probe)) throw new Error(`${probe} is missing: build it first`);
+  vram = await loadVram();
+  // The layout rules (parallel.dp) come from the loaded core, as on the page.
+  estimator.value = vram;
+  catalog = vram.version().gpus;
+  config = JSON.parse(readFileSync(presetFile, 'utf8'));
+});
+
+/** The form with `framework` and `method` chosen, as the select leaves it. */
+function formFor(framework, method) {
+  const s = structuredClone(DEFAULT_SETTINGS);
+  s.train.framework = framework;
+  s.train.method = method;
+  return applyFramework(s, vram);
+}
+
+function requestFor(s) {
+  return buildRequest(s, config, catalog, 0, frameworkForm(vram, s.train.framework, s.train.method));
+}
+
+/** The CLI flags that say what the request says: one per leaf, from the fields table. */
+function flagsOf(req) {
+  const flags = ['--model-config', presetFile];
+  const walk = (obj, prefix) => {
+    for (const [key, value] of Object.entries(obj)) {
+      const path = prefix ? `${prefix}.${key}` : key;
+      if (path === 'model' || value === null) continue;
+      const f = FIELDS.find((x) => x.path === path);
+      if (!f && value && typeof value === 'object' && !Array.isArray(value)) {
+        walk(value, path);
+        continue;
+      }
+      expect(f?.cli, `${path} has a CLI flag`).toBeTruthy();
+      flags.push(f.cli, Array.isArray(value) ? value.join(',') : String(value));
+    }
+  };
+  walk(req, '');
+  return flags;
+}
+
+describe('the framework select', () => {
+  it('offers every framework the core names', () => {
+    expect(FRAMEWORKS).toEqual(vram.version().frameworks);
+    expect(FRAMEWORKS.length).toBeGreaterThanOrEqual(9);
+  });
+
+  it("fills the form with the framework's recipe for the method, and undoes it for hf", () => {
+    const tt = formFor('torchtune', 'lora');
+    expect(tt.train.precision).toBe('bf16');
+    expect(tt.train.grad_checkpointing).toBe('full');
+    expect(tt.train.lora.alpha).toBe(16);
+    expect(tt.train.lora.targets).toBe('q_proj,v_proj,o_proj,gate_proj,up_proj,down_proj');
+    const full = formFor('torchtune', 'full');
+    expect(full.train.optimizer).toBe('paged_adamw_8bit');
+    expect(full.train.optimizer_in_backward).toBe(true);
+    const back = applyFramework({ ...structuredClone(tt), train: { ...tt.train, framework: 'hf' } }, vram);
+    for (const path of FRAMEWORK_FORM_PATHS) {
+      const get = (o) => path.split('.').reduce((x, k) => x?.[k], o);
+      expect(get(back), path).toEqual(get(DEFAULT_SETTINGS));
+    }
+  });
+
+  it('leaves the framework defaults out of the request, so the core applies and lists them', () => {
+    const req = requestFor(formFor('unsloth', 'qlora'));
+    expect(req.train.framework).toBe('unsloth');
+    expect(req.train.lora).toEqual({});
+    expect(req.train.optimizer).toBeUndefined();
+    const r = vram.estimate(req);
+    const applied = r.framework.defaults_applied.map((d) => d.path);
+    expect(applied).toEqual(
+      expect.arrayContaining(['train.lora.rank', 'train.activation_offload', 'train.optimizer']),
+    );
+    for (const d of r.framework.defaults_applied) expect(d.source, d.path).toMatch(/\S/);
+  });
+
+  it('sends a field the user changed away from the framework default, false included', () => {
+    const s = formFor('unsloth', 'lora');
+    s.train.activation_offload = false;
+    s.train.lora.rank = 64;
+    const req = requestFor(s);
+    expect(req.train.activation_offload).toBe(false);
+    expect(req.train.lora.rank).toBe(64);
+    const r = vram.estimate(req);
+    expect(r.framework.defaults_applied.map((d) => d.path)).not.toContain('train.activation_offload');
+  });
+
+  it('gives the same bytes as vram-probe estimate --framework for every framework and method', async () => {
+    let compared = 0;
+    for (const framework of FRAMEWORKS) {
+      for (const method of METHODS) {
+        const req = requestFor(formFor(framework, method));
+        const run = spawnSync(probe, ['estimate', ...flagsOf(req), '--json'], { encoding: 'utf8' });
+        expect(run.status, `${framework} ${method}: ${run.stdout}${run.stderr}`).toBe(0);
+        expect(run.stdout, `${framework} ${method}`).toBe(`${await estimateRaw(JSON.stringify(req))}\n`);
+        compared++;
+      }
+    }
+    expect(compared).toBe(FRAMEWORKS.length * METHODS.length);
+  });
+
+  it('three frameworks give three different QLoRA estimates of the same model', () => {
+    const peaks = ['torchtune', 'litgpt', 'unsloth'].map(
+      (fw) => vram.estimate(requestFor(formFor(fw, 'qlora'))).peak_bytes,
+    );
+    expect(new Set(peaks).size).toBe(3);
+  });
+});
