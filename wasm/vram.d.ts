@@ -113,6 +113,10 @@ export interface TrainOptions {
   seq_len?: number;
   /** Contract. Gradient accumulation steps; default 1. */
   grad_accum?: number;
+  /** zero_grad(set_to_none): false (PyTorch < 2.0's default) keeps gradients allocated between steps; default true. */
+  zero_grad_set_to_none?: boolean;
+  /** PyTorch <= 1.10: softmax / log_softmax also keep their input for backward (eager attention); default false. */
+  softmax_saves_input?: boolean;
   /** Contract. Precision recipe; default bf16. */
   precision?: Precision;
   /** Contract. HF Trainer `optim` name (adamw_torch_fused, adamw_bnb_8bit, paged_adamw_8bit, adafactor, sgd, lion, ...). */

@@ -159,6 +159,13 @@ std::vector<FieldSpec> build() {
               {"max_seq_length", "--seq-len", "seq", "tokens per sample (VLMs: with image tokens)"}),
       integer("train.grad_accum", d::kGradAccum, 1, l::kMaxGradAccum,
               {"gradient_accumulation_steps", "--grad-accum", "ga", "> 1 keeps gradients alive through forward"}),
+      boolean("train.zero_grad_set_to_none", d::kZeroGradSetToNone,
+              {"zero_grad(set_to_none)", "", "",
+               "false (PyTorch < 2.0's default) keeps every gradient allocated, zeroed, between steps"}),
+      boolean("train.softmax_saves_input", d::kSoftmaxSavesInput,
+              {"softmax keeps its input (PyTorch <= 1.10)", "", "",
+               "PyTorch <= 1.10 softmax / log_softmax also saved their input: one more score matrix per eager "
+               "attention layer"}),
       choice("train.precision", d::kPrecision, {"fp32", "bf16", "fp16", "amp_bf16", "amp_fp16", "mixed_bf16"},
              kPrecisionAliases, {"Precision", "--dtype", "prec", "the named precision recipe"}),
       choice("train.optimizer", d::kOptimizer, optimizer_names(), optimizer_aliases(),

@@ -121,6 +121,8 @@ void parse_train(const JsonReader& t, Request& req) {
   o.micro_batch = t.int_or("micro_batch", o.micro_batch, 1, kMaxBatch);
   o.seq_len = t.int_or("seq_len", defaults::kSeqLen, 1, kMaxSeq);
   o.grad_accum = t.int_or("grad_accum", o.grad_accum, 1, limits::kMaxGradAccum);
+  o.zero_grad_set_to_none = t.bool_or("zero_grad_set_to_none", o.zero_grad_set_to_none);
+  o.softmax_saves_input = t.bool_or("softmax_saves_input", o.softmax_saves_input);
   bool precision_here = false;
   o.precision = pick(t, "precision", "train.precision", kAllPrecisions, o.precision, &precision_here);
   o.precision_given = o.precision_given || precision_here;

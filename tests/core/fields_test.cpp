@@ -137,6 +137,8 @@ const std::map<std::string, std::function<json(const Request&)>>& readers() {
       {"train.micro_batch", [](const Request& r) { return r.train.micro_batch; }},
       {"train.seq_len", [](const Request& r) { return r.train.seq_len; }},
       {"train.grad_accum", [](const Request& r) { return r.train.grad_accum; }},
+      {"train.zero_grad_set_to_none", [](const Request& r) { return r.train.zero_grad_set_to_none; }},
+      {"train.softmax_saves_input", [](const Request& r) { return r.train.softmax_saves_input; }},
       {"train.precision", [](const Request& r) { return to_string(r.train.precision); }},
       {"train.optimizer", [](const Request& r) { return r.train.optimizer; }},
       {"train.grad_checkpointing", [](const Request& r) { return to_string(r.train.checkpointing); }},

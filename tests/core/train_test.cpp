@@ -146,6 +146,78 @@ TEST_F(TrainTest, GradientAccumulationKeepsGradientsAliveInForward) {
   EXPECT_EQ(phase(r4, "forward", "gradients"), int64_t{2} * 1235814400);
 }
 
+// PyTorch < 2.0's zero_grad(set_to_none=False), which the HF Trainer's
+// model.zero_grad() used (pytorch PR #92731 made True the default in 2.0):
+// gradients are zeroed in place, so without accumulation they still sit in
+// memory during the next forward. BERT-large: 335,141,888 params x 4 B.
+TEST_F(TrainTest, ZeroGradWithoutSetToNoneKeepsGradientsAliveInForward) {
+  const json base = {{"precision", "fp32"}, {"attention", "eager"}, {"micro_batch", 1}, {"seq_len", 128}};
+  json kept = base;
+  kept["zero_grad_set_to_none"] = false;
+  const json r_none = run(request("google-bert/bert-large-uncased", base));
+  const json r_kept = run(request("google-bert/bert-large-uncased", kept));
+  EXPECT_EQ(phase(r_none, "forward", "gradients"), 0);
+  EXPECT_EQ(phase(r_kept, "forward", "gradients"), int64_t{4} * 335141888);
+  EXPECT_EQ(component(r_kept, "gradients"), component(r_none, "gradients"));
+  // A step inside backward frees each gradient whatever zero_grad does.
+  kept["optimizer_in_backward"] = true;
+  EXPECT_EQ(phase(run(request("google-bert/bert-large-uncased", kept)), "forward", "gradients"), 0);
+}
+
+// BERT-large (h 1024, a 16, I 4096, s 512, dropout 0.1), fp32, eager
+// attention, bytes per token per layer (modeling_bert.py BertLayer):
+//   q/k/v Linear input 4h                        4,096
+//   q, k, v copies saved by the two bmm's 12h   12,288 (matmul reshapes the
+//                                                      permuted 4-D tensors)
+//   softmax output 4as + dropout mask as
+//     + dropout output 4as (saved by probs @ v) 73,728
+//   context (attention dense input) 4h           4,096
+//   two residual dropout masks 2h                2,048
+//   two LayerNorm inputs 2 x (4h + 8)            8,208
+//   intermediate dense input 4h                  4,096
+//   GELU input 4I + output dense input 4I       32,768
+//   total                                      141,328
+// PyTorch <= 1.10's SoftmaxBackward also kept softmax's input, the masked
+// fp32 scores (derivatives.yaml: _softmax_backward_data(grad, result, dim,
+// self); 1.11 keeps self.scalar_type() only, PR #65242/#66018): + 4as =
+// 32,768 -> 174,096. The stack adds the final-norm slot (4h + 4) per token.
+TEST_F(TrainTest, OldSoftmaxKeepsItsInputOneFp32ScoreMatrixPerEagerLayer) {
+  const int64_t h = 1024, a = 16, s = 512, L = 24, N = 2 * s;
+  const json base = {{"precision", "fp32"}, {"attention", "eager"}, {"micro_batch", 2}, {"seq_len", s}};
+  json old = base;
+  old["softmax_saves_input"] = true;
+  const json r_now = run(request("google-bert/bert-large-uncased", base));
+  const json r_old = run(request("google-bert/bert-large-uncased", old));
+  EXPECT_EQ(component(r_now, "activations"), N * (L * 141328 + 4 * h + 4));
+  EXPECT_EQ(component(r_old, "activations"), N * (L * 174096 + 4 * h + 4));
+  EXPECT_EQ(174096 - 141328, 4 * a * s);
+  // Under fp16 autocast the fp16 scores plus BERT's fp32 additive mask
+  // promote to fp32: the kept input is 4 B per element as well.
+  json amp_now = base, amp_old = old;
+  amp_now["precision"] = amp_old["precision"] = "amp_fp16";
+  EXPECT_EQ(component(run(request("google-bert/bert-large-uncased", amp_old)), "activations") -
+                component(run(request("google-bert/bert-large-uncased", amp_now)), "activations"),
+            N * L * 4 * a * s);
+  // SDPA / FlashAttention never call softmax's autograd: unchanged.
+  for (const char* attn : {"sdpa", "flash_attention_2"}) {
+    json k_now = base, k_old = old;
+    k_now["attention"] = k_old["attention"] = attn;
+    EXPECT_EQ(component(run(request("google-bert/bert-large-uncased", k_old)), "activations"),
+              component(run(request("google-bert/bert-large-uncased", k_now)), "activations"))
+        << attn;
+  }
+}
+
+// The same PyTorch <= 1.10 rule for the loss: log_softmax keeps its fp32
+// input until its backward, 12 -> 16 B per logit (see the 10/12 test above).
+TEST_F(TrainTest, OldLogSoftmaxKeepsTheFp32LogitsUntilItsBackward) {
+  const json r =
+      run(request("meta-llama/Llama-3.1-8B", {{"micro_batch", 2}, {"seq_len", 512}, {"softmax_saves_input", true}}));
+  const int64_t nv = int64_t{1024} * 128256;
+  EXPECT_EQ(phase(r, "loss", "loss_buffers"), 10 * nv);
+  EXPECT_EQ(phase(r, "backward_start", "loss_buffers"), 16 * nv);
+}
+
 // The peak is the largest device view; once the allocator's cache holds its
 // size, several phases reach it, and the one named is where the live tensors
 // (allocated bytes) peak among them.

@@ -32,6 +32,18 @@ inline constexpr const char* kFramework = "hf";
 // and reports the largest micro-batch that fits).
 inline constexpr int64_t kMicroBatch = 1;
 inline constexpr int64_t kGradAccum = 1;  // TrainingArguments gradient_accumulation_steps = 1
+// PyTorch >= 2.0: zero_grad() sets gradients to None (set_to_none=True became
+// the default of torch/optim/optimizer.py Optimizer.zero_grad and
+// torch/nn/modules/module.py Module.zero_grad in pytorch PR #92731), so they
+// are freed after each step. Before 2.0 the default was False: the HF
+// Trainer's model.zero_grad() after every optimizer step (trainer.py, v4.x
+// train loop) zeroed them in place and they stayed allocated.
+inline constexpr bool kZeroGradSetToNone = true;
+// PyTorch >= 1.11: softmax and log_softmax keep only their output for backward
+// (tools/autograd/derivatives.yaml: _softmax_backward_data(grad, result, dim,
+// self.scalar_type()); pytorch issue #64000, PR #65242, relanded as #66018).
+// PyTorch <= 1.10 also kept the input (`self`, the formula's last argument).
+inline constexpr bool kSoftmaxSavesInput = false;
 // The contract's example sequence length (docs/schema.md) and Llama-2's context.
 inline constexpr int64_t kSeqLen = 2048;
 // Pure bf16: the model loaded with torch_dtype=bfloat16, as most fine-tuning

@@ -52,6 +52,8 @@ struct TrainOptions {
   int64_t micro_batch = defaults::kMicroBatch;
   int64_t seq_len = defaults::kSeqLen;
   int64_t grad_accum = defaults::kGradAccum;
+  bool zero_grad_set_to_none = defaults::kZeroGradSetToNone;  // false: gradients stay allocated between steps
+  bool softmax_saves_input = defaults::kSoftmaxSavesInput;    // torch <= 1.10: softmax also keeps its input
   Precision precision = Precision::kBf16;
   bool precision_given = false;
   std::string optimizer = defaults::kOptimizer;
@@ -69,6 +71,11 @@ struct TrainOptions {
   std::vector<std::string> trainable_modules;  // method freeze: leaf names or "layers.N"
   double dropout = -1;                         // override of the model's dropout; -1 = model default
   int64_t images_per_sample = 0;               // VLMs
+
+  // Gradients outlive one step: carried across accumulation micro-steps, or
+  // zeroed in place by zero_grad(set_to_none=False) (vram/fields.h
+  // kZeroGradSetToNone). A step in backward frees each one regardless.
+  bool gradients_persist() const { return grad_accum > 1 || (!zero_grad_set_to_none && !optimizer_in_backward); }
 };
 
 struct InferOptions {

@@ -34,7 +34,7 @@ LossBuffers loss_buffers(const Request& req, const Dtypes& dt, int64_t grads_hea
     const int64_t inc = ceil_div(V, h);
     int64_t chunk = 1;
     while (chunk < ceil_div(N, inc)) chunk *= 2;
-    out.early_head_grads = t.grad_accum > 1 ? 0 : grads_head;
+    out.early_head_grads = t.gradients_persist() ? 0 : grads_head;
     loss_fwd = to_bytes(
         (static_cast<double>(chunk) * V * (logits_elem + 4) + static_cast<double>(N) * h * logits_elem) * logit_factor);
     loss_bwd = loss_fwd;
@@ -46,15 +46,21 @@ LossBuffers loss_buffers(const Request& req, const Dtypes& dt, int64_t grads_hea
   } else if (lm_loss) {
     const int64_t upcast = logits_elem == 4 ? 0 : 4;
     loss_fwd = to_bytes(static_cast<double>(N) * V * (logits_elem + upcast + 4) * logit_factor);
-    loss_bwd = to_bytes(static_cast<double>(N) * V * 12.0 * logit_factor);
+    // PyTorch <= 1.10 (train.softmax_saves_input): log_softmax also keeps its
+    // fp32 input until its backward (derivatives.yaml up to 1.10:
+    // _log_softmax_backward_data(grad, result, dim, self); issue #64000).
+    const int64_t kept_in = t.softmax_saves_input ? 1 : 0;
+    loss_bwd = to_bytes(static_cast<double>(N) * V * (12.0 + 4.0 * kept_in) * logit_factor);
     // Forward: the logits, their fp32 copy, the saved log_softmax output;
     // backward: three fp32 N x V tensors (the saved output and two grads).
     const int64_t nv4 = to_bytes(static_cast<double>(N) * V * 4.0 * logit_factor);
     out.forward_pieces = {{nv4, 1}, {to_bytes(static_cast<double>(N) * V * logits_elem * logit_factor), 1}};
     if (upcast > 0) out.forward_pieces.push_back({nv4, 1});
-    out.backward_pieces = {{nv4, 3}};
+    out.backward_pieces = {{nv4, 3 + kept_in}};
     loss_formula = "N " + fmt_int(N) + " x V " + fmt_int(V) + " x (" + std::to_string(logits_elem) + " logits + " +
-                   std::to_string(upcast) + " fp32 copy + 4 log_softmax) in forward; x 12 B in backward";
+                   std::to_string(upcast) + " fp32 copy + 4 log_softmax) in forward; x " +
+                   std::to_string(12 + 4 * kept_in) + " B in backward" +
+                   (kept_in > 0 ? " (log_softmax keeps its input)" : "");
   } else if (!last) {
     loss_formula = "none on this pipeline stage: the last stage computes the logits and the loss";
   } else {

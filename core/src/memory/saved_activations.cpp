@@ -13,7 +13,8 @@
 //   (flash_attn_interface.py FlashAttnFunc.forward: save_for_backward(q, k, v,
 //   out_padded, softmax_lse, rng_state)).
 // - Eager attention saves the fp32 softmax output and the probabilities cast
-//   to the compute dtype (modeling_llama.py eager_attention_forward).
+//   to the compute dtype (modeling_llama.py eager_attention_forward); PyTorch
+//   <= 1.10 also kept softmax's input (train.softmax_saves_input).
 // - SiLU / GELU (F.gelu) save their input; NewGELUActivation ("gelu_new",
 //   activations.py) is composed of pow/tanh/mul and saves 4 tensors.
 // - Under torch.autocast each Linear casts an fp32 input to bf16 itself, and
@@ -232,6 +233,19 @@ void attention_block(const LayerCtx& c, int64_t seq, std::vector<SavedItem>& ite
       scores += 1.0 * a * s + static_cast<double>(pa) * a * s;
     } else if (pa != 4) {
       scores += static_cast<double>(pa) * a * s;
+    }
+    if (t.softmax_saves_input) {
+      // PyTorch <= 1.10 (train.softmax_saves_input): SoftmaxBackward also
+      // keeps softmax's input, the masked scores (derivatives.yaml up to 1.10:
+      // _softmax_backward_data(grad, result, dim, self); pytorch issue
+      // #64000). They are fp32 in fp32 training; under autocast the fp16
+      // scores plus the fp32 additive mask (modeling_utils.py
+      // get_extended_attention_mask: .to(dtype=self.dtype), the fp32
+      // parameters' dtype) promote to fp32; softmax(dtype=float32) of bf16
+      // scores saves its fp32 copy (aten SoftMax.cpp softmax: toType). Pure
+      // fp16 on CUDA takes _softmax(half_to_float=true) and keeps fp16 scores.
+      const bool half_in = !c.dt.autocast && t.precision == Precision::kFp16;
+      scores += (half_in ? 2.0 : 4.0) * a * s;
     }
     items.push_back({"attention scores (eager softmax, s^2 term)", scores, true});
     if (o_saves) items.push_back({"attention output (o_proj input)", out_bytes, false});

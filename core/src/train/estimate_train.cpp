@@ -178,6 +178,13 @@ void step_assumptions(Estimate& e, const RankBasis& b) {
   e.assumptions.push_back(std::string("attention ") + to_string(t.attention) +
                           (t.attention_given ? "" : " (default: transformers attn_implementation)"));
   e.assumptions.push_back("steady-state step (step >= 2): optimizer states exist during forward and backward");
+  if (!t.zero_grad_set_to_none && t.grad_accum == 1 && !t.optimizer_in_backward) {
+    e.assumptions.push_back(
+        "zero_grad(set_to_none=False) (PyTorch < 2.0's default): gradients stay allocated, zeroed, through forward");
+  }
+  if (t.softmax_saves_input) {
+    e.assumptions.push_back("softmax / log_softmax keep their input for backward (PyTorch <= 1.10)");
+  }
   if (!b.plan.lora_targets.empty()) {
     std::string tg;
     for (const auto& x : b.plan.lora_targets) tg += (tg.empty() ? "" : ", ") + x;

@@ -74,7 +74,9 @@ Timeline training_step(const RankBasis& b, const StepTerms& t) {
   const memory::ActivationStack& a = t.act;
   const int64_t L = req.model.text.layers;
   const int64_t moe_layers = req.model.text.moe_layers;
-  const bool accum = o.grad_accum > 1;
+  // Gradients that outlive the step: accumulated over micro-steps, or zeroed
+  // in place by zero_grad(set_to_none=False) (TrainOptions::gradients_persist).
+  const bool kept = o.gradients_persist();
   Timeline tl;
 
   // ---- load: model state, workspaces, persistent buffers ----------------
@@ -82,14 +84,16 @@ Timeline training_step(const RankBasis& b, const StepTerms& t) {
   tl.alloc("cublas_workspace", "cuBLAS/cuBLASLt workspaces", b.cublas);
   if (pb.comm > 0) tl.alloc("comm_buffers", "communication buckets", pb.comm);
   tl.alloc("misc", "user cushion", req.overheads.misc_bytes);
-  // Gradients carried across accumulation micro-steps (none otherwise).
+  // Gradients carried across steps (none otherwise).
   std::vector<Piece> all_grads;
-  if (accum) {
+  if (kept) {
     all_grads = b.pieces.grads_head;
     for (Piece p : b.pieces.grads_layer) all_grads.push_back({p.bytes, p.count * L});
     all_grads.insert(all_grads.end(), b.pieces.grads_rest.begin(), b.pieces.grads_rest.end());
   }
-  Timeline::Id grads = tl.alloc("gradients", "accumulated gradients", accum ? sz.grads : 0, std::move(all_grads));
+  Timeline::Id grads =
+      tl.alloc("gradients", o.grad_accum > 1 ? "accumulated gradients" : "gradients kept between steps (zeroed)",
+               kept ? sz.grads : 0, std::move(all_grads));
   tl.begin_step();
 
   // ---- forward -----------------------------------------------------------
@@ -118,8 +122,8 @@ Timeline training_step(const RankBasis& b, const StepTerms& t) {
   // ---- backward sweep, top layer first --------------------------------------
   tl.free(loss);
   tl.free(head);
-  int64_t g_now = accum ? sz.grads : sz.grads_head;
-  if (!accum && sz.grads_head - t.loss.early_head_grads != 0) {
+  int64_t g_now = kept ? sz.grads : sz.grads_head;
+  if (!kept && sz.grads_head - t.loss.early_head_grads != 0) {
     step_grads.push_back(tl.alloc("gradients", "lm_head and final norm gradients",
                                   sz.grads_head - t.loss.early_head_grads,
                                   t.loss.early_head_grads > 0 ? std::vector<Piece>{} : b.pieces.grads_head));
@@ -145,7 +149,7 @@ Timeline training_step(const RankBasis& b, const StepTerms& t) {
     } else {
       tl.free(layers[static_cast<size_t>(i - a.first_grad_layer)]);
     }
-    if (!accum) {
+    if (!kept) {
       step_grads.push_back(tl.alloc("gradients", "layer gradients", sz.grads_layer, {}, memory::Residence::kAllocated,
                                     static_cast<int32_t>(i)));
       g_now += sz.grads_layer;
@@ -155,7 +159,7 @@ Timeline training_step(const RankBasis& b, const StepTerms& t) {
   // into lm_head's grad through a temporary of the same size).
   if (sz.grads - g_now != 0) {
     step_grads.push_back(tl.alloc("gradients", "embedding and other gradients", sz.grads - g_now,
-                                  accum ? std::vector<Piece>{} : b.pieces.grads_rest));
+                                  kept ? std::vector<Piece>{} : b.pieces.grads_rest));
   }
   const int64_t tied_tmp = req.model.tie_word_embeddings && sz.grads_embed > 0 ? sz.grads_embed : 0;
   const Timeline::Id tied = tl.alloc("layer_backward", "tied embedding gradient temporary", tied_tmp);
@@ -176,7 +180,8 @@ Timeline training_step(const RankBasis& b, const StepTerms& t) {
   tl.mark("optimizer_step", "optimizer step");
 
   // ---- end of step: temporaries go, zero_grad(set_to_none=True) frees the
-  // step's gradients (transformers Trainer, torch.optim.Optimizer.zero_grad).
+  // step's gradients (transformers Trainer, torch.optim.Optimizer.zero_grad);
+  // kept ones stay for the next step.
   tl.free(temp);
   if (o.optimizer_in_backward) {
     tl.free(grads);
