@@ -101,6 +101,11 @@ export interface QuantOptions {
   blocksize?: number;
   /** peft prepare_model_for_kbit_training (non-4-bit params cast to fp32); default true. */
   prepare_kbit?: boolean;
+  /**
+   * bitsandbytes older than 0.43.2: MatMul4Bit keeps every 4-bit Linear's input for backward
+   * (ctx.tensors = (A, B)); default false (current releases keep none).
+   */
+  saves_input?: boolean;
 }
 
 /** Training workload, used when `task` is "train". */
@@ -494,6 +499,9 @@ export interface Phase {
   parts: Record<string, number>;
 }
 
+/** Whether a job fits a card, and whether a paged optimizer's states page to host RAM. */
+export type FitVerdict = 'fits' | 'fits_with_paging' | 'does_not_fit';
+
 /** The verdict for the requested GPU. */
 export interface Fit {
   /** Catalog name, or a description of `gpu.memory_gib`. */
@@ -502,16 +510,28 @@ export interface Fit {
   total_bytes: number;
   /** Contract. What a process can really use (total minus the driver's reserve). */
   capacity_bytes: number;
-  /** Contract. peak_bytes <= capacity_bytes. */
+  /**
+   * Contract. The job runs on the card: peak_bytes <= capacity_bytes, or, with a paged optimizer, everything
+   * but its managed states fits (`verdict` "fits_with_paging").
+   */
   fits: boolean;
+  /**
+   * "fits" (nothing pages), "fits_with_paging" (only the paged optimizer's states in CUDA managed memory
+   * overflow the card: they page to host RAM at a throughput cost), "does_not_fit" (even without them).
+   */
+  verdict: FitVerdict;
+  /** With "fits_with_paging": the managed bytes that do not fit (peak_bytes - capacity_bytes); else 0. */
+  paged_bytes: number;
   /** peak_bytes / capacity_bytes, rounded to 4 decimals. */
   utilization: number;
   /** peak_bytes <= headroom_fraction x total_bytes (the seeds' safety margin). */
   headroom_ok: boolean;
   /** The headroom rule's fraction (0.8). */
   headroom_fraction: number;
-  /** Training only: the largest micro-batch that fits, 0 if none. */
+  /** Training only: the largest micro-batch that fits without paging, 0 if none. */
   max_micro_batch?: number;
+  /** Training with a paged optimizer: the largest micro-batch that runs with its states paging, 0 if none. */
+  max_micro_batch_with_paging?: number;
 }
 
 /** One row of the GPU table: the same peak against every catalog card. */
@@ -520,8 +540,10 @@ export interface GpuRow {
   name: string;
   /** Usable bytes of the card. */
   capacity_bytes: number;
-  /** The peak fits. */
+  /** The job runs on this card (with paging when `verdict` says so). */
   fits: boolean;
+  /** As `Fit.verdict`. */
+  verdict: FitVerdict;
   /** Peak / capacity, rounded to 4 decimals. */
   utilization: number;
   /** The peak is within the headroom rule. */

@@ -13,6 +13,7 @@ import {
   type ErrorCode,
   type FieldInfo,
   type FieldsInfo,
+  type FitVerdict,
   type InferFacts,
   type ModelInfo,
   type ParallelFacts,
@@ -155,7 +156,11 @@ async function usesTheFacade(): Promise<void> {
   if (result.fit !== null) {
     expectType<boolean>(result.fit.fits);
     expectType<number>(result.fit.capacity_bytes);
+    expectType<'fits' | 'fits_with_paging' | 'does_not_fit'>(result.fit.verdict);
+    expectType<number>(result.fit.paged_bytes);
+    expectType<number | undefined>(result.fit.max_micro_batch_with_paging);
   }
+  expectType<FitVerdict>(result.gpus[0].verdict);
   expectType<number>(vram.estimate(inference).tokens_per_micro_batch);
 
   // Inference answers are absent for training, so they are checked first.

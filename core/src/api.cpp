@@ -135,6 +135,7 @@ json result_json(const Request& req, const Estimate& e) {
     gpus.push_back({{"name", g.name},
                     {"capacity_bytes", g.capacity_bytes},
                     {"fits", g.fits},
+                    {"verdict", g.verdict},
                     {"utilization", round4(g.utilization)},
                     {"headroom_ok", g.headroom_ok}});
   }
@@ -171,10 +172,15 @@ json result_json(const Request& req, const Estimate& e) {
                   {"total_bytes", e.fit.total_bytes},
                   {"capacity_bytes", e.fit.capacity_bytes},
                   {"fits", e.fit.fits},
+                  {"verdict", e.fit.verdict},
+                  {"paged_bytes", e.fit.paged_bytes},
                   {"utilization", round4(e.fit.utilization)},
                   {"headroom_ok", e.fit.headroom_ok},
                   {"headroom_fraction", kHeadroomFraction}};
     if (req.task == Task::kTrain) out["fit"]["max_micro_batch"] = e.fit.max_micro_batch;
+    if (req.task == Task::kTrain && e.managed_bytes > 0) {
+      out["fit"]["max_micro_batch_with_paging"] = e.fit.max_micro_batch_with_paging;
+    }
   } else {
     out["fit"] = nullptr;
   }

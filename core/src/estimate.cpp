@@ -2,6 +2,7 @@
 #include "vram/estimate.h"
 
 #include <functional>
+#include <string>
 
 #include "fit.h"
 #include "infer/estimate_infer.h"
@@ -21,6 +22,12 @@ Result<Estimate> run(const Request& req) {
 
 // Largest value of `field` (infer.batch or infer.context_len) whose peak fits
 // `capacity`: the peak is non-decreasing in both.
+std::string gib(int64_t bytes) {
+  const int64_t centi = (bytes * 100 + (int64_t{1} << 29)) >> 30;  // GiB to two decimals, rounded
+  const int64_t frac = centi % 100;
+  return std::to_string(centi / 100) + "." + (frac < 10 ? "0" : "") + std::to_string(frac) + " GiB";
+}
+
 int64_t max_infer(const Request& req, int64_t capacity, int64_t InferOptions::*field, int64_t limit) {
   Request r = req;
   return largest_fitting(
@@ -58,20 +65,23 @@ Result<Estimate> estimate_request(const Request& req) {
       auto x = infer::estimate_infer(r);
       const bool ok = x.ok() && vllm_sequences(x.value()) > 0;
       const int64_t peak = x.ok() ? x.value().peak_bytes : 0;
-      e.gpus.push_back(
-          {g.name, g.usable_bytes(), ok, static_cast<double>(peak) / static_cast<double>(g.usable_bytes()), true});
+      e.gpus.push_back({g.name, g.usable_bytes(), ok, ok ? kFits : kDoesNotFit,
+                        static_cast<double>(peak) / static_cast<double>(g.usable_bytes()), true});
       continue;
     }
-    const Fit f = fit_for(e.peak_bytes, total, g.usable_bytes(), g.name);
-    e.gpus.push_back({g.name, f.capacity_bytes, f.fits, f.utilization, f.headroom_ok});
+    const Fit f = fit_for(e.peak_bytes, total, g.usable_bytes(), g.name, e.managed_bytes);
+    e.gpus.push_back({g.name, f.capacity_bytes, f.fits, f.verdict, f.utilization, f.headroom_ok});
   }
   if (const auto card = fit::chosen_gpu(req)) {
     const int64_t total = card->total;
     const int64_t capacity = card->capacity;
     const std::string& name = card->name;
     e.has_fit = true;
-    e.fit = fit_for(e.peak_bytes, total, capacity, name);
-    if (req.task == Task::kTrain) e.fit.max_micro_batch = train::max_micro_batch(req, capacity);
+    e.fit = fit_for(e.peak_bytes, total, capacity, name, e.managed_bytes);
+    if (req.task == Task::kTrain) {
+      e.fit.max_micro_batch = train::max_micro_batch(req, capacity);
+      if (e.managed_bytes > 0) e.fit.max_micro_batch_with_paging = train::max_micro_batch(req, capacity, true);
+    }
     const ParallelOptions& par = req.parallel;
     const bool sharded = par.zero > 0 || (!par.fsdp.empty() && par.fsdp != "no_shard") || par.distributed_optimizer;
     if (req.task == Task::kTrain && sharded) {
@@ -101,12 +111,23 @@ Result<Estimate> estimate_request(const Request& req) {
       // vLLM takes gpu_memory_utilization of the card by design; it fits when
       // one sequence of the context fits in its KV blocks.
       e.fit.fits = e.fit.fits && vllm_sequences(e) > 0;
+      e.fit.verdict = e.fit.fits ? kFits : kDoesNotFit;
       e.fit.headroom_ok = true;
       e.assumptions.push_back(
           "vLLM takes gpu_memory_utilization of the GPU by design, so the 80% headroom rule "
           "does not apply; it fits when one sequence of context_len fits in its KV blocks");
     } else if (!e.fit.fits) {
-      e.warnings.push_back("does not fit: peak exceeds the " + name + "'s usable memory");
+      e.warnings.push_back(e.managed_bytes > 0 ? "does not fit, even with paging: without the paged optimizer's " +
+                                                     gib(e.managed_bytes) + " of states the peak is " +
+                                                     gib(e.peak_bytes - e.managed_bytes) + ", above the " + name +
+                                                     "'s usable " + gib(capacity)
+                                               : "does not fit: peak exceeds the " + name + "'s usable memory");
+    } else if (e.fit.verdict == kFitsWithPaging) {
+      e.warnings.push_back("runs with paging: everything but the paged optimizer's states fits the " + name + " (" +
+                           gib(e.peak_bytes - e.managed_bytes) + " of usable " + gib(capacity) + "); about " +
+                           gib(e.fit.paged_bytes) + " of the " + gib(e.managed_bytes) +
+                           " of states in CUDA managed memory are evicted to host RAM and paged back at each "
+                           "optimizer step, at a throughput cost");
     } else if (!e.fit.headroom_ok) {
       e.warnings.push_back("fits, but above the 80% headroom rule: allocator fragmentation or longer samples may OOM");
     }

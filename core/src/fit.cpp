@@ -19,12 +19,27 @@ std::optional<Card> chosen_gpu(const Request& req) {
   return std::nullopt;
 }
 
-Fit fit_for(int64_t peak, int64_t total, int64_t capacity, const std::string& name) {
+bool runs_on(int64_t peak, int64_t managed, int64_t capacity) { return peak - managed <= capacity; }
+
+Fit fit_for(int64_t peak, int64_t total, int64_t capacity, const std::string& name, int64_t managed) {
   Fit f;
   f.gpu = name;
   f.total_bytes = total;
   f.capacity_bytes = capacity;
-  f.fits = peak <= capacity;
+  // Managed memory (bitsandbytes paged optimizers: cudaMallocManaged) is
+  // evicted to host RAM by the driver when device memory runs out and paged
+  // back when the optimizer touches it (QLoRA paper §3, "Paged Optimizers");
+  // allocations through the caching allocator, the CUDA context and NCCL
+  // cannot be.
+  if (peak <= capacity) {
+    f.verdict = kFits;
+  } else if (runs_on(peak, managed, capacity)) {
+    f.verdict = kFitsWithPaging;
+    f.paged_bytes = peak - capacity;
+  } else {
+    f.verdict = kDoesNotFit;
+  }
+  f.fits = f.verdict != kDoesNotFit;
   f.utilization = capacity > 0 ? static_cast<double>(peak) / static_cast<double>(capacity) : 0;
   f.headroom_ok = static_cast<double>(peak) <= kHeadroomFraction * static_cast<double>(total);
   return f;

@@ -21,7 +21,13 @@ struct Card {
 };
 std::optional<Card> chosen_gpu(const Request& req);
 
-Fit fit_for(int64_t peak, int64_t total, int64_t capacity, const std::string& name);
+// `peak` is the device view; `managed` the part of it in CUDA managed memory
+// (paged optimizer states), which can page out to host RAM.
+Fit fit_for(int64_t peak, int64_t total, int64_t capacity, const std::string& name, int64_t managed = 0);
+
+// Whether a job of this device peak runs on `capacity`: all but its managed
+// memory must fit (the managed part pages when it does not).
+bool runs_on(int64_t peak, int64_t managed, int64_t capacity);
 
 // Largest v in [1, limit] with fits(v), 0 if none; `fits` must be monotone
 // (true up to some value, false after): doubling, then bisection.

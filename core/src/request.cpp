@@ -177,6 +177,7 @@ void parse_train(const JsonReader& t, Request& req) {
     o.quant.double_quant = q->bool_or("double_quant", defaults::kDoubleQuant);
     o.quant.blocksize = q->int_or("blocksize", defaults::kQuantBlocksize, 16, 4096);
     o.quant.prepare_kbit = q->bool_or("prepare_kbit", defaults::kPrepareKbit);
+    o.quant.saves_input = q->bool_or("saves_input", defaults::kQuantSavesInput);
   }
   if (o.method == Method::kFreeze && o.trainable_modules.empty()) {
     fail(errc::kMissingField, t.child_path("trainable_modules"),

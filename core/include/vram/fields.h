@@ -70,6 +70,11 @@ inline constexpr bool kLoraUseDora = false;
 inline constexpr bool kDoubleQuant = true;
 inline constexpr int64_t kQuantBlocksize = 64;
 inline constexpr bool kPrepareKbit = true;
+// bitsandbytes >= 0.43.2 (PR #1270, autograd/_functions.py MatMul4Bit.forward:
+// ctx.tensors = (None, B)) no longer keeps a 4-bit Linear's input for
+// backward; 0.41.x-0.43.1 kept it (ctx.tensors = (A, B)). Current releases are
+// the default.
+inline constexpr bool kQuantSavesInput = false;
 
 // Inference: one sequence, a 4k context, bf16 weights and KV cache, transformers generate.
 inline constexpr int64_t kInferBatch = 1;

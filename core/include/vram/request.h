@@ -44,7 +44,8 @@ struct LoraOptions {
 struct QuantOptions {
   bool double_quant = defaults::kDoubleQuant;  // bnb_4bit_use_double_quant
   int64_t blocksize = defaults::kQuantBlocksize;
-  bool prepare_kbit = defaults::kPrepareKbit;  // peft prepare_model_for_kbit_training casts non-4bit params to fp32
+  bool prepare_kbit = defaults::kPrepareKbit;     // peft prepare_model_for_kbit_training casts non-4bit params to fp32
+  bool saves_input = defaults::kQuantSavesInput;  // bitsandbytes < 0.43.2: MatMul4Bit keeps each input for backward
 };
 
 struct TrainOptions {

@@ -31,20 +31,34 @@ struct Phase {
   std::map<std::string, int64_t> parts;  // component key -> bytes live in this phase
 };
 
+// The fit verdict. A paged optimizer's states live in CUDA managed memory,
+// which the driver evicts to host RAM when the card is full (bitsandbytes
+// paged optimizers, QLoRA paper §3 "Paged Optimizers"): a job whose other
+// memory fits still runs, paging states in and out at a throughput cost.
+inline constexpr const char* kFits = "fits";                        // everything fits, nothing pages
+inline constexpr const char* kFitsWithPaging = "fits_with_paging";  // only managed states overflow the card
+inline constexpr const char* kDoesNotFit = "does_not_fit";          // even without the managed states
+
 struct Fit {
   std::string gpu;
   int64_t total_bytes = 0;     // what nvidia-smi shows as the card's total
   int64_t capacity_bytes = 0;  // what a process can really use
-  bool fits = false;
+  bool fits = false;           // the job runs on the card (with paging when verdict says so)
+  std::string verdict = kDoesNotFit;
+  int64_t paged_bytes = 0;      // managed bytes that do not fit the card and page to host RAM
   double utilization = 0;       // peak / capacity
   bool headroom_ok = false;     // peak <= kHeadroomFraction * total (seed 000)
   int64_t max_micro_batch = 0;  // largest micro-batch that fits (training), 0 if none
+  // With a paged optimizer: the largest micro-batch that runs, its states
+  // paging as needed (training), 0 if none.
+  int64_t max_micro_batch_with_paging = 0;
 };
 
 struct GpuRow {
   std::string name;
   int64_t capacity_bytes = 0;
   bool fits = false;
+  std::string verdict = kDoesNotFit;
   double utilization = 0;
   bool headroom_ok = false;
 };
@@ -67,6 +81,7 @@ struct Estimate {
   int64_t peak_bytes = 0;            // device view at the peak phase (what must fit)
   int64_t peak_allocated_bytes = 0;  // torch.cuda.max_memory_allocated
   int64_t peak_reserved_bytes = 0;   // torch.cuda.max_memory_reserved
+  int64_t managed_bytes = 0;         // CUDA managed memory (paged optimizer states), part of peak_bytes
   std::string peak_phase;
   int64_t params_trainable = 0;
   int64_t tokens_per_micro_batch = 0;

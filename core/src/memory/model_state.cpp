@@ -50,6 +50,7 @@ StateSizes combine(const StateSizes& a, const StateSizes& b, const OptimizerInfo
   StateSizes s;
   for (auto [x, y, z] : {std::tuple{&s.weights, a.weights, b.weights},
                          {&s.weights_quantized, a.weights_quantized, b.weights_quantized},
+                         {&s.quantized_packed, a.quantized_packed, b.quantized_packed},
                          {&s.lora_weights, a.lora_weights, b.lora_weights},
                          {&s.autocast_cache, a.autocast_cache, b.autocast_cache},
                          {&s.master, a.master, b.master},
@@ -98,6 +99,7 @@ StateSizes model_state(const Request& req, const TrainablePlan& plan, const Dtyp
     if (!in_part(g, part)) continue;
     if (gp.quantized) {
       s.weights_quantized += nf4_bytes(g.in_features * g.out_features, t.quant) * g.instances;
+      s.quantized_packed += ceil_div(g.in_features * g.out_features, 2) * g.instances;
       if (g.bias) s.weights += frozen_hp_elem * g.out_features * g.instances;
       // MatMul4Bit backward: grad_A = grad_out @ dequantize_4bit(B).to(dtype)
       s.qlora_dequant = std::max(s.qlora_dequant, 2 * g.in_features * g.out_features);
@@ -211,13 +213,23 @@ RankState rank_state(const Request& req, const ParallelOptions& par, const Train
       }
     }
     if (sh.weights) {
-      // A 4-bit base stays replicated under ZeRO-3 (seed 000: "ZeRO-3
-      // (QLoRA): base weights replicated, only LoRA params sharded"); so do
-      // DeepSpeed's persistent small tensors.
+      // DeepSpeed's persistent small tensors stay whole.
       const int64_t keep = sh.deepspeed ? x.weights_persistent : 0;
       const int64_t keep_lora = sh.deepspeed ? x.lora_persistent : 0;
       x.weights = ceil_div(x.weights - keep, ranks) + keep;
       x.lora_weights = ceil_div(x.lora_weights - keep_lora, ranks) + keep_lora;
+      // A 4-bit base is sharded like any parameter: FSDP and ZeRO-3 QLoRA
+      // need bnb_4bit_quant_storage set to a float dtype (bitsandbytes
+      // docs/source/fsdp_qlora.md: "FSDP only supports sharding float data
+      // types"; PEFT docs accelerate/fsdp.md and accelerate/deepspeed.md,
+      // "Use PEFT QLoRA and FSDP / DeepSpeed with ZeRO3"; Answer.AI
+      // fsdp_qlora), which packs the codes into bf16 storage so the
+      // Params4bit data shards with the rest. The absmax constants are not
+      // parameters: each rank keeps its module's quant_state whole
+      // (bitsandbytes nn/modules.py fix_4bit_weight_quant_state_from_module).
+      const int64_t packed = ceil_div(x.quantized_packed, ranks);
+      x.weights_quantized = x.weights_quantized - x.quantized_packed + packed;
+      x.quantized_packed = packed;
     }
     return x;
   };
@@ -242,7 +254,12 @@ RankState rank_state(const Request& req, const ParallelOptions& par, const Train
   if (rs.offloaded) {
     sz.states = sz.master = sz.opt_temp = rs.grad_partitions = 0;  // the step runs on the CPU
   }
-  if (par.offload_params) sz.weights = 0;
+  if (par.offload_params) {
+    // Offloaded parameters include the packed 4-bit codes; the absmax stay.
+    sz.weights = 0;
+    sz.weights_quantized -= sz.quantized_packed;
+    sz.quantized_packed = 0;
+  }
   rs.shard_note = " / " + std::to_string(n) +
                   (split_experts ? ", routed experts / " + std::to_string(sh.expert_group) : "") + " (" + sh.label +
                   ")";
@@ -360,8 +377,11 @@ void state_components(std::vector<Component>& out, const Request& req, const Par
   std::string w_formula = fmt_int(P) + " params";
   if (sz.weights_quantized > 0) {
     w_formula += ": 4-bit linears " + fmt_int(sz.weights_quantized) + " B (NF4" +
-                 (t.quant.double_quant ? " + double-quantised absmax" : " + fp32 absmax") + "), the rest " +
-                 fmt_int(sz.weights) + " B";
+                 (t.quant.double_quant ? " + double-quantised absmax" : " + fp32 absmax") +
+                 (sh.weights && !par.offload_params ? "; the packed codes sharded (bnb_4bit_quant_storage), the "
+                                                      "absmax whole on every rank"
+                                                    : "") +
+                 "), the rest " + fmt_int(sz.weights) + " B";
   } else {
     w_formula += " x " + std::to_string(dt.weight) + " B";
   }

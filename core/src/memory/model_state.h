@@ -27,6 +27,7 @@ int64_t state_bytes(const OptimizerInfo& o, int64_t state_elem, int64_t numel, i
 struct StateSizes {
   int64_t weights = 0;            // high-precision weights (and 4-bit layers' biases)
   int64_t weights_quantized = 0;  // 4-bit Linear weights with their absmax
+  int64_t quantized_packed = 0;   // of which the packed 4-bit codes (the Params4bit data; absmax apart)
   int64_t lora_weights = 0;
   int64_t autocast_cache = 0;
   int64_t master = 0;

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "format.h"
+#include "memory/overheads.h"
 
 namespace vram::memory {
 
@@ -18,19 +19,28 @@ ParallelBuffers parallel_buffers(const Request& req, const ParallelOptions& par,
   ParallelBuffers out;
   // One decoder layer's parameters on this rank (FSDP unit, ZeRO-3 gather):
   // every-layer groups plus the larger of a sparse and a dense layer's own.
-  // A 4-bit base is not partitioned, so it is never gathered either.
+  // A 4-bit base is sharded as packed codes in float storage
+  // (bnb_4bit_quant_storage, model_state.cpp rank_state) and gathered as
+  // those bytes, which FSDP's param_dtype cast leaves alone (the storage
+  // dtype is the model's; PEFT docs accelerate/fsdp.md, QLoRA with FSDP).
   int64_t& layer_params = out.layer_params;
+  int64_t layer_quant_bytes = 0;
   {
     int64_t every = 0, sparse = 0, dense = 0;
+    int64_t q_every = 0, q_sparse = 0, q_dense = 0;
     for (size_t i = 0; i < m.groups.size(); ++i) {
       const ParamGroup& g = m.groups[i];
       const int64_t span = m.layer_span(g);
-      if (span == 0 || plan.groups[i].quantized) continue;
-      if (sh.deepspeed && g.numel < par.stage3_param_persistence_threshold) continue;  // never gathered
-      int64_t& bucket = g.layers == LayerSet::kMoe ? sparse : g.layers == LayerSet::kDense ? dense : every;
-      bucket += g.numel * (g.instances / span);
+      if (span == 0) continue;
+      const bool quantized = plan.groups[i].quantized;
+      if (!quantized && sh.deepspeed && g.numel < par.stage3_param_persistence_threshold) continue;  // never gathered
+      int64_t& bucket = g.layers == LayerSet::kMoe     ? (quantized ? q_sparse : sparse)
+                        : g.layers == LayerSet::kDense ? (quantized ? q_dense : dense)
+                                                       : (quantized ? q_every : every);
+      bucket += (quantized ? ceil_div(g.in_features * g.out_features, 2) : g.numel) * (g.instances / span);
     }
     layer_params = every + std::max(sparse, dense);
+    layer_quant_bytes = q_every + std::max(q_sparse, q_dense);
   }
   // Parameters outside the layers: FSDP's root unit (embeddings, final
   // norm, lm_head) is not resharded after forward (FSDP1 _runtime_utils
@@ -70,6 +80,13 @@ ParallelBuffers parallel_buffers(const Request& req, const ParallelOptions& par,
     const int64_t elem = sh.fsdp && par.fsdp_param_bytes > 0 ? par.fsdp_param_bytes : dt.weight;
     gathered = elems * elem;
     gathered_formula = fmt_int(elems) + " params x " + std::to_string(elem) + " B: " + gathered_formula;
+    if (layer_quant_bytes > 0) {
+      // The same layers' packed 4-bit codes: current + prefetched (+ FSDP2's
+      // all-gather output).
+      const int64_t copies = sh.fsdp && par.fsdp_version == 2 ? 3 : 2;
+      gathered += copies * layer_quant_bytes;
+      gathered_formula += "; 4-bit codes " + std::to_string(copies) + " x " + fmt_int(layer_quant_bytes) + " B";
+    }
   }
   // Communication buffers: DDP's bucket copy of the gradients; DeepSpeed's
   // contiguous reduce bucket (doubled by overlap_comm, on by default for

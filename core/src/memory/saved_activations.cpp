@@ -2,8 +2,14 @@
 //
 // Rules (research/memory-internals.md §4.2, derived from autograd formulas):
 // - y = x W^T saves x only when W needs a gradient; a frozen Linear saves
-//   nothing (grad_x = grad_y W needs only W). A 4-bit Linear never saves its
-//   input (bitsandbytes MatMul4Bit: ctx.tensors = (None, B)).
+//   nothing (grad_x = grad_y W needs only W). A 4-bit Linear saves no input
+//   in bitsandbytes >= 0.43.2 (autograd/_functions.py MatMul4Bit.forward:
+//   ctx.tensors = (None, B), PR #1270 "fix QLoRA mem bug: delete useless
+//   buffered activation"); 0.41.x-0.43.1 kept it whenever it needs a gradient
+//   (ctx.tensors = (A, B)), which train.quant.saves_input selects. What it
+//   keeps is the input after Linear4bit.forward's x.to(compute_dtype)
+//   (bitsandbytes nn/modules.py): the tensor itself when it already is in the
+//   compute dtype, else each 4-bit Linear's own cast copy.
 // - a * b saves b when a needs a gradient and a when b does.
 // - HF RMSNorm (modeling_llama.py LlamaRMSNorm) upcasts to fp32 (saved by pow
 //   and mul: 4 B/elem) and saves the normalised value for `weight *` only when
@@ -59,6 +65,13 @@ struct Roles {
   std::vector<LinearUse> exp_in;   // routed experts' gate/up
   LinearUse exp_out;               // routed experts' down
 };
+
+// Whether the base layer keeps its input for backward (a LoRA adapter's own
+// copy is counted apart): a trainable 16-bit weight, or a 4-bit one under
+// bitsandbytes < 0.43.2 (train.quant.saves_input).
+bool base_saves_input(const Request& req, const LinearUse& u) {
+  return u.quantized ? req.train.quant.saves_input : u.trains;
+}
 
 bool is_output_name(const std::string& n) {
   static const char* kOut[] = {"o_proj", "c_proj", "dense", "out_proj", "o", "wo", "proj"};
@@ -124,8 +137,10 @@ double linear_inputs(const Request& req, const Dtypes& dt, const std::vector<Lin
   double bytes = 0;
   bool shared_saved = false;
   for (const auto& u : readers) {
-    if (u.trains && !u.quantized) {
-      if (dt.autocast && in_dtype == 4) {
+    if (base_saves_input(req, u)) {
+      if (u.quantized && in_dtype != dt.compute) {
+        bytes += static_cast<double>(dt.compute) * width;  // Linear4bit's own x.to(compute_dtype) copy
+      } else if (dt.autocast && in_dtype == 4) {
         bytes += 2.0 * width;  // its own autocast bf16 copy
       } else if (!shared_saved) {
         bytes += static_cast<double>(in_dtype) * width;
@@ -223,7 +238,7 @@ void attention_block(const LayerCtx& c, int64_t seq, std::vector<SavedItem>& ite
   items.push_back({"q, k, v (after rotary)", q_bytes + k_bytes + v_bytes, false});
   const double out_bytes = static_cast<double>(pa) * a * dv;
   const LinearUse o = c.roles.attn_out;
-  const bool o_saves = (o.trains && !o.quantized) || o.lora;
+  const bool o_saves = base_saves_input(req, o) || o.lora;
   if (t.attention == AttentionImpl::kEager) {
     // softmax(dtype=float32) output saved (4 B), cast to the compute dtype and
     // saved by probs @ v; with dropout the mask (1 B) and dropout output.
@@ -281,7 +296,7 @@ void mlp_block(const LayerCtx& c, bool moe_layer, std::vector<SavedItem>& items)
     const LinearUse down = experts ? c.roles.exp_out : c.roles.mlp_out;
     // act saves its input (gate out), mul saves act(gate) and up.
     double b = static_cast<double>(pa) * inter * (act_saves + 2.0);
-    if ((down.trains && !down.quantized) || down.lora) {
+    if (base_saves_input(req, down) || down.lora) {
       b += static_cast<double>(pa) * inter;
       if (down.lora && req.train.lora.adapter_fp32) b += 4.0 * inter;
     }
@@ -304,7 +319,7 @@ void mlp_block(const LayerCtx& c, bool moe_layer, std::vector<SavedItem>& items)
     const double in = linear_inputs(req, c.dt, c.roles.mlp_in, h, c.attn_in_dtype, tmp, "");
     const LinearUse down = c.roles.mlp_out;
     double b = static_cast<double>(pa) * st.intermediate * act_saves;
-    if ((down.trains && !down.quantized) || down.lora) b += static_cast<double>(pa) * st.intermediate;
+    if (base_saves_input(req, down) || down.lora) b += static_cast<double>(pa) * st.intermediate;
     items.push_back({"MLP activations (fc1 output, activation)", b + in, false});
   }
   if (st.cross_attention) {

@@ -55,6 +55,7 @@ void assemble_phases(Estimate& e, const RankBasis& b, const memory::Timeline& tl
     ph.parts["cuda_context"] = b.context;
     if (b.nccl.bytes > 0) ph.parts["nccl"] = b.nccl.bytes;
     ph.device_bytes = ph.reserved_bytes + b.context + m.managed + b.nccl.bytes;
+    e.managed_bytes = std::max(e.managed_bytes, m.managed);
     // The peak phase: the largest device view; among equals (the cache
     // holds its size from phase to phase), the one with the most live tensors.
     if (ph.device_bytes > e.peak_bytes || (ph.device_bytes == e.peak_bytes && alloc > alloc_at_peak)) {
@@ -200,7 +201,7 @@ void step_assumptions(Estimate& e, const RankBasis& b) {
   if (opt.paged) {
     e.warnings.push_back(
         "paged optimizer: states live in CUDA managed memory and are evicted to host RAM under "
-        "pressure; counted as GPU-resident here");
+        "pressure; counted as GPU-resident in the peak, and the fit verdict says whether they page");
   }
   if (t.attention == AttentionImpl::kEager && t.seq_len >= 4096) {
     e.warnings.push_back("eager attention keeps a s^2 score matrix per layer; sdpa or flash_attention_2 avoids it");
@@ -215,17 +216,18 @@ void step_assumptions(Estimate& e, const RankBasis& b) {
 
 // Whether one rank's step at `micro_batch` fits `capacity`: the live tensors
 // first (a lower bound: reserved >= allocated), the allocator replay only
-// when that bound fits.
-bool step_fits(const RankBasis& basis, int64_t micro_batch, int64_t capacity) {
+// when that bound fits. With `allow_paging`, a paged optimizer's managed
+// states may page out (fit.h runs_on).
+bool step_fits(const RankBasis& basis, int64_t micro_batch, int64_t capacity, bool allow_paging) {
   const StepTerms terms = step_terms(basis, micro_batch);
   const memory::Timeline tl = training_step(basis, terms);
   const std::vector<memory::Moment> moments = memory::replay(tl);
   Estimate live;
   assemble_phases(live, basis, tl, moments, nullptr, ReservedView::kLiveTensors);
-  if (live.peak_bytes > capacity) return false;
+  if (!fit::runs_on(live.peak_bytes, allow_paging ? live.managed_bytes : 0, capacity)) return false;
   Estimate e;
   assemble_phases(e, basis, tl, moments, nullptr);
-  return e.peak_bytes <= capacity;
+  return fit::runs_on(e.peak_bytes, allow_paging ? e.managed_bytes : 0, capacity);
 }
 
 }  // namespace
@@ -335,7 +337,7 @@ Result<Estimate> estimate_train(const Request& req, ReservedView view) {
 
 namespace vram::train {
 
-int64_t max_micro_batch(const Request& req, int64_t capacity) {
+int64_t max_micro_batch(const Request& req, int64_t capacity, bool allow_paging) {
   // Each rank's micro-batch-independent terms once, then only the terms that
   // scale with the micro-batch per probe.
   std::vector<Request> ranks;
@@ -359,7 +361,7 @@ int64_t max_micro_batch(const Request& req, int64_t capacity) {
   return fit::largest_fitting(
       [&](int64_t b) {
         for (const RankBasis& basis : bases) {
-          if (!step_fits(basis, b, capacity)) return false;
+          if (!step_fits(basis, b, capacity, allow_paging)) return false;
         }
         return true;
       },

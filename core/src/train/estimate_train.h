@@ -20,7 +20,8 @@ Result<Estimate> estimate_train(const Request& req, ReservedView view = Reserved
 
 // Largest micro-batch whose per-GPU peak fits `capacity`, 0 if none: each
 // rank's micro-batch-independent terms are computed once, then only the
-// terms that scale with the micro-batch per probe.
-int64_t max_micro_batch(const Request& req, int64_t capacity);
+// terms that scale with the micro-batch per probe. With `allow_paging`, a
+// paged optimizer's managed states may overflow the card (fit.h runs_on).
+int64_t max_micro_batch(const Request& req, int64_t capacity, bool allow_paging = false);
 
 }  // namespace vram::train
