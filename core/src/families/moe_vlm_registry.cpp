@@ -5,11 +5,17 @@ namespace vram::detail {
 
 const std::vector<AdapterEntry>& moe_vlm_adapters() {
   static const std::vector<AdapterEntry> kAdapters = {
-      {"mixtral", build_mixtral},         {"qwen2_moe", build_qwen2_moe},
-      {"qwen3_moe", build_qwen3_moe},     {"deepseek_v2", build_deepseek_v2},
-      {"deepseek_v3", build_deepseek_v3}, {"gemma3_text", build_gemma3_text},
-      {"gemma3", build_gemma3},           {"llava", build_llava},
+      {"mixtral", build_mixtral},
+      {"qwen2_moe", build_qwen2_moe},
+      {"qwen3_moe", build_qwen3_moe},
+      {"deepseek_v2", build_deepseek_v2},
+      {"deepseek_v3", build_deepseek_v3},
+      {"gemma3_text", build_gemma3_text},
+      {"gemma3", build_gemma3},
+      {"llava", build_llava},
       {"qwen2_vl", build_qwen2_vl},
+      {"gpt_oss", build_gpt_oss},
+      {"olmoe", build_olmoe},
   };
   return kAdapters;
 }

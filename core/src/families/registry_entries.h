@@ -28,9 +28,14 @@ void build_opt(const JsonReader& cfg, ModelSpec& spec);
 void build_bloom(const JsonReader& cfg, ModelSpec& spec);
 void build_bert(const JsonReader& cfg, ModelSpec& spec);
 void build_t5(const JsonReader& cfg, ModelSpec& spec);
+// Llama-shaped variants (llama_variants.cpp).
+void build_olmo2(const JsonReader& cfg, ModelSpec& spec);
+void build_granite(const JsonReader& cfg, ModelSpec& spec);
+void build_smollm3(const JsonReader& cfg, ModelSpec& spec);
 
 // Mixture-of-experts, latent attention and vision-language families
-// (mixtral.cpp, qwen_moe.cpp, deepseek.cpp, gemma3.cpp, llava.cpp, qwen2_vl.cpp).
+// (mixtral.cpp, qwen_moe.cpp, deepseek.cpp, gemma3.cpp, llava.cpp, qwen2_vl.cpp,
+// gpt_oss.cpp, olmoe.cpp).
 void build_mixtral(const JsonReader& cfg, ModelSpec& spec);
 void build_qwen2_moe(const JsonReader& cfg, ModelSpec& spec);
 void build_qwen3_moe(const JsonReader& cfg, ModelSpec& spec);
@@ -40,6 +45,8 @@ void build_gemma3_text(const JsonReader& cfg, ModelSpec& spec);
 void build_gemma3(const JsonReader& cfg, ModelSpec& spec);
 void build_llava(const JsonReader& cfg, ModelSpec& spec);
 void build_qwen2_vl(const JsonReader& cfg, ModelSpec& spec);
+void build_gpt_oss(const JsonReader& cfg, ModelSpec& spec);
+void build_olmoe(const JsonReader& cfg, ModelSpec& spec);
 
 struct AdapterEntry;
 // Dense decoders, encoders and encoder-decoders (dense_registry.cpp).
