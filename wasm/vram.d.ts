@@ -85,7 +85,7 @@ export interface LoraOptions {
   alpha?: number;
   /** `lora_dropout`, 0 to 1; default 0. */
   dropout?: number;
-  /** Contract. Leaf module names (`["q_proj", "v_proj"]`) or `"all-linear"`; default the family's. */
+  /** Contract. Leaf module names (`["q_proj", "v_proj"]`, `"lm_head"` for the output layer) or `"all-linear"` (which leaves the output layer out, as PEFT does); default the family's. */
   targets?: string[] | 'all-linear';
   /** peft autocast_adapter_dtype: adapters kept in fp32; default true. */
   adapter_fp32?: boolean;
@@ -140,6 +140,8 @@ export interface TrainOptions {
   optimizer_in_backward?: boolean;
   /** Saved activations offloaded to CPU memory during forward and brought back for backward (torchtune enable_activation_offloading); default false. */
   activation_offload?: boolean;
+  /** torch.compile (HF `torch_compile`, torchtune `compile`); default false. Not modelled: the result warns that the estimate is the eager-mode figure. */
+  compile?: boolean;
   /** Contract (`train.lora.rank`, `train.lora.targets`). Adapter settings for lora and qlora. */
   lora?: LoraOptions;
   /** 4-bit quantization settings for qlora. */

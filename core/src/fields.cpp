@@ -207,6 +207,9 @@ std::vector<FieldSpec> build() {
               {"Offload activations to CPU", "--activation-offload", "aoff", "saved activations in host memory"}),
       boolean("train.optimizer_in_backward", false,
               {"Optimizer step in backward", "--optimizer-in-backward", "oib", "per-parameter step in backward hooks"}),
+      boolean("train.compile", d::kCompile,
+              {"torch_compile", "--compile", "compile",
+               "torch.compile (HF torch_compile, torchtune compile): not modelled, the estimate stays eager mode's"}),
       number("train.dropout", nullptr, -1.0, 1.0,
              {"dropout", "", "", "overrides the config's dropout; absent: the model's own"}),
       // ---- infer -------------------------------------------------------------

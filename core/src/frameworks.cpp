@@ -44,6 +44,8 @@ Framework torchtune() {
                cfg + "full_single_device.yaml optimizer: bitsandbytes.optim.PagedAdamW8bit",
                {"full"}},
               {"train.optimizer_in_backward", true, cfg + "full_single_device.yaml optimizer_in_bwd: True", {"full"}},
+              {"train.compile", false,
+               cfg + "*_single_device.yaml compile: False (with True the estimate stays eager mode's, not modelled)"},
           },
           {"loss: LinearCrossEntropyLoss computes the output projection and an fp32 cross-entropy in 8 chunks of the "
            "tokens that are not ignored; counted as the standard loss (all chunks' results stay alive until "

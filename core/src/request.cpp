@@ -149,6 +149,7 @@ void parse_train(const JsonReader& t, Request& req) {
   o.sdpa_gqa_native = t.bool_or("sdpa_gqa_native", false);
   o.optimizer_in_backward = t.bool_or("optimizer_in_backward", false);
   o.activation_offload = t.bool_or("activation_offload", false);
+  o.compile = t.bool_or("compile", defaults::kCompile);
   o.dropout = t.num_or("dropout", -1.0, -1.0, 1.0);
   o.images_per_sample = t.int_or("images_per_sample", 0, 0, 1024);
   o.trainable_modules = t.str_list_or("trainable_modules", {});

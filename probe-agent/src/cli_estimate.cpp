@@ -253,7 +253,9 @@ Training:  --method full|lora|qlora|freeze   --lora  --qlora (shortcuts)
            --grad-checkpoint true|false|selective  --flashattn true|false  --attention eager|sdpa|flash_attention_2
            --fused-loss true|false  --liger true|false (fused loss + fused norms)
            --activation-offload true|false  --optimizer-in-backward true|false
+           --compile true|false (torch.compile: accepted, not modelled; the estimate stays eager mode's)
            --lora-rank N  --lora-alpha X  --lora-dropout X  --lora-target-modules q_proj,v_proj|all-linear
+                     (add lm_head for LoRA on the output layer; all-linear leaves it out, as PEFT does)
            --trainable-modules lm_head,layers.31  (method freeze)  --images-per-sample N (VLMs)
 Inference: --batch N  --context-len N  --prompt-len N  --weights-dtype bf16|fp8|int8|gptq|awq|nf4|nf4-dq
            --kv-dtype bf16|fp8  --engine hf|vllm  --gpu-memory-utilization X  --max-num-seqs N

@@ -159,6 +159,7 @@ const std::map<std::string, std::function<json(const Request&)>>& readers() {
       {"train.images_per_sample", [](const Request& r) { return r.train.images_per_sample; }},
       {"train.activation_offload", [](const Request& r) { return r.train.activation_offload; }},
       {"train.optimizer_in_backward", [](const Request& r) { return r.train.optimizer_in_backward; }},
+      {"train.compile", [](const Request& r) { return r.train.compile; }},
       {"infer.batch", [](const Request& r) { return r.infer.batch; }},
       {"infer.context_len", [](const Request& r) { return r.infer.context_len; }},
       {"infer.weights_dtype", [](const Request& r) { return r.infer.weights_dtype; }},

@@ -225,6 +225,21 @@ TEST(CliPlan, PlannerFlagsReachThePlanAndBadOnesNameTheField) {
   EXPECT_EQ(estimate.exit_code, 2) << estimate.out;
 }
 
+// LoRA on the output layer through --lora-target-modules, and --compile
+// accepted with the not-modelled warning (issue 12).
+TEST(CliEstimateTrainFlags, LoraTargetModulesTakesLmHeadAndCompileWarns) {
+  const json r = Estimate(
+      kLlama, {"--lora", "--lora-rank", "16", "--lora-target-modules", "q_proj,v_proj,lm_head", "--compile", "true"});
+  ASSERT_FALSE(r.contains("error")) << r.dump();
+  // q, v: 32 layers x 16 x ((4096 + 4096) + (4096 + 1024)); lm_head: 16 x (4096 + 128256).
+  EXPECT_EQ(r["model"]["params_trainable"].get<int64_t>(), 32 * 16 * (8192 + 5120) + 16 * (4096 + 128256));
+  bool compile_warned = false;
+  for (const auto& w : r["warnings"]) compile_warned |= w.get<std::string>().find("train.compile") != std::string::npos;
+  EXPECT_TRUE(compile_warned) << r["warnings"].dump();
+  ExpectErrorAt(kLlama, {"--lora", "--lora-target-modules", "q_proj,lm_head", "--fused-loss", "true"},
+                "train.lora.targets[1]");
+}
+
 }  // namespace
 
 #endif  // VRAM_PROBE_BIN

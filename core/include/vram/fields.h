@@ -54,6 +54,11 @@ inline constexpr const char* kOptimizer = "adamw_torch_fused";
 inline constexpr const char* kCheckpointing = "none";  // TrainingArguments gradient_checkpointing = False
 // transformers picks SDPA when torch has it (attn_implementation=None).
 inline constexpr const char* kAttention = "sdpa";
+// torch.compile off: transformers training_args.py TrainingArguments.torch_compile
+// = False; torchtune's recipes compile: False
+// (recipes/configs/llama3_1/8B_*_single_device.yaml at bd2a0fc7); LitGPT's
+// finetune scripts do not compile.
+inline constexpr bool kCompile = false;
 
 // peft LoraConfig: r = 8, lora_alpha = 8, lora_dropout = 0.0; autocast_adapter_dtype=True
 // upcasts adapters to fp32; use_dora = False. An absent alpha follows r (alpha = r),

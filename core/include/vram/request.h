@@ -66,7 +66,8 @@ struct TrainOptions {
   bool fused_norm = false;       // Liger / apex fused RMSNorm kernels
   bool sdpa_gqa_native = false;  // SDPA enable_gqa path (no padding mask, torch >= 2.5)
   bool optimizer_in_backward = false;
-  bool activation_offload = false;  // saved activations kept in host memory
+  bool activation_offload = false;    // saved activations kept in host memory
+  bool compile = defaults::kCompile;  // torch.compile: accepted, not modelled (a warning says so)
   LoraOptions lora;
   QuantOptions quant;
   std::vector<std::string> trainable_modules;  // method freeze: leaf names or "layers.N"

@@ -41,6 +41,18 @@ double head_per_token(const Request& req, const TrainablePlan& plan, const Dtype
   double tok = 0;
   if (last && (any_layer_grad || head_trains)) tok += 4.0 * m.text.hidden + 4.0;  // final RMSNorm fp32 input
   if (last && head_trains) tok += (dt.autocast ? 2.0 : dt.compute) * m.text.hidden;
+  if (const HeadLora& hl = plan.head_lora; last && hl.on) {
+    // LoRA on the head (peft tuners/lora/layer.py Linear.forward): x =
+    // _cast_input_dtype(x, lora_A.weight.dtype), then lora_B(lora_A(dropout(x))).
+    // lora_A saves its input: the final norm's output, or its cast to the
+    // adapter dtype (fp32 adapters under a bf16 model make a copy), or the
+    // dropout output plus its 1-byte mask; under autocast the Linear saves its
+    // own bf16 cast (autocast_mode.cpp). The frozen head saves nothing of it.
+    // lora_B saves lora_A's output, r values per token.
+    const double a = dt.autocast ? 2.0 : static_cast<double>(dt.adapter);
+    tok += a * static_cast<double>(hl.in) + (req.train.lora.dropout > 0 ? 1.0 * static_cast<double>(hl.in) : 0.0);
+    tok += a * static_cast<double>(req.train.lora.rank);
+  }
   return tok;
 }
 

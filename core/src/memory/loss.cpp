@@ -1,13 +1,59 @@
 // Logits and cross-entropy buffers (loss.h).
 #include "memory/loss.h"
 
+#include <algorithm>
+
 #include "format.h"
 #include "memory/activation_stack.h"
 #include "memory/overheads.h"
 
 namespace vram::memory {
 
-LossBuffers loss_buffers(const Request& req, const Dtypes& dt, int64_t grads_head, bool last, int64_t micro_batch) {
+namespace {
+
+// LoRA on the output layer, N tokens (peft tuners/lora/layer.py
+// Linear.forward):
+//   result = base_layer(x)                                 N x V logits
+//   result = result + lora_B(lora_A(dropout(x))) * scaling
+//   result = result.to(torch_result_dtype)
+// Forward: lora_B's output (adapter dtype; bf16 under autocast), its product
+// with the scalar `scaling` (mul by a Python float saves nothing; lora_B's
+// output is freed once the product exists) and the sum with the base logits
+// (dtype promotion: fp32 when the adapters are fp32 and the logits bf16),
+// cast back to the logits' dtype. At the largest moment the base logits, the
+// scaled output and the sum are alive together (or the base logits, lora_B's
+// output and the scaled one, which is no larger): logits + adapter + sum
+// bytes per logit. Backward, once the loss backward has produced the logits'
+// gradient (torch autograd, engine.cpp validate_outputs casts a gradient to
+// its input's dtype): ToCopyBackward turns it into the sum's dtype (no node
+// when the dtypes agree), AddBackward hands that tensor to the scaled branch
+// and a copy cast to the logits' dtype to the base layer, MulBackward makes
+// the gradient of lora_B's output (adapter dtype), which feeds lora_B's weight
+// gradient (V x r) and lora_A. The h-wide input gradients that follow are
+// left to the layer sweep's.
+void head_lora_buffers(LossBuffers& out, const Dtypes& dt, const HeadLora& head, int64_t N, double logit_factor) {
+  const int64_t le = out.logits_elem;
+  const int64_t ab = dt.autocast ? 2 : dt.adapter;  // lora_B's output
+  const int64_t sum = std::max(le, ab);             // base + scaled, type-promoted
+  const double nv = static_cast<double>(N) * static_cast<double>(head.out) * logit_factor;
+  out.head_lora_forward_pieces = {{to_bytes(nv * static_cast<double>(sum)), 1},
+                                  {to_bytes(nv * static_cast<double>(ab)), 1},
+                                  {to_bytes(nv * static_cast<double>(le)), 1}};
+  out.head_lora_backward_pieces = {{to_bytes(nv * static_cast<double>(sum)), 1},
+                                   {to_bytes(nv * static_cast<double>(ab)), 1}};
+  if (sum != le) out.head_lora_backward_pieces.push_back({to_bytes(nv * static_cast<double>(le)), 1});
+  for (const Piece& p : out.head_lora_forward_pieces) out.head_lora_forward += p.bytes;
+  for (const Piece& p : out.head_lora_backward_pieces) out.head_lora_backward += p.bytes;
+  const int64_t bwd = sum + ab + (sum != le ? le : 0);
+  out.formula += "; LoRA on " + head.module + ": N x V x (" + std::to_string(le) + " base logits + " +
+                 std::to_string(ab) + " scaled B(A x) + " + std::to_string(sum) + " their sum) in its forward, x " +
+                 std::to_string(bwd) + " B of logits-sized gradients in its backward";
+}
+
+}  // namespace
+
+LossBuffers loss_buffers(const Request& req, const Dtypes& dt, int64_t grads_head, bool last, int64_t micro_batch,
+                         const HeadLora& head) {
   const TrainOptions& t = req.train;
   const LayerStack& st = req.model.text;
   const int64_t N = micro_batch * t.seq_len;
@@ -68,6 +114,7 @@ LossBuffers loss_buffers(const Request& req, const Dtypes& dt, int64_t grads_hea
     // vocabulary-sized loss.
     loss_formula = "classification head: negligible";
   }
+  if (lm_loss && head.on) head_lora_buffers(out, dt, head, N, logit_factor);
   return out;
 }
 

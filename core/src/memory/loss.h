@@ -22,11 +22,18 @@ struct LossBuffers {
   // The separate tensors behind `forward` and `backward`, for the allocator.
   std::vector<Piece> forward_pieces;
   std::vector<Piece> backward_pieces;
+  // LoRA on the head: the logits-sized tensors of its forward (before the
+  // loss) and of its backward (after the loss backward), 0 without it.
+  int64_t head_lora_forward = 0;
+  int64_t head_lora_backward = 0;
+  std::vector<Piece> head_lora_forward_pieces;
+  std::vector<Piece> head_lora_backward_pieces;
 };
 
 // `grads_head` is the lm_head + final norm gradient on this rank; `last`
 // whether this rank computes the loss; `micro_batch` sequences of
-// train.seq_len tokens.
-LossBuffers loss_buffers(const Request& req, const Dtypes& dt, int64_t grads_head, bool last, int64_t micro_batch);
+// train.seq_len tokens; `head` the LoRA adapter on the output layer, if any.
+LossBuffers loss_buffers(const Request& req, const Dtypes& dt, int64_t grads_head, bool last, int64_t micro_batch,
+                         const HeadLora& head = {});
 
 }  // namespace vram::memory

@@ -93,6 +93,22 @@ StateSizes model_state(const Request& req, const TrainablePlan& plan, const Dtyp
   };
   int64_t largest_matrix = 0;  // Muon's largest tensor
   int64_t adamw_rest = 0;      // parameters Muon leaves to AdamW
+  // One LoRA adapter on `instances` Linears of in x out: lora_A [r, in] and
+  // lora_B [out, r], both 2-D, with their gradients and optimizer states.
+  auto adapter = [&](int64_t in, int64_t out, int64_t instances, int64_t params) {
+    s.lora_weights += lora_elem * params;
+    s.grads += lora_elem * params;
+    s.trainable += params;
+    const int64_t per = params / instances;
+    for (int64_t numel : {t.lora.rank * in, t.lora.rank * out}) {
+      if (numel < persist) s.lora_persistent += lora_elem * numel * instances;
+    }
+    s.states += state_bytes(opt, lora_elem, t.lora.rank * in, t.lora.rank, in) * instances +
+                state_bytes(opt, lora_elem, t.lora.rank * out, out, t.lora.rank) * instances;
+    s.largest_trainable_tensor = std::max(s.largest_trainable_tensor, per);
+    largest_matrix = std::max(largest_matrix, per);
+    decay_group += params;
+  };
   for (size_t i = 0; i < m.groups.size(); ++i) {
     const ParamGroup& g = m.groups[i];
     const GroupPlan& gp = plan.groups[i];
@@ -138,25 +154,18 @@ StateSizes model_state(const Request& req, const TrainablePlan& plan, const Dtyp
       }
     }
     if (gp.lora) {
-      s.lora_weights += lora_elem * gp.lora_params;
-      s.grads += lora_elem * gp.lora_params;
-      s.trainable += gp.lora_params;
-      const int64_t per = gp.lora_params / g.instances;
-      for (int64_t numel : {t.lora.rank * g.in_features, t.lora.rank * g.out_features}) {
-        if (numel < persist) s.lora_persistent += lora_elem * numel * g.instances;
-      }
-      // lora_A [r, in], lora_B [out, r]: both 2-D
-      s.states += state_bytes(opt, lora_elem, t.lora.rank * g.in_features, t.lora.rank, g.in_features) * g.instances +
-                  state_bytes(opt, lora_elem, t.lora.rank * g.out_features, g.out_features, t.lora.rank) * g.instances;
-      s.largest_trainable_tensor = std::max(s.largest_trainable_tensor, per);
-      largest_matrix = std::max(largest_matrix, per);
-      decay_group += gp.lora_params;
+      adapter(g.in_features, g.out_features, g.instances, gp.lora_params);
       if (m.layer_span(g) > 0) {
         s.grads_layer += lora_elem * gp.lora_params / L;
       } else {
         s.grads_other += lora_elem * gp.lora_params;
       }
     }
+  }
+  // LoRA on the output layer: its gradients are the first of backward.
+  if (const HeadLora& hl = plan.head_lora; hl.on && part != Part::kExperts) {
+    adapter(hl.in, hl.out, 1, hl.params);
+    s.grads_head += lora_elem * hl.params;
   }
   // Step temporaries.
   const int64_t state_elem =
@@ -343,6 +352,16 @@ StatePieces state_pieces(const Request& req, const TrainablePlan& plan, const Dt
       trainable(opt, t.lora.rank * g.out_features, g.out_features, t.lora.rank, lora_elem, g.instances, per_grad, true,
                 grads);
     }
+  }
+  // LoRA on the output layer: lora_A [r, in], lora_B [out, r]; gradients
+  // with the head's (the first of backward).
+  if (const HeadLora& hl = plan.head_lora; hl.on) {
+    if (whole_weights) {
+      out.weights.push_back({lora_elem * t.lora.rank * hl.in, 1});
+      out.weights.push_back({lora_elem * t.lora.rank * hl.out, 1});
+    }
+    trainable(opt, t.lora.rank * hl.in, t.lora.rank, hl.in, lora_elem, 1, 1, true, &out.grads_head);
+    trainable(opt, t.lora.rank * hl.out, hl.out, t.lora.rank, lora_elem, 1, 1, true, &out.grads_head);
   }
   // Per-tensor loops hold one tensor's temporaries; fused kernels none.
   if (opt.kernel != StepKernel::kForeach) out.opt_temp.clear();

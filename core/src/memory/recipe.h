@@ -36,6 +36,21 @@ struct GroupPlan {
   int64_t lora_params = 0;          // adapter parameters, all instances
 };
 
+// LoRA on the output layer (PEFT target_modules "lm_head"; LitGPT lora_head,
+// torchtune apply_lora_to_output): lora_A [r, in] and lora_B [out, r] around
+// the nn.Linear that get_output_embeddings() returns. With tied embeddings
+// PEFT still wraps that Linear (the shared weight stays frozen), so the
+// adapter exists whether or not the head has a ParamGroup of its own.
+struct HeadLora {
+  bool targeted = false;  // the request names the head among its targets
+  bool on = false;        // and this rank holds it (the last pipeline stage)
+  bool tied = false;      // the head's weight is the input embedding's
+  std::string module;     // "lm_head" (GPT-NeoX: "embed_out")
+  int64_t in = 0;         // in_features (hidden; OPT: word_embed_proj_dim)
+  int64_t out = 0;        // out_features: the vocabulary (vocab / tp on a tensor-parallel rank)
+  int64_t params = 0;     // r (in + out), + out with DoRA's magnitude vector
+};
+
 struct TrainablePlan {
   std::vector<GroupPlan> groups;
   int64_t base_trainable = 0;  // trainable base parameters
@@ -46,11 +61,13 @@ struct TrainablePlan {
   bool any_text_trainable = false;
   bool vision_needs_grad = false;
   std::vector<std::string> lora_targets;  // resolved target names
+  HeadLora head_lora;                     // counted in lora_params when on
 };
 
 // Resolves method, LoRA targets and frozen modules. Throws Failure naming the
-// request field on a target that matches nothing.
-TrainablePlan plan_trainable(const Request& req);
+// request field on a target that matches nothing. `holds_head`: this rank
+// holds the output layer (the last pipeline stage).
+TrainablePlan plan_trainable(const Request& req, bool holds_head = true);
 
 // One saved tensor class of a layer: bytes per token, and whether it belongs to
 // the attention score path (dropped by selective recomputation).

@@ -106,10 +106,82 @@ int64_t instances_on_layers(const ModelSpec& m, const ParamGroup& g, const std::
 
 namespace {
 
+// The output layer as PEFT finds it: the nn.Linear that
+// get_output_embeddings() returns (transformers modeling_*.py
+// *ForCausalLM.lm_head; GPTNeoXForCausalLM.embed_out). An untied head is a
+// ParamGroup of the model; a tied one shares embed_tokens' weight but is
+// still an nn.Linear module of its own, which PEFT wraps (peft
+// tuners_utils.py BaseTuner.inject_adapter only warns about
+// tied_target_modules). Encoder-only models (BERT) and T5Model have no LM head.
+struct OutputHead {
+  bool exists = false;
+  bool tied = false;
+  std::string module;
+  int64_t in = 0;
+  int64_t out = 0;
+};
+
+OutputHead output_head(const ModelSpec& m) {
+  OutputHead h;
+  for (const auto& g : m.groups) {
+    if (g.kind == ModuleKind::kLinear && g.component == std::string(comp::kLmHead)) {
+      return {true, false, g.module, g.in_features, g.out_features};
+    }
+  }
+  if (!m.tie_word_embeddings || !m.text.causal || m.model_type == "bert" || m.architecture == "T5Model") return h;
+  h.exists = true;
+  h.tied = true;
+  h.module = m.model_type == "gpt_neox" ? "embed_out" : "lm_head";
+  h.in = m.text.hidden;
+  // OPTForCausalLM's lm_head reads word_embed_proj_dim, project_out's output (families/opt.cpp).
+  for (const auto& g : m.groups) {
+    if (g.kind == ModuleKind::kLinear && g.module == "project_out") h.in = g.out_features;
+  }
+  h.out = m.vocab;  // vocab / tp on a tensor-parallel rank (train/layout.cpp rank_request)
+  return h;
+}
+
+// Why the fused loss cannot take a LoRA head: both fused kernels read the
+// head's weight, not its output. Liger's lce_forward passes
+// lm_head_weight=self.lm_head.weight to LigerForCausalLMLoss
+// (liger_kernel/transformers/model/llama.py), Unsloth's CausalLM_fast_forward
+// lm_head = self.lm_head.weight to unsloth_fused_ce_loss (unsloth
+// unsloth/models/llama.py at 015bdef0), and on a PEFT lora.Linear `.weight` is
+// the base layer's (peft tuners_utils.py BaseTunerLayer.weight): the adapter
+// would be skipped and never train.
+void check_head_lora(const Request& req, const OutputHead& head, const std::string& path) {
+  const TrainOptions& t = req.train;
+  const auto from_framework = [&](const char* field) {
+    for (const auto& d : req.framework_defaults) {
+      if (d.path == field) return " (the " + req.framework + " framework's default)";
+    }
+    return std::string();
+  };
+  if (t.fused_loss) {
+    fail(errc::kInconsistent, path,
+         path + " " + vram::quoted(head.module) + " (LoRA on the output layer) cannot be combined with " +
+             "train.fused_loss" + from_framework("train.fused_loss") +
+             ": the fused linear cross-entropy (Liger, Unsloth) multiplies the hidden states by lm_head.weight, "
+             "the frozen base weight, so the adapter would be bypassed and never train; set train.fused_loss to "
+             "false or drop " +
+             head.module + " from the targets");
+  }
+  if (head.tied && req.framework == "torchtune") {
+    // torchtune models/llama3_2/_component_builders.py lora_llama3_2 raises
+    // for apply_lora_to_output when the output projection is tied.
+    fail(errc::kUnsupported, path,
+         path + " " + vram::quoted(head.module) +
+             ": torchtune does not apply LoRA to a tied output projection (apply_lora_to_output raises when "
+             "tie_word_embeddings is true, models/llama3_2/_component_builders.py)");
+  }
+}
+
 // LoRA's target modules: PEFT's "all-linear" (every Linear but the output
-// layer), the request's names, or the family's default; a name that matches
-// no Linear is an error naming the field.
-std::vector<std::string> lora_targets(const Request& req) {
+// layer: tuners_utils.py _maybe_include_all_linear_layers removes the
+// get_output_embeddings() module), the request's names, or the family's
+// default; a name that matches no Linear is an error naming the field. The
+// output layer is a target only when named ("lm_head"); `head` says so.
+std::vector<std::string> lora_targets(const Request& req, bool holds_head, HeadLora& head) {
   const ModelSpec& m = req.model;
   const TrainOptions& t = req.train;
   std::set<std::string> linear_names;
@@ -118,16 +190,31 @@ std::vector<std::string> lora_targets(const Request& req) {
   }
   if (t.lora.all_linear) return {linear_names.begin(), linear_names.end()};
   std::vector<std::string> targets = t.lora.targets.empty() ? default_lora_targets(m) : t.lora.targets;
+  const OutputHead out = output_head(m);
   for (size_t i = 0; i < targets.size(); ++i) {
-    if (linear_names.count(targets[i]) == 0) {
-      std::string avail;
-      for (const auto& n : linear_names) avail += (avail.empty() ? "" : ", ") + n;
-      const std::string path =
-          t.lora.targets.empty() ? "train.lora.targets" : "train.lora.targets[" + std::to_string(i) + "]";
-      fail(errc::kUnknownValue, path,
-           path + " " + vram::quoted(targets[i]) + " matches no linear module of this " + m.model_type +
-               " model; linear modules: " + avail);
+    if (linear_names.count(targets[i]) != 0) continue;
+    const std::string path =
+        t.lora.targets.empty() ? "train.lora.targets" : "train.lora.targets[" + std::to_string(i) + "]";
+    // A pipeline rank before the last holds no head; the last stage checks the name.
+    const bool head_name =
+        out.exists ? targets[i] == out.module : !holds_head && (targets[i] == "lm_head" || targets[i] == "embed_out");
+    if (head_name) {
+      if (out.exists) {
+        check_head_lora(req, out, path);
+        head.tied = out.tied;
+        head.module = out.module;
+        head.in = out.in;
+        head.out = out.out;
+      }
+      head.targeted = true;
+      continue;
     }
+    std::string avail;
+    for (const auto& n : linear_names) avail += (avail.empty() ? "" : ", ") + n;
+    if (out.exists) avail += "; output layer: " + out.module;
+    fail(errc::kUnknownValue, path,
+         path + " " + vram::quoted(targets[i]) + " matches no linear module of this " + m.model_type +
+             " model; linear modules: " + avail);
   }
   return targets;
 }
@@ -165,12 +252,23 @@ void freeze_selection(const Request& req, std::set<int64_t>& train_layers, std::
 
 }  // namespace
 
-TrainablePlan plan_trainable(const Request& req) {
+TrainablePlan plan_trainable(const Request& req, bool holds_head) {
   const ModelSpec& m = req.model;
   const TrainOptions& t = req.train;
   TrainablePlan plan;
   plan.groups.resize(m.groups.size());
-  if (t.method == Method::kLora || t.method == Method::kQlora) plan.lora_targets = lora_targets(req);
+  if (t.method == Method::kLora || t.method == Method::kQlora) {
+    plan.lora_targets = lora_targets(req, holds_head, plan.head_lora);
+  }
+  HeadLora& head = plan.head_lora;
+  if (head.targeted && holds_head && head.out > 0) {
+    // peft tuners/lora/layer.py LoraLayer.update_layer: lora_A [r, in],
+    // lora_B [out, r]; DoRA adds a magnitude vector of out_features.
+    head.on = true;
+    head.params = t.lora.rank * (head.in + head.out) + (t.lora.use_dora ? head.out : 0);
+    plan.lora_params += head.params;
+    plan.any_text_trainable = true;
+  }
   std::set<int64_t> train_layers;
   std::set<std::string> train_names;
   freeze_selection(req, train_layers, train_names);
@@ -241,7 +339,9 @@ TrainablePlan plan_trainable(const Request& req) {
   // HF + peft with gradient checkpointing call enable_input_require_grads, so
   // the embedding output requires grad and every layer saves its input.
   if (t.checkpointing != Checkpointing::kNone && t.method != Method::kFull) plan.first_grad_layer = 0;
-  if (plan.base_trainable == 0 && plan.lora_params == 0) {
+  // Only the head trains and this pipeline rank does not hold it: the other
+  // ranks still run the step (the last one trains).
+  if (plan.base_trainable == 0 && plan.lora_params == 0 && !head.targeted) {
     fail(errc::kInconsistent, "train.method", "nothing would train: choose trainable modules or LoRA targets");
   }
   return plan;

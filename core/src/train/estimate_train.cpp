@@ -191,6 +191,32 @@ void step_assumptions(Estimate& e, const RankBasis& b) {
     for (const auto& x : b.plan.lora_targets) tg += (tg.empty() ? "" : ", ") + x;
     e.assumptions.push_back("LoRA targets: " + tg + " (rank " + std::to_string(t.lora.rank) + ")");
   }
+  if (const memory::HeadLora& hl = b.plan.head_lora; hl.on) {
+    e.assumptions.push_back("LoRA on the output layer " + hl.module + ": r x (in " + fmt_int(hl.in) + " + vocab " +
+                            fmt_int(hl.out) + ") = " + fmt_int(hl.params) +
+                            " adapter params; its B(A x) output, tokens x vocab, is added to the logits in forward "
+                            "and its gradient formed in backward (peft tuners/lora/layer.py Linear.forward), counted "
+                            "under the logits and loss buffers");
+    if (hl.tied) {
+      e.warnings.push_back(hl.module +
+                           " is tied to the input embeddings: PEFT wraps the output Linear and keeps the shared "
+                           "weight frozen, but warns that merging or converting the adapter can disturb the tied "
+                           "embedding (peft tuners/tuners_utils.py tied_target_modules)");
+    }
+    if (t.lora.use_dora) {
+      e.warnings.push_back("DoRA on " + hl.module +
+                           ": its magnitude vector is counted, not the vocab x hidden weight-norm temporaries DoRA "
+                           "builds every forward (peft tuners/lora/dora.py DoraLinearLayer.forward)");
+    }
+  } else if (hl.targeted) {
+    e.assumptions.push_back("LoRA on the output layer: it lives on the last pipeline stage, not on this rank");
+  }
+  if (t.compile) {
+    e.warnings.push_back(
+        "train.compile: torch.compile is not modelled; this is the eager-mode estimate, likely an upper bound for "
+        "activations (Inductor fuses pointwise ops, and the min-cut partitioner, torch/_functorch/partitioners.py "
+        "min_cut_rematerialization_partition, recomputes some of them in backward instead of saving them)");
+  }
   if (m.stack("vision") != nullptr) {
     e.assumptions.push_back("train.seq_len counts the image tokens the language model sees");
   }

@@ -16,7 +16,7 @@ RankBasis rank_basis(const Request& req, const Request& global, const Stage& sta
   b.stage = stage;
   b.opt = find_optimizer(req.train.optimizer);
   b.dt = memory::dtypes_for(req);
-  b.plan = memory::plan_trainable(req);
+  b.plan = memory::plan_trainable(req, stage.last);
   b.sh = memory::sharding_for(global.parallel);
   b.state = memory::rank_state(req, global.parallel, b.plan, b.dt, *b.opt, b.sh);
   b.pieces = memory::state_pieces(req, b.plan, b.dt, *b.opt, b.sh, b.state);
@@ -34,7 +34,7 @@ StepTerms step_terms(const RankBasis& b, int64_t micro_batch) {
   t.buffers = memory::parallel_buffers(req, b.global->parallel, b.plan, b.dt, b.sh, b.state.sz, micro_batch);
   t.act = memory::activation_stack(req, b.plan, b.dt, b.state.sz,
                                    {b.stage.last, b.stage.in_flight_num, b.stage.in_flight_den}, micro_batch);
-  t.loss = memory::loss_buffers(req, b.dt, b.state.sz.grads_head, b.stage.last, micro_batch);
+  t.loss = memory::loss_buffers(req, b.dt, b.state.sz.grads_head, b.stage.last, micro_batch, b.plan.head_lora);
   return t;
 }
 
@@ -109,6 +109,14 @@ Timeline training_step(const RankBasis& b, const StepTerms& t) {
   tl.mark("forward", "end of forward");
 
   // ---- loss ----------------------------------------------------------------
+  // LoRA on the head: its logits-sized forward tensors, gone (but for the
+  // logits) before the cross-entropy starts (memory/loss.cpp).
+  if (t.loss.head_lora_forward > 0) {
+    const Timeline::Id hf = tl.alloc("loss_buffers", "lm_head LoRA forward (logits + B(A x))", t.loss.head_lora_forward,
+                                     t.loss.head_lora_forward_pieces);
+    tl.mark("loss", "loss (lm_head forward: the LoRA output added to the logits)");
+    tl.free(hf);
+  }
   std::vector<Timeline::Id> step_grads;  // gradients that appear during this step
   if (t.loss.early_head_grads > 0) {
     step_grads.push_back(
@@ -118,6 +126,11 @@ Timeline training_step(const RankBasis& b, const StepTerms& t) {
   tl.mark("loss", "loss (cross-entropy forward)");
   loss = tl.resize(loss, t.loss.backward, t.loss.backward_pieces);
   tl.mark("backward_start", "start of backward (loss backward)");
+  if (t.loss.head_lora_backward > 0) {
+    // Then the head's backward: the LoRA branch's logits-sized gradients.
+    loss = tl.resize(loss, t.loss.head_lora_backward, t.loss.head_lora_backward_pieces);
+    tl.mark("backward_start", "start of backward (lm_head backward: the LoRA branch's logits gradients)");
+  }
 
   // ---- backward sweep, top layer first --------------------------------------
   tl.free(loss);
