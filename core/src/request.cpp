@@ -605,6 +605,15 @@ Result<Request> parse_request_filled(const json& request, const std::string& fra
     if (auto d = r.object_opt("deepspeed")) parse_deepspeed(*d, req);
     if (auto t = r.object_opt("train")) parse_train(*t, req);
     if (auto p = r.object_opt("parallel")) parse_parallel(*p, req);
+    if (req.task == Task::kTrain && req.train.optimizer_in_backward && req.train.grad_accum > 1) {
+      // torchtune recipes/full_finetune_single_device.py raises for
+      // optimizer_in_bwd with gradient_accumulation_steps > 1: a parameter
+      // steps as soon as its gradient arrives, so nothing can accumulate.
+      fail(errc::kInconsistent, "train.optimizer_in_backward",
+           "train.optimizer_in_backward steps each parameter as its gradient arrives, so gradients cannot "
+           "accumulate: train.grad_accum must be 1 (it is " +
+               std::to_string(req.train.grad_accum) + ")");
+    }
     const ParallelOptions& par = req.parallel;
     const bool sharded = par.zero > 0 || (!par.fsdp.empty() && par.fsdp != "no_shard") || par.distributed_optimizer;
     if (req.task == Task::kTrain && sharded && !req.train.precision_given && req.train.method != Method::kQlora) {

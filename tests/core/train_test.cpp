@@ -146,6 +146,35 @@ TEST_F(TrainTest, GradientAccumulationKeepsGradientsAliveInForward) {
   EXPECT_EQ(phase(r4, "forward", "gradients"), int64_t{2} * 1235814400);
 }
 
+// Optimizer in backward (torchtune training/memory.py
+// register_optim_in_bwd_hooks): each parameter steps in its
+// post-accumulate-grad hook and its gradient is freed at once, so no phase
+// holds more than one parameter's gradient. Llama-3.1-8B's largest tensor is
+// the untied lm_head / embedding, 128,256 x 4,096 = 525,336,576 params (2 B
+// each in bf16; the head's gradients arrive with the final norm's 4,096);
+// without the flag the step holds all 8,030,261,248.
+TEST_F(TrainTest, OptimizerInBackwardHoldsOneParametersGradientAtATime) {
+  const json train = {{"method", "full"}, {"precision", "bf16"}, {"optimizer", "adamw_torch"},
+                      {"micro_batch", 1}, {"seq_len", 512},      {"grad_checkpointing", true}};
+  json in_bwd = train;
+  in_bwd["optimizer_in_backward"] = true;
+  const json all = run(request("meta-llama/Llama-3.1-8B", train));
+  const json one = run(request("meta-llama/Llama-3.1-8B", in_bwd));
+  constexpr int64_t kHeadGrad = int64_t{2} * (128256 * 4096 + 4096);
+  EXPECT_EQ(phase(all, "optimizer_step", "gradients"), 2 * kLlama31Params);
+  for (const char* key : {"backward_start", "backward", "optimizer_step"}) {
+    EXPECT_LE(phase(one, key, "gradients"), kHeadGrad) << key;
+  }
+  EXPECT_EQ(phase(one, "optimizer_step", "gradients"), 0);
+  EXPECT_GT(phase(one, "backward", "gradients"), 0);
+  EXPECT_LT(peak(one), peak(all));
+  // Gradient accumulation cannot work when every parameter steps in backward.
+  in_bwd["grad_accum"] = 4;
+  const json err = estimate(request("meta-llama/Llama-3.1-8B", in_bwd));
+  ASSERT_TRUE(err.contains("error")) << err.dump();
+  EXPECT_EQ(err["error"]["path"], "train.optimizer_in_backward");
+}
+
 // PyTorch < 2.0's zero_grad(set_to_none=False), which the HF Trainer's
 // model.zero_grad() used (pytorch PR #92731 made True the default in 2.0):
 // gradients are zeroed in place, so without accumulation they still sit in

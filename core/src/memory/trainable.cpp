@@ -40,6 +40,16 @@ Dtypes dtypes_for(const Request& req) {
     // the residual stream (fp32 embedding output + adds) is fp32.
     d.residual = 4;
   }
+  if (d.autocast && !req.parallel.fsdp.empty() && req.parallel.fsdp_param_bytes > 0 &&
+      req.parallel.fsdp_param_bytes <= d.autocast_cache) {
+    // FSDP MixedPrecision(param_dtype=bf16) / FSDP2 MixedPrecisionPolicy
+    // hands the forward low-precision unsharded parameters, so autocast has
+    // no fp32 leaf weight to cast and caches nothing (autocast_mode.cpp
+    // cached_cast caches only fp32 leaves that require grad); the gathered
+    // copies are parallel_buffers' gathered parameters. torchtitan
+    // (parallelize.py apply_fsdp) trains this way.
+    d.autocast_cache = 0;
+  }
   // peft autocast_adapter_dtype=True keeps adapters in fp32; the same
   // prepare_model_for_kbit_training cast makes QLoRA's non-4-bit frozen
   // weights fp32.

@@ -1,6 +1,8 @@
 // One training step of one rank as a timeline of tensors (step.h).
 #include "train/step.h"
 
+#include <algorithm>
+
 #include "memory/allocator_replay.h"
 #include "memory/overheads.h"
 
@@ -141,6 +143,25 @@ Timeline training_step(const RankBasis& b, const StepTerms& t) {
                                   sz.grads_head - t.loss.early_head_grads,
                                   t.loss.early_head_grads > 0 ? std::vector<Piece>{} : b.pieces.grads_head));
   }
+  // Optimizer in backward (torchtune training/memory.py
+  // register_optim_in_bwd_hooks: each parameter's post-accumulate-grad hook
+  // runs its own optimizer's step() and zero_grad(); LOMO likewise): a
+  // gradient lives only until its parameter has stepped, so the sweep holds
+  // one parameter's gradient and step temporaries at a time, never all of
+  // them. `step_in_backward` places that moment next to whatever is alive.
+  const bool in_bwd = o.optimizer_in_backward && !kept;
+  const int64_t one_grad = std::min(b.state.grad_elem * sz.largest_trainable_tensor, sz.grads);
+  const auto step_in_backward = [&](Timeline::Id grad_id) {
+    const Timeline::Id st =
+        tl.alloc("optimizer_temporaries", "optimizer step temporaries (one parameter)", sz.opt_temp, b.pieces.opt_temp);
+    tl.mark("backward", "during backward (peak of the layer sweep)");
+    tl.free(st);
+    tl.free(grad_id);
+  };
+  if (in_bwd) {
+    for (Timeline::Id id : step_grads) step_in_backward(id);  // lm_head and final norm
+    step_grads.clear();
+  }
   int64_t a_rem = a.layers;  // saved layer bytes still alive
   for (int64_t i = L - 1; i >= a.first_grad_layer; --i) {
     const bool moe = i >= L - moe_layers;
@@ -153,6 +174,13 @@ Timeline training_step(const RankBasis& b, const StepTerms& t) {
     Timeline::Id dkv = -1;
     if (pb.cp_kv > 0) dkv = tl.alloc("cp_kv_exchange", "dK/dV receive buffers", 2 * pb.cp_kv);
     tl.mark("backward", "during backward (peak of the layer sweep)");
+    if (in_bwd && sz.grads_layer > 0) {
+      // The layer's largest parameter's gradient, stepped while the layer's
+      // backward temporaries are still alive.
+      step_in_backward(tl.alloc("gradients", "one parameter's gradient (stepped in backward)",
+                                std::min(one_grad, sz.grads_layer), {}, memory::Residence::kAllocated,
+                                static_cast<int32_t>(i)));
+    }
     tl.free(work);
     if (dkv >= 0) tl.free(dkv);
     // Layer i's saved tensors are freed; its gradients appear.
@@ -162,11 +190,11 @@ Timeline training_step(const RankBasis& b, const StepTerms& t) {
     } else {
       tl.free(layers[static_cast<size_t>(i - a.first_grad_layer)]);
     }
-    if (!kept) {
+    if (!kept && !in_bwd) {
       step_grads.push_back(tl.alloc("gradients", "layer gradients", sz.grads_layer, {}, memory::Residence::kAllocated,
                                     static_cast<int32_t>(i)));
-      g_now += sz.grads_layer;
     }
+    if (!kept) g_now += sz.grads_layer;
   }
   // Embedding gradient at the end (dense V x h grad; tied weights add it
   // into lm_head's grad through a temporary of the same size).
@@ -178,29 +206,25 @@ Timeline training_step(const RankBasis& b, const StepTerms& t) {
   const Timeline::Id tied = tl.alloc("layer_backward", "tied embedding gradient temporary", tied_tmp);
   if (a.offload) tl.free(layers[0]);
   tl.mark("backward", "during backward (peak of the layer sweep)");
+  if (in_bwd) {
+    for (Timeline::Id id : step_grads) step_in_backward(id);  // embeddings and the rest
+    step_grads.clear();
+  }
 
   // ---- optimizer step -------------------------------------------------------
   tl.free(tied);
   tl.free(vision);
   for (Timeline::Id id : fwd) tl.free(id);
-  if (o.optimizer_in_backward) {
-    // Each gradient is freed once its parameter has stepped.
-    for (Timeline::Id id : step_grads) tl.free(id);
-    grads = tl.resize(grads, 0);
-  }
-  const Timeline::Id temp =
-      tl.alloc("optimizer_temporaries", "optimizer step temporaries", sz.opt_temp, b.pieces.opt_temp);
+  // Stepped in backward: nothing is left to step here.
+  const Timeline::Id temp = tl.alloc("optimizer_temporaries", "optimizer step temporaries", in_bwd ? 0 : sz.opt_temp,
+                                     in_bwd ? std::vector<Piece>{} : b.pieces.opt_temp);
   tl.mark("optimizer_step", "optimizer step");
 
   // ---- end of step: temporaries go, zero_grad(set_to_none=True) frees the
   // step's gradients (transformers Trainer, torch.optim.Optimizer.zero_grad);
   // kept ones stay for the next step.
   tl.free(temp);
-  if (o.optimizer_in_backward) {
-    tl.free(grads);
-  } else {
-    for (Timeline::Id id : step_grads) tl.free(id);
-  }
+  for (Timeline::Id id : step_grads) tl.free(id);
   return tl;
 }
 
