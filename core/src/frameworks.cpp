@@ -39,6 +39,11 @@ Framework torchtune() {
                true,
                "torchao nf4_tensor.py to_nf4(block_size=64, scaler_block_size=256): the scales are always quantised",
                {"qlora"}},
+              {"train.quant.quantizer",
+               "torchao",
+               "torchtune torchtune/modules/peft/lora.py LoRALinear(quantize_base=True): to_nf4(linear.weight) "
+               "(torchao dtypes/nf4tensor.py), and again when the checkpoint is copied in (NF4Tensor copy_)",
+               {"qlora"}},
               {"train.optimizer",
                "paged_adamw_8bit",
                cfg + "full_single_device.yaml optimizer: bitsandbytes.optim.PagedAdamW8bit",

@@ -175,6 +175,30 @@ TEST_F(TrainTest, OptimizerInBackwardHoldsOneParametersGradientAtATime) {
   EXPECT_EQ(err["error"]["path"], "train.optimizer_in_backward");
 }
 
+// 4-bit base quantised by torchao (torchtune's to_nf4) instead of bitsandbytes'
+// kernel: quantize_tensor_nearest holds (value - nf4) and its abs(), two bf16
+// (n x 16) tensors, for every weight at load; the caching allocator keeps
+// their segments. Llama-2-7B's largest 4-bit weight is 11,008 x 4,096, so
+// reserved memory holds at least 2 x 16 x 2 B x 45,088,768 = 2,885,681,152 B
+// beyond the 4-bit weights themselves; bitsandbytes' kernel leaves far less.
+TEST_F(TrainTest, TorchaoQuantisationTemporariesStayReservedAfterLoad) {
+  const json train = {{"method", "qlora"}, {"micro_batch", 1}, {"seq_len", 256}, {"grad_checkpointing", true}};
+  json tao = train;
+  tao["quant"] = {{"quantizer", "torchao"}};
+  const json bnb = run(request("meta-llama/Llama-2-7b-hf", train));
+  const json ao = run(request("meta-llama/Llama-2-7b-hf", tao));
+  constexpr int64_t kDiffs = int64_t{2} * 16 * 2 * 11008 * 4096;
+  EXPECT_GE(ao["peak_reserved_bytes"].get<int64_t>(), component(ao, "weights") + kDiffs);
+  EXPECT_LT(bnb["peak_reserved_bytes"].get<int64_t>(), component(bnb, "weights") + kDiffs / 2);
+  // The weights themselves are the same bytes either way.
+  EXPECT_EQ(component(ao, "weights"), component(bnb, "weights"));
+  // Unknown quantisers are an error naming the field.
+  tao["quant"]["quantizer"] = "gptq";
+  const json err = estimate(request("meta-llama/Llama-2-7b-hf", tao));
+  ASSERT_TRUE(err.contains("error")) << err.dump();
+  EXPECT_EQ(err["error"]["path"], "train.quant.quantizer");
+}
+
 // PyTorch < 2.0's zero_grad(set_to_none=False), which the HF Trainer's
 // model.zero_grad() used (pytorch PR #92731 made True the default in 2.0):
 // gradients are zeroed in place, so without accumulation they still sit in

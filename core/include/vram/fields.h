@@ -80,6 +80,12 @@ inline constexpr bool kPrepareKbit = true;
 // backward; 0.41.x-0.43.1 kept it (ctx.tensors = (A, B)). Current releases are
 // the default.
 inline constexpr bool kQuantSavesInput = false;
+// Who quantises the 4-bit base: bitsandbytes (transformers / PEFT /
+// Lightning: Params4bit._quantize -> the quantize_4bit CUDA kernel) or
+// torchao's NF4Tensor (torchtune modules/peft/lora.py LoRALinear
+// quantize_base -> to_nf4), whose quantize_tensor_nearest builds a
+// (numel x 16) difference tensor per weight at load.
+inline constexpr const char* kQuantizer = "bitsandbytes";
 
 // Inference: one sequence, a 4k context, bf16 weights and KV cache, transformers generate.
 inline constexpr int64_t kInferBatch = 1;

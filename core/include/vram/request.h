@@ -46,6 +46,7 @@ struct QuantOptions {
   int64_t blocksize = defaults::kQuantBlocksize;
   bool prepare_kbit = defaults::kPrepareKbit;     // peft prepare_model_for_kbit_training casts non-4bit params to fp32
   bool saves_input = defaults::kQuantSavesInput;  // bitsandbytes < 0.43.2: MatMul4Bit keeps each input for backward
+  bool torchao = false;                           // quantizer torchao (NF4Tensor) instead of bitsandbytes
 };
 
 struct TrainOptions {

@@ -118,7 +118,14 @@ StateSizes model_state(const Request& req, const TrainablePlan& plan, const Dtyp
       s.quantized_packed += ceil_div(g.in_features * g.out_features, 2) * g.instances;
       if (g.bias) s.weights += frozen_hp_elem * g.out_features * g.instances;
       // MatMul4Bit backward: grad_A = grad_out @ dequantize_4bit(B).to(dtype)
-      s.qlora_dequant = std::max(s.qlora_dequant, 2 * g.in_features * g.out_features);
+      // (2 B per value). torchao's NF4Tensor.get_original_weight (torchtune's
+      // linear_nf4) unpacks through int64 codes instead, all locals alive
+      // until it returns: (q >> 4).to(long) and (q & 0b1111).to(long) (n/2
+      // values x 8 B each = 8 B per weight value), the two bf16 lookups
+      // nf4[codes], their scaled products and the stacked result (2 B per
+      // value each): 8 + 2 + 2 + 2 = 14 B per value.
+      const int64_t per_value = t.quant.torchao ? 14 : 2;
+      s.qlora_dequant = std::max(s.qlora_dequant, per_value * g.in_features * g.out_features);
     } else {
       s.weights += (gp.trainable ? dt.weight : frozen_hp_elem) * g.total();
       // deepspeed stage3 param persistence: tensors under
@@ -292,6 +299,7 @@ StatePieces state_pieces(const Request& req, const TrainablePlan& plan, const Dt
   const ModelSpec& m = req.model;
   const TrainOptions& t = req.train;
   StatePieces out;
+  std::vector<StatePieces::QuantLoad> quantized;  // per 4-bit group: {numel, packed bytes, instances}
   const int64_t lora_elem = dt.adapter;
   const int64_t frozen_hp_elem = dt.frozen;
   const int64_t state_elem =
@@ -316,7 +324,8 @@ StatePieces state_pieces(const Request& req, const TrainablePlan& plan, const Dt
     const GroupPlan& gp = plan.groups[i];
     if (whole_weights) {
       if (gp.quantized) {
-        out.weights.push_back({nf4_bytes(g.in_features * g.out_features, t.quant), g.instances});
+        quantized.push_back(
+            {g.in_features * g.out_features, nf4_bytes(g.in_features * g.out_features, t.quant), g.instances});
         if (g.bias) out.weights.push_back({frozen_hp_elem * g.out_features, g.instances});
       } else {
         for (int64_t numel : tensors_of(g)) {
@@ -363,6 +372,22 @@ StatePieces state_pieces(const Request& req, const TrainablePlan& plan, const Dt
     trainable(opt, t.lora.rank * hl.in, t.lora.rank, hl.in, lora_elem, 1, 1, true, &out.grads_head);
     trainable(opt, t.lora.rank * hl.out, hl.out, t.lora.rank, lora_elem, 1, 1, true, &out.grads_head);
   }
+  // Load order of the 4-bit weights: layer by layer, each layer's groups in
+  // module order (a round takes one instance of every group that has one
+  // left). Past kMaxQuantLoads entries a round takes several instances of a
+  // group at once, so MoE checkpoints with thousands of expert matrices stay
+  // cheap to replay.
+  constexpr int64_t kMaxQuantLoads = 1024;
+  int64_t rounds = 0;
+  for (const auto& q : quantized) rounds = std::max(rounds, q.count);
+  const int64_t groups = std::max<int64_t>(1, static_cast<int64_t>(quantized.size()));
+  const int64_t step = std::max<int64_t>(1, ceil_div(rounds * groups, kMaxQuantLoads));
+  for (int64_t r = 0; r < rounds; r += step) {
+    for (const auto& q : quantized) {
+      const int64_t k = std::min(step, q.count - r);
+      if (k > 0) out.quant_load.push_back({q.numel, q.packed, k});
+    }
+  }
   // Per-tensor loops hold one tensor's temporaries; fused kernels none.
   if (opt.kernel != StepKernel::kForeach) out.opt_temp.clear();
   for (auto* v :
@@ -372,10 +397,73 @@ StatePieces state_pieces(const Request& req, const TrainablePlan& plan, const Dt
   return out;
 }
 
-StateTensors load_state(Timeline& tl, const OptimizerInfo& opt, const RankState& rs, const StatePieces& pieces) {
+namespace {
+
+// One 4-bit weight of n values quantised from its 16-bit tensor on the
+// device, as the load does it; the packed result (`packed` bytes, `count`
+// weights) stays, every temporary goes.
+void quantise_on_load(Timeline& tl, const StatePieces::QuantLoad& q, bool torchao, bool keep) {
+  const int64_t n = q.numel;
+  // The 16-bit weight on the device: bitsandbytes nn/modules.py
+  // Params4bit._quantize (w = self.data.contiguous().to(device)); torchtune's
+  // LoRALinear builds nn.Linear under the device context, then to_nf4.
+  const Timeline::Id w = tl.alloc("weights_load", "16-bit weight being quantised to 4 bits", 2 * n);
+  if (torchao) {
+    // torchao dtypes/nf4tensor.py NF4Tensor.convert_to_norm_float_weight:
+    // scaled_blocks = blocks / scales (2n); quantize_tensor_nearest:
+    // (value.unsqueeze(-1) - nf4) is a bf16 (n x 16) tensor and .abs() a
+    // second one (32n B each); diff.min(dim=-1) returns values (2n) and int64
+    // indices (8n); the codes are packed through two int64 half-size
+    // temporaries (quantized_blocks[::2] << 4 | quantized_blocks[1::2]).
+    const Timeline::Id scaled = tl.alloc("weights_load", "NF4 scaled blocks", 2 * n);
+    const Timeline::Id diff_sub = tl.alloc("weights_load", "NF4 value - codebook (n x 16)", 32 * n);
+    const Timeline::Id diff = tl.alloc("weights_load", "NF4 |value - codebook| (n x 16)", 32 * n);
+    tl.free(diff_sub);
+    const Timeline::Id vals = tl.alloc("weights_load", "NF4 nearest values", 2 * n);
+    const Timeline::Id idx = tl.alloc("weights_load", "NF4 nearest indices (int64)", 8 * n);
+    tl.free(diff);
+    tl.free(vals);
+    const Timeline::Id hi = tl.alloc("weights_load", "NF4 high nibbles (int64)", 4 * n);
+    const Timeline::Id both = tl.alloc("weights_load", "NF4 packed codes (int64)", 4 * n);
+    tl.free(hi);
+    tl.free(idx);
+    const Timeline::Id packed = tl.alloc("weights", "4-bit weights", q.packed);
+    tl.free(both);
+    tl.free(scaled);
+    if (!keep) tl.free(packed);
+  } else {
+    // bitsandbytes functional.py quantize_4bit: one CUDA kernel writes the
+    // packed codes and the absmax, no temporaries of the weight's size.
+    const Timeline::Id packed = tl.alloc("weights", "4-bit weights", q.packed);
+    if (!keep) tl.free(packed);
+  }
+  tl.free(w);
+}
+
+}  // namespace
+
+StateTensors load_state(Timeline& tl, const OptimizerInfo& opt, const RankState& rs, const StatePieces& pieces,
+                        bool torchao) {
   const StateSizes& sz = rs.sz;
   StateTensors out;
-  out.weights = tl.alloc("weights", "weights", sz.weights + sz.weights_quantized + sz.lora_weights, pieces.weights);
+  int64_t packed = 0;
+  for (const auto& q : pieces.quant_load) packed += q.packed * q.count;
+  out.weights =
+      tl.alloc("weights", "weights", sz.weights + sz.weights_quantized + sz.lora_weights - packed, pieces.weights);
+  // The 4-bit weights are quantised on the device one at a time; the caching
+  // allocator keeps the segments their temporaries took (the reserved memory a
+  // QLoRA run shows from the load on). torchao quantises twice: when
+  // torchtune builds the model (to_nf4 of the initialised weight) and when the
+  // checkpoint is copied in (NF4Tensor copy_ quantises the incoming tensor
+  // into a new NF4Tensor, copied into the parameter and freed).
+  for (const auto& q : pieces.quant_load) {
+    for (int64_t i = 0; i < q.count; ++i) quantise_on_load(tl, q, torchao, /*keep=*/true);
+  }
+  if (torchao) {
+    for (const auto& q : pieces.quant_load) {
+      for (int64_t i = 0; i < q.count; ++i) quantise_on_load(tl, q, torchao, /*keep=*/false);
+    }
+  }
   // Master weights are allocated; a paged optimizer's states live in CUDA
   // managed memory (bitsandbytes paged optimizers: cudaMallocManaged).
   tl.alloc("optimizer_states", "fp32 master weights", sz.master, pieces.master);

@@ -81,6 +81,15 @@ struct StatePieces {
   std::vector<Piece> grads_head;   // lm_head and final norm
   std::vector<Piece> grads_layer;  // one decoder layer
   std::vector<Piece> grads_rest;   // embeddings, vision tower, projector
+  // 4-bit weights in load order (one entry per group and round of
+  // instances): `count` weights of `numel` values, each quantised on the GPU
+  // into `packed` bytes (codes + scales).
+  struct QuantLoad {
+    int64_t numel = 0;
+    int64_t packed = 0;
+    int64_t count = 1;
+  };
+  std::vector<QuantLoad> quant_load;
 };
 StatePieces state_pieces(const Request& req, const TrainablePlan& plan, const Dtypes& dt, const OptimizerInfo& opt,
                          const Sharding& sh, const RankState& rs);
@@ -97,7 +106,10 @@ struct StateTensors {
   Timeline::Id weights = -1;
   Timeline::Id states = -1;
 };
-StateTensors load_state(Timeline& tl, const OptimizerInfo& opt, const RankState& rs, const StatePieces& pieces);
+// `torchao`: the 4-bit base is quantised by torchao's NF4Tensor (torchtune)
+// rather than bitsandbytes' kernel (QuantOptions::torchao).
+StateTensors load_state(Timeline& tl, const OptimizerInfo& opt, const RankState& rs, const StatePieces& pieces,
+                        bool torchao = false);
 
 // The weights, master, gradients, states and temporaries components.
 void state_components(std::vector<Component>& out, const Request& req, const ParallelOptions& par,

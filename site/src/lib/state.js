@@ -66,6 +66,8 @@ export const DEFAULT_SETTINGS = Object.freeze({
     fused_loss: f('train.fused_loss'),
     activation_offload: f('train.activation_offload'),
     optimizer_in_backward: f('train.optimizer_in_backward'),
+    // torch.compile: accepted, not modelled (the core warns the estimate is eager mode's).
+    compile: f('train.compile'),
     lora: {
       rank: f('train.lora.rank'),
       alpha: f('train.lora.alpha'),
@@ -256,6 +258,7 @@ export const FRAMEWORK_FORM_PATHS = Object.freeze([
   'train.fused_loss',
   'train.activation_offload',
   'train.optimizer_in_backward',
+  'train.compile',
   'train.lora.rank',
   'train.lora.alpha',
   'train.lora.targets',
@@ -499,6 +502,7 @@ export function buildRequest(s, config, catalog = [], experts = 0, fwForm = {}) 
     if (fromDs.precision !== undefined) delete req.train.precision;
     if (t.activation_offload) req.train.activation_offload = true;
     if (t.optimizer_in_backward) req.train.optimizer_in_backward = true;
+    if (t.compile) req.train.compile = true;
     if (t.method === 'lora' || t.method === 'qlora') {
       req.train.lora = {
         rank: t.lora.rank,

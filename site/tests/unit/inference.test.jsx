@@ -134,4 +134,12 @@ describe('training memory switches', () => {
     await waitFor(() => expect(request.value.train.optimizer_in_backward).toBe(true));
     await waitFor(() => expect(window.location.hash).toContain('oib=1'));
   });
+
+  it('torch.compile is sent, kept in the link, and the page says it is not modelled', async () => {
+    await openPage('#m=preset:Qwen/Qwen3-0.6B&task=train&method=lora');
+    fireEvent.click(screen.getByRole('checkbox', { name: /torch\.compile/ }));
+    await waitFor(() => expect(request.value.train.compile).toBe(true));
+    await waitFor(() => expect(window.location.hash).toContain('compile=1'));
+    expect(await screen.findByText(/compile/i, { selector: 'li' })).toBeTruthy();
+  });
 });

@@ -218,6 +218,12 @@ function TrainingFields({ t }) {
           checked={t.optimizer_in_backward}
           onChange={(v) => setSetting('train.optimizer_in_backward', v)}
         />
+        <CheckboxField
+          label="torch.compile (not modelled: eager figure)"
+          name="torch_compile"
+          checked={t.compile}
+          onChange={(v) => setSetting('train.compile', v)}
+        />
       </div>
       {(t.method === 'lora' || t.method === 'qlora') && <LoraFields lora={t.lora} />}
       {t.method === 'freeze' && <FreezeFields text={t.freeze_modules} />}
