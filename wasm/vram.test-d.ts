@@ -247,9 +247,9 @@ async function usesTheFacade(): Promise<void> {
   vram.estimate({ model: tiny, task: 'infer', infer: { enforce_eager: 1 } });
   // @ts-expect-error fsdp_version is 1 or 2
   vram.estimate({ model: tiny, parallel: { gpus: 2, fsdp: 'full_shard', fsdp_version: 3 } });
-  // @ts-expect-error fsdp_reduce_dtype is bf16, fp16 or fp32
   vram.estimate({
     model: tiny,
+    // @ts-expect-error fsdp_reduce_dtype is bf16, fp16 or fp32
     parallel: { gpus: 2, fsdp: 'full_shard', fsdp_reduce_dtype: 'fp8' },
   });
   // @ts-expect-error sharding is one of the named strategies
