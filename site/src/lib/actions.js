@@ -5,7 +5,15 @@ import { batch, effect } from '@preact/signals';
 import { fetchHubConfig } from './hub.js';
 import { clearPlan } from './plan.js';
 import { findPreset } from './presets.js';
-import { DEFAULT_PRESET, model, modelStatus, setPreset, settings } from './state.js';
+import {
+  DEFAULT_PRESET,
+  estimator,
+  fillFrameworkDefaults,
+  model,
+  modelStatus,
+  setPreset,
+  settings,
+} from './state.js';
 import { parse, serialize } from './url-state.js';
 
 /** The token the user pasted (memory only; the ModelBox mirrors it to sessionStorage). */
@@ -80,9 +88,32 @@ export function choosePreset(id) {
   return setPreset(id);
 }
 
+// A link naming a framework but not every field its recipe sets (typed by
+// hand, or written before the select existed): the recipe fills the rest once
+// the estimator, which holds the framework tables, has loaded.
+let stopFilling = null;
+function fillFromFramework(given) {
+  stopFilling?.();
+  stopFilling = null;
+  const missing = (s) => fillFrameworkDefaults(s, estimator.value, given);
+  if (estimator.value) {
+    settings.value = missing(settings.value);
+    return;
+  }
+  stopFilling = effect(() => {
+    if (!estimator.value) return;
+    const next = missing(settings.peek());
+    queueMicrotask(() => {
+      stopFilling?.();
+      stopFilling = null;
+      settings.value = next;
+    });
+  });
+}
+
 /** Restores model and settings from a hash; Hub models are fetched again. */
 export function restoreFromHash(hash) {
-  const { model: m, settings: s } = parse(hash);
+  const { model: m, settings: s, given } = parse(hash);
   batch(() => {
     clearPlan();
     settings.value = s;
@@ -104,6 +135,7 @@ export function restoreFromHash(hash) {
       model.value = { source: 'hf', id: m.id, config: findPreset(m.id)?.config ?? null };
     }
   });
+  fillFromFramework(given);
   if (m?.source === 'hf') loadHubModel(m.id);
 }
 

@@ -325,6 +325,20 @@ export function applyFramework(s, vram) {
   return next;
 }
 
+/**
+ * Settings from a link: the fields the framework's recipe sets that the link
+ * did not (`given` lists the paths it did) take the recipe's values. Nothing
+ * changes for hf or without an estimator.
+ */
+export function fillFrameworkDefaults(s, vram, given) {
+  const fw = frameworkForm(vram, s.train?.framework, s.train?.method);
+  const missing = Object.keys(fw).filter((path) => !given.includes(path));
+  if (!missing.length) return s;
+  const next = structuredClone(s);
+  for (const path of missing) putPath(next, path, fw[path]);
+  return next;
+}
+
 /** Picks the training framework: its defaults replace the form's values of the fields it sets. */
 export function setFramework(name) {
   const next = structuredClone(settings.value);

@@ -138,13 +138,14 @@ export function serialize(model, settings) {
 }
 
 /**
- * Hash string -> {model: {source, id, config?} | null, settings}. Unknown keys
- * and invalid values are ignored (the defaults stay), so an old or edited
- * link still opens.
+ * Hash string -> {model: {source, id, config?} | null, settings, given}.
+ * Unknown keys and invalid values are ignored (the defaults stay), so an old
+ * or edited link still opens; `given` lists the settings paths the link set.
  */
 export function parse(hash) {
   const q = new URLSearchParams(String(hash || '').replace(/^#/, ''));
   const settings = defaultSettings();
+  const given = [];
   for (const [key, path, kind, options] of FIELDS) {
     if (!q.has(key)) continue;
     const raw = q.get(key);
@@ -178,6 +179,7 @@ export function parse(hash) {
       v = raw;
     }
     put(settings, path, v);
+    given.push(path);
   }
   if (q.has('gib') && !q.has('gpu')) settings.gpu.mode = 'custom';
 
@@ -199,5 +201,5 @@ export function parse(hash) {
       }
     }
   }
-  return { model, settings };
+  return { model, settings, given };
 }

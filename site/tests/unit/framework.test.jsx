@@ -33,6 +33,15 @@ describe('the framework select', () => {
     expect(screen.getByLabelText(/train\.framework/).value).toBe('unsloth');
   });
 
+  it("a hand-written link naming only the framework gets its recipe; the link's own fields win", async () => {
+    cleanup();
+    await openPage('#m=preset:Qwen/Qwen3-0.6B&method=qlora&fw=unsloth&optim=adamw_torch');
+    await waitFor(() => expect(settings.value.train.activation_offload).toBe(true));
+    expect(settings.value.train.grad_checkpointing).toBe('full');
+    expect(settings.value.train.lora.rank).toBe(16);
+    expect(settings.value.train.optimizer).toBe('adamw_torch');
+  });
+
   it('a field the user changes wins over the framework, and leaving the framework undoes its defaults', async () => {
     cleanup();
     await openPage('#m=preset:Qwen/Qwen3-0.6B&method=lora');
