@@ -196,10 +196,10 @@ std::vector<FieldSpec> build() {
               {"blocksize", "", "", "bitsandbytes 4-bit block size"}),
       boolean("train.quant.prepare_kbit", d::kPrepareKbit,
               {"prepare_model_for_kbit_training", "", "", "fp32 casts of the non-4-bit parameters"}),
-      choice("train.quant.quantizer", d::kQuantizer, {"bitsandbytes", "torchao"}, {},
+      choice("train.quant.quantizer", d::kQuantizer, {"bitsandbytes", "torchao", "torchao_unchunked"}, {},
              {"4-bit quantiser", "", "",
-              "who quantises the 4-bit base at load: bitsandbytes' kernel, or torchao's NF4Tensor (torchtune), "
-              "whose (numel x 16) temporaries the caching allocator keeps"}),
+              "who quantises the 4-bit base at load: bitsandbytes' kernel, or torchao's NF4Tensor (torchtune; "
+              "torchao_unchunked = torchao before 0.2, whose (numel x 16) temporaries the caching allocator keeps)"}),
       boolean("train.quant.saves_input", d::kQuantSavesInput,
               {"4-bit Linear keeps its input (bitsandbytes < 0.43.2)", "", "",
                "bitsandbytes 0.41-0.43.1 MatMul4Bit saved every 4-bit Linear's input for backward"}),

@@ -179,7 +179,10 @@ void parse_train(const JsonReader& t, Request& req) {
     o.quant.blocksize = q->int_or("blocksize", defaults::kQuantBlocksize, 16, 4096);
     o.quant.prepare_kbit = q->bool_or("prepare_kbit", defaults::kPrepareKbit);
     o.quant.saves_input = q->bool_or("saves_input", defaults::kQuantSavesInput);
-    if (const auto v = enum_value(*q, "quantizer", field("train.quant.quantizer"))) o.quant.torchao = *v == "torchao";
+    if (const auto v = enum_value(*q, "quantizer", field("train.quant.quantizer"))) {
+      o.quant.torchao = *v != "bitsandbytes";
+      o.quant.torchao_unchunked = *v == "torchao_unchunked";
+    }
   }
   if (o.method == Method::kFreeze && o.trainable_modules.empty()) {
     fail(errc::kMissingField, t.child_path("trainable_modules"),

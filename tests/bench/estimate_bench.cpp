@@ -53,6 +53,17 @@ void BM_EstimateTrainWithFitSearch70b(benchmark::State& state) {
 }
 BENCHMARK(BM_EstimateTrainWithFitSearch70b);
 
+// torchtune QLoRA: the replay also loads 560 4-bit weights through torchao's
+// quantisation temporaries, twice (model build and checkpoint copy-in).
+void BM_EstimateTorchtuneQlora70b(benchmark::State& state) {
+  const std::string text = vram::json({{"model", {{"config", kLlama70b}}},
+                                       {"task", "train"},
+                                       {"train", {{"framework", "torchtune"}, {"method", "qlora"}, {"seq_len", 2048}}}})
+                               .dump();
+  for (auto _ : state) benchmark::DoNotOptimize(vram::estimate_json(text));
+}
+BENCHMARK(BM_EstimateTorchtuneQlora70b);
+
 // Request object in, result object out: no text parsing or printing.
 void BM_EstimateJsonObject70b(benchmark::State& state) {
   const vram::json req = {{"model", {{"config", kLlama70b}}},

@@ -156,7 +156,11 @@ const std::map<std::string, std::function<json(const Request&)>>& readers() {
       {"train.quant.prepare_kbit", [](const Request& r) { return r.train.quant.prepare_kbit; }},
       {"train.quant.saves_input", [](const Request& r) { return r.train.quant.saves_input; }},
       {"train.quant.quantizer",
-       [](const Request& r) { return json(r.train.quant.torchao ? "torchao" : "bitsandbytes"); }},
+       [](const Request& r) {
+         return json(!r.train.quant.torchao            ? "bitsandbytes"
+                     : r.train.quant.torchao_unchunked ? "torchao_unchunked"
+                                                       : "torchao");
+       }},
       {"train.trainable_modules", [](const Request& r) { return r.train.trainable_modules; }},
       {"train.images_per_sample", [](const Request& r) { return r.train.images_per_sample; }},
       {"train.activation_offload", [](const Request& r) { return r.train.activation_offload; }},

@@ -84,7 +84,9 @@ inline constexpr bool kQuantSavesInput = false;
 // Lightning: Params4bit._quantize -> the quantize_4bit CUDA kernel) or
 // torchao's NF4Tensor (torchtune modules/peft/lora.py LoRALinear
 // quantize_base -> to_nf4), whose quantize_tensor_nearest builds a
-// (numel x 16) difference tensor per weight at load.
+// (values x 16) difference tensor: over chunks of 1024^2 values since
+// pytorch/ao PR #196 (2024-05-01, "Perform quantization in Chunks", torchao
+// 0.2), over the whole weight before it (torchao_unchunked).
 inline constexpr const char* kQuantizer = "bitsandbytes";
 
 // Inference: one sequence, a 4k context, bf16 weights and KV cache, transformers generate.

@@ -47,6 +47,7 @@ struct QuantOptions {
   bool prepare_kbit = defaults::kPrepareKbit;     // peft prepare_model_for_kbit_training casts non-4bit params to fp32
   bool saves_input = defaults::kQuantSavesInput;  // bitsandbytes < 0.43.2: MatMul4Bit keeps each input for backward
   bool torchao = false;                           // quantizer torchao (NF4Tensor) instead of bitsandbytes
+  bool torchao_unchunked = false;                 // torchao before 0.2: to_nf4 over the whole weight at once
 };
 
 struct TrainOptions {

@@ -400,50 +400,62 @@ StatePieces state_pieces(const Request& req, const TrainablePlan& plan, const Dt
 namespace {
 
 // One 4-bit weight of n values quantised from its 16-bit tensor on the
-// device, as the load does it; the packed result (`packed` bytes, `count`
-// weights) stays, every temporary goes.
-void quantise_on_load(Timeline& tl, const StatePieces::QuantLoad& q, bool torchao, bool keep) {
+// device, as the load does it; the packed result (`packed` bytes) stays when
+// `keep`, every temporary goes.
+void quantise_on_load(Timeline& tl, const StatePieces::QuantLoad& q, const QuantOptions& quant, bool keep) {
   const int64_t n = q.numel;
   // The 16-bit weight on the device: bitsandbytes nn/modules.py
   // Params4bit._quantize (w = self.data.contiguous().to(device)); torchtune's
   // LoRALinear builds nn.Linear under the device context, then to_nf4.
   const Timeline::Id w = tl.alloc("weights_load", "16-bit weight being quantised to 4 bits", 2 * n);
-  if (torchao) {
+  Timeline::Id packed = -1;
+  if (quant.torchao) {
     // torchao dtypes/nf4tensor.py NF4Tensor.convert_to_norm_float_weight:
-    // scaled_blocks = blocks / scales (2n); quantize_tensor_nearest:
-    // (value.unsqueeze(-1) - nf4) is a bf16 (n x 16) tensor and .abs() a
-    // second one (32n B each); diff.min(dim=-1) returns values (2n) and int64
-    // indices (8n); the codes are packed through two int64 half-size
-    // temporaries (quantized_blocks[::2] << 4 | quantized_blocks[1::2]).
+    // scaled_blocks = blocks / scales (2 B per value); quantize_tensor_nearest
+    // makes (value.unsqueeze(-1) - nf4), a bf16 (values x 16) tensor, and its
+    // .abs(), a second one (32 B per value each), then diff.min(dim=-1)
+    // returns values (2 B) and int64 indices (8 B).
     const Timeline::Id scaled = tl.alloc("weights_load", "NF4 scaled blocks", 2 * n);
-    const Timeline::Id diff_sub = tl.alloc("weights_load", "NF4 value - codebook (n x 16)", 32 * n);
-    const Timeline::Id diff = tl.alloc("weights_load", "NF4 |value - codebook| (n x 16)", 32 * n);
+    // Since pytorch/ao PR #196 (torchao 0.2) that runs over chunks of 1024^2
+    // values into a uint8 buffer of n codes; before it, over the whole weight.
+    constexpr int64_t kChunk = int64_t{1} << 20;
+    const int64_t c = quant.torchao_unchunked ? n : std::min(n, kChunk);
+    const Timeline::Id codes = quant.torchao_unchunked ? -1 : tl.alloc("weights_load", "NF4 codes (uint8)", n);
+    const Timeline::Id diff_sub = tl.alloc("weights_load", "NF4 value - codebook (x 16)", 32 * c);
+    const Timeline::Id diff = tl.alloc("weights_load", "NF4 |value - codebook| (x 16)", 32 * c);
     tl.free(diff_sub);
-    const Timeline::Id vals = tl.alloc("weights_load", "NF4 nearest values", 2 * n);
-    const Timeline::Id idx = tl.alloc("weights_load", "NF4 nearest indices (int64)", 8 * n);
+    const Timeline::Id vals = tl.alloc("weights_load", "NF4 nearest values", 2 * c);
+    const Timeline::Id idx = tl.alloc("weights_load", "NF4 nearest indices (int64)", 8 * c);
     tl.free(diff);
     tl.free(vals);
-    const Timeline::Id hi = tl.alloc("weights_load", "NF4 high nibbles (int64)", 4 * n);
-    const Timeline::Id both = tl.alloc("weights_load", "NF4 packed codes (int64)", 4 * n);
+    if (codes >= 0) tl.free(idx);
+    // quantized_blocks[::2] << 4 | quantized_blocks[1::2]: two half-size
+    // temporaries in the codes' dtype (int64 unchunked, uint8 chunked).
+    const int64_t elem = quant.torchao_unchunked ? 8 : 1;
+    const Timeline::Id hi = tl.alloc("weights_load", "NF4 high nibbles", elem * n / 2);
+    const Timeline::Id both = tl.alloc("weights_load", "NF4 packed codes", elem * n / 2);
     tl.free(hi);
-    tl.free(idx);
-    const Timeline::Id packed = tl.alloc("weights", "4-bit weights", q.packed);
+    if (codes >= 0) {
+      tl.free(codes);
+    } else {
+      tl.free(idx);
+    }
+    packed = tl.alloc("weights", "4-bit weights", q.packed);
     tl.free(both);
     tl.free(scaled);
-    if (!keep) tl.free(packed);
   } else {
     // bitsandbytes functional.py quantize_4bit: one CUDA kernel writes the
     // packed codes and the absmax, no temporaries of the weight's size.
-    const Timeline::Id packed = tl.alloc("weights", "4-bit weights", q.packed);
-    if (!keep) tl.free(packed);
+    packed = tl.alloc("weights", "4-bit weights", q.packed);
   }
+  if (!keep) tl.free(packed);
   tl.free(w);
 }
 
 }  // namespace
 
 StateTensors load_state(Timeline& tl, const OptimizerInfo& opt, const RankState& rs, const StatePieces& pieces,
-                        bool torchao) {
+                        const QuantOptions& quant) {
   const StateSizes& sz = rs.sz;
   StateTensors out;
   int64_t packed = 0;
@@ -457,11 +469,11 @@ StateTensors load_state(Timeline& tl, const OptimizerInfo& opt, const RankState&
   // checkpoint is copied in (NF4Tensor copy_ quantises the incoming tensor
   // into a new NF4Tensor, copied into the parameter and freed).
   for (const auto& q : pieces.quant_load) {
-    for (int64_t i = 0; i < q.count; ++i) quantise_on_load(tl, q, torchao, /*keep=*/true);
+    for (int64_t i = 0; i < q.count; ++i) quantise_on_load(tl, q, quant, /*keep=*/true);
   }
-  if (torchao) {
+  if (quant.torchao) {
     for (const auto& q : pieces.quant_load) {
-      for (int64_t i = 0; i < q.count; ++i) quantise_on_load(tl, q, torchao, /*keep=*/false);
+      for (int64_t i = 0; i < q.count; ++i) quantise_on_load(tl, q, quant, /*keep=*/false);
     }
   }
   // Master weights are allocated; a paged optimizer's states live in CUDA

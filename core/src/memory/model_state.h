@@ -106,10 +106,10 @@ struct StateTensors {
   Timeline::Id weights = -1;
   Timeline::Id states = -1;
 };
-// `torchao`: the 4-bit base is quantised by torchao's NF4Tensor (torchtune)
-// rather than bitsandbytes' kernel (QuantOptions::torchao).
+// `quant` says who quantises the 4-bit base (bitsandbytes' kernel or
+// torchao's NF4Tensor, chunked or not) and so which load temporaries occur.
 StateTensors load_state(Timeline& tl, const OptimizerInfo& opt, const RankState& rs, const StatePieces& pieces,
-                        bool torchao = false);
+                        const QuantOptions& quant);
 
 // The weights, master, gradients, states and temporaries components.
 void state_components(std::vector<Component>& out, const Request& req, const ParallelOptions& par,

@@ -82,7 +82,7 @@ Timeline training_step(const RankBasis& b, const StepTerms& t) {
   Timeline tl;
 
   // ---- load: model state, workspaces, persistent buffers ----------------
-  memory::load_state(tl, *b.opt, b.state, b.pieces, req.train.quant.torchao);
+  memory::load_state(tl, *b.opt, b.state, b.pieces, req.train.quant);
   tl.alloc("cublas_workspace", "cuBLAS/cuBLASLt workspaces", b.cublas);
   if (pb.comm > 0) tl.alloc("comm_buffers", "communication buckets", pb.comm);
   tl.alloc("misc", "user cushion", req.overheads.misc_bytes);
