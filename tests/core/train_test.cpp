@@ -194,10 +194,11 @@ TEST_F(TrainTest, TorchaoQuantisationTemporariesStayReservedAfterLoad) {
   const json chunked = with("torchao");
   const json whole = with("torchao_unchunked");
   constexpr int64_t kDiffs = int64_t{2} * 16 * 2 * 11008 * 4096;
-  EXPECT_GE(whole["peak_reserved_bytes"].get<int64_t>(), component(whole, "weights") + kDiffs);
-  for (const json* r : {&bnb, &chunked}) {
-    EXPECT_LT((*r)["peak_reserved_bytes"].get<int64_t>(), component(*r, "weights") + kDiffs / 2);
-  }
+  const auto reserved = [](const json& r) { return r["peak_reserved_bytes"].get<int64_t>(); };
+  EXPECT_GE(reserved(whole), component(whole, "weights") + kDiffs);
+  // Chunks of 1024^2 values: the whole-weight intermediates are gone.
+  EXPECT_GE(reserved(whole) - reserved(chunked), kDiffs / 2);
+  EXPECT_GE(reserved(whole) - reserved(bnb), kDiffs / 2);
   // The weights themselves are the same bytes whoever quantised them.
   EXPECT_EQ(component(whole, "weights"), component(bnb, "weights"));
   EXPECT_EQ(component(chunked, "weights"), component(bnb, "weights"));

@@ -374,10 +374,12 @@ StatePieces state_pieces(const Request& req, const TrainablePlan& plan, const Dt
   }
   // Load order of the 4-bit weights: layer by layer, each layer's groups in
   // module order (a round takes one instance of every group that has one
-  // left). Past kMaxQuantLoads entries a round takes several instances of a
-  // group at once, so MoE checkpoints with thousands of expert matrices stay
-  // cheap to replay.
-  constexpr int64_t kMaxQuantLoads = 1024;
+  // left). Past kMaxQuantLoads entries an entry stands for several instances
+  // of a group, quantised through one set of temporaries with their packed
+  // tensors allocated together, so a 70B model (560 weights) or an MoE
+  // checkpoint with thousands of expert matrices stays cheap to replay
+  // (tests/bench BM_EstimateTorchtuneQlora70b).
+  constexpr int64_t kMaxQuantLoads = 128;
   int64_t rounds = 0;
   for (const auto& q : quantized) rounds = std::max(rounds, q.count);
   const int64_t groups = std::max<int64_t>(1, static_cast<int64_t>(quantized.size()));
@@ -400,8 +402,9 @@ StatePieces state_pieces(const Request& req, const TrainablePlan& plan, const Dt
 namespace {
 
 // One 4-bit weight of n values quantised from its 16-bit tensor on the
-// device, as the load does it; the packed result (`packed` bytes) stays when
-// `keep`, every temporary goes.
+// device, as the load does it (for `count` weights: one set of temporaries,
+// their packed tensors together); the packed results stay when `keep`, every
+// temporary goes.
 void quantise_on_load(Timeline& tl, const StatePieces::QuantLoad& q, const QuantOptions& quant, bool keep) {
   const int64_t n = q.numel;
   // The 16-bit weight on the device: bitsandbytes nn/modules.py
@@ -440,13 +443,13 @@ void quantise_on_load(Timeline& tl, const StatePieces::QuantLoad& q, const Quant
     } else {
       tl.free(idx);
     }
-    packed = tl.alloc("weights", "4-bit weights", q.packed);
+    packed = tl.alloc("weights", "4-bit weights", q.packed * q.count, {{q.packed, q.count}});
     tl.free(both);
     tl.free(scaled);
   } else {
     // bitsandbytes functional.py quantize_4bit: one CUDA kernel writes the
     // packed codes and the absmax, no temporaries of the weight's size.
-    packed = tl.alloc("weights", "4-bit weights", q.packed);
+    packed = tl.alloc("weights", "4-bit weights", q.packed * q.count, {{q.packed, q.count}});
   }
   if (!keep) tl.free(packed);
   tl.free(w);
@@ -469,11 +472,20 @@ StateTensors load_state(Timeline& tl, const OptimizerInfo& opt, const RankState&
   // checkpoint is copied in (NF4Tensor copy_ quantises the incoming tensor
   // into a new NF4Tensor, copied into the parameter and freed).
   for (const auto& q : pieces.quant_load) {
-    for (int64_t i = 0; i < q.count; ++i) quantise_on_load(tl, q, quant, /*keep=*/true);
+    quantise_on_load(tl, q, quant, /*keep=*/true);
   }
   if (quant.torchao) {
+    // The copy-in pass allocates and frees everything it touches, so once a
+    // weight shape has gone through, the caching allocator holds the blocks
+    // it needs (best fit from the cached free blocks) and the next weight of
+    // that shape leaves the pool as it found it: one pass per shape replays
+    // the same reserved memory with a fraction of the events.
+    std::vector<std::pair<int64_t, int64_t>> seen;
     for (const auto& q : pieces.quant_load) {
-      for (int64_t i = 0; i < q.count; ++i) quantise_on_load(tl, q, quant, /*keep=*/false);
+      const std::pair<int64_t, int64_t> shape{q.numel, q.packed};
+      if (std::find(seen.begin(), seen.end(), shape) != seen.end()) continue;
+      seen.push_back(shape);
+      quantise_on_load(tl, {q.numel, q.packed, 1}, quant, /*keep=*/false);
     }
   }
   // Master weights are allocated; a paged optimizer's states live in CUDA
