@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "estimate_helpers.h"
 #include "fixtures.h"
 #include "memory/loss.h"
 #include "train/layout.h"
@@ -34,19 +35,8 @@ json lora(json targets, json extra = json::object()) {
   return t;
 }
 
-json run(const json& req) {
-  json r = estimate(req);
-  EXPECT_FALSE(r.contains("error")) << r.dump();
-  return r;
-}
-
-int64_t component(const json& r, const std::string& key) {
-  for (const auto& c : r["components"]) {
-    if (c["key"] == key) return c["bytes"].get<int64_t>();
-  }
-  ADD_FAILURE() << "no component " << key;
-  return -1;
-}
+json run(const json& req) { return testing::estimate_ok(req); }
+int64_t component(const json& r, const std::string& key) { return testing::component_bytes(r, key); }
 
 int64_t phase_part(const json& r, const std::string& key, const std::string& part) {
   for (const auto& p : r["phases"]) {

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "estimate_helpers.h"
 #include "fixtures.h"
 #include "vram/api.h"
 #include "vram/gpus.h"
@@ -20,19 +21,8 @@ json llama2_7b(json train, json parallel = nullptr) {
   return r;
 }
 
-json run(const json& req) {
-  json r = estimate(req);
-  EXPECT_FALSE(r.contains("error")) << r.dump();
-  return r;
-}
-
-int64_t component(const json& r, const std::string& key) {
-  for (const auto& c : r["components"]) {
-    if (c["key"] == key) return c["bytes"].get<int64_t>();
-  }
-  ADD_FAILURE() << "no component " << key;
-  return -1;
-}
+json run(const json& req) { return testing::estimate_ok(req); }
+int64_t component(const json& r, const std::string& key) { return testing::component_bytes(r, key); }
 
 bool has_warning(const json& r, const std::string& text) {
   for (const auto& w : r["warnings"]) {

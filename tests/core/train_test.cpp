@@ -2,6 +2,7 @@
 // and properties that must hold for any model.
 #include <gtest/gtest.h>
 
+#include "estimate_helpers.h"
 #include "fixtures.h"
 #include "vram/api.h"
 
@@ -13,18 +14,8 @@ class TrainTest : public ::testing::Test {
   static json request(const std::string& id, json train) {
     return {{"model", {{"config", testing::model_config(id)}}}, {"task", "train"}, {"train", std::move(train)}};
   }
-  static json run(const json& req) {
-    json r = estimate(req);
-    EXPECT_FALSE(r.contains("error")) << r.dump();
-    return r;
-  }
-  static int64_t component(const json& r, const std::string& key) {
-    for (const auto& c : r["components"]) {
-      if (c["key"] == key) return c["bytes"].get<int64_t>();
-    }
-    ADD_FAILURE() << "no component " << key;
-    return -1;
-  }
+  static json run(const json& req) { return testing::estimate_ok(req); }
+  static int64_t component(const json& r, const std::string& key) { return testing::component_bytes(r, key); }
   static int64_t phase(const json& r, const std::string& key, const std::string& part) {
     for (const auto& p : r["phases"]) {
       if (p["key"] == key) return p["parts"].value(part, int64_t{0});
