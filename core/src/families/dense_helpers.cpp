@@ -1,5 +1,7 @@
 #include "families/dense_helpers.h"
 
+#include <algorithm>
+
 namespace vram::detail {
 
 std::string ConfigKeys::key(std::initializer_list<const char*> keys) const {
@@ -42,6 +44,17 @@ void check_kv_heads(const std::string& kv_path, int64_t kv_heads, const std::str
         errc::kInconsistent, kv_path,
         kv_path + " (" + std::to_string(kv_heads) + ") must divide " + heads_path + " (" + std::to_string(heads) + ")");
   }
+}
+
+std::optional<int64_t> listed_sliding_layers(const JsonReader& cfg, int64_t layers) {
+  const auto types = cfg.str_list_or("layer_types", {});
+  if (types.empty()) return std::nullopt;
+  if (static_cast<int64_t>(types.size()) != layers) {
+    fail(errc::kInconsistent, cfg.child_path("layer_types"),
+         cfg.child_path("layer_types") + " has " + std::to_string(types.size()) + " entries but " +
+             cfg.child_path("num_hidden_layers") + " is " + std::to_string(layers));
+  }
+  return std::count(types.begin(), types.end(), "sliding_attention");
 }
 
 void read_dtype(const JsonReader& cfg, ModelSpec& spec) {

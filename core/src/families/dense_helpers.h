@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -55,6 +56,11 @@ void check_divisible(const std::string& num_path, int64_t num, const std::string
 // Fails with `inconsistent` at `kv_path` unless the key/value head count
 // divides the query head count (grouped-query attention needs whole groups).
 void check_kv_heads(const std::string& kv_path, int64_t kv_heads, const std::string& heads_path, int64_t heads);
+
+// transformers' layer_types (one "sliding_attention" / "full_attention" per
+// layer): how many layers slide, or nullopt when the config has no list.
+// Fails with `inconsistent` at layer_types unless it has `layers` entries.
+std::optional<int64_t> listed_sliding_layers(const JsonReader& cfg, int64_t layers);
 
 // Defaults of a multi-head-attention stack with plain (fc1-act-fc2) MLP and
 // LayerNorm, the shape BERT, GPT-NeoX and OPT share.

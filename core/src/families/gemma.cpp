@@ -78,18 +78,7 @@ void build_gemma2(const JsonReader& cfg, ModelSpec& spec) {
     t.sliding_window = cfg.int_or("sliding_window", 4096, 1, kMaxSize);
   }
   if (t.sliding_window > 0) {
-    const auto types = cfg.str_list_or("layer_types", {});
-    if (types.empty()) {
-      t.sliding_layers = (t.layers + 1) / 2;
-    } else {
-      if (static_cast<int64_t>(types.size()) != t.layers) {
-        fail(errc::kInconsistent, cfg.child_path("layer_types"),
-             cfg.child_path("layer_types") + " has " + std::to_string(types.size()) + " entries but " +
-                 cfg.child_path("num_hidden_layers") + " is " + std::to_string(t.layers));
-      }
-      t.sliding_layers = 0;
-      for (const auto& ty : types) t.sliding_layers += ty == "sliding_attention" ? 1 : 0;
-    }
+    t.sliding_layers = listed_sliding_layers(cfg, t.layers).value_or((t.layers + 1) / 2);
   }
 }
 

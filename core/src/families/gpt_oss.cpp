@@ -3,8 +3,8 @@
 // Sources: transformers at commit 02b8f42b4240dddea1b27c45d2dc95fb2682f841,
 // src/transformers/models/gpt_oss/configuration_gpt_oss.py and
 // modeling_gpt_oss.py.
-#include <algorithm>
 
+#include "families/dense_helpers.h"
 #include "families/llama_like.h"
 #include "families/moe_vlm_common.h"
 #include "families/registry_entries.h"
@@ -69,17 +69,7 @@ void build_gpt_oss(const JsonReader& cfg, ModelSpec& spec) {
   } else {
     t.sliding_window = cfg.int_or("sliding_window", 128, 1, kMaxSize);
   }
-  const auto types = cfg.str_list_or("layer_types", {});
-  if (types.empty()) {
-    t.sliding_layers = (t.layers + 1) / 2;
-  } else {
-    if (static_cast<int64_t>(types.size()) != t.layers) {
-      fail(errc::kInconsistent, cfg.child_path("layer_types"),
-           cfg.child_path("layer_types") + " has " + std::to_string(types.size()) + " entries but " +
-               cfg.child_path("num_hidden_layers") + " is " + std::to_string(t.layers));
-    }
-    t.sliding_layers = std::count(types.begin(), types.end(), "sliding_attention");
-  }
+  t.sliding_layers = listed_sliding_layers(cfg, t.layers).value_or((t.layers + 1) / 2);
   if (t.sliding_window == 0) t.sliding_layers = 0;
 
   if (const json* q = cfg.get("quantization_config");

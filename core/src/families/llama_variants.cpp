@@ -5,6 +5,7 @@
 // modeling_*.py.
 #include <algorithm>
 
+#include "families/dense_helpers.h"
 #include "families/llama_like.h"
 #include "families/registry_entries.h"
 #include "vram/families.h"
@@ -85,14 +86,8 @@ void build_smollm3(const JsonReader& cfg, ModelSpec& spec) {
   LayerStack& t = spec.text;
   t.position_encoding = "rope";
   const int64_t window = cfg.int_or("sliding_window", 0, 1, kMaxSize);
-  const auto types = cfg.str_list_or("layer_types", {});
-  if (!types.empty()) {
-    if (static_cast<int64_t>(types.size()) != t.layers) {
-      fail(errc::kInconsistent, cfg.child_path("layer_types"),
-           cfg.child_path("layer_types") + " has " + std::to_string(types.size()) + " entries but " +
-               cfg.child_path("num_hidden_layers") + " is " + std::to_string(t.layers));
-    }
-    t.sliding_layers = std::count(types.begin(), types.end(), "sliding_attention");
+  if (const auto listed = listed_sliding_layers(cfg, t.layers)) {
+    t.sliding_layers = *listed;
   } else if (cfg.bool_or("use_sliding_window", false) && window > 0) {
     const int64_t interval = cfg.int_or("no_rope_layer_interval", 4, 1, kMaxSize);
     t.sliding_layers = 0;
