@@ -406,28 +406,17 @@ std::string layout_options_json(const std::string& parallel_text) {
   });
 }
 
-namespace {
-
-// An enum field of the query, by the request field's own spelling rules
-// (aliases included): the canonical value, or an error naming the field.
-std::string query_enum(const JsonReader& q, const std::string& key, const std::string& field_path) {
-  const FieldSpec& spec = field(field_path);
-  const std::string given = q.str_or(key, spec.default_value.get<std::string>());
-  if (const auto name = spec.canonical(given)) return *name;
-  std::string allowed;
-  for (const auto& v : spec.values) allowed += (allowed.empty() ? "" : ", ") + v;
-  fail(errc::kUnknownValue, q.child_path(key),
-       q.child_path(key) + " " + vram::quoted(given) + " is not one of: " + allowed);
-}
-
-}  // namespace
-
 std::string framework_defaults_json(const std::string& query_text) {
   return guarded([&] {
     const json doc = parse_json_text(query_text, "");
     const JsonReader q(doc, "");
-    const std::string name = query_enum(q, "framework", "train.framework");
-    const std::string method = query_enum(q, "method", "train.method");
+    // Spelt as the request fields are (aliases included), absent = their default.
+    const auto read = [&](const char* key, const char* path) {
+      const FieldSpec& f = field(path);
+      return enum_value(q, key, f).value_or(f.default_value.get<std::string>());
+    };
+    const std::string name = read("framework", "train.framework");
+    const std::string method = read("method", "train.method");
     const Framework& fw = *find_framework(name);
     json defaults = json::array();
     for (const FrameworkDefault& d : defaults_for(fw, method)) {

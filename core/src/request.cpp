@@ -67,11 +67,6 @@ const char* to_string(Checkpointing c) {
   return "?";
 }
 
-namespace {
-
-// The canonical value of an enum field (vram/fields.h) at r[key], or nullopt
-// when absent; a name the table does not accept fails listing every accepted
-// name, aliases included.
 std::optional<std::string> enum_value(const JsonReader& r, const std::string& key, const FieldSpec& f) {
   const auto v = r.str_opt(key);
   if (!v) return std::nullopt;
@@ -81,6 +76,8 @@ std::optional<std::string> enum_value(const JsonReader& r, const std::string& ke
   fail(errc::kUnknownValue, r.child_path(key),
        r.child_path(key) + " " + vram::quoted(*v) + " is not one of: " + allowed);
 }
+
+namespace {
 
 // The enum constant whose to_string is `name` (a canonical value of the table).
 template <typename E, size_t N>

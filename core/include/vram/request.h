@@ -188,6 +188,11 @@ struct Request {
 
 Result<Request> parse_request(const json& request);
 
+// The canonical value of the enum field `f` (vram/fields.h) at r[key], or
+// nullopt when absent; a name the table does not accept fails (throws
+// Failure) at r[key], listing every accepted name, aliases included.
+std::optional<std::string> enum_value(const JsonReader& r, const std::string& key, const FieldSpec& f);
+
 // Layout rules the page asks instead of copying (the parser applies them):
 // data parallel fills what tensor, pipeline and context parallel leave of
 // parallel.gpus; which offload and sharding options a layout can take.
