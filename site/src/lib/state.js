@@ -5,6 +5,7 @@
 
 import { signal, computed } from '@preact/signals';
 import { coreDefault, fieldInfo } from './fields.js';
+import { getPath, putPath } from './paths.js';
 import { findPreset } from './presets.js';
 import { OPTIMIZERS } from './vocabulary.js';
 
@@ -222,19 +223,6 @@ export const modelFacts = computed(() => {
 export function routedExperts(info) {
   const n = info?.facts?.moe?.experts;
   return Number.isSafeInteger(n) && n > 0 ? n : 0;
-}
-
-/** The value at a dotted path of an object, or undefined. */
-function getPath(obj, path) {
-  return path.split('.').reduce((o, k) => o?.[k], obj);
-}
-
-/** Sets a dotted path in a (cloned) object. */
-function putPath(obj, path, value) {
-  const keys = path.split('.');
-  let o = obj;
-  for (const k of keys.slice(0, -1)) o = o[k] ??= {};
-  o[keys[keys.length - 1]] = value;
 }
 
 /** Sets one field by dotted path ("train.seq_len") without mutating. */

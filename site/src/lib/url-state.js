@@ -11,6 +11,7 @@
 // (DEEPSPEED_URL_LIMIT characters encoded); a longer one stays out of the link.
 
 import { FIELDS as TABLE_FIELDS } from './fields.js';
+import { getPath, putPath } from './paths.js';
 import { defaultSettings, parseDeepspeed } from './state.js';
 import {
   ATTENTIONS,
@@ -90,17 +91,6 @@ export function deepspeedForUrl(text) {
   return enc.length <= DEEPSPEED_URL_LIMIT ? enc : '';
 }
 
-function get(obj, path) {
-  return path.split('.').reduce((o, k) => o?.[k], obj);
-}
-
-function put(obj, path, value) {
-  const keys = path.split('.');
-  let o = obj;
-  for (const k of keys.slice(0, -1)) o = o[k];
-  o[keys[keys.length - 1]] = value;
-}
-
 export function toBase64Url(text) {
   const bytes = new TextEncoder().encode(text);
   let bin = '';
@@ -128,7 +118,7 @@ export function serialize(model, settings) {
   for (const [key, path, kind] of FIELDS) {
     if (key === 'gpu' && settings.gpu.mode === 'custom') continue;
     if (key === 'gib' && settings.gpu.mode !== 'custom') continue;
-    let v = get(settings, path);
+    let v = getPath(settings, path);
     if (kind === 'deepspeed') v = deepspeedForUrl(v);
     if (v === '' || v === undefined || v === null) continue;
     q.set(key, kind === 'bool' ? (v ? '1' : '0') : String(v));
@@ -178,7 +168,7 @@ export function parse(hash) {
     } else {
       v = raw;
     }
-    put(settings, path, v);
+    putPath(settings, path, v);
     given.push(path);
   }
   if (q.has('gib') && !q.has('gpu')) settings.gpu.mode = 'custom';

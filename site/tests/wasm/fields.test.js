@@ -9,7 +9,6 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import table from '../../src/lib/fields.json';
@@ -22,13 +21,9 @@ import {
   formStart,
 } from '../../src/lib/state.js';
 import { estimateRaw, fieldsRaw, loadVram } from '../../src/wasm/vram.js';
+import { modelFile, probe } from './requests.js';
 
-const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
-const probe = process.env.VRAM_PROBE ?? join(repoRoot, 'build/bin/vram-probe');
-const presetFile = join(
-  repoRoot,
-  `tests/fixtures/models/${DEFAULT_PRESET.replace('/', '__')}.json`,
-);
+const presetFile = modelFile(DEFAULT_PRESET);
 
 let work;
 let vram;

@@ -7,8 +7,6 @@
 // same flags.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 
 import { fieldInfo, FIELDS } from '../../src/lib/fields.js';
@@ -22,13 +20,9 @@ import {
   frameworkForm,
 } from '../../src/lib/state.js';
 import { estimateRaw, loadVram } from '../../src/wasm/vram.js';
+import { modelFile, probe } from './requests.js';
 
-const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
-const probe = process.env.VRAM_PROBE ?? join(repoRoot, 'build/bin/vram-probe');
-const presetFile = join(
-  repoRoot,
-  `tests/fixtures/models/${DEFAULT_PRESET.replace('/', '__')}.json`,
-);
+const presetFile = modelFile(DEFAULT_PRESET);
 const FRAMEWORKS = fieldInfo('train.framework').values;
 const METHODS = ['lora', 'qlora', 'full'];
 

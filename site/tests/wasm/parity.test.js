@@ -8,14 +8,11 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { estimateRaw, modelInfoRaw, planRaw } from '../../src/wasm/vram.js';
-import { trainRequest } from './requests.js';
+import { probe, repoRoot, trainRequest } from './requests.js';
 
-const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
-const probe = process.env.VRAM_PROBE ?? join(repoRoot, 'build/bin/vram-probe');
 const fixtures = join(repoRoot, 'tests/fixtures/models');
 
 function fixture(name) {

@@ -11,6 +11,7 @@ import {
   setSetting,
   settings,
 } from '../../lib/state.js';
+import { getPath } from '../../lib/paths.js';
 import {
   ATTENTIONS,
   CHECKPOINTING,
@@ -119,10 +120,6 @@ function frameworkHint(path, t) {
     return undefined;
   const label = frameworkOptions.value.find((o) => o.value === t.framework)?.label ?? t.framework;
   return `${label} default`;
-}
-
-function getPath(obj, path) {
-  return path.split('.').reduce((o, k) => o?.[k], obj);
 }
 
 function TrainingFields({ t }) {
