@@ -12,7 +12,8 @@ export NODE_PATH := /usr/share/nodejs
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 DEB_PACKAGES := cmake g++ make nlohmann-json3-dev libgtest-dev googletest libbenchmark-dev \
-  emscripten node-acorn nodejs chromium clang-format
+  emscripten node-acorn nodejs chromium clang-format clang-14 libclang-rt-14-dev \
+  libyaml-cpp-dev pybind11-dev python3-pytest python3-venv python3-torch ccache
 
 CXX_SOURCES = $(shell git ls-files --cached --others --exclude-standard '*.cpp' '*.h' 2>/dev/null | grep -v '^site/')
 
