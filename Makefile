@@ -13,11 +13,12 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 DEB_PACKAGES := cmake g++ make nlohmann-json3-dev libgtest-dev googletest libbenchmark-dev \
   emscripten node-acorn nodejs chromium clang-format clang-14 libclang-rt-14-dev \
-  libyaml-cpp-dev pybind11-dev python3-pytest python3-venv python3-torch ccache
+  libyaml-cpp-dev pybind11-dev python3-dev python3-pytest python3-venv python3-setuptools python3-wheel \
+  python3-torch ccache
 
 CXX_SOURCES = $(shell git ls-files --cached --others --exclude-standard '*.cpp' '*.h' 2>/dev/null | grep -v '^site/')
 
-.PHONY: all deps native wasm site serve test test-native test-site test-e2e format format-check \
+.PHONY: all deps native wasm site space serve test test-native test-site test-e2e format format-check \
   validate validate-check fields fields-check check-native check-web bench clean
 
 all: native site
@@ -56,6 +57,12 @@ wasm: $(WASM_BUILD)/CMakeCache.txt
 site: wasm deps
 	cd site && npm run build
 
+# The Hugging Face Space's files: the same build plus the Space README
+# (site/space/README.md), checked for absolute URLs and missing assets
+# (site/scripts/space.mjs); .github/workflows/space.yml uploads $(BUILD)/space.
+space: site
+	cd site && node scripts/space.mjs dist ../$(BUILD)/space
+
 serve: native site
 	@echo "VRAM Planner on http://localhost:$(PORT)"
 	cd site && npx vite preview --port $(PORT) --strictPort --host 127.0.0.1
@@ -68,7 +75,7 @@ test: check-native check-web
 
 check-native: format-check test-native validate-check fields-check
 
-check-web: test-site test-e2e
+check-web: test-site test-e2e space
 
 test-native: native
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
