@@ -28,4 +28,7 @@ int run_watch(const std::vector<std::string>& args);
 int run_overheads(const std::vector<std::string>& args);
 int run_nccl(const std::vector<std::string>& args);
 
+// Train the request's job for a few steps and measure each phase (cli_run.cpp).
+int run_run(const std::vector<std::string>& args);
+
 }  // namespace vram::cli

@@ -29,6 +29,8 @@ const std::vector<Command>& commands() {
       {"watch", "run a command and record its GPU memory peak and timeline: watch -- <cmd>", vram::cli::run_watch},
       {"overheads", "measure the CUDA context size on this GPU (text, or --json)", vram::cli::run_overheads},
       {"nccl", "measure NCCL's memory per GPU over these GPUs (text, or --json)", vram::cli::run_nccl},
+      {"run", "write and run a PyTorch script of the request, measure each phase: run --request FILE",
+       vram::cli::run_run},
   };
   return kCommands;
 }

@@ -1,0 +1,328 @@
+// vram-probe run --request FILE: writes the training script for the request
+// (run_script.h), runs it under `watch` on the GPU, and writes one report with
+// the watch measurement, the script's per-phase allocator statistics and the
+// request with its estimate, which the page's compare card reads phase by
+// phase. Without a GPU (or with --cpu) the script runs on the CPU: the phases
+// then carry timings and the tensors' bytes, and no allocator statistics.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli_measure.h"
+#include "commands.h"
+#include "measure/atomic_file.h"
+#include "measure/child_process.h"
+#include "measure/report.h"
+#include "run_script.h"
+#include "vram/api.h"
+
+namespace vram::cli {
+
+namespace {
+
+using probe::kExitFailure;
+using probe::kExitOk;
+using probe::kExitUsage;
+
+const char* kRunHelp =
+    R"(usage: vram-probe run --request FILE [--steps N] [--out FILE] [--script FILE] [--python EXE]
+                      [--device I] [--interval-ms N] [--cpu] [--script-only] [--json]
+
+Writes a self-contained PyTorch script that trains the request's job for a few steps (the model from
+model.config with random weights, LoRA / QLoRA, precision, optimizer, checkpointing, attention and
+synthetic tokens of micro_batch x seq_len), runs it under `vram-probe watch`, and records
+torch.cuda.memory_allocated / max_memory_allocated / memory_reserved / max_memory_reserved at the end of
+each phase the estimator models (load, forward, loss, backward, optimizer step), with the peak reset
+before each. The report carries the request and its estimate: drop it on the page's compare card.
+
+  --request FILE   the request JSON (as for `vram-probe estimate --request`); task train, one GPU
+  --steps N        optimizer steps to run (default 2: the second step finds the optimizer states)
+  --out FILE       the report (default vram-run.json)
+  --script FILE    where the script goes (default: --out with .py for .json)
+  --python EXE     the interpreter that runs it (default python3)
+  --device I       the GPU to watch (default 0)
+  --interval-ms N  NVML sampling interval (default 20)
+  --cpu            run on the CPU without NVML (what this does on a machine without a GPU anyway):
+                   checks the script end to end; no allocator statistics
+  --script-only    write the script and stop
+  --json           also print the report on stdout
+Exit: the script's code (0 trained; 2 the request cannot run here, the reason is in the report),
+1 bad request or I/O failure (the error JSON on stdout), 2 usage.
+)";
+
+int usage_error(const std::string& message) {
+  std::fprintf(stderr, "vram-probe run: %s\n\n%s", message.c_str(), kRunHelp);
+  return kExitUsage;
+}
+
+int request_error(const json& err) {
+  const auto& e = err["error"];
+  std::fprintf(stderr, "vram-probe run: error [%s] %s%s\n", e.value("code", "").c_str(), e.value("message", "").c_str(),
+               e.value("path", "").empty() ? "" : (" (at " + e.value("path", "") + ")").c_str());
+  std::printf("%s\n", err.dump(2).c_str());
+  return kExitFailure;
+}
+
+bool read_text(const std::string& path, std::string& out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  out = ss.str();
+  return true;
+}
+
+// Runs argv to its end on the CPU path (no NVML), forwarding SIGINT/SIGTERM.
+probe::Result<probe::ExitInfo> run_child(const std::vector<std::string>& argv) {
+  probe::Result<pid_t> pid = probe::Spawn(argv);
+  if (!pid.ok()) return pid.status();
+  probe::SignalForwarder forwarder;
+  for (;;) {
+    forwarder.Forward(pid.value());
+    probe::Status status;
+    std::optional<probe::ExitInfo> done = probe::TryReap(pid.value(), &status);
+    if (!status.ok()) return status;
+    if (done) return *done;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+std::string gib(const json& v) {
+  if (!v.is_number()) return "        -";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%9.3f", v.get<double>() / 1073741824.0);
+  return buf;
+}
+
+// The estimate's phases next to the script's (the largest value over steps
+// and micro-steps of each phase), in GiB.
+void print_phases(const json& run) {
+  const json& phases = run.value("phases", json::array());
+  const json& est = run["estimate"];
+  std::fprintf(stderr, "\n%-16s %12s %12s %12s %12s %9s\n", "phase", "est alloc", "max alloc", "est reserved",
+               "max reserved", "seconds");
+  for (const char* key : {"load", "forward", "loss", "backward", "optimizer_step"}) {
+    json m_alloc, m_res;
+    double seconds = 0;
+    for (const auto& p : phases) {
+      if (p.value("phase", "") != key) continue;
+      seconds = std::max(seconds, p.value("seconds", 0.0));
+      if (p["max_allocated_bytes"].is_number() &&
+          (!m_alloc.is_number() || p["max_allocated_bytes"].get<int64_t>() > m_alloc.get<int64_t>()))
+        m_alloc = p["max_allocated_bytes"];
+      if (p["max_reserved_bytes"].is_number() &&
+          (!m_res.is_number() || p["max_reserved_bytes"].get<int64_t>() > m_res.get<int64_t>()))
+        m_res = p["max_reserved_bytes"];
+    }
+    json e_alloc, e_res;
+    for (const auto& p : est.value("phases", json::array())) {
+      const std::string k = p.value("key", "");
+      const bool match = k == key || (std::string(key) == "backward" && k == "backward_start");
+      if (!match) continue;
+      if (!e_alloc.is_number() || p["allocated_bytes"].get<int64_t>() > e_alloc.get<int64_t>())
+        e_alloc = p["allocated_bytes"];
+      if (!e_res.is_number() || p["reserved_bytes"].get<int64_t>() > e_res.get<int64_t>()) e_res = p["reserved_bytes"];
+    }
+    std::fprintf(stderr, "%-16s %8s GiB %8s GiB %8s GiB %8s GiB %9.3f\n", key, gib(e_alloc).c_str(),
+                 gib(m_alloc).c_str(), gib(e_res).c_str(), gib(m_res).c_str(), seconds);
+  }
+  if (run.contains("tensor_bytes")) {
+    std::fprintf(stderr, "\ntensors at the end (bytes): ");
+    for (const auto& [k, v] : run["tensor_bytes"].items()) std::fprintf(stderr, "%s %s  ", k.c_str(), v.dump().c_str());
+    std::fprintf(stderr, "\n");
+  }
+  for (const auto& n : run.value("plan", json::object()).value("notes", json::array()))
+    std::fprintf(stderr, "note: %s\n", n.get<std::string>().c_str());
+}
+
+// What the report keeps of the estimate: enough for the compare card to line
+// the phases up without re-estimating (the page re-estimates the request too).
+json estimate_summary(const json& est) {
+  json phases = json::array();
+  for (const auto& p : est["phases"]) {
+    phases.push_back({{"key", p["key"]},
+                      {"label", p.value("label", "")},
+                      {"bytes", p["bytes"]},
+                      {"allocated_bytes", p["allocated_bytes"]},
+                      {"reserved_bytes", p["reserved_bytes"]}});
+  }
+  json parts = json::object();
+  for (const auto& c : est["components"]) parts[c["key"].get<std::string>()] = c["bytes"];
+  return {{"version", est["version"]},
+          {"peak_bytes", est["peak_bytes"]},
+          {"peak_phase", est["peak_phase"]},
+          {"peak_allocated_bytes", est["peak_allocated_bytes"]},
+          {"peak_reserved_bytes", est["peak_reserved_bytes"]},
+          {"model",
+           {{"params_total", est["model"]["params_total"]}, {"params_trainable", est["model"]["params_trainable"]}}},
+          {"components", parts},
+          {"phases", phases}};
+}
+
+}  // namespace
+
+int run_run(const std::vector<std::string>& args) {
+  std::string request_file, out = "vram-run.json", script, python = "python3", device = "0", interval = "20";
+  int steps = 2;
+  bool cpu = false, script_only = false, as_json = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&](std::string& v) {
+      if (i + 1 >= args.size()) return false;
+      v = args[++i];
+      return true;
+    };
+    if (a == "--help" || a == "-h") {
+      std::printf("%s", kRunHelp);
+      return kExitOk;
+    } else if (a == "--cpu") {
+      cpu = true;
+    } else if (a == "--script-only") {
+      script_only = true;
+    } else if (a == "--json") {
+      as_json = true;
+    } else if (a == "--request" || a == "--out" || a == "--script" || a == "--python" || a == "--device" ||
+               a == "--interval-ms" || a == "--steps") {
+      std::string v;
+      if (!value(v)) return usage_error(a + " needs a value");
+      if (a == "--request") request_file = v;
+      if (a == "--out") out = v;
+      if (a == "--script") script = v;
+      if (a == "--python") python = v;
+      if (a == "--device") device = v;
+      if (a == "--interval-ms") interval = v;
+      if (a == "--steps") {
+        char* end = nullptr;
+        const long n = std::strtol(v.c_str(), &end, 10);
+        // 1000 steps is far past what a memory measurement needs (the
+        // allocator is in steady state from step 2).
+        if (end == v.c_str() || *end != '\0' || n < 1 || n > 1000)
+          return usage_error("--steps must be a whole number from 1 to 1000, got '" + v + "'");
+        steps = static_cast<int>(n);
+      }
+    } else {
+      return usage_error("unknown argument '" + a + "'");
+    }
+  }
+  if (request_file.empty()) return usage_error("--request FILE is required");
+  if (script.empty()) {
+    script = out.size() > 5 && out.compare(out.size() - 5, 5, ".json") == 0 ? out.substr(0, out.size() - 5) + ".py"
+                                                                            : out + ".py";
+  }
+  std::string text;
+  if (!read_text(request_file, text))
+    return request_error(error_json({errc::kBadJson, "cannot read " + request_file, ""}));
+  const json request = json::parse(text, nullptr, false);
+  if (request.is_discarded())
+    return request_error(error_json({errc::kBadJson, request_file + " is not valid JSON", ""}));
+  if (!request.is_object())
+    return request_error(error_json({errc::kWrongType, "the request must be a JSON object", ""}));
+
+  json estimate;
+  const json spec = run_spec(request, steps, &estimate);
+  if (spec.contains("error")) return request_error(spec);
+  probe::Status written = probe::WriteFileAtomically(script, run_script(spec));
+  if (!written.ok()) return request_error(error_json({errc::kInternal, written.message(), "--script"}));
+  chmod(script.c_str(), 0755);
+  std::fprintf(stderr, "script written to %s\n", script.c_str());
+  if (script_only) return kExitOk;
+
+  const std::string phases_file = out + ".phases.json";
+  std::remove(phases_file.c_str());
+  std::vector<std::string> command = {python, script, "--phases-out", phases_file, "--steps", std::to_string(steps)};
+  probe::MeasureEnv env = probe::DefaultMeasureEnv();
+  std::string no_gpu;
+  if (!cpu) {
+    auto nvml = env.open_nvml();
+    if (!nvml.ok()) no_gpu = nvml.status().message();
+  }
+  const bool on_gpu = !cpu && no_gpu.empty();
+  command.push_back("--device");
+  command.push_back(on_gpu ? "cuda" : "cpu");
+
+  nlohmann::ordered_json report;
+  int code = kExitOk;
+  if (on_gpu) {
+    std::vector<std::string> watch_args = {"--out", out, "--device", device, "--interval-ms", interval, "--"};
+    watch_args.insert(watch_args.end(), command.begin(), command.end());
+    code = probe::RunWatchCommand(watch_args, env);
+    std::string doc;
+    if (!read_text(out, doc)) return code == kExitOk ? kExitFailure : code;  // watch said why on stderr
+    report = nlohmann::ordered_json::parse(doc, nullptr, false);
+    if (report.is_discarded() || report.contains("error")) return code == kExitOk ? kExitFailure : code;
+  } else {
+    std::fprintf(stderr, "running on the CPU%s\n", cpu ? " (--cpu)" : (": no GPU (" + no_gpu + ")").c_str());
+    auto t0 = std::chrono::steady_clock::now();
+    probe::Result<probe::ExitInfo> exit = run_child(command);
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+    if (!exit.ok()) {
+      std::fprintf(stderr, "vram-probe run: cannot start %s: %s\n", python.c_str(), exit.status().message().c_str());
+      return probe::kExitCannotRun;
+    }
+    code = probe::ShellExitCode(exit.value());
+    report["schema"] = probe::kProbeSchema;
+    report["tool"] = probe::kToolName;
+    report["version"] = probe::ProbeVersion();
+    report["host"] = probe::HostName();
+    report["time"] = probe::IsoTimeUtc();
+    report["source"] = "cpu";
+    report["gpus"] = json::array();
+    report["command"] = command;
+    report["exit"] = {{"code", exit.value().code ? json(*exit.value().code) : json(nullptr)},
+                      {"signal", exit.value().signal ? json(*exit.value().signal) : json(nullptr)}};
+    report["sampling"] = {{"duration_ms", ms.count()}};
+    report["errors"] = json::array();
+    report["errors"].push_back(
+        {{"code", "no_gpu"},
+         {"message", cpu ? "--cpu: the script ran on the CPU; no GPU memory was measured"
+                         : "no GPU (" + no_gpu + "): the script ran on the CPU; no GPU memory was measured"}});
+  }
+
+  // The script's phases (or why it could not run), with the request and its estimate.
+  nlohmann::ordered_json run;
+  run["request"] = request;
+  run["estimate"] = estimate_summary(estimate);
+  run["script"] = script;
+  run["steps"] = steps;
+  run["device"] = on_gpu ? "cuda" : "cpu";
+  std::string phases_text;
+  if (read_text(phases_file, phases_text)) {
+    const json phases = json::parse(phases_text, nullptr, false);
+    if (phases.is_object()) {
+      for (const char* k : {"environment", "plan", "params", "tensor_bytes", "phases", "seconds", "error"}) {
+        if (phases.contains(k)) run[k] = phases[k];
+      }
+    }
+    std::remove(phases_file.c_str());
+  }
+  if (!run.contains("phases")) run["phases"] = json::array();
+  if (!run.contains("error") && run["phases"].empty()) {
+    run["error"] = {{"code", "no_phases"},
+                    {"message", "the script ended (exit " + std::to_string(code) + ") before recording any phase"},
+                    {"path", ""}};
+  }
+  report["run"] = run;
+  const std::string document = report.dump(2) + "\n";
+  probe::Status saved = probe::WriteFileAtomically(out, document);
+  if (!saved.ok()) {
+    std::fprintf(stderr, "vram-probe run: %s\n", saved.message().c_str());
+    return kExitFailure;
+  }
+  print_phases(json::parse(run.dump()));
+  if (run.contains("error"))
+    std::fprintf(stderr, "\nthe script did not train: %s\n", run["error"].value("message", "").c_str());
+  std::fprintf(stderr, "report written to %s\n", out.c_str());
+  if (as_json) std::printf("%s", document.c_str());
+  return code;
+}
+
+}  // namespace vram::cli
