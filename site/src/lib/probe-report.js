@@ -123,6 +123,8 @@ function readErrors(doc) {
 
 /** Which subcommand wrote `doc` (the report has no kind field: its body says). */
 function kindOf(doc) {
+  // `vram-probe run`: a watch report (on a GPU) or a CPU run, plus the run object.
+  if ('run' in doc) return 'run';
   if ('command' in doc || 'peak' in doc || 'timeline' in doc) return 'watch';
   if ('overheads' in doc) {
     const o = object(doc.overheads, 'overheads');
@@ -262,6 +264,113 @@ function readNccl(doc, gpus) {
   };
 }
 
+/** The phases `vram-probe run` records, in order (probe-agent/src/run/train_script.py PHASES). */
+export const RUN_PHASES = ['load', 'forward', 'loss', 'backward', 'optimizer_step'];
+
+function readRun(run) {
+  const est = object(need(run, 'estimate', 'run'), 'run.estimate');
+  const out = {
+    request: object(need(run, 'request', 'run'), 'run.request'),
+    device: text(need(run, 'device', 'run'), 'run.device', { nullable: false }),
+    steps: whole(need(run, 'steps', 'run'), 'run.steps'),
+    script: run.script === undefined ? null : text(run.script, 'run.script'),
+    estimate: {
+      peak_bytes: whole(need(est, 'peak_bytes', 'run.estimate'), 'run.estimate.peak_bytes'),
+      peak_phase: text(need(est, 'peak_phase', 'run.estimate'), 'run.estimate.peak_phase'),
+      components: object(est.components ?? {}, 'run.estimate.components'),
+      phases: array(need(est, 'phases', 'run.estimate'), 'run.estimate.phases').map((v, i) => {
+        const p = `run.estimate.phases[${i}]`;
+        const o = object(v, p);
+        return {
+          key: text(need(o, 'key', p), `${p}.key`, { nullable: false }),
+          allocated_bytes: bytes(need(o, 'allocated_bytes', p), `${p}.allocated_bytes`),
+          reserved_bytes: bytes(need(o, 'reserved_bytes', p), `${p}.reserved_bytes`),
+        };
+      }),
+    },
+    phases: array(need(run, 'phases', 'run'), 'run.phases').map((v, i) => {
+      const p = `run.phases[${i}]`;
+      const o = object(v, p);
+      const phase = text(need(o, 'phase', p), `${p}.phase`, { nullable: false });
+      if (!RUN_PHASES.includes(phase))
+        fail(
+          `${p}.phase`,
+          `${p}.phase is ${describe(phase)}, not one of ${RUN_PHASES.join(', ')}.`,
+        );
+      const seconds = need(o, 'seconds', p);
+      if (typeof seconds !== 'number' || !(seconds >= 0))
+        fail(`${p}.seconds`, `${p}.seconds must be a number of seconds, not ${describe(seconds)}.`);
+      return {
+        phase,
+        step: whole(need(o, 'step', p), `${p}.step`),
+        micro_step: whole(need(o, 'micro_step', p), `${p}.micro_step`),
+        allocated_bytes: bytes(need(o, 'allocated_bytes', p), `${p}.allocated_bytes`),
+        max_allocated_bytes: bytes(need(o, 'max_allocated_bytes', p), `${p}.max_allocated_bytes`),
+        reserved_bytes: bytes(need(o, 'reserved_bytes', p), `${p}.reserved_bytes`),
+        max_reserved_bytes: bytes(need(o, 'max_reserved_bytes', p), `${p}.max_reserved_bytes`),
+        seconds,
+      };
+    }),
+    notes: array(run.plan?.notes ?? [], 'run.plan.notes').map((n, i) =>
+      text(n, `run.plan.notes[${i}]`, { nullable: false }),
+    ),
+    tensor_bytes:
+      run.tensor_bytes === undefined ? null : object(run.tensor_bytes, 'run.tensor_bytes'),
+    error: null,
+  };
+  if (run.error !== undefined) {
+    const e = object(run.error, 'run.error');
+    out.error = {
+      code: text(need(e, 'code', 'run.error'), 'run.error.code', { nullable: false }),
+      message: text(need(e, 'message', 'run.error'), 'run.error.message', { nullable: false }),
+      path: e.path === undefined ? '' : text(e.path, 'run.error.path', { nullable: false }),
+    };
+  }
+  return out;
+}
+
+/**
+ * A run's phases against its estimate: per phase, the largest measured
+ * max_memory_allocated / max_memory_reserved over all steps and micro-steps
+ * (null on a CPU run), and the estimate's allocated / reserved bytes at that
+ * phase (backward: the larger of the start of backward and the layer sweep;
+ * load: the estimate's weights, it has no load phase). `error`: (estimate -
+ * measured) / measured, docs/validation.md's sign.
+ */
+export function runPhaseRows(run) {
+  const est = (keys) => {
+    const ps = run.estimate.phases.filter((p) => keys.includes(p.key));
+    if (!ps.length) return { allocated: null, reserved: null };
+    const max = (k) => (ps.some((p) => p[k] === null) ? null : Math.max(...ps.map((p) => p[k])));
+    return { allocated: max('allocated_bytes'), reserved: max('reserved_bytes') };
+  };
+  const estimated = {
+    load: { allocated: run.estimate.components.weights ?? null, reserved: null },
+    forward: est(['forward']),
+    loss: est(['loss']),
+    backward: est(['backward_start', 'backward']),
+    optimizer_step: est(['optimizer_step']),
+  };
+  return RUN_PHASES.map((phase) => {
+    const records = run.phases.filter((p) => p.phase === phase);
+    const peak = (k) => {
+      const v = records.map((r) => r[k]).filter((x) => x !== null);
+      return v.length ? Math.max(...v) : null;
+    };
+    const measured = {
+      allocated: peak('max_allocated_bytes'),
+      reserved: peak('max_reserved_bytes'),
+    };
+    const e = estimated[phase];
+    const error =
+      measured.allocated && e.allocated !== null
+        ? (e.allocated - measured.allocated) / measured.allocated
+        : null;
+    const seconds = records.length ? Math.max(...records.map((r) => r.seconds)) : null;
+    return { phase, records: records.length, estimated: e, measured, error, seconds };
+  });
+}
+
 /**
  * A parsed report object -> the fields the page uses, checked. Throws a
  * ReportError naming the field for anything the writer would not produce.
@@ -286,7 +395,9 @@ export function readProbeReport(doc) {
     fail('tool', `tool is ${describe(doc.tool)}, not "vram-probe".`);
   const kind = kindOf(doc);
   const gpus = array(need(doc, 'gpus', ''), 'gpus').map((g, i) => readGpu(g, `gpus[${i}]`));
-  if (!gpus.length) fail('gpus', 'gpus is empty: a probe report lists the GPUs it saw.');
+  // A `run` on a machine without a GPU ran on the CPU and saw no GPU.
+  if (!gpus.length && kind !== 'run')
+    fail('gpus', 'gpus is empty: a probe report lists the GPUs it saw.');
   const report = {
     kind,
     version: optionalText(doc, 'version'),
@@ -299,6 +410,11 @@ export function readProbeReport(doc) {
     errors: readErrors(doc),
   };
   if (kind === 'watch') report.watch = readWatch(doc, gpus);
+  if (kind === 'run') {
+    report.run = readRun(object(doc.run, 'run'));
+    // On a GPU the script ran under `watch`: its NVML measurement comes too.
+    if ('peak' in doc) report.watch = readWatch(doc, gpus);
+  }
   if (kind === 'overheads') report.overheads = readOverheads(doc, gpus);
   if (kind === 'nccl') report.nccl = readNccl(doc, gpus);
   return report;

@@ -14,7 +14,7 @@ import {
 import { dropHandler } from '../../lib/drop.js';
 import { Card } from '../Card/index.jsx';
 import { ErrorNotice } from '../ErrorNotice/index.jsx';
-import { DeviceView, NcclView, OverheadsView, WatchView } from './views.jsx';
+import { DeviceView, NcclView, OverheadsView, RunView, WatchView } from './views.jsx';
 import styles from './style.module.css';
 
 const KIND_WORDS = {
@@ -22,6 +22,7 @@ const KIND_WORDS = {
   overheads: 'vram-probe overheads',
   nccl: 'vram-probe nccl',
   device: 'vram-probe device',
+  run: 'vram-probe run',
 };
 
 function ReportView({ name, report, result }) {
@@ -43,6 +44,8 @@ function ReportView({ name, report, result }) {
         </button>
       </div>
       {report.kind === 'watch' && <WatchView report={report} result={result} />}
+      {report.kind === 'run' && <RunView report={report} result={result} />}
+      {report.kind === 'run' && report.watch && <WatchView report={report} result={result} />}
       {report.kind === 'overheads' && <OverheadsView report={report} result={result} />}
       {report.kind === 'nccl' && <NcclView report={report} result={result} />}
       {report.kind === 'device' && <DeviceView report={report} />}
@@ -85,8 +88,8 @@ function ReportInput({ compact }) {
       {!compact && (
         <p class={styles.dropText}>
           Drop a report written by <code>vram-probe watch --out report.json -- …</code>,{' '}
-          <code>overheads --json</code>, <code>nccl --json</code> or <code>device --json</code>{' '}
-          here.
+          <code>run --request req.json</code>, <code>overheads --json</code>,{' '}
+          <code>nccl --json</code> or <code>device --json</code> here.
         </p>
       )}
       <div class={styles.row}>

@@ -8,6 +8,7 @@ import {
   matchCatalogGpu,
   measuredPeak,
   measuredSeries,
+  runPhaseRows,
 } from '../../lib/probe-report.js';
 import { chosenGpuName, gpuCatalog, setSetting, settings } from '../../lib/state.js';
 import { Sparkline } from './Sparkline.jsx';
@@ -558,6 +559,134 @@ export function DeviceView({ report }) {
           })}
         </tbody>
       </table>
+    </div>
+  );
+}
+
+const PHASE_WORDS = {
+  load: 'after load',
+  forward: 'forward',
+  loss: 'loss',
+  backward: 'backward',
+  optimizer_step: 'optimizer step',
+};
+
+/**
+ * A `vram-probe run` report: the script trained the report's own request, so
+ * its phases are set against the estimate of that request (which the report
+ * carries, from the same core as this page), phase by phase.
+ */
+export function RunView({ report, result }) {
+  const run = report.run;
+  const rows = runPhaseRows(run);
+  const t = run.request.train ?? {};
+  const samePage = result?.peak_bytes === run.estimate.peak_bytes;
+  const onCpu = run.device === 'cpu';
+  const tensors = run.tensor_bytes;
+  const parts = run.estimate.components;
+  return (
+    <div>
+      <p class={styles.line}>
+        The script trained {run.steps} step{run.steps === 1 ? '' : 's'} of{' '}
+        <strong>
+          {t.method ?? 'the request'}
+          {t.micro_batch ? `, ${t.micro_batch} × ${t.seq_len ?? '?'} tokens` : ''}
+        </strong>{' '}
+        on the {onCpu ? 'CPU' : 'GPU'}
+        {run.script && (
+          <>
+            {' '}
+            (<code>{run.script}</code>)
+          </>
+        )}
+        .{' '}
+        {samePage
+          ? "The page's form is this request: its estimate is the one below."
+          : "The page's form describes another job; the table uses the report's estimate of its own request."}
+      </p>
+      {run.error && (
+        <p class={styles.mismatchText} role="status">
+          The script did not train: {run.error.message}
+          {run.error.path && (
+            <>
+              {' '}
+              (field <code>{run.error.path}</code>)
+            </>
+          )}
+        </p>
+      )}
+      {onCpu && !run.error && (
+        <p class={styles.muted}>
+          A CPU run has no CUDA allocator, so there is nothing to measure per phase: the run checks
+          that the script trains, and its tensors against the estimate.
+        </p>
+      )}
+      <div class={styles.scroll}>
+        <table class={styles.table} aria-label="Estimated and measured memory per phase">
+          <thead>
+            <tr>
+              <th scope="col">Phase</th>
+              <th scope="col" class={styles.num}>
+                Estimated allocated
+              </th>
+              <th scope="col" class={styles.num}>
+                max_memory_allocated
+              </th>
+              <th scope="col" class={styles.num}>
+                Gap
+              </th>
+              <th scope="col" class={styles.num}>
+                Estimated reserved
+              </th>
+              <th scope="col" class={styles.num}>
+                max_memory_reserved
+              </th>
+              <th scope="col" class={styles.num}>
+                Time
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((r) => (
+              <tr key={r.phase}>
+                <th scope="row">{PHASE_WORDS[r.phase]}</th>
+                <td class={styles.num}>
+                  <Bytes bytes={r.estimated.allocated} />
+                </td>
+                <td class={styles.num}>
+                  <Bytes bytes={r.measured.allocated} />
+                </td>
+                <td class={styles.num}>{r.error === null ? '–' : signedPercent(r.error)}</td>
+                <td class={styles.num}>
+                  <Bytes bytes={r.estimated.reserved} />
+                </td>
+                <td class={styles.num}>
+                  <Bytes bytes={r.measured.reserved} />
+                </td>
+                <td class={styles.num}>
+                  {r.seconds === null ? '–' : `${(r.seconds * 1000).toFixed(0)} ms`}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      {tensors && (
+        <p class={styles.line} aria-label="Tensors at the end of the run">
+          Tensors at the end: weights <Bytes bytes={tensors.weights} unit="bytes" /> (estimate{' '}
+          <Bytes bytes={parts.weights ?? null} unit="bytes" />
+          ), optimizer states <Bytes bytes={tensors.optimizer_states} unit="bytes" /> (estimate{' '}
+          <Bytes bytes={parts.optimizer_states ?? null} unit="bytes" />
+          ).
+        </p>
+      )}
+      {run.notes.length > 0 && (
+        <ul class={styles.notes} aria-label="Notes from the script">
+          {run.notes.map((n, i) => (
+            <li key={i}>{n}</li>
+          ))}
+        </ul>
+      )}
     </div>
   );
 }
