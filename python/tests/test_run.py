@@ -303,3 +303,67 @@ def test_qlora_on_the_cpu_writes_a_report_that_says_why_it_did_not_train(probe, 
     assert report["run"]["error"]["path"] == "train.method"
     assert "CUDA" in report["run"]["error"]["message"]
     assert report["run"]["phases"] == []
+
+
+@needs_torch
+def test_on_cuda_the_peak_is_reset_before_each_phase_and_read_after_it(probe, tmp_path, monkeypatch):
+    """The CUDA recording, run for real on the CPU against a scripted torch.cuda (this machine has no GPU)."""
+    import torch
+
+    proc, script = write_script(probe, tmp_path, request(method="lora", grad_accum=2))
+    m = load(script)
+    plan = m.make_plan(m.SPEC, dict(CPU_BARE_ENV))
+    calls, level = [], {"now": 0}
+
+    def allocated():
+        level["now"] += 1000  # the scripted allocator grows by 1000 bytes at every reading
+        return level["now"]
+
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: calls.append("sync"))
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda: calls.append("reset"))
+    monkeypatch.setattr(torch.cuda, "memory_allocated", allocated)
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda: level["now"] + 1)
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda: level["now"] + 2)
+    monkeypatch.setattr(torch.cuda, "max_memory_reserved", lambda: level["now"] + 3)
+    recorder = m.Recorder("cpu")
+    recorder.cuda = True  # record as on a GPU
+    m.train(m.SPEC, plan, 2, recorder)
+    phases = [r["phase"] for r in recorder.records]
+    assert phases == ["load"] + (["forward", "loss", "backward"] * 2 + ["optimizer_step"]) * 2
+    # Every phase: synchronize + reset before, synchronize after, then the four statistics.
+    assert calls == ["sync", "reset", "sync"] * len(phases)
+    for i, r in enumerate(recorder.records):
+        assert r["allocated_bytes"] == 1000 * (i + 1)
+        assert (r["max_allocated_bytes"], r["reserved_bytes"], r["max_reserved_bytes"]) == (
+            r["allocated_bytes"] + 1, r["allocated_bytes"] + 2, r["allocated_bytes"] + 3)
+
+
+def test_on_a_gpu_the_script_runs_under_watch_and_the_report_merges_both(probe, tmp_path):
+    """The GPU path of `vram-probe run` against the fake libnvidia-ml of the C++ tests: watch samples the
+    script, and the report holds the NVML measurement and the run. The script itself finds no CUDA here
+    and says so (exit 2), which the report carries."""
+    import os
+
+    fake = os.environ.get("VRAM_FAKE_NVML")
+    if not fake or not Path(fake).exists():
+        pytest.skip("the fake NVML library (tests/probe/fake_nvml.cpp, target vram_fake_nvml) is not built")
+    libdir = tmp_path / "lib"
+    libdir.mkdir()
+    (libdir / "libnvidia-ml.so.1").symlink_to(Path(fake).resolve())
+    f = tmp_path / "request.json"
+    f.write_text(json.dumps(request(method="lora")))
+    out = tmp_path / "gpu-run.json"
+    proc = subprocess.run(
+        [str(probe), "run", "--request", str(f), "--out", str(out), "--python", sys.executable, "--steps", "1",
+         "--interval-ms", "5"],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "LD_LIBRARY_PATH": str(libdir)},
+    )
+    report = json.loads(out.read_text())
+    assert report["gpus"] and report["run"]["device"] == "cuda"
+    assert "peak" in report and "timeline" in report and report["command"][1].endswith("gpu-run.py")
+    if proc.returncode == 2:  # no CUDA behind the fake NVML: the script says why
+        assert "torch.cuda.is_available() is False" in report["run"]["error"]["message"]
+        assert report["exit"]["code"] == 2
+    else:  # a machine with a real GPU and the fake NVML: it trained
+        assert proc.returncode == 0, proc.stderr
+        assert all(p["max_allocated_bytes"] is not None for p in report["run"]["phases"])
