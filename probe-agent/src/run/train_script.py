@@ -229,6 +229,11 @@ def make_plan(spec, env):
                 "fused loss / norm (Liger kernels) need CUDA, liger-kernel and transformers", "train.fused_loss"
             )
         plan["liger"] = True
+        if spec["fused_loss"]:
+            notes.append(
+                "fused loss: Liger computes the loss inside the forward (labels given), so the forward phase "
+                "holds the loss and the loss phase only divides it"
+            )
     for key, path, why in (
         ("optimizer_in_backward", "train.optimizer_in_backward", "torchtune's per-parameter step hooks"),
         ("activation_offload", "train.activation_offload", "torchtune's saved-tensor offload hooks"),
@@ -461,10 +466,11 @@ def build(spec, plan):
                         child.in_features, child.out_features, bias=child.bias is not None,
                         compute_dtype=compute, compress_statistics=plan["quant"]["double_quant"], quant_type="nf4",
                     )
-                    q.weight = bnb.nn.Params4bit(
-                        child.weight.data, requires_grad=False, compress_statistics=plan["quant"]["double_quant"],
-                        quant_type="nf4",
-                    )
+                    kw = {"requires_grad": False, "compress_statistics": plan["quant"]["double_quant"], "quant_type": "nf4"}
+                    try:  # bitsandbytes >= 0.43 links the parameter to its layer (quant_state on the module)
+                        q.weight = bnb.nn.Params4bit(child.weight.data, module=q, **kw)
+                    except TypeError:
+                        q.weight = bnb.nn.Params4bit(child.weight.data, **kw)
                     if child.bias is not None:
                         q.bias = child.bias
                     setattr(module, child_name, q)
@@ -605,14 +611,22 @@ def train(spec, plan, steps, recorder):
             ids = torch.randint(0, vocab, (b, s), device=device)
             recorder.start()
             ctx = torch.autocast(device_type=device, dtype=getattr(torch, autocast)) if autocast else _null()
+            fused = plan.get("liger") and spec["fused_loss"]
             with ctx:
-                out = model(input_ids=ids) if plan["model_source"] == "transformers" else model(ids)
+                if fused:  # Liger's fused linear cross-entropy runs inside forward, given the labels
+                    out = model(input_ids=ids, labels=ids)
+                else:
+                    out = model(input_ids=ids) if plan["model_source"] == "transformers" else model(ids)
                 logits = out.logits if hasattr(out, "logits") else out
             recorder.end("forward", step, micro)
             recorder.start()
-            # transformers ForCausalLMLoss: logits upcast to fp32, shifted labels, cross_entropy (mean).
-            shift = logits.float()[:, :-1, :].reshape(-1, logits.shape[-1])
-            loss = F.cross_entropy(shift, ids[:, 1:].reshape(-1)) / accum
+            if fused:
+                shift = None
+                loss = out.loss / accum
+            else:
+                # transformers ForCausalLMLoss: logits upcast to fp32, shifted labels, cross_entropy (mean).
+                shift = logits.float()[:, :-1, :].reshape(-1, logits.shape[-1])
+                loss = F.cross_entropy(shift, ids[:, 1:].reshape(-1)) / accum
             recorder.end("loss", step, micro)
             recorder.start()
             (scaler.scale(loss) if scaler else loss).backward()
