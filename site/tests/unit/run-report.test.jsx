@@ -129,7 +129,11 @@ describe('vram-probe run reports', () => {
     expect(
       rows.map((r) => within(r).queryByRole('rowheader')?.textContent).filter(Boolean),
     ).toEqual(['after load', 'forward', 'loss', 'backward', 'optimizer step']);
-    expect(within(rows[2]).getAllByText('not reported')).toHaveLength(2); // no allocator on the CPU
+    expect(within(rows[2]).getAllByText('not reported')).toHaveLength(1); // no allocator on the CPU
+    const forward = report.run.estimate.phases.find((p) => p.key === 'forward');
+    expect(within(rows[2]).getAllByText(/KiB|MiB/)[0].dataset.bytes).toBe(
+      String(forward.allocated_bytes),
+    );
     expect(screen.getByText(/describes another job/)).toBeTruthy();
     expect(screen.getByText(/A CPU run has no CUDA allocator/)).toBeTruthy();
     expect(screen.getByRole('list', { name: 'Notes from the script' }).textContent).toMatch(

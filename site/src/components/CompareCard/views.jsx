@@ -627,19 +627,13 @@ export function RunView({ report, result }) {
             <tr>
               <th scope="col">Phase</th>
               <th scope="col" class={styles.num}>
-                Estimated allocated
+                Estimated allocated / reserved
               </th>
               <th scope="col" class={styles.num}>
-                max_memory_allocated
+                Measured max allocated / reserved
               </th>
               <th scope="col" class={styles.num}>
                 Gap
-              </th>
-              <th scope="col" class={styles.num}>
-                Estimated reserved
-              </th>
-              <th scope="col" class={styles.num}>
-                max_memory_reserved
               </th>
               <th scope="col" class={styles.num}>
                 Time
@@ -651,18 +645,24 @@ export function RunView({ report, result }) {
               <tr key={r.phase}>
                 <th scope="row">{PHASE_WORDS[r.phase]}</th>
                 <td class={styles.num}>
-                  <Bytes bytes={r.estimated.allocated} />
+                  <Bytes bytes={r.estimated.allocated} unit="bytes" /> /{' '}
+                  {r.estimated.reserved === null ? (
+                    <span title="the estimate has no load phase: its weights">–</span>
+                  ) : (
+                    <Bytes bytes={r.estimated.reserved} unit="bytes" />
+                  )}
                 </td>
                 <td class={styles.num}>
-                  <Bytes bytes={r.measured.allocated} />
+                  {r.measured.allocated === null && r.measured.reserved === null ? (
+                    <span>not reported</span>
+                  ) : (
+                    <>
+                      <Bytes bytes={r.measured.allocated} unit="bytes" /> /{' '}
+                      <Bytes bytes={r.measured.reserved} unit="bytes" />
+                    </>
+                  )}
                 </td>
                 <td class={styles.num}>{r.error === null ? '–' : signedPercent(r.error)}</td>
-                <td class={styles.num}>
-                  <Bytes bytes={r.estimated.reserved} />
-                </td>
-                <td class={styles.num}>
-                  <Bytes bytes={r.measured.reserved} />
-                </td>
                 <td class={styles.num}>
                   {r.seconds === null ? '–' : `${(r.seconds * 1000).toFixed(0)} ms`}
                 </td>
