@@ -50,7 +50,7 @@ native: $(BUILD)/CMakeCache.txt
 $(WASM_BUILD)/CMakeCache.txt: | .deps/debian
 	emcmake cmake -S . -B $(WASM_BUILD) -DCMAKE_BUILD_TYPE=Release
 
-# Writes site/src/wasm/{vram_core.mjs, vram.js, vram.d.ts}.
+# Writes site/src/wasm/{vram_core.mjs, vram_core.wasm, vram.js, vram.d.ts}.
 wasm: $(WASM_BUILD)/CMakeCache.txt
 	cmake --build $(WASM_BUILD) -j$(JOBS)
 

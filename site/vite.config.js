@@ -1,12 +1,95 @@
 import { defineConfig } from 'vite';
 import preact from '@preact/preset-vite';
+import { VitePWA } from 'vite-plugin-pwa';
+
+// The page's Content-Security-Policy (issue 17): scripts only from the page's
+// own origin (no inline script, no eval: the Embind glue is built with
+// -sDYNAMIC_EXECUTION=0, wasm/CMakeLists.txt), 'wasm-unsafe-eval' to compile
+// the WebAssembly core (CSP Level 3; Chrome 97, Firefox 102, Safari 16), and
+// network access only to the page's origin (its .wasm, the service worker's
+// precache) and the Hugging Face Hub, whose config.json downloads may
+// redirect to its CDN hosts (*.huggingface.co, *.hf.co). Styles only from
+// files: Preact sets style props through the CSSOM, which style-src does not
+// govern. frame-ancestors cannot be set by a <meta> tag (CSP3 §6.1): a host
+// that wants it sends the header (site/README.md).
+export const CSP = [
+  "default-src 'self'",
+  "script-src 'self' 'wasm-unsafe-eval'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self' https://huggingface.co https://*.huggingface.co https://*.hf.co",
+  "worker-src 'self'",
+  "manifest-src 'self'",
+  "object-src 'none'",
+  "base-uri 'self'",
+  "form-action 'none'",
+].join('; ');
+
+// The policy goes into the built index.html only: Vite's dev server injects
+// its own inline client script, which the policy would block.
+function contentSecurityPolicy() {
+  return {
+    name: 'vram-csp',
+    apply: 'build',
+    transformIndexHtml: {
+      order: 'post',
+      handler: () => [
+        {
+          tag: 'meta',
+          attrs: { 'http-equiv': 'Content-Security-Policy', content: CSP },
+          injectTo: 'head-prepend',
+        },
+      ],
+    },
+  };
+}
 
 // base './' makes every asset URL relative, so the same build works at a
 // GitHub Pages subpath (/<repo>/), at a Hugging Face Space root, and from a
 // local folder served by any static server.
 export default defineConfig({
   base: './',
-  plugins: [preact()],
+  plugins: [
+    preact(),
+    contentSecurityPolicy(),
+    // Installable and offline (issue 18): a web app manifest and a Workbox
+    // service worker that precaches the whole build (HTML, JS, CSS, the
+    // .wasm, icons; the presets are inside the JS) on the first visit, so a
+    // reload without a network still estimates. registerSW.js is a file (no
+    // inline script, see CSP) and registers the worker after the load event,
+    // off the first estimate's path; autoUpdate takes a new build on the next
+    // visit. https://vite-pwa-org.netlify.app/guide/
+    VitePWA({
+      registerType: 'autoUpdate',
+      injectRegister: 'script',
+      includeAssets: ['icon.svg'],
+      manifest: {
+        name: 'VRAM Planner',
+        short_name: 'VRAM Planner',
+        description:
+          'GPU memory for LLM fine-tuning, training and inference, per GPU and per phase, computed in your browser.',
+        theme_color: '#3451b2',
+        background_color: '#ffffff',
+        display: 'standalone',
+        start_url: './',
+        scope: './',
+        icons: [
+          { src: 'icon-192.png', sizes: '192x192', type: 'image/png' },
+          { src: 'icon-512.png', sizes: '512x512', type: 'image/png' },
+          { src: 'icon.svg', sizes: 'any', type: 'image/svg+xml' },
+        ],
+      },
+      workbox: {
+        globPatterns: ['**/*.{js,css,html,wasm,svg,png,webmanifest}'],
+        // The app is one page: every navigation gets the cached index.html.
+        navigateFallback: 'index.html',
+        cleanupOutdatedCaches: true,
+      },
+    }),
+  ],
+  // The planner's worker imports the WebAssembly facade dynamically (code
+  // splitting), which needs ES module workers (Vite's default is iife).
+  worker: { format: 'es' },
   // The presets are the repository's test fixtures (tests/fixtures/models),
   // one level above the site: let the dev server read them.
   server: { fs: { allow: ['..'] } },
@@ -16,9 +99,9 @@ export default defineConfig({
   build: {
     outDir: 'dist',
     emptyOutDir: true,
-    // The WASM module (src/wasm/vram_core.mjs) embeds its binary as base64 and
-    // is its own lazily imported chunk; it is larger than Vite's 500 kB hint.
-    chunkSizeWarningLimit: 2048,
+    // The WebAssembly binary is its own asset (src/wasm/vram_core.wasm, above
+    // Vite's 500 kB chunk hint); its JavaScript glue is a lazily imported chunk.
+    chunkSizeWarningLimit: 1024,
   },
   test: {
     projects: [

@@ -31,14 +31,40 @@ const kOutOfRange = 'out_of_range';
 let modulePromise = null;
 let vramPromise = null;
 
+// The WebAssembly binary is its own file beside this facade (no longer
+// embedded as base64): `new URL('./x', import.meta.url)` is the pattern Vite
+// turns into a hashed asset URL, and the browser compiles it while it
+// downloads (the Emscripten loader uses WebAssembly.instantiateStreaming when
+// the URL is http(s) and the server sends application/wasm; MDN
+// "WebAssembly.instantiateStreaming()"). Node cannot fetch() a file: URL, so
+// there (Vitest, the bench) the bytes are read from disk, from beside this
+// file, and handed over as `wasmBinary`, which the loader instantiates
+// directly.
+const wasmUrl = new URL('./vram_core.wasm', import.meta.url);
+
+function inNode() {
+  return typeof process !== 'undefined' && Boolean(process.versions?.node);
+}
+
+async function moduleOptions() {
+  if (!inNode()) return { locateFile: () => wasmUrl.href };
+  // Variables, not literals: neither Vite (which rewrites the literal
+  // pattern above to its dev server's address under Vitest) nor a bundler
+  // resolves these.
+  const fsName = 'node:fs/promises';
+  const wasmName = 'vram_core.wasm';
+  const { readFile } = await import(/* @vite-ignore */ fsName);
+  return { wasmBinary: await readFile(new URL(wasmName, import.meta.url)) };
+}
+
 // Load and instantiate the module on first use and share the promise (squoosh
 // worker-utils, manifold getManifoldModule). The dynamic import keeps the
-// module, which embeds its WebAssembly as base64, out of the page's first
-// bundle until an estimate is needed.
+// module's JavaScript out of the page's first bundle until an estimate is
+// needed.
 function loadModule() {
   if (modulePromise === null) {
-    modulePromise = import('./vram_core.mjs')
-      .then(({ default: createVramModule }) => createVramModule())
+    modulePromise = Promise.all([import('./vram_core.mjs'), moduleOptions()])
+      .then(([{ default: createVramModule }, options]) => createVramModule(options))
       .catch((cause) => {
         // Let a later call try again instead of caching the failure forever.
         forget();

@@ -2,7 +2,8 @@
 // the Hub, take a pasted config, restore from and write to the URL hash.
 
 import { batch, effect } from '@preact/signals';
-import { fetchHubConfig } from './hub.js';
+import { fetchHubConfig, loadToken } from './hub.js';
+import { pinned, restorePin } from './pin.js';
 import { clearPlan } from './plan.js';
 import { findPreset } from './presets.js';
 import {
@@ -16,8 +17,13 @@ import {
 } from './state.js';
 import { parse, serialize } from './url-state.js';
 
-/** The token the user pasted (memory only; the ModelBox mirrors it to sessionStorage). */
-let hubToken = '';
+/**
+ * The token the user pasted (the ModelBox mirrors it to sessionStorage).
+ * Read from sessionStorage when this module loads, before anything can fetch:
+ * a `#m=hf:<id>` link is restored (and fetched) in the App's first effect,
+ * and must not go out without the session's token (issue 17).
+ */
+let hubToken = loadToken();
 export function setHubToken(token) {
   hubToken = token;
 }
@@ -28,7 +34,7 @@ let hubRequest = 0;
  * Fetches <id>/config.json from the Hub and makes it the model. On failure the
  * previous model stays and modelStatus carries the reason in words.
  */
-export async function loadHubModel(idText, { token = hubToken } = {}) {
+export async function loadHubModel(idText, { token = hubToken || loadToken() } = {}) {
   const ticket = ++hubRequest;
   modelStatus.value = {
     state: 'loading',
@@ -83,6 +89,14 @@ export function loadPastedConfig(text, name = 'pasted config.json') {
   return true;
 }
 
+/**
+ * Reads a dropped or chosen config.json file and makes it the model; a file
+ * larger than the core's input limit is refused before it is read.
+ */
+export async function loadConfigFile(file) {
+  return loadPastedConfig(await file.text(), file.name);
+}
+
 export function choosePreset(id) {
   hubRequest++;
   return setPreset(id);
@@ -113,7 +127,7 @@ function fillFromFramework(given) {
 
 /** Restores model and settings from a hash; Hub models are fetched again. */
 export function restoreFromHash(hash) {
-  const { model: m, settings: s, given } = parse(hash);
+  const { model: m, settings: s, given, pin } = parse(hash);
   batch(() => {
     clearPlan();
     settings.value = s;
@@ -137,11 +151,12 @@ export function restoreFromHash(hash) {
   });
   fillFromFramework(given);
   if (m?.source === 'hf') loadHubModel(m.id);
+  restorePin(pin, hubToken || loadToken());
 }
 
 /** The hash for the current state. */
 export function currentHash() {
-  return serialize(model.value, settings.value);
+  return serialize(model.value, settings.value, pinned.value);
 }
 
 /**

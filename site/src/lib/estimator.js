@@ -11,6 +11,8 @@ export function loadEstimator() {
   if (!pending) {
     pending = loadVram().then(
       (vram) => {
+        // For the benchmark (scripts/bench-page.mjs): when the core is ready.
+        globalThis.performance?.mark?.('vram:estimator-ready');
         estimator.value = vram;
         return vram;
       },

@@ -3,7 +3,8 @@
 // searching (vram.plan, the same as `vram-probe plan`); this file only builds
 // its request and maps a candidate back onto the form's boxes.
 
-import { computed, signal } from '@preact/signals';
+import { batch, computed, signal } from '@preact/signals';
+import { planOffThread, stopPlanner } from './planner.js';
 import {
   buildRequest,
   canDistributeOptimizer,
@@ -111,25 +112,45 @@ export const planIsCurrent = computed(() => {
 });
 
 /**
- * Runs the planner for the current settings (synchronously: a search of a
- * few dozen layouts takes tens of milliseconds) and keeps the outcome.
+ * The search in progress: {key, started} (the request's JSON text and
+ * performance.now() when it started), or null.
  */
-export function runPlan() {
+export const planRunning = signal(null);
+
+let planTicket = 0;
+
+/**
+ * Runs the planner for the current settings in a Web Worker (lib/planner.js)
+ * and keeps the outcome. Resolves to the outcome, or null when the search was
+ * cancelled or a newer one replaced it.
+ */
+export async function runPlan() {
   const vram = estimator.value;
   const req = planRequest.value;
   if (!vram || !req) return null;
-  let outcome;
-  try {
-    outcome = { result: vram.plan(req) };
-  } catch (error) {
-    outcome = { error };
-  }
-  planOutcome.value = { key: JSON.stringify(req), request: req, ...outcome };
+  const ticket = ++planTicket;
+  const key = JSON.stringify(req);
+  planRunning.value = { key, started: performance.now() };
+  const outcome = await planOffThread(req, vram);
+  if (ticket !== planTicket) return null;
+  batch(() => {
+    planRunning.value = null;
+    planOutcome.value = { key, request: req, ...outcome };
+  });
   return planOutcome.value;
+}
+
+/** Cancels the search in progress: its worker is terminated. */
+export function cancelPlan() {
+  if (!planRunning.value) return;
+  planTicket++;
+  stopPlanner();
+  planRunning.value = null;
 }
 
 /** Forgets the last search (a new page state from a link). */
 export function clearPlan() {
+  cancelPlan();
   planOutcome.value = null;
 }
 

@@ -617,16 +617,25 @@ export function buildRequest(s, config, catalog = [], experts = 0, fwForm = {}) 
   return req;
 }
 
+/**
+ * The request for any settings and config, as the page builds its own (the
+ * pinned setup of a comparison uses it too).
+ */
+export function requestFor(s, config, vram = estimator.value, fwForm = undefined) {
+  // The routed experts only decide whether parallel.ep (> 1) is sent: the
+  // request reads them only then, from the config's summary (not from
+  // modelFacts, which is read from the estimate of this request).
+  const experts = vram && s.parallel?.ep > 1 ? routedExperts(summaryOf(vram, config)) : 0;
+  const fw =
+    fwForm ?? (s.task === 'train' ? frameworkForm(vram, s.train.framework, s.train.method) : {});
+  return buildRequest(s, config, gpuCatalog.value, experts, fw);
+}
+
 export const request = computed(() => {
   const config = model.value?.config;
   if (!config) return null;
   const s = settings.value;
-  // The routed experts only decide whether parallel.ep (> 1) is sent: the
-  // request reads them only then, from the config's summary (not from
-  // modelFacts, which is read from the estimate of this request).
-  const vram = s.parallel?.ep > 1 ? estimator.value : null;
-  const experts = vram ? routedExperts(summaryOf(vram, config)) : 0;
-  return buildRequest(s, config, gpuCatalog.value, experts, framework.value);
+  return requestFor(s, config, s.parallel?.ep > 1 ? estimator.value : null, framework.value);
 });
 
 /** The training frameworks as select options, labelled by the core's table. */

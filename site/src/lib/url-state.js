@@ -83,6 +83,21 @@ export const URL_KEYS = Object.freeze(FIELDS.map(([key, path]) => [key, path]));
 /** Longest base64url DeepSpeed config the link carries. */
 export const DEEPSPEED_URL_LIMIT = 2000;
 
+/**
+ * The longest value each kind of link field may have; a longer one is ignored
+ * like any other invalid value (issue 17: a hostile link must not make the
+ * page decode or parse megabytes). A Hub id is at most 96 characters of name
+ * (huggingface_hub validate_repo_id) plus an organisation and a revision;
+ * free-text fields (LoRA target modules, freeze modules, the allocator
+ * configuration) are a few names; a number has at most 16 digits (2^53).
+ */
+export const URL_LIMITS = {
+  model_id: 256,
+  text: 1024,
+  number: 32,
+};
+Object.freeze(URL_LIMITS);
+
 /** The DeepSpeed config text as a link value, or '' when invalid or too long. */
 export function deepspeedForUrl(text) {
   const t = String(text ?? '').trim();
@@ -108,8 +123,10 @@ export function fromBase64Url(s) {
  * State -> hash string (with the leading '#').
  * @param {{source: string, id: string, config: object}} model
  * @param {object} settings
+ * @param {{model: object, settings: object} | null} pin the pinned setup of
+ *   "Compare two setups", carried as pin=<base64url of its own link>
  */
-export function serialize(model, settings) {
+export function serialize(model, settings, pin = null) {
   const q = new URLSearchParams();
   if (model) {
     if (model.source === 'paste') q.set('m', `cfg:${toBase64Url(JSON.stringify(model.config))}`);
@@ -123,28 +140,34 @@ export function serialize(model, settings) {
     if (v === '' || v === undefined || v === null) continue;
     q.set(key, kind === 'bool' ? (v ? '1' : '0') : String(v));
   }
+  if (pin?.model && pin.settings)
+    q.set('pin', toBase64Url(serialize(pin.model, pin.settings).slice(1)));
   // URLSearchParams encodes '/' and ':' too; keep model ids readable.
   return `#${q.toString().replace(/%2F/g, '/').replace(/%3A/g, ':').replace(/%40/g, '@')}`;
 }
 
 /**
- * Hash string -> {model: {source, id, config?} | null, settings, given}.
+ * Hash string -> {model: {source, id, config?} | null, settings, given, pin}.
  * Unknown keys and invalid values are ignored (the defaults stay), so an old
- * or edited link still opens; `given` lists the settings paths the link set.
+ * or edited link still opens; `given` lists the settings paths the link set;
+ * `pin` is the pinned setup ({model, settings}) or null.
  */
-export function parse(hash) {
+export function parse(hash, { nested = false } = {}) {
   const q = new URLSearchParams(String(hash || '').replace(/^#/, ''));
   const settings = defaultSettings();
   const given = [];
   for (const [key, path, kind, options] of FIELDS) {
     if (!q.has(key)) continue;
     const raw = q.get(key);
+    if (kind !== 'deepspeed' && raw.length > URL_LIMITS.text) continue;
     let v;
     if (kind === 'int') {
+      if (raw.length > URL_LIMITS.number) continue;
       if (!/^\d+$/.test(raw)) continue;
       v = Number(raw);
       if (!Number.isSafeInteger(v)) continue;
     } else if (kind === 'num') {
+      if (raw.length > URL_LIMITS.number) continue;
       v = Number(raw);
       if (!Number.isFinite(v) || v <= 0) continue;
     } else if (kind === 'bool') {
@@ -175,7 +198,7 @@ export function parse(hash) {
 
   let model = null;
   const m = q.get('m');
-  if (m) {
+  if (m && (m.startsWith('cfg:') || m.length <= URL_LIMITS.model_id)) {
     const colon = m.indexOf(':');
     const kind = m.slice(0, colon);
     const rest = m.slice(colon + 1);
@@ -191,5 +214,15 @@ export function parse(hash) {
       }
     }
   }
-  return { model, settings, given };
+  let pin = null;
+  const rawPin = nested ? null : q.get('pin');
+  if (rawPin) {
+    try {
+      const inner = parse(fromBase64Url(rawPin), { nested: true });
+      if (inner.model) pin = { model: inner.model, settings: inner.settings };
+    } catch {
+      pin = null;
+    }
+  }
+  return { model, settings, given, pin };
 }

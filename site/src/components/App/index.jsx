@@ -7,6 +7,7 @@ import { loadEstimator } from '../../lib/estimator.js';
 import { formatGiB } from '../../lib/format.js';
 import { outcome, versionInfo } from '../../lib/state.js';
 import { HardwareForm } from '../HardwareForm/index.jsx';
+import { verdict } from '../PeakCard/index.jsx';
 import { ModelBox } from '../ModelBox/index.jsx';
 import { Results } from '../Results/index.jsx';
 import { WorkloadForm } from '../WorkloadForm/index.jsx';
@@ -18,25 +19,39 @@ import styles from './style.module.css';
  */
 // On narrow screens the results sit below the form: a bar pinned to the
 // bottom keeps the answer in sight while editing, and jumps to the results.
+// It stays when the estimate fails (the failure is the answer then), and
+// says the verdict in the peak card's words and colour.
 function StickyPeak() {
-  const r = outcome.value?.result;
-  if (!r) return null;
-  const fits = r.fit ? r.fit.fits : null;
+  const o = outcome.value;
+  if (!o) return null;
+  const r = o.result;
+  const v = r?.fit ? verdict(r.fit) : null;
   return (
     <a
       class={styles.sticky}
       href="#results"
+      data-state={r ? 'result' : 'error'}
       onClick={(e) => {
         e.preventDefault();
         document.getElementById('results')?.scrollIntoView({ behavior: 'smooth' });
       }}
     >
-      <span>
-        Peak <strong>{formatGiB(r.peak_bytes)} GiB</strong> per GPU
-      </span>
-      {fits !== null && (
-        <span class={fits ? styles.stickyGood : styles.stickyBad}>
-          {fits ? 'Fits' : 'Does not fit'}
+      {r ? (
+        <span>
+          Peak <strong>{formatGiB(r.peak_bytes)} GiB</strong> per GPU
+        </span>
+      ) : (
+        <span>No estimate: the input has an error</span>
+      )}
+      {r ? (
+        v && (
+          <span class={styles.stickyVerdict} data-tone={v.tone}>
+            {v.words}
+          </span>
+        )
+      ) : (
+        <span class={styles.stickyVerdict} data-tone="bad">
+          See why
         </span>
       )}
     </a>

@@ -2,12 +2,19 @@
 // browser, with an optional token for gated models), or a pasted / dropped
 // config.json.
 
-import { useEffect, useState } from 'preact/hooks';
-import { choosePreset, loadHubModel, loadPastedConfig, setHubToken } from '../../lib/actions.js';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import {
+  choosePreset,
+  loadConfigFile,
+  loadHubModel,
+  loadPastedConfig,
+  setHubToken,
+} from '../../lib/actions.js';
 import { loadToken, saveToken } from '../../lib/hub.js';
 import { dropHandler } from '../../lib/drop.js';
 import { PRESETS } from '../../lib/presets.js';
-import { model, modelStatus } from '../../lib/state.js';
+import { model, modelStatus, outcome } from '../../lib/state.js';
+import { describePath } from '../../lib/vocabulary.js';
 import { SelectField, TextField } from '../Field/index.jsx';
 import styles from './style.module.css';
 
@@ -93,7 +100,39 @@ function HubPanel() {
 }
 
 function readFile(file) {
-  file.text().then((text) => loadPastedConfig(text, file.name));
+  loadConfigFile(file);
+}
+
+// An error that answers what the user just did is brought to where they are
+// looking: scrolled into view (on a phone the results, where the estimate's
+// own notice is, sit far below the form) and focused, so a screen reader
+// reads it too.
+function useShowWhenSet(active) {
+  const ref = useRef(null);
+  useEffect(() => {
+    const el = ref.current;
+    if (!active || !el) return;
+    el.focus({ preventScroll: true });
+    el.scrollIntoView?.({ block: 'center', behavior: 'smooth' });
+  }, [active]);
+  return ref;
+}
+
+// The estimator's verdict on the config just pasted, beside the button that
+// used it: the estimate's full notice (the role="alert" one) is in the
+// results; this copy is focused, which is how a screen reader hears it.
+function PastedConfigError({ stamp }) {
+  const error = outcome.value?.error;
+  const key = error ? `${stamp}:${error.message}` : '';
+  const ref = useShowWhenSet(key);
+  if (!error) return null;
+  const where = describePath(error.path);
+  return (
+    <p ref={ref} tabIndex={-1} class={styles.error} data-testid="paste-error">
+      The estimator could not use this config: {error.message}
+      {where ? ` (field: ${where})` : ''}. <a href="#results">The details are with the results.</a>
+    </p>
+  );
 }
 
 function PastePanel() {
@@ -103,9 +142,11 @@ function PastePanel() {
     return m?.source === 'paste' && m.config ? JSON.stringify(m.config, null, 2) : '';
   });
   const id = 'paste-config';
+  // When "Use this config" last took a config (0 = not yet).
+  const [used, setUsed] = useState(0);
   const onSubmit = (e) => {
     e.preventDefault();
-    loadPastedConfig(text);
+    if (loadPastedConfig(text)) setUsed(Date.now());
   };
   return (
     <form class={styles.stack} onSubmit={onSubmit}>
@@ -136,6 +177,7 @@ function PastePanel() {
         </label>
         <span class={styles.muted}>or drop a config.json anywhere on this box.</span>
       </div>
+      {used > 0 && <PastedConfigError stamp={used} />}
     </form>
   );
 }
@@ -151,6 +193,7 @@ export function ModelBox() {
   }, [m?.source]);
 
   const onDrop = dropHandler(setDragging, readFile, (text) => loadPastedConfig(text));
+  const errorRef = useShowWhenSet(status.state === 'error' ? status : null);
 
   return (
     <section
@@ -198,7 +241,7 @@ export function ModelBox() {
         </p>
       )}
       {status.state === 'error' && (
-        <p role="alert" class={styles.error}>
+        <p ref={errorRef} tabIndex={-1} role="alert" class={styles.error}>
           {status.message}
         </p>
       )}

@@ -3,7 +3,8 @@
 import { bytesTitle, formatGiB, formatPercent } from '../../lib/format.js';
 import styles from './style.module.css';
 
-function verdict(fit) {
+/** The verdict on a result's fit, in the same words and tone everywhere (this card, the sticky bar). */
+export function verdict(fit) {
   if (!fit) return { tone: 'neutral', words: 'No GPU chosen' };
   if (!fit.fits) return { tone: 'bad', words: 'Does not fit' };
   if (fit.headroom_ok === false) return { tone: 'warn', words: 'Fits, with little headroom' };

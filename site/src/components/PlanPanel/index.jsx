@@ -3,7 +3,7 @@
 // same search as `vram-probe plan`). "Apply" puts a layout into the form, so
 // the page's estimate is then that layout's peak.
 
-import { useEffect, useId, useState } from 'preact/hooks';
+import { useId, useState } from 'preact/hooks';
 import { bytesTitle, formatGiB, formatPercent } from '../../lib/format.js';
 import {
   applyPlanCandidate,
@@ -21,6 +21,7 @@ import { labelOf, PLAN_FRAMEWORKS } from '../../lib/vocabulary.js';
 import { ErrorNotice } from '../ErrorNotice/index.jsx';
 import { SelectField } from '../Field/index.jsx';
 import { Card } from '../Card/index.jsx';
+import { PlanProgress } from './Progress.jsx';
 import styles from './style.module.css';
 
 /** The card the search is for, in words, before a search names it. */
@@ -80,7 +81,7 @@ function CandidateRow({ c, open, onToggle, inForm, whyId }) {
         aria-current={inForm ? 'true' : undefined}
         onClick={onToggle}
       >
-        <td class={styles.num}>{c.rank}</td>
+        <td class={`${styles.num} ${styles.rank}`}>{c.rank}</td>
         <th scope="row" class={styles.label}>
           <button
             type="button"
@@ -96,7 +97,8 @@ function CandidateRow({ c, open, onToggle, inForm, whyId }) {
           </button>
         </th>
         <td
-          class={styles.num}
+          class={`${styles.num} ${styles.peak}`}
+          data-label="Peak, GiB"
           data-bytes={String(c.peak_bytes)}
           title={`${bytesTitle(c.peak_bytes)} · ${formatPercent(c.utilization)} of the usable memory`}
         >
@@ -108,14 +110,20 @@ function CandidateRow({ c, open, onToggle, inForm, whyId }) {
           </span>
           {formatGiB(c.peak_bytes)}
         </td>
-        <td>
+        <td class={styles.fit} data-label="Fit">
           <span class={styles.badge} data-tone={fit.tone} title={fit.title}>
             {fit.words}
           </span>
         </td>
-        <td class={styles.num}>{maxMicroBatch(c)}</td>
-        <td class={styles.num}>{formatFactor(c.step_time_factor)}</td>
-        <td class={styles.num}>{formatFactor(c.comm_factor)}</td>
+        <td class={styles.num} data-cell="micro-batch" data-label="Max micro-batch">
+          {maxMicroBatch(c)}
+        </td>
+        <td class={styles.num} data-label="Step time">
+          {formatFactor(c.step_time_factor)}
+        </td>
+        <td class={styles.num} data-label="DP traffic">
+          {formatFactor(c.comm_factor)}
+        </td>
         <td class={styles.action}>
           <button
             type="button"
@@ -149,15 +157,17 @@ function CandidateRow({ c, open, onToggle, inForm, whyId }) {
 
 function PlanTable({ plan, s, gpuLabel }) {
   const id = useId();
-  const [open, setOpen] = useState(() => new Set());
-  // A new search starts with every row folded.
-  useEffect(() => setOpen(new Set()), [plan]);
+  // A new search starts with every row folded: the open rows belong to the
+  // plan they were opened in (no effect to reset them, which would run after
+  // the search's answer has painted and could undo a click made meanwhile).
+  const [opened, setOpened] = useState(() => ({ plan, ranks: new Set() }));
+  const open = opened.plan === plan ? opened.ranks : new Set();
   const toggle = (rank) =>
-    setOpen((prev) => {
-      const next = new Set(prev);
+    setOpened((prev) => {
+      const next = new Set(prev.plan === plan ? prev.ranks : []);
       if (next.has(rank)) next.delete(rank);
       else next.add(rank);
-      return next;
+      return { plan, ranks: next };
     });
   const offloadSearched = plan.notes.some((n) => /CPU offload layouts searched/.test(n));
   return (
@@ -282,6 +292,7 @@ export function PlanPanel() {
           Find layouts for {gpus} × {gpuLabel}
         </button>
       </div>
+      <PlanProgress />
       {!hasGpu && (
         <p id={hintId} class={styles.hint}>
           Choose a GPU in the Hardware card first: the search needs the card's memory.

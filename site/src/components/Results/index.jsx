@@ -1,6 +1,7 @@
 // The right-hand side: the estimate for the current state, or why there is
 // none yet. Never a blank panel and never NaN: every state has words.
 
+import { useEffect } from 'preact/hooks';
 import { currentHash } from '../../lib/actions.js';
 import {
   estimator,
@@ -19,6 +20,7 @@ import { ModelSummary } from '../ModelSummary/index.jsx';
 import { Assumptions, FrameworkNotes, Warnings } from '../Notes/index.jsx';
 import { PeakCard } from '../PeakCard/index.jsx';
 import { PhaseTimeline } from '../PhaseTimeline/index.jsx';
+import { PinCompare } from '../PinCompare/index.jsx';
 import { PlanPanel } from '../PlanPanel/index.jsx';
 import { ServingPanel } from '../ServingPanel/index.jsx';
 import { SharePanel } from '../SharePanel/index.jsx';
@@ -28,6 +30,18 @@ import styles from './style.module.css';
 function shareLink() {
   if (typeof location === 'undefined') return currentHash();
   return `${location.origin}${location.pathname}${currentHash()}`;
+}
+
+// The first estimate's paint, for the benchmark (scripts/bench-page.mjs):
+// Preact runs effects after the browser has painted the render.
+let firstEstimateMarked = false;
+function MarkFirstEstimate() {
+  useEffect(() => {
+    if (firstEstimateMarked) return;
+    firstEstimateMarked = true;
+    globalThis.performance?.mark?.('vram:first-estimate');
+  }, []);
+  return null;
 }
 
 function Waiting({ children }) {
@@ -76,6 +90,7 @@ export function Results() {
   const r = o.result;
   return (
     <div class={styles.stack} aria-live="polite">
+      <MarkFirstEstimate />
       <PeakCard result={r} />
       <Warnings warnings={r.warnings} />
       {r.parallel?.stages?.length > 0 && (
@@ -86,6 +101,7 @@ export function Results() {
         />
       )}
       {r.infer && <ServingPanel infer={r.infer} />}
+      <PinCompare result={r} />
       <CompareCard result={r} />
       {training && <PlanPanel />}
       {r.phases?.length > 0 && (

@@ -1,0 +1,316 @@
+// End to end, on both screens issue 18 names (a 1400×900 desktop and a
+// 390×844 phone): the built page (site/dist) in Debian's Chromium via
+// playwright-core. The planner's table fits; an error after a bad paste is
+// where the user is looking; a pinned comparison survives a reload; the page
+// reloads and estimates offline after one visit (service worker); a 64-GPU
+// plan runs without a main-thread long task; and the Content-Security-Policy
+// blocks nothing the page needs.
+//
+// Run: npm run build && node --test tests/e2e/screens.test.mjs
+// Needs: /usr/bin/chromium (or CHROMIUM).
+
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { dirname, extname, join, normalize, resolve, sep } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const distDir = join(resolve(here, '..', '..'), 'dist');
+const chromiumPath = process.env.CHROMIUM || '/usr/bin/chromium';
+const shots = process.env.VRAM_SCREENSHOT_DIR || '/tmp';
+
+const TYPES = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.json': 'application/json',
+  '.webmanifest': 'application/manifest+json',
+  '.wasm': 'application/wasm',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+};
+
+function serve(root) {
+  const server = createServer((req, res) => {
+    const path = decodeURIComponent(new URL(req.url, 'http://127.0.0.1').pathname);
+    let file = normalize(join(root, path));
+    if (!file.startsWith(root + sep) && file !== root) return res.writeHead(403).end();
+    if (existsSync(file) && statSync(file).isDirectory()) file = join(file, 'index.html');
+    if (!existsSync(file)) return res.writeHead(404).end('not found');
+    res.writeHead(200, { 'content-type': TYPES[extname(file)] || 'application/octet-stream' });
+    res.end(readFileSync(file));
+  });
+  return new Promise((ok) => server.listen(0, '127.0.0.1', () => ok(server)));
+}
+
+// Long tasks (over 50 ms) and CSP violations from the start of every document.
+const WATCH = `
+  window.__longTasks = [];
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) window.__longTasks.push({ start: e.startTime, duration: e.duration });
+  }).observe({ type: 'longtask', buffered: true });
+  window.__csp = [];
+  document.addEventListener('securitypolicyviolation', (e) =>
+    window.__csp.push(e.violatedDirective + ' ' + e.blockedURI));
+`;
+
+const VIEWPORTS = [
+  { name: 'desktop', width: 1400, height: 900 },
+  { name: 'phone', width: 390, height: 844 },
+];
+
+const LLAMA_8B_ON_8_A100 =
+  '#m=preset:meta-llama/Llama-3.1-8B&task=train&method=full&gpus=8&gpu=A100%2040GB';
+const DEEPSEEK_V3_ON_64_H100 =
+  '#m=preset:deepseek-ai/DeepSeek-V3&task=train&method=full&gpus=64&gpu=H100%2080GB';
+
+let server;
+let base;
+let browser;
+
+before(async () => {
+  assert.ok(existsSync(join(distDir, 'index.html')), 'build the page first: npm run build');
+  server = await serve(distDir);
+  base = `http://127.0.0.1:${server.address().port}/`;
+  browser = await chromium.launch({ executablePath: chromiumPath });
+});
+
+after(async () => {
+  await browser?.close();
+  await new Promise((ok) => (server ? server.close(ok) : ok()));
+});
+
+async function open(viewport, hash = '', { serviceWorkers = 'block' } = {}) {
+  const context = await browser.newContext({
+    viewport: { width: viewport.width, height: viewport.height },
+    serviceWorkers,
+  });
+  await context.addInitScript(WATCH);
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+  await page.goto(`${base}${hash}`);
+  await firstEstimate(page);
+  return { context, page, errors };
+}
+
+async function firstEstimate(page) {
+  await page.waitForFunction(() => performance.getEntriesByName('vram:first-estimate').length > 0, {
+    timeout: 60000,
+  });
+}
+
+/**
+ * The element lies inside the screen's width without any horizontal
+ * scrolling (the page's or a table's scroll box), and no ancestor clips it.
+ */
+async function assertFullyVisible(page, locator, what) {
+  await locator.waitFor();
+  // Scroll the window vertically only: a horizontal scroll would hide the fault.
+  await locator.evaluate((el) => {
+    const r = el.getBoundingClientRect();
+    window.scrollBy(0, r.top - window.innerHeight / 3);
+  });
+  const box = await locator.boundingBox();
+  assert.ok(box, `${what} is not rendered`);
+  const vw = page.viewportSize().width;
+  assert.ok(
+    box.x >= 0 && box.x + box.width <= vw + 0.5,
+    `${what} is outside the ${vw} px screen: x ${box.x}, width ${box.width}`,
+  );
+  const fault = await locator.evaluate((el) => {
+    const r = el.getBoundingClientRect();
+    if (document.documentElement.scrollWidth > window.innerWidth + 1)
+      return `the page scrolls sideways (${document.documentElement.scrollWidth} px)`;
+    for (let a = el.parentElement; a; a = a.parentElement) {
+      const s = getComputedStyle(a);
+      if (s.overflowX === 'visible' && s.overflowY === 'visible') continue;
+      if (a.scrollWidth > a.clientWidth + 1)
+        return `${a.className || a.tagName} scrolls sideways (${a.scrollWidth} > ${a.clientWidth} px)`;
+      const c = a.getBoundingClientRect();
+      if (r.left < c.left - 0.5 || r.right > c.right + 0.5)
+        return `${a.className || a.tagName} clips it`;
+    }
+    return '';
+  });
+  assert.equal(fault, '', `${what}: ${fault}`);
+}
+
+async function inView(page, locator) {
+  const box = await locator.boundingBox();
+  const { width, height } = page.viewportSize();
+  return Boolean(box && box.y >= 0 && box.y + Math.min(box.height, 40) <= height && box.x < width);
+}
+
+for (const vp of VIEWPORTS) {
+  describe(`on a ${vp.width}×${vp.height} ${vp.name} screen`, () => {
+    it('shows the whole planner table: Fit, micro-batch, Apply and the why text', async () => {
+      const { context, page, errors } = await open(vp, LLAMA_8B_ON_8_A100);
+      try {
+        await page.getByRole('button', { name: /^Find layouts for 8/ }).click();
+        const table = page.getByRole('table', { name: 'Layouts, best first' });
+        await table.waitFor();
+        const first = table.locator('tr[data-rank="1"]');
+        await assertFullyVisible(
+          page,
+          first.getByRole('button', { name: /^(Apply|In the form)/ }),
+          'Apply',
+        );
+        await assertFullyVisible(page, first.locator('[data-tone]').first(), 'the Fit badge');
+        await assertFullyVisible(
+          page,
+          first.locator('[data-cell="micro-batch"]'),
+          'max micro-batch',
+        );
+        await first.getByRole('rowheader').getByRole('button').click();
+        const why = page.getByRole('list', { name: /^Why: / });
+        await assertFullyVisible(page, why, 'the why text');
+        const apply = await first
+          .getByRole('button', { name: /^(Apply|In the form)/ })
+          .textContent();
+        assert.match(apply, /^(Apply|In the form)$/);
+        await page.screenshot({ path: join(shots, `vram-plan-${vp.name}.png`), fullPage: false });
+        assert.deepEqual(errors, []);
+      } finally {
+        await context.close();
+      }
+    });
+
+    it('brings an error after a bad paste into view, and the sticky bar stays', async () => {
+      const { context, page } = await open(vp);
+      try {
+        await page.getByRole('tab', { name: 'Paste config.json' }).click();
+        const area = page.getByLabel('config.json contents');
+        // Not JSON: the model box's alert.
+        await area.fill('{"model_type": "llama", hidden_size: 12');
+        await page.getByRole('button', { name: 'Use this config' }).click();
+        const alert = page.locator('[role="alert"]', { hasText: 'not valid JSON' });
+        await alert.waitFor();
+        await page.waitForTimeout(600); // the smooth scroll
+        assert.ok(await inView(page, alert), 'the JSON error is off-screen');
+
+        // JSON the core rejects: the estimator's words, beside the button.
+        await area.fill(JSON.stringify({ model_type: 'llama', hidden_size: -2048 }));
+        await page.getByRole('button', { name: 'Use this config' }).click();
+        const pasted = page.getByTestId('paste-error');
+        await pasted.waitFor();
+        await page.waitForTimeout(600);
+        assert.ok(await inView(page, pasted), "the estimator's error is off-screen");
+        assert.equal(await pasted.evaluate((el) => el === document.activeElement), true);
+        if (vp.name === 'phone') {
+          const bar = page.locator('a[href="#results"][data-state]');
+          assert.equal(await bar.getAttribute('data-state'), 'error');
+          assert.ok(await inView(page, bar), 'the sticky bar is gone');
+        }
+        await page.screenshot({ path: join(shots, `vram-paste-error-${vp.name}.png`) });
+      } finally {
+        await context.close();
+      }
+    });
+
+    it('keeps a pinned comparison through a reload', async () => {
+      const { context, page } = await open(vp, '#m=preset:meta-llama/Llama-3.2-1B&task=train');
+      try {
+        await page.getByRole('button', { name: 'Pin this estimate' }).click();
+        const seq = page.getByLabel(/max_seq_length/).first();
+        await seq.fill('8192');
+        await seq.press('Tab');
+        const table = page.getByRole('table', { name: /Pinned and current setups/ });
+        await table.waitFor();
+        const peakRow = table.getByRole('row').filter({ hasText: 'Peak' }).first();
+        const before = await peakRow.textContent();
+        assert.match(before, /\+\d/, `the longer sequence should cost more: ${before}`);
+        assert.match(await page.getByRole('list', { name: /What differs/ }).textContent(), /8192/);
+        assert.match(page.url(), /[#&]pin=/);
+
+        await page.reload();
+        await firstEstimate(page);
+        await table.waitFor();
+        assert.equal(await peakRow.textContent(), before);
+        await page.screenshot({ path: join(shots, `vram-compare-${vp.name}.png`) });
+      } finally {
+        await context.close();
+      }
+    });
+  });
+}
+
+describe('offline and in the background', () => {
+  it('reloads and estimates offline after one visit (service worker)', async () => {
+    const { context, page, errors } = await open(VIEWPORTS[0], '', { serviceWorkers: 'allow' });
+    try {
+      await page.evaluate(async () => {
+        await navigator.serviceWorker.ready;
+      });
+      // The worker has precached the build once it is active.
+      await page.waitForFunction(async () => {
+        const keys = await caches.keys();
+        for (const k of keys) {
+          const reqs = await (await caches.open(k)).keys();
+          if (reqs.some((r) => r.url.endsWith('.wasm'))) return true;
+        }
+        return false;
+      });
+      await context.setOffline(true);
+      await page.reload();
+      await firstEstimate(page);
+      await page.getByLabel('Bundled preset').selectOption('Qwen/Qwen3-0.6B');
+      await page
+        .getByRole('region', { name: 'Model summary' })
+        .getByText('Qwen/Qwen3-0.6B')
+        .waitFor();
+      const peak = await page.locator('output[data-bytes]').getAttribute('data-bytes');
+      assert.ok(Number(peak) > 0, `no estimate offline: ${peak}`);
+      assert.deepEqual(
+        errors.filter((e) => !/ERR_INTERNET_DISCONNECTED/.test(e)),
+        [],
+      );
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('plans DeepSeek-V3 on 64 GPUs without a main-thread long task', async () => {
+    const { context, page } = await open(VIEWPORTS[0], DEEPSEEK_V3_ON_64_H100);
+    try {
+      await page.waitForTimeout(300);
+      const from = await page.evaluate(() => performance.now());
+      await page.getByRole('button', { name: /^Find layouts for 64/ }).click();
+      await page.locator('[data-considered]').first().waitFor({ timeout: 120000 });
+      const tasks = await page.evaluate(
+        (t0) => window.__longTasks.filter((t) => t.start >= t0),
+        from,
+      );
+      assert.deepEqual(
+        tasks,
+        [],
+        `main-thread tasks over 50 ms during the plan: ${JSON.stringify(tasks)}`,
+      );
+      const csp = await page.evaluate(() => window.__csp);
+      assert.deepEqual(csp, [], `blocked by the Content-Security-Policy: ${csp}`);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('sends the Content-Security-Policy and the page runs under it', async () => {
+    const { context, page, errors } = await open(VIEWPORTS[0]);
+    try {
+      const policy = await page
+        .locator('meta[http-equiv="Content-Security-Policy"]')
+        .getAttribute('content');
+      assert.match(policy, /script-src 'self' 'wasm-unsafe-eval'(;|$)/);
+      assert.match(policy, /connect-src 'self' https:\/\/huggingface\.co/);
+      assert.doesNotMatch(policy, /unsafe-inline|'unsafe-eval'/);
+      assert.equal(await page.locator('script:not([src])').count(), 0, 'an inline script');
+      assert.deepEqual(await page.evaluate(() => window.__csp), []);
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+  });
+});
