@@ -1,5 +1,12 @@
 import { render } from 'preact';
 import { App } from './components/App/index.jsx';
+import { loadEstimator } from './lib/estimator.js';
 import './styles/global.css';
+
+// Start fetching and compiling the WebAssembly core before the first render
+// (which takes a few hundred milliseconds on a slow CPU), not in the App's
+// first effect after it: the download and the streaming compile overlap the
+// render. The App asks again and gets the same promise.
+loadEstimator().catch(() => {});
 
 render(<App />, document.getElementById('app'));
