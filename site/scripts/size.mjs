@@ -1,7 +1,8 @@
 // Prints the built page's transfer size: every file in dist/, raw and gzip
 // (level 9, what static hosts such as GitHub Pages typically serve), grouped
-// by kind. The WASM binary is embedded as base64 in the module chunk
-// (-sSINGLE_FILE), so its decoded size is shown too.
+// by kind. The WebAssembly binary is its own .wasm file; a module chunk that
+// still embeds one as base64 (an -sSINGLE_FILE build) is flagged with the
+// binary's decoded size. Timings and the first visit's share: bench-page.mjs.
 //
 // Run: npm run build && npm run size
 
