@@ -255,6 +255,14 @@ describe('offline and in the background', () => {
         }
         return false;
       });
+      // Installable: Chromium's own check finds nothing wrong with the manifest
+      // and the worker (a Playwright context is incognito, which it names).
+      const cdp = await context.newCDPSession(page);
+      const { installabilityErrors } = await cdp.send('Page.getInstallabilityErrors');
+      assert.deepEqual(
+        installabilityErrors.map((e) => e.errorId).filter((id) => id !== 'in-incognito'),
+        [],
+      );
       await context.setOffline(true);
       await page.reload();
       await firstEstimate(page);
