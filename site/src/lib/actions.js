@@ -2,7 +2,9 @@
 // the Hub, take a pasted config, restore from and write to the URL hash.
 
 import { batch, effect } from '@preact/signals';
+import { utf8Length } from './format.js';
 import { fetchHubConfig, loadToken } from './hub.js';
+import { MAX_INPUT_BYTES } from './limits.js';
 import { pinned, restorePin } from './pin.js';
 import { clearPlan } from './plan.js';
 import { findPreset } from './presets.js';
@@ -58,6 +60,16 @@ export async function loadHubModel(idText, { token = hubToken || loadToken() } =
  * true on success; on failure modelStatus says why.
  */
 export function loadPastedConfig(text, name = 'pasted config.json') {
+  // The core's input limit, before JSON.parse reads megabytes on the page's thread.
+  const bytes = utf8Length(text);
+  if (bytes > MAX_INPUT_BYTES) {
+    modelStatus.value = {
+      state: 'error',
+      message: `That is ${(bytes / 1024 ** 2).toFixed(1)} MiB; inputs are limited to 16 MiB (a config.json is a few KiB). Paste the model's config.json itself.`,
+      kind: 'out_of_range',
+    };
+    return false;
+  }
   let config;
   try {
     config = JSON.parse(text);

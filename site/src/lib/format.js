@@ -56,3 +56,19 @@ export function formatBytes(bytes) {
   }
   return `${Number(v.toFixed(2))} ${units[i]}`;
 }
+
+/** The UTF-8 length of a string in bytes, without encoding it. */
+export function utf8Length(text) {
+  const s = String(text ?? '');
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+      n += 4;
+      i++;
+    } else n += 3;
+  }
+  return n;
+}

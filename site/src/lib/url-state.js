@@ -11,6 +11,7 @@
 // (DEEPSPEED_URL_LIMIT characters encoded); a longer one stays out of the link.
 
 import { FIELDS as TABLE_FIELDS } from './fields.js';
+import { MAX_INPUT_BYTES } from './limits.js';
 import { getPath, putPath } from './paths.js';
 import { defaultSettings, parseDeepspeed } from './state.js';
 import {
@@ -90,12 +91,18 @@ export const DEEPSPEED_URL_LIMIT = 2000;
  * (huggingface_hub validate_repo_id) plus an organisation and a revision;
  * free-text fields (LoRA target modules, freeze modules, the allocator
  * configuration) are a few names; a number has at most 16 digits (2^53).
+ * A pasted config.json in the link (m=cfg:...) may be as large as the core
+ * accepts any input (MAX_INPUT_BYTES, 16 MiB), base64url-encoded; a pinned
+ * setup (pin=, "Compare two setups") is a link of its own, base64url-encoded:
+ * its config plus 64 KiB of fields at most.
  */
 export const URL_LIMITS = {
   model_id: 256,
   text: 1024,
   number: 32,
+  config: Math.ceil(MAX_INPUT_BYTES / 3) * 4,
 };
+URL_LIMITS.pin = Math.ceil((URL_LIMITS.config + 65536) / 3) * 4;
 Object.freeze(URL_LIMITS);
 
 /** The DeepSpeed config text as a link value, or '' when invalid or too long. */
@@ -140,8 +147,10 @@ export function serialize(model, settings, pin = null) {
     if (v === '' || v === undefined || v === null) continue;
     q.set(key, kind === 'bool' ? (v ? '1' : '0') : String(v));
   }
-  if (pin?.model && pin.settings)
-    q.set('pin', toBase64Url(serialize(pin.model, pin.settings).slice(1)));
+  if (pin?.model && pin.settings) {
+    const inner = toBase64Url(serialize(pin.model, pin.settings).slice(1));
+    if (inner.length <= URL_LIMITS.pin) q.set('pin', inner);
+  }
   // URLSearchParams encodes '/' and ':' too; keep model ids readable.
   return `#${q.toString().replace(/%2F/g, '/').replace(/%3A/g, ':').replace(/%40/g, '@')}`;
 }
@@ -198,7 +207,8 @@ export function parse(hash, { nested = false } = {}) {
 
   let model = null;
   const m = q.get('m');
-  if (m && (m.startsWith('cfg:') || m.length <= URL_LIMITS.model_id)) {
+  const mLimit = m?.startsWith('cfg:') ? 4 + URL_LIMITS.config : URL_LIMITS.model_id;
+  if (m && m.length <= mLimit) {
     const colon = m.indexOf(':');
     const kind = m.slice(0, colon);
     const rest = m.slice(colon + 1);
@@ -216,7 +226,7 @@ export function parse(hash, { nested = false } = {}) {
   }
   let pin = null;
   const rawPin = nested ? null : q.get('pin');
-  if (rawPin) {
+  if (rawPin && rawPin.length <= URL_LIMITS.pin) {
     try {
       const inner = parse(fromBase64Url(rawPin), { nested: true });
       if (inner.model) pin = { model: inner.model, settings: inner.settings };
