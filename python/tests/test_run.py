@@ -173,6 +173,30 @@ def test_an_architecture_the_fallback_cannot_build_needs_transformers(probe, tmp
     assert m.make_plan(m.SPEC, dict(CUDA_ENV))["model_source"] == "transformers"
 
 
+def test_dora_without_peft_and_vision_models_are_refused_naming_the_field(probe, tmp_path):
+    m, _ = plan_for(probe, tmp_path, request(method="lora", lora={"use_dora": True}))
+    assert m.SPEC["lora"]["use_dora"] is True
+    assert m.make_plan(m.SPEC, dict(CUDA_ENV))["lora"] == "peft"
+    with pytest.raises(m.CannotRun) as e:
+        m.make_plan(m.SPEC, dict(CPU_BARE_ENV))
+    assert e.value.path == "train.lora.use_dora"
+    llava = json.loads((Path(__file__).resolve().parents[2] / "tests/fixtures/models/llava-hf__llava-1.5-7b-hf.json")
+                       .read_text())
+    proc, script = write_script(probe, tmp_path, request(config=llava, precision="bf16"))
+    assert proc.returncode == 0, proc.stderr
+    m2 = load(script)
+    with pytest.raises(m2.CannotRun) as e:
+        m2.make_plan(m2.SPEC, dict(CUDA_ENV))
+    assert e.value.path == "model.config" and "vision" in str(e.value)
+
+
+def test_quantisation_settings_reach_the_script(probe, tmp_path):
+    m, plan = plan_for(probe, tmp_path, request(method="qlora", precision="bf16",
+                                                quant={"double_quant": False, "blocksize": 128}))
+    assert m.SPEC["quant"]["blocksize"] == 128 and m.SPEC["quant"]["double_quant"] is False
+    assert plan["quant"]["double_quant"] is False
+
+
 def test_qlora_on_the_cpu_or_without_bitsandbytes_is_refused(probe, tmp_path):
     m, _ = plan_for(probe, tmp_path, request(method="qlora", precision="bf16"))
     with pytest.raises(m.CannotRun, match="CUDA"):

@@ -141,6 +141,17 @@ def make_plan(spec, env):
     cfg = spec["model_config"]
     model_type = cfg.get("model_type", "")
     plan = {"device": env["device"], "model_type": model_type}
+    if "vision_config" in cfg or spec.get("images_per_sample"):
+        raise CannotRun(
+            "vision-language models need their image inputs and processor: this script trains text-only causal "
+            "LMs (run your VLM script under `vram-probe watch`)",
+            "model.config",
+        )
+    if spec.get("dropout") is not None:
+        notes.append(
+            f"train.dropout {spec['dropout']}: the script keeps the config's own dropout settings; the estimate "
+            "counts the requested dropout's masks"
+        )
 
     if env["transformers"]:
         plan["model_source"] = "transformers"
@@ -219,7 +230,14 @@ def make_plan(spec, env):
                 "train.quant.quantizer",
             )
         plan["quant"] = {"library": "bitsandbytes", "quant_type": "nf4", "double_quant": spec["quant"]["double_quant"]}
+    if method == "qlora" and spec["quant"].get("saves_input"):
+        notes.append(
+            "train.quant.saves_input describes bitsandbytes < 0.43.2; the installed bitsandbytes decides what "
+            "its 4-bit layers keep"
+        )
     if method in ("lora", "qlora"):
+        if spec["lora"]["use_dora"] and not env["peft"]:
+            raise CannotRun("DoRA (train.lora.use_dora) needs peft (pip install peft)", "train.lora.use_dora")
         plan["lora"] = "peft" if env["peft"] else "torch"
         if not env["peft"]:
             notes.append("peft is not installed: LoRA adapters are this script's copy of PEFT's lora.Linear")
@@ -466,7 +484,12 @@ def build(spec, plan):
                         child.in_features, child.out_features, bias=child.bias is not None,
                         compute_dtype=compute, compress_statistics=plan["quant"]["double_quant"], quant_type="nf4",
                     )
-                    kw = {"requires_grad": False, "compress_statistics": plan["quant"]["double_quant"], "quant_type": "nf4"}
+                    kw = {
+                        "requires_grad": False,
+                        "compress_statistics": plan["quant"]["double_quant"],
+                        "quant_type": "nf4",
+                        "blocksize": spec["quant"]["blocksize"],
+                    }
                     try:  # bitsandbytes >= 0.43 links the parameter to its layer (quant_state on the module)
                         q.weight = bnb.nn.Params4bit(child.weight.data, module=q, **kw)
                     except TypeError:
