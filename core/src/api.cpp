@@ -298,6 +298,11 @@ json model_info(const json& model) {
       if (!spec.ok()) return error_json(spec.error());
       return model_json(spec.value());
     }
+    if (m->contains("size")) {
+      auto spec = model_from_size(m->at("size"), base + "size");
+      if (!spec.ok()) return error_json(spec.error());
+      return model_json(spec.value());
+    }
     return error_json({errc::kMissingField, base + "config", base + "config or " + base + "custom is required"});
   });
 }

@@ -591,8 +591,13 @@ Result<Request> parse_request_filled(const json& request, const std::string& fra
       auto spec = model_from_custom(*m.get("custom"), "model.custom");
       if (!spec.ok()) return spec.error();
       req.model = std::move(spec.value());
+    } else if (m.has("size")) {
+      auto spec = model_from_size(*m.get("size"), "model.size");
+      if (!spec.ok()) return spec.error();
+      req.model = std::move(spec.value());
     } else {
-      fail(errc::kMissingField, "model.config", "model.config (an HF config.json object) or model.custom is required");
+      fail(errc::kMissingField, "model.config",
+           "model.config (an HF config.json object), model.custom or model.size is required");
     }
     const std::string task = r.str_or("task", defaults::kTask);
     if (task == "train") {

@@ -242,6 +242,8 @@ const char* kEstimateHelp = R"(usage: vram-probe estimate [--request FILE | --mo
 Model:     --request FILE            a request JSON (docs/schema.md); flags below override it
            --model-config FILE       an HF config.json (sets model.config)
            --allow-generic           estimate unknown model types as a generic decoder (approximate)
+           --model-size SIZE         quick sizing: a Llama-3-shaped decoder of SIZE parameters (7B, 1.5B, 350M;
+                                     approximate, see `vram-probe quick --help`)
 Task:      --task train|infer
 Training:  --method full|lora|qlora|freeze   --lora  --qlora (shortcuts)
            --framework hf|torchtune|litgpt|unsloth|axolotl|llama_factory|torchtitan|megatron|deepspeed

@@ -13,6 +13,8 @@ int run_estimate(const std::vector<std::string>& args);
 int run_plan(const std::vector<std::string>& args);
 int run_version(const std::vector<std::string>& args);
 int run_fields(const std::vector<std::string>& args);
+// `vram-probe quick SIZE` (cli_quick.cpp): estimate from a parameter count.
+int run_quick(const std::vector<std::string>& args);
 int run_frameworks(const std::vector<std::string>& args);
 
 // Every estimate / plan flag that sets a request field, with the field's path:

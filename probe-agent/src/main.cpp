@@ -18,6 +18,8 @@ const std::vector<Command>& commands() {
   static const std::vector<Command> kCommands = {
       {"params", "count parameters of a config.json exactly (table, or --json)", vram::cli::run_params},
       {"estimate", "estimate per-GPU memory for a request or flags (table, or --json)", vram::cli::run_estimate},
+      {"quick", "estimate a model known only by its size: quick 7B --gpus 8 --engine deepspeed (approximate)",
+       vram::cli::run_quick},
       {"plan", "rank every layout of N GPUs by fit and cost: --gpus N --gpu NAME (table, or --json)",
        vram::cli::run_plan},
       {"version", "print version, schema and supported model types as JSON", vram::cli::run_version},

@@ -271,6 +271,26 @@ TEST_F(RecentFamilyTest, GptOss20bTrainingEstimateCountsEveryExpert) {
   EXPECT_GT(tr["peak_bytes"].get<int64_t>(), 8 * int64_t{20914757184});
 }
 
+// Serving gpt-oss-20b as published (infer.weights_dtype mxfp4): the
+// 19,110,297,600 expert weight values at 4.25 bits (16 B of e2m1 + 1 e8m0
+// scale per 32, OpenAI's model card), every other parameter (attention,
+// router, embeddings, expert biases: 1,804,459,584) in bf16 =
+// 13,761,264,768 B, 52,136 B under the checkpoint's 13,761,316,904 on-disk
+// bytes (its safetensors headers).
+TEST_F(RecentFamilyTest, GptOss20bMxfp4WeightsAreTheCheckpointsBytes) {
+  const json inf = infer(gpt_oss_20b(), {{"context_len", 4096}, {"weights_dtype", "mxfp4"}});
+  const int64_t w = result_component(inf, "weights");
+  EXPECT_EQ(w, int64_t{19110297600} / 32 * 17 + 2 * (int64_t{20914757184} - 19110297600));
+  EXPECT_EQ(w, 13761264768);
+  EXPECT_LT(13761316904 - w, 64 * 1024);
+  // Without experts the format has nothing to quantise: an error, not bf16.
+  const json dense = estimate({{"model", {{"config", testing::model_config("meta-llama/Llama-3.2-1B")}}},
+                               {"task", "infer"},
+                               {"infer", {{"weights_dtype", "mxfp4"}}}});
+  ASSERT_TRUE(dense.contains("error"));
+  EXPECT_EQ(dense["error"]["path"], "infer.weights_dtype");
+}
+
 TEST_F(RecentFamilyTest, GptOssLayerTypesOfTheWrongLengthAreInconsistent) {
   json cfg = testing::model_config("openai/gpt-oss-120b");
   cfg["num_hidden_layers"] = 24;

@@ -211,6 +211,9 @@ const std::map<std::string, std::function<json(const Request&)>>& readers() {
 const std::map<std::string, std::function<json(const Request&)>>& absent_readers() {
   static const std::map<std::string, std::function<json(const Request&)>> kReaders = {
       {"train.dropout", [](const Request& r) { return r.train.dropout < 0 ? json() : json(r.train.dropout); }},
+      // model.size: absent means the model comes from model.config (not quick sizing).
+      {"model.size",
+       [](const Request& r) { return r.model.family == "quick_size" ? json(r.model.params_total()) : json(); }},
       {"train.lora.targets",
        [](const Request& r) {
          return r.train.lora.targets.empty() && !r.train.lora.all_linear ? json() : json(r.train.lora.targets);

@@ -21,6 +21,21 @@ Result<ModelSpec> model_from_config(const json& config, const std::string& path,
 // mode). Always exact=false unless every size is given.
 Result<ModelSpec> model_from_custom(const json& custom, const std::string& path);
 
+// model.size: a Llama-3-shaped decoder of about this many parameters ("7B",
+// "1.5B", "350M" or a number), flagged approximate with the error measured
+// against exact presets (families/quick_size.cpp states the shape rules;
+// tests/core/quick_size_test.cpp measures the error quoted here).
+Result<ModelSpec> model_from_size(const json& size, const std::string& path);
+// The config.json model_from_size estimates, for a parameter count.
+json quick_size_config(int64_t params);
+// The request fields quick sizing sets for a training engine (ddp,
+// deepspeed, fsdp, megatron): each engine at its own defaults.
+Result<json> quick_engine_fields(const std::string& engine);
+// Largest and median |peak error| in percent of quick-sized models against the
+// exact presets of the same size (README "Quick sizing" has the table).
+inline constexpr int kQuickSizeMaxErrorPct = 30;
+inline constexpr int kQuickSizeMedianErrorPct = 4;
+
 // model_type values with an exact adapter, sorted.
 std::vector<std::string> supported_model_types();
 

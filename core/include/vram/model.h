@@ -26,6 +26,7 @@ inline constexpr const char* kNorms = "norms";
 inline constexpr const char* kLmHead = "lm_head";
 inline constexpr const char* kVision = "vision_tower";
 inline constexpr const char* kProjector = "projector";
+inline constexpr const char* kSsm = "ssm";      // state-space mixers (Mamba in_proj, conv1d, x/dt/out_proj, A, D)
 inline constexpr const char* kOther = "other";  // outside the buckets above (BERT pooler)
 }  // namespace comp
 
@@ -112,6 +113,16 @@ struct LayerStack {
   // `sliding_window` previous tokens (0 = none).
   int64_t sliding_window = 0;
   int64_t sliding_layers = 0;
+
+  // State-space mixers (Mamba, modeling_mamba.py MambaMixer): `ssm_layers` of
+  // the layers have no attention; each keeps a fixed-size state per sequence
+  // (a conv window of conv_kernel inputs and an inner x state matrix) instead
+  // of a KV cache. All of them are the top layers of a pure SSM stack.
+  int64_t ssm_layers = 0;
+  int64_t ssm_inner = 0;        // intermediate_size (expand x hidden)
+  int64_t ssm_state = 0;        // state_size N
+  int64_t ssm_conv_kernel = 0;  // conv_kernel
+  int64_t ssm_dt_rank = 0;      // time_step_rank
 
   double dropout = 0.0;  // attention / residual dropout probability used in training
   // Megatron sequence parallel on a tensor-parallel rank: norms, residual

@@ -76,7 +76,8 @@ void build_gpt_oss(const JsonReader& cfg, ModelSpec& spec) {
       q != nullptr && q->is_object() && q->value("quant_method", std::string()) == "mxfp4") {
     spec.notes.push_back(
         "the checkpoint stores the experts' weights in MXFP4 (4-bit e2m1 values and one 8-bit scale per 32); "
-        "this count is the dequantised parameter count, and the weights are sized at the requested dtype");
+        "this count is the dequantised parameter count; infer.weights_dtype \"mxfp4\" sizes the weights as "
+        "stored (experts at 4.25 bits, the rest bf16), other dtypes size every weight at that dtype");
   }
 }
 

@@ -16,6 +16,8 @@ const std::vector<AdapterEntry>& moe_vlm_adapters() {
       {"qwen2_vl", build_qwen2_vl},
       {"gpt_oss", build_gpt_oss},
       {"olmoe", build_olmoe},
+      {"phimoe", build_phimoe},
+      {"granitemoe", build_granitemoe},
   };
   return kAdapters;
 }

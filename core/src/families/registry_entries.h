@@ -32,6 +32,18 @@ void build_t5(const JsonReader& cfg, ModelSpec& spec);
 void build_olmo2(const JsonReader& cfg, ModelSpec& spec);
 void build_granite(const JsonReader& cfg, ModelSpec& spec);
 void build_smollm3(const JsonReader& cfg, ModelSpec& spec);
+// StarCoder2, Command R, Command R7B, GLM-4-0414, InternLM2, EXAONE, Phi-3.5-MoE and Granite MoE
+// (decoders_2024.cpp).
+void build_cohere(const JsonReader& cfg, ModelSpec& spec);
+void build_cohere2(const JsonReader& cfg, ModelSpec& spec);
+void build_glm4(const JsonReader& cfg, ModelSpec& spec);
+void build_internlm2(const JsonReader& cfg, ModelSpec& spec);
+void build_phimoe(const JsonReader& cfg, ModelSpec& spec);
+void build_granitemoe(const JsonReader& cfg, ModelSpec& spec);
+void build_starcoder2(const JsonReader& cfg, ModelSpec& spec);
+void build_exaone(const JsonReader& cfg, ModelSpec& spec);
+// Mamba (mamba.cpp): state-space mixers, no attention.
+void build_mamba(const JsonReader& cfg, ModelSpec& spec);
 
 // Mixture-of-experts, latent attention and vision-language families
 // (mixtral.cpp, qwen_moe.cpp, deepseek.cpp, gemma3.cpp, llava.cpp, qwen2_vl.cpp,

@@ -26,6 +26,7 @@ struct Format {
   int64_t group;        // values per scale group (0: one scale per output row)
   double scale_bytes;   // bytes per group (scale + zero point)
   const char* source;
+  bool experts_only = false;  // quantises the routed experts only (the rest stays 16-bit)
 };
 
 // Serving formats.
@@ -48,6 +49,14 @@ const Format kFormats[] = {
     {"awq", 0.5, 128, 2.5, "AWQ 4-bit, group 128"},
     {"nf4", 0.5, 64, 4.0, "NF4, fp32 absmax per 64"},
     {"nf4-dq", 0.5, 64, 1.0 + 4.0 / 256.0, "NF4 + double-quantised absmax"},
+    // - MXFP4 (OCP Microscaling spec v1.0): blocks of 32 e2m1 values (16 B)
+    //   with one e8m0 scale byte, 4.25 bits per value. The gpt-oss checkpoints
+    //   store only the MoE experts' weights this way ("we quantize the MoE
+    //   weights to MXFP4 format ... 4.25 bits per parameter", OpenAI gpt-oss
+    //   model card; transformers integrations/mxfp4.py loads `*_blocks` /
+    //   `*_scales` and keeps them packed with the Triton kernels), attention,
+    //   router, embeddings and biases in bf16.
+    {"mxfp4", 0.5, 32, 1.0, "MXFP4 experts (e2m1 + e8m0 scale per 32), the rest bf16", true},
 };
 
 const Format* find_format(const std::string& n) {
@@ -100,7 +109,20 @@ double kv_bytes_per_token(const ModelSpec& m, double kv_elem, bool hf_decompress
   const int64_t sliding = t.sliding_window > 0 ? std::min(t.sliding_layers, t.layers) : 0;
   const double sliding_share =
       context > 0 ? std::min<double>(1.0, static_cast<double>(t.sliding_window) / static_cast<double>(context)) : 1.0;
-  return per_layer_full * (static_cast<double>(t.layers - sliding) + static_cast<double>(sliding) * sliding_share);
+  // State-space layers (Mamba) cache no keys or values.
+  const int64_t attn_layers = t.layers - std::min(t.ssm_layers, t.layers);
+  return per_layer_full * (static_cast<double>(attn_layers - sliding) + static_cast<double>(sliding) * sliding_share);
+}
+
+double ssm_state_bytes_per_sequence(const ModelSpec& m, double elem) {
+  // transformers MambaCache (cache_utils.py): per layer conv_states
+  // [batch, intermediate, conv_kernel] and ssm_states [batch, intermediate,
+  // state_size], both in the model's dtype, allocated once for the batch and
+  // updated in place; their size does not grow with the context (Gu & Dao
+  // 2023 §3.4: constant-size recurrent state at inference).
+  const LayerStack& t = m.text;
+  return static_cast<double>(t.ssm_layers) * static_cast<double>(t.ssm_inner) *
+         static_cast<double>(t.ssm_conv_kernel + t.ssm_state) * elem;
 }
 
 namespace {
@@ -118,6 +140,7 @@ struct Serving {
   double kv_tok_full = 0;
   double cross_tok = 0;
   double pre_tok = 0;
+  double ssm_seq = 0;  // state-space cache bytes per sequence (Mamba), on one rank
   Fixed fx;
   double frag = 0;
   const GpuInfo* gpu = nullptr;
@@ -134,8 +157,9 @@ int64_t weights_per_gpu(const ModelSpec& m, const Format& fmt, int64_t tp) {
   for (const auto& g : m.groups) {
     const bool split = g.kind == ModuleKind::kLinear || g.kind == ModuleKind::kEmbedding;
     const int64_t share = split ? tp : 1;
-    const bool quant =
-        fmt.linear_bytes < 2.0 && g.kind == ModuleKind::kLinear && g.component != std::string(comp::kLmHead);
+    const bool quant = fmt.linear_bytes < 2.0 && g.kind == ModuleKind::kLinear &&
+                       g.component != std::string(comp::kLmHead) &&
+                       (!fmt.experts_only || g.component == std::string(comp::kExperts));
     if (!quant) {
       weights += ceil_div(hp * g.total(), share);
       continue;
@@ -160,6 +184,11 @@ Serving serving(const Request& req) {
   if (sv.fmt == nullptr) {
     fail(errc::kUnknownValue, "infer.weights_dtype",
          "infer.weights_dtype " + vram::quoted(o.weights_dtype) + " is not one of: " + names());
+  }
+  if (sv.fmt->experts_only && t.experts == 0) {
+    fail(errc::kInconsistent, "infer.weights_dtype",
+         "infer.weights_dtype " + vram::quoted(o.weights_dtype) +
+             " stores the routed experts in 4 bits (as gpt-oss ships); this model has no experts");
   }
   sv.kv_elem = kv_elem_bytes(o.kv_dtype);
   if (sv.kv_elem < 0) {
@@ -191,6 +220,24 @@ Serving serving(const Request& req) {
   const int64_t inter = std::max(t.intermediate, t.expert_intermediate * std::max<int64_t>(t.experts_per_token, 1));
   sv.pre_tok = 2.0 * (2.0 * t.hidden + 2.0 * t.heads / tp * t.head_dim + 2.0 * sv.sharded.text.kv_heads * t.head_dim) +
                2.0 * 3.0 * static_cast<double>(inter) / static_cast<double>(tp);
+  if (t.ssm_layers > 0) {
+    if (sv.vllm) {
+      fail(errc::kUnsupported, "infer.engine",
+           "infer.engine \"vllm\" with state-space (Mamba) layers is not modelled yet: vLLM keeps their states in "
+           "its own cache blocks; use infer.engine \"hf\"");
+    }
+    // A Mamba layer's prefill working set (mamba_ssm selective_scan_fn
+    // through HF's cuda_kernels_forward): in_proj's xz (2 x intermediate),
+    // the conv output, dt and the scan output (intermediate each) and x_proj's
+    // output, in 16-bit; in_proj is column parallel, so all of it splits by tp.
+    const double I = static_cast<double>(t.ssm_inner) / static_cast<double>(tp);
+    const double ssm_tok =
+        2.0 * (2.0 * t.hidden) + 2.0 * (5.0 * I + static_cast<double>(t.ssm_dt_rank + 2 * t.ssm_state));
+    sv.pre_tok = std::max(t.ssm_layers < t.layers ? sv.pre_tok : 0.0, ssm_tok);
+    const double elem = sv.fmt->linear_bytes >= 2.0 ? sv.fmt->linear_bytes : 2.0;
+    sv.sharded.text.ssm_inner = memory::ceil_div(t.ssm_inner, tp);
+    sv.ssm_seq = ssm_state_bytes_per_sequence(sv.sharded, elem);
+  }
   // ---- outside the tensors ------------------------------------------------
   sv.gpu = req.gpu.name.empty() ? nullptr : find_gpu(req.gpu.name);
   sv.fx.cublas = memory::cublas_bytes(req, 1);
@@ -227,6 +274,7 @@ Phase make_phase(const Request& req, const Serving& sv, const char* key, const c
 
 struct Sizes {
   int64_t kv = 0;
+  int64_t ssm = 0;  // state-space cache (Mamba): fixed per sequence
   int64_t prefill = 0;
   int64_t logits = 0;
 };
@@ -243,6 +291,7 @@ Sizes hf_generate(Estimate& e, const Request& req, const Serving& sv) {
   Sizes z;
   z.kv = ceil_bytes((sv.kv_tok_at(ctx) * static_cast<double>(ctx) + sv.cross_tok * static_cast<double>(prompt)) *
                     static_cast<double>(B));
+  z.ssm = ceil_bytes(sv.ssm_seq * static_cast<double>(B));
   const int64_t cat_copy =
       ceil_bytes(sv.kv_tok_full / std::max<int64_t>(req.model.text.layers, 1) * static_cast<double>(B * ctx));
   z.prefill = ceil_bytes(sv.pre_tok * static_cast<double>(B * prompt));
@@ -252,11 +301,13 @@ Sizes hf_generate(Estimate& e, const Request& req, const Serving& sv) {
   e.phases.push_back(make_phase(req, sv, "prefill", "prefill (prompt through the model)",
                                 {{"weights", W},
                                  {"kv_cache", ceil_bytes(sv.kv_tok_at(prompt) * static_cast<double>(B * prompt))},
+                                 {"ssm_state", z.ssm},
                                  {"activations", z.prefill},
                                  {"logits", z.logits}},
                                 0));
-  e.phases.push_back(make_phase(req, sv, "decode", "decoding at full context",
-                                {{"weights", W}, {"kv_cache", z.kv + cat_copy}, {"logits", z.logits}}, 0));
+  e.phases.push_back(
+      make_phase(req, sv, "decode", "decoding at full context",
+                 {{"weights", W}, {"kv_cache", z.kv + cat_copy}, {"ssm_state", z.ssm}, {"logits", z.logits}}, 0));
   return z;
 }
 
@@ -335,6 +386,15 @@ void serving_components(Estimate& e, const Request& req, const Serving& sv, cons
                                : fmt_int(ceil_bytes(sv.kv_tok_at(ctx))) + " B/token x batch " + std::to_string(B) +
                                      " x context " + std::to_string(ctx),
                           Pool::kAllocated});
+  if (req.model.text.ssm_layers > 0) {
+    const LayerStack& t = req.model.text;
+    e.components.push_back({"ssm_state", "State-space cache (conv + SSM states)", z.ssm,
+                            std::to_string(t.ssm_layers) + " layers x " + fmt_int(sv.sharded.text.ssm_inner) +
+                                " x (conv_kernel " + std::to_string(t.ssm_conv_kernel) + " + state " +
+                                std::to_string(t.ssm_state) + ") x batch " + std::to_string(B) +
+                                ", fixed whatever the context",
+                            Pool::kAllocated});
+  }
   e.components.push_back({"activations", "Prefill activations (one layer)", z.prefill,
                           "per token " + fmt_int(ceil_bytes(sv.pre_tok)) + " B x " +
                               std::to_string(vllm ? o.max_num_batched_tokens : B * prompt) + " tokens",
@@ -364,6 +424,11 @@ void serving_assumptions(Estimate& e, const Request& req, const Serving& sv) {
   e.assumptions.push_back(sv.vllm ? "engine: vLLM paged KV cache (V1 worker memory profiling)"
                                   : "engine: transformers generate with a dynamic cache grown to the full context");
   if (sv.hf_mla) e.assumptions.push_back("MLA: transformers caches decompressed keys and values, not the latent");
+  if (t.ssm_layers > 0) {
+    e.assumptions.push_back(std::to_string(t.ssm_layers) +
+                            " state-space layers keep a fixed conv + SSM state per sequence (MambaCache), no KV cache; "
+                            "prefill through the mamba_ssm / causal_conv1d kernels");
+  }
   if (sv.vllm && t.attention == AttnKind::kMla) e.assumptions.push_back("MLA: vLLM caches the compressed latent");
   if (t.sliding_window > 0 && t.sliding_layers > 0) {
     e.assumptions.push_back(std::to_string(t.sliding_layers) + " sliding-window layers cache at most " +
@@ -394,6 +459,7 @@ Result<Estimate> estimate_infer(const Request& req) {
     e.facts.insert(e.facts.begin() + 1,
                    {"kv_bytes_per_token_per_layer", ceil_bytes(sv.kv_tok_full / static_cast<double>(layers))});
     e.facts.push_back({"kv_cache_bytes", z.kv});
+    if (z.ssm > 0) e.facts.push_back({"ssm_state_bytes", z.ssm});
     e.facts.push_back({"tp", sv.tp});
     serving_components(e, req, sv, z);
     serving_assumptions(e, req, sv);

@@ -13,6 +13,9 @@ namespace vram::infer {
 // `hf_decompressed` instead counts what transformers' DeepseekV3Attention
 // caches: full heads of (nope + rope) keys and v_head_dim values.
 double kv_bytes_per_token(const ModelSpec& m, double kv_elem, bool hf_decompressed, int64_t context);
+// State-space (Mamba) cache of one sequence: conv and SSM states of every
+// SSM layer at `elem` bytes per value; 0 without SSM layers.
+double ssm_state_bytes_per_sequence(const ModelSpec& m, double elem);
 
 Result<Estimate> estimate_infer(const Request& req);
 

@@ -92,6 +92,10 @@ Roles find_roles(const Request& req, const TrainablePlan& plan, const LayerStack
     u.lora = plan.groups[i].lora;
     u.quantized = plan.groups[i].quantized;
     const std::string c = g.component;
+    if (c == comp::kSsm) {
+      if (g.in_features == st.hidden) r.attn_in.push_back(u);  // Mamba in_proj reads the norm output
+      continue;
+    }
     if (c == comp::kAttention) {
       if (is_output_name(g.module)) {
         r.attn_out = u;
@@ -333,6 +337,33 @@ void mlp_block(const LayerCtx& c, bool moe_layer, std::vector<SavedItem>& items)
   }
 }
 
+// A Mamba block (modeling_mamba.py MambaBlock): the RMSNorm, in_proj's input
+// when in_proj trains or carries an adapter, and what mamba_ssm's fused
+// MambaInnerFn.forward saves (ops/selective_scan_interface.py, the
+// checkpoint_lvl=1 default that transformers' cuda_kernels_forward uses in
+// training): xz (in_proj's output, 2 x intermediate), x_dbl (x_proj's output,
+// dt_rank + 2 x state), contiguous copies of B and C (state each) and the
+// scan output (intermediate); the conv output and dt are recomputed in
+// backward, and the hidden states of the scan are not stored (Gu & Dao 2023
+// §3.3.2, kernel fusion and recomputation) apart from one fp32 (x, dx) pair
+// of intermediate x state per 2048-token chunk (scan_intermediates).
+void ssm_block(const LayerCtx& c, int64_t seq, std::vector<SavedItem>& items) {
+  const Request& req = c.req;
+  const LayerStack& st = c.st;
+  const int64_t h = st.hidden;
+  const double I = static_cast<double>(st.ssm_inner);
+  const double N = static_cast<double>(st.ssm_state);
+  const double R = static_cast<double>(st.ssm_dt_rank);
+  const double pa = static_cast<double>(c.pa);
+  norm_site(req, st, c.dt, c.norm_trains, h, items, "mixer norm (input, statistics)", true);
+  linear_inputs(req, c.dt, c.roles.attn_in, h, c.attn_in_dtype, items, "in_proj input");
+  items.push_back({"SSM mixer: xz, x_dbl, B, C, scan output", pa * (2.0 * I + (R + 2.0 * N) + 2.0 * N + I), false});
+  const double chunks = std::ceil(static_cast<double>(std::max<int64_t>(seq, 1)) / 2048.0);
+  items.push_back({"SSM scan chunk states (fp32)",
+                   4.0 * I * 2.0 * N * chunks / static_cast<double>(std::max<int64_t>(seq, 1)), false});
+  if (c.dropout > 0) items.push_back({"residual dropout masks", 1.0 * h, false});
+}
+
 // Sequence parallel and the seed's calibration factors, applied to the items.
 void adjust(const Request& req, const LayerStack& st, std::vector<SavedItem>& items) {
   // Sequence parallel (Korthikanti et al. 2022 §4.2.2): the parts tensor
@@ -367,6 +398,11 @@ LayerActivations layer_activations(const Request& req, const LayerStack& st, con
   c.attn_in_dtype = dt.autocast ? 4 : dt.residual;
   c.dropout = t.dropout >= 0 ? t.dropout : st.dropout;
   LayerActivations out;
+  if (st.ssm_layers > 0 && st.ssm_layers >= st.layers) {
+    ssm_block(c, seq, out.items);
+    adjust(req, st, out.items);
+    return out;
+  }
   attention_block(c, seq, out.items);
   mlp_block(c, moe_layer, out.items);
   adjust(req, st, out.items);
@@ -388,6 +424,9 @@ double layer_backward_transient(const Request& req, const LayerStack& st, const 
     // (csrc/flash_attn/flash_api.cpp).
     b += 4.0 * a * d + 2.0 * 3.0 * a * d;
   }
+  // Mamba: MambaInnerFn.backward recomputes the conv output and dt and forms
+  // dxz, dconv_out, ddelta and the scan's dout (intermediate width each).
+  if (st.ssm_layers > 0) b += 5.0 * dt.compute * static_cast<double>(st.ssm_inner);
   // The widest MLP gradient: d(act) and d(up) of the intermediate width.
   const int64_t inter = std::max(st.intermediate, st.expert_intermediate * std::max<int64_t>(st.experts_per_token, 1));
   b += 2.0 * dt.compute * inter;

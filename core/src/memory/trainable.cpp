@@ -90,7 +90,9 @@ std::vector<std::string> default_lora_targets(const ModelSpec& m) {
   if (out.size() == 2) return out;
   out.clear();
   for (const auto& g : m.groups) {
-    if (g.kind == ModuleKind::kLinear && g.component == std::string(comp::kAttention) && g.stack == "text" &&
+    // Mamba's mixer linears (in_proj, x_proj, dt_proj, out_proj) stand in for attention.
+    const bool mixer = g.component == std::string(comp::kAttention) || g.component == std::string(comp::kSsm);
+    if (g.kind == ModuleKind::kLinear && mixer && g.stack == "text" &&
         std::find(out.begin(), out.end(), g.module) == out.end()) {
       out.push_back(g.module);
     }

@@ -112,6 +112,7 @@ Request rank_request(const Request& req, const Stage& stage) {
   t.heads /= tp;
   t.kv_heads = std::max<int64_t>(1, t.kv_heads / tp);
   t.intermediate = div_up(t.intermediate, tp);
+  t.ssm_inner = div_up(t.ssm_inner, tp);
   t.expert_intermediate = div_up(t.expert_intermediate, tp);
   t.shared_expert_intermediate = div_up(t.shared_expert_intermediate, tp);
   m.vocab = div_up(m.vocab, tp);  // vocab-parallel logits and cross-entropy
