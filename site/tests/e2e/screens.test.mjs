@@ -282,7 +282,7 @@ describe('offline and in the background', () => {
     }
   });
 
-  it('plans DeepSeek-V3 on 64 GPUs without a main-thread long task', async () => {
+  it('plans DeepSeek-V3 on 64 GPUs without a main-thread long task, and Cancel stops a search', async () => {
     const { context, page } = await open(VIEWPORTS[0], DEEPSEEK_V3_ON_64_H100);
     try {
       await page.waitForTimeout(300);
@@ -297,6 +297,24 @@ describe('offline and in the background', () => {
         tasks,
         [],
         `main-thread tasks over 50 ms during the plan: ${JSON.stringify(tasks)}`,
+      );
+
+      // Cancel: a second search of the same size stops, and leaves the table as it was.
+      await page
+        .getByLabel(/Number of GPUs|world_size/)
+        .first()
+        .fill('32');
+      await page.getByRole('button', { name: /^Find layouts for 32/ }).click();
+      await page.getByRole('button', { name: 'Cancel' }).click();
+      await page
+        .getByRole('status')
+        .filter({ hasText: 'Searching layouts' })
+        .waitFor({ state: 'detached' });
+      await page.waitForTimeout(3000);
+      assert.equal(await page.getByRole('button', { name: 'Cancel' }).count(), 0);
+      assert.match(
+        await page.locator('[role="status"]', { hasText: 'settings changed' }).textContent(),
+        /find layouts again/,
       );
       const csp = await page.evaluate(() => window.__csp);
       assert.deepEqual(csp, [], `blocked by the Content-Security-Policy: ${csp}`);
