@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "import/import_context.h"
 #include "memory/caching_allocator.h"
 #include "vram/families.h"
 #include "vram/fields.h"
@@ -209,50 +210,6 @@ void parse_infer(const JsonReader& i, Request& req) {
   o.max_num_seqs = i.int_or("max_num_seqs", defaults::kMaxNumSeqs, 1, kMaxBatch);
   o.max_num_batched_tokens = i.int_or("max_num_batched_tokens", defaults::kMaxNumBatchedTokens, 1, kMaxSeq);
   o.cuda_graphs = !i.bool_or("enforce_eager", defaults::kEnforceEager);
-}
-
-// DeepSpeed's own config JSON (zero_optimization.*, train_micro_batch_size_per_gpu,
-// gradient_accumulation_steps, bf16/fp16.enabled) fills request fields; the
-// request's own train / parallel fields, read afterwards, win.
-void parse_deepspeed(const JsonReader& d, Request& req) {
-  if (auto z = d.object_opt("zero_optimization")) {
-    ParallelOptions& o = req.parallel;
-    o.zero = z->int_or("stage", 0, 0, 3);
-    if (auto off = z->object_opt("offload_optimizer")) o.offload_optimizer = off->str_or("device", "none") != "none";
-    if (auto off = z->object_opt("offload_param")) o.offload_params = off->str_or("device", "none") != "none";
-    using limits::kMaxElems;
-    o.reduce_bucket_size = z->int_or("reduce_bucket_size", o.reduce_bucket_size, 1, kMaxElems);
-    o.contiguous_gradients = z->bool_or("contiguous_gradients", o.contiguous_gradients);
-    if (z->has("overlap_comm")) {
-      o.overlap_comm = z->bool_or("overlap_comm", false);
-      o.overlap_comm_given = true;
-    }
-    o.stage3_prefetch_bucket_size =
-        z->int_or("stage3_prefetch_bucket_size", o.stage3_prefetch_bucket_size, 0, kMaxElems);
-    o.stage3_max_live_parameters = z->int_or("stage3_max_live_parameters", o.stage3_max_live_parameters, 0, kMaxElems);
-    o.stage3_param_persistence_threshold =
-        z->int_or("stage3_param_persistence_threshold", o.stage3_param_persistence_threshold, 0, kMaxElems);
-  }
-  if (d.has("train_micro_batch_size_per_gpu")) {
-    req.train.micro_batch = d.int_req("train_micro_batch_size_per_gpu", 1, kMaxBatch);
-  }
-  if (d.has("gradient_accumulation_steps")) {
-    req.train.grad_accum = d.int_req("gradient_accumulation_steps", 1, limits::kMaxGradAccum);
-  }
-  // DeepSpeed's bf16/fp16 modes keep fp32 master weights and states.
-  auto enabled = [&](const char* key) {
-    auto o = d.object_opt(key);
-    return o && o->bool_or("enabled", false);
-  };
-  if (enabled("bf16")) {
-    req.train.precision = Precision::kMixedBf16;
-    req.train.precision_given = true;
-  } else if (enabled("fp16")) {
-    // fp16 mode: fp16 weights and grads + fp32 master and states, the same
-    // bytes as the bf16 recipe.
-    req.train.precision = Precision::kMixedBf16;
-    req.train.precision_given = true;
-  }
 }
 
 const std::vector<std::string> kFsdpStrategies = {"full_shard", "shard_grad_op", "hybrid_shard", "no_shard"};
@@ -545,10 +502,41 @@ json with_framework_defaults(const json& request, const Framework& fw, std::vect
 
 Result<Request> parse_request_filled(const json& request, const std::string& framework,
                                      std::vector<FrameworkDefault> applied);
+Result<Request> parse_request_framework(const json& request);
 
 }  // namespace
 
-Result<Request> parse_request(const json& request) {
+Result<Request> parse_request(const json& request_in) {
+  // A `deepspeed` object (a ds_config.json) fills the request fields it sets
+  // through the importer's DeepSpeed rules (core/src/import, one mapping for
+  // the file and the field); the request's own train / parallel fields win.
+  json with_ds;
+  std::vector<std::string> ds_notes;
+  const bool has_ds = request_in.is_object() && request_in.contains("deepspeed") && !request_in["deepspeed"].is_null();
+  if (has_ds) {
+    if (!request_in["deepspeed"].is_object()) {
+      return Error{errc::kWrongType, "deepspeed must be a DeepSpeed config object", "deepspeed"};
+    }
+    try {
+      with_ds = import::deepspeed_request_fields(request_in["deepspeed"], ds_notes);
+    } catch (const Failure& f) {
+      return f.error();
+    }
+    json own = request_in;
+    own.erase("deepspeed");
+    with_ds.merge_patch(own);
+  }
+  const json& request = has_ds ? with_ds : request_in;
+  Result<Request> parsed = parse_request_framework(request);
+  if (parsed.ok()) {
+    for (auto& n : ds_notes) parsed.value().assumptions.push_back(std::move(n));
+  }
+  return parsed;
+}
+
+namespace {
+
+Result<Request> parse_request_framework(const json& request) {
   // train.framework first: its defaults fill what the request leaves out.
   const json* fw_name = nullptr;
   if (request.is_object() && request.contains("train") && request["train"].is_object() &&
@@ -569,8 +557,6 @@ Result<Request> parse_request(const json& request) {
   const json filled = with_framework_defaults(request, *fw, applied);  // before `applied` is moved
   return parse_request_filled(filled, fw->name, std::move(applied));
 }
-
-namespace {
 
 Result<Request> parse_request_filled(const json& request, const std::string& framework,
                                      std::vector<FrameworkDefault> applied) {
@@ -608,7 +594,6 @@ Result<Request> parse_request_filled(const json& request, const std::string& fra
       fail(errc::kUnknownValue, "task", "task " + vram::quoted(task) + " must be \"train\" or \"infer\"");
     }
     if (auto i = r.object_opt("infer")) parse_infer(*i, req);
-    if (auto d = r.object_opt("deepspeed")) parse_deepspeed(*d, req);
     if (auto t = r.object_opt("train")) parse_train(*t, req);
     if (auto p = r.object_opt("parallel")) parse_parallel(*p, req);
     if (req.task == Task::kTrain && req.train.optimizer_in_backward && req.train.grad_accum > 1) {

@@ -3,6 +3,7 @@
 // Flags follow the seeds' CLI (seed 000 "CLI Reference", seed 001 examples):
 // each one writes one field of the request JSON, so `--request FILE` and flags
 // combine (flags win).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include "commands.h"
 #include "vram/api.h"
 #include "vram/fields.h"
+#include "vram/import.h"
 
 namespace vram::cli {
 
@@ -240,6 +242,9 @@ void print_estimate_table(const json& r) {
 const char* kEstimateHelp = R"(usage: vram-probe estimate [--request FILE | --model-config FILE] [options] [--json]
 
 Model:     --request FILE            a request JSON (docs/schema.md); flags below override it
+           --from FILE               an Axolotl / LLaMA-Factory / torchtune / LitGPT recipe, TrainingArguments,
+                                     adapter_config.json, config.json, DeepSpeed or accelerate config
+                                     (repeatable; see `vram-probe import --help`); flags win over it
            --model-config FILE       an HF config.json (sets model.config)
            --allow-generic           estimate unknown model types as a generic decoder (approximate)
            --model-size SIZE         quick sizing: a Llama-3-shaped decoder of SIZE parameters (7B, 1.5B, 350M;
@@ -348,7 +353,8 @@ struct RequestCommand {
   const char* help;
   std::string (*core)(const std::string&);  // estimate_json or plan_json: the page's functions
   void (*print)(const json&);
-  bool plan;  // accepts the planner's flags
+  bool plan;              // accepts the planner's flags
+  bool exporter = false;  // accepts --format and --model-id (vram-probe export)
 };
 
 int run_request_command(const std::vector<std::string>& args, const RequestCommand& cmd) {
@@ -363,6 +369,7 @@ int run_request_command(const std::vector<std::string>& args, const RequestComma
   }
   std::vector<std::pair<std::string, json>> sets;
   std::string request_file, config_file;
+  std::vector<std::string> from_files;  // --from: configuration files (vram-probe import)
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto need = [&](std::string& out) {
@@ -379,6 +386,12 @@ int run_request_command(const std::vector<std::string>& args, const RequestComma
     }
     if (a == "--request") {
       if (!need(request_file)) return print_error(usage_error(a, a + " needs a file"), as_json) + 1;
+    } else if (a == "--from") {
+      if (!need(v)) return print_error(usage_error(a, a + " needs a file"), as_json) + 1;
+      from_files.push_back(v);
+    } else if (cmd.exporter && (a == "--format" || a == "--model-id")) {
+      if (!need(v)) return print_error(usage_error(a, a + " needs a value"), as_json) + 1;
+      sets.emplace_back(a == "--format" ? "export.format" : "export.model_id", v);
     } else if (cmd.plan && (a == "--framework" || a == "--top")) {
       if (!need(v)) return print_error(usage_error(a, a + " needs a value"), as_json) + 1;
       sets.emplace_back(a == "--framework" ? "plan.framework" : "plan.top", a == "--framework" ? json(v) : scalar(v));
@@ -456,7 +469,7 @@ int run_request_command(const std::vector<std::string>& args, const RequestComma
   }
   // A request file with no flags goes to the core as text, exactly as the page
   // sends it, so every answer (errors included) is byte-identical to WASM.
-  if (!request_file.empty() && config_file.empty() && sets.empty()) {
+  if (!request_file.empty() && config_file.empty() && sets.empty() && from_files.empty()) {
     const std::string out = cmd.core(request_text);
     const json result = json::parse(out);
     if (result.contains("error")) return as_json ? (std::printf("%s\n", out.c_str()), 1) : print_error(result, false);
@@ -471,6 +484,19 @@ int run_request_command(const std::vector<std::string>& args, const RequestComma
     if (req.is_discarded()) return print_error(error_json({errc::kBadJson, "input is not valid JSON", ""}), as_json);
     if (!req.is_object())
       return print_error(error_json({errc::kWrongType, "the request must be a JSON object", ""}), as_json);
+  }
+  if (!from_files.empty()) {
+    // The files' request over the --request file's; the flags below win over both.
+    const json imported = import_config_files(from_files);
+    if (imported.contains("error")) return print_error(imported, as_json);
+    if (!req.is_object()) req = json::object();
+    req.merge_patch(imported["request"]);
+    // export: the recipe's model id, unless --model-id names one.
+    if (cmd.exporter && imported["model"].is_object() &&
+        std::none_of(sets.begin(), sets.end(), [](const auto& s) { return s.first == "export.model_id"; })) {
+      const json& m = imported["model"];
+      set_path(req, "export.model_id", m["preset"].is_string() ? m["preset"] : m["id"]);
+    }
   }
   if (!config_file.empty()) {
     std::string text;
@@ -561,6 +587,34 @@ Output:    --json  the plan object (same bytes as the page's WASM plan())
 
 int run_estimate(const std::vector<std::string>& args) {
   return run_request_command(args, {kEstimateHelp, &estimate_json, &print_estimate_table, false});
+}
+
+namespace {
+
+const char* kExportHelp =
+    R"(usage: vram-probe export --format FORMAT [--request FILE | --from FILE... | --model-config FILE] [options] [--json]
+
+Writes the file that reproduces the estimated training job in a framework, from the same request
+`vram-probe estimate` takes (every estimate option applies; see `vram-probe estimate --help`):
+  deepspeed      ds_config.json (ZeRO stage, offload, micro-batch, accumulation, bf16, buckets)
+  accelerate     an `accelerate config` YAML (DeepSpeed or FSDP plugin, processes, mixed precision)
+  trainer        HF TrainingArguments / TRL SFTConfig keys as JSON (DeepSpeed inline, FSDP)
+  axolotl        an Axolotl YAML recipe
+  llama_factory  a LLaMA-Factory YAML recipe
+  torchtune      a torchtune recipe YAML (and the `tune run` overrides in its header)
+Imported again (`vram-probe import`, `estimate --from`), the file gives the same request fields.
+           --model-id ORG/NAME   the Hub id the recipe names (default: the config's _name_or_path)
+Output:    the file's text; --json  {"format", "file", "text"}
+)";
+
+void print_export(const json& r) { std::printf("%s", r["text"].get<std::string>().c_str()); }
+
+}  // namespace
+
+int run_export(const std::vector<std::string>& args) {
+  RequestCommand cmd{kExportHelp, &export_json, &print_export, false};
+  cmd.exporter = true;
+  return run_request_command(args, cmd);
 }
 
 int run_plan(const std::vector<std::string>& args) {

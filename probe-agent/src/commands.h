@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "vram/json_reader.h"
+
 namespace vram::cli {
 
 int run_params(const std::vector<std::string>& args);
@@ -16,6 +18,12 @@ int run_fields(const std::vector<std::string>& args);
 // `vram-probe quick SIZE` (cli_quick.cpp): estimate from a parameter count.
 int run_quick(const std::vector<std::string>& args);
 int run_frameworks(const std::vector<std::string>& args);
+int run_import(const std::vector<std::string>& args);
+int run_export(const std::vector<std::string>& args);
+
+// The import of these files (vram/import.h) with the bundled preset of the
+// model they name added, or {"error": ...}. `estimate --from` starts from its request.
+json import_config_files(const std::vector<std::string>& paths);
 
 // Every estimate / plan flag that sets a request field, with the field's path:
 // the field table's flags (vram/fields.h), then the CLI's aliases and
