@@ -17,7 +17,7 @@ import {
   setPreset,
   settings,
 } from './state.js';
-import { parse, serialize } from './url-state.js';
+import { parse, serialize, sizeModel } from './url-state.js';
 
 /**
  * The token the user pasted (the ModelBox mirrors it to sessionStorage).
@@ -137,6 +137,22 @@ function fillFromFramework(given) {
   });
 }
 
+/**
+ * "I only know the size": the model becomes a parameter count the core sizes
+ * (model.size). The core checks the text; its error reaches the page as the
+ * estimate's error, naming model.size.
+ */
+export function chooseSize(text) {
+  const t = String(text ?? '').trim();
+  if (!t) return false;
+  // A bare number counts billions, as seed 004's `quick 7` does.
+  const size = /^[0-9]*\.?[0-9]+$/.test(t) ? `${t}B` : t;
+  clearPlan();
+  model.value = sizeModel(size);
+  modelStatus.value = { state: 'idle', message: '' };
+  return true;
+}
+
 /** Restores model and settings from a hash; Hub models are fetched again. */
 export function restoreFromHash(hash) {
   const { model: m, settings: s, given, pin } = parse(hash);
@@ -153,7 +169,7 @@ export function restoreFromHash(hash) {
           message: `The link names a preset this page does not bundle (${m.id}); showing ${DEFAULT_PRESET} instead.`,
         };
       }
-    } else if (m.source === 'paste') {
+    } else if (m.source === 'paste' || m.source === 'size') {
       model.value = m;
     } else if (m.source === 'hf') {
       // The link may name a model that is also bundled: keep it a Hub model

@@ -150,7 +150,8 @@ function presetModel(id) {
 export const settings = signal(defaultSettings());
 
 /**
- * The model: {source: 'preset' | 'hf' | 'paste', id, config}. `config` is
+ * The model: {source: 'preset' | 'hf' | 'paste' | 'size', id, config, size?}
+ * ('size': a parameter count the core sizes, config null). `config` is
  * null while a Hub fetch is in flight.
  */
 export const model = signal(presetModel(DEFAULT_PRESET));
@@ -215,8 +216,8 @@ function summaryOf(vram, config) {
 export const modelFacts = computed(() => {
   const v = estimator.value;
   const config = model.value?.config;
-  if (!v || !config) return null;
-  return outcome.value?.result?.model ?? summaryOf(v, config);
+  if (!v || (!config && !model.value?.size)) return null;
+  return outcome.value?.result?.model ?? (config ? summaryOf(v, config) : null);
 });
 
 /** Routed experts per sparse layer of a modelInfo result; 0 for a dense model. */
@@ -633,9 +634,18 @@ export function requestFor(s, config, vram = estimator.value, fwForm = undefined
 
 export const request = computed(() => {
   const config = model.value?.config;
-  if (!config) return null;
+  const size = model.value?.size;
+  if (!config && !size) return null;
   const s = settings.value;
-  return requestFor(s, config, s.parallel?.ep > 1 ? estimator.value : null, framework.value);
+  const req = requestFor(
+    s,
+    config,
+    s.parallel?.ep > 1 && config ? estimator.value : null,
+    framework.value,
+  );
+  // Quick sizing: the core builds the model from the count (model.size).
+  if (!config) req.model = { size };
+  return req;
 });
 
 /** The training frameworks as select options, labelled by the core's table. */

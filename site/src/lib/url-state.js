@@ -127,6 +127,15 @@ export function fromBase64Url(s) {
 }
 
 /**
+ * A model known only by its parameter count ("7B"): the core builds it
+ * (request model.size, quick sizing) and flags the estimate approximate.
+ */
+export function sizeModel(size) {
+  const s = String(size).trim();
+  return { source: 'size', id: `${s} parameters (quick sizing)`, size: s, config: null };
+}
+
+/**
  * State -> hash string (with the leading '#').
  * @param {{source: string, id: string, config: object}} model
  * @param {object} settings
@@ -137,6 +146,7 @@ export function serialize(model, settings, pin = null) {
   const q = new URLSearchParams();
   if (model) {
     if (model.source === 'paste') q.set('m', `cfg:${toBase64Url(JSON.stringify(model.config))}`);
+    else if (model.source === 'size') q.set('m', `size:${model.size}`);
     else q.set('m', `${model.source === 'hf' ? 'hf' : 'preset'}:${model.id}`);
   }
   for (const [key, path, kind] of FIELDS) {
@@ -214,6 +224,7 @@ export function parse(hash, { nested = false } = {}) {
     const rest = m.slice(colon + 1);
     if (kind === 'preset' && rest) model = { source: 'preset', id: rest };
     else if (kind === 'hf' && rest) model = { source: 'hf', id: rest };
+    else if (kind === 'size' && /^[0-9.eE+]{1,24}[BMTbmt]?$/.test(rest)) model = sizeModel(rest);
     else if (kind === 'cfg' && rest) {
       try {
         const config = JSON.parse(fromBase64Url(rest));

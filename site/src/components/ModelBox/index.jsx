@@ -5,6 +5,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import {
   choosePreset,
+  chooseSize,
   loadConfigFile,
   loadHubModel,
   loadPastedConfig,
@@ -22,12 +23,14 @@ const TABS = [
   { key: 'preset', label: 'Preset' },
   { key: 'hf', label: 'Hugging Face Hub' },
   { key: 'paste', label: 'Paste config.json' },
+  { key: 'size', label: 'I only know the size' },
 ];
 
 const SOURCE_WORDS = {
   preset: 'bundled preset (works offline)',
   hf: 'config.json from the Hugging Face Hub',
   paste: 'your config.json',
+  size: 'approximate: a Llama-3-shaped model of this size',
 };
 
 function PresetPanel() {
@@ -182,6 +185,32 @@ function PastePanel() {
   );
 }
 
+function SizePanel() {
+  const m = model.value;
+  const [size, setSize] = useState(m?.source === 'size' ? m.size : '');
+  const onSubmit = (e) => {
+    e.preventDefault();
+    chooseSize(size);
+  };
+  return (
+    <form class={styles.stack} onSubmit={onSubmit}>
+      <TextField
+        label="Parameters"
+        name="model_size"
+        value={size}
+        onChange={setSize}
+        placeholder="7B"
+        hint="7B, 1.5B, 350M (a bare number counts billions). The core sizes a Llama-3-shaped decoder of that many parameters; the result says it is approximate and how far off this was measured to be."
+      />
+      <div class={styles.row}>
+        <button type="submit" class={styles.primary} disabled={!size.trim()}>
+          Use this size
+        </button>
+      </div>
+    </form>
+  );
+}
+
 export function ModelBox() {
   const [tab, setTab] = useState(() => model.value?.source ?? 'preset');
   const [dragging, setDragging] = useState(false);
@@ -234,6 +263,7 @@ export function ModelBox() {
         {tab === 'preset' && <PresetPanel />}
         {tab === 'hf' && <HubPanel />}
         {tab === 'paste' && <PastePanel />}
+        {tab === 'size' && <SizePanel />}
       </div>
       {status.state === 'loading' && (
         <p role="status" class={styles.loading}>
@@ -249,7 +279,7 @@ export function ModelBox() {
         <p class={styles.current}>
           Using <strong>{m.id}</strong>
           <span class={styles.muted}> · {SOURCE_WORDS[m.source]}</span>
-          {!m.config && <span class={styles.muted}> · waiting for config.json</span>}
+          {!m.config && !m.size && <span class={styles.muted}> · waiting for config.json</span>}
         </p>
       )}
     </section>

@@ -58,7 +58,7 @@ export function Results() {
     return <ErrorNotice title="The estimator did not load" error={estimatorLoadError.value} />;
   }
   const m = model.value;
-  if (!m?.config) {
+  if (!m?.config && !m?.size) {
     if (modelStatus.value.state === 'error') {
       return (
         <ErrorNotice
