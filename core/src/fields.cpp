@@ -199,10 +199,12 @@ std::vector<FieldSpec> build() {
               {"blocksize", "", "", "bitsandbytes 4-bit block size"}),
       boolean("train.quant.prepare_kbit", d::kPrepareKbit,
               {"prepare_model_for_kbit_training", "", "", "fp32 casts of the non-4-bit parameters"}),
-      choice("train.quant.quantizer", d::kQuantizer, {"bitsandbytes", "torchao", "torchao_unchunked"}, {},
+      choice("train.quant.quantizer", d::kQuantizer,
+             {"bitsandbytes", "torchao", "torchao_unchunked", "lightning_bitsandbytes"}, {},
              {"4-bit quantiser", "", "",
               "who quantises the 4-bit base at load: bitsandbytes' kernel, or torchao's NF4Tensor (torchtune; "
-              "torchao_unchunked = torchao before 0.2, whose (numel x 16) temporaries the caching allocator keeps)"}),
+              "torchao_unchunked = torchao before 0.2, whose (numel x 16) temporaries the caching allocator keeps), "
+              "or Lightning's BitsandbytesPrecision (LitGPT: every Linear incl. lm_head, quantised from fp16)"}),
       boolean("train.quant.saves_input", d::kQuantSavesInput,
               {"4-bit Linear keeps its input (bitsandbytes < 0.43.2)", "", "",
                "bitsandbytes 0.41-0.43.1 MatMul4Bit saved every 4-bit Linear's input for backward"}),
@@ -231,8 +233,10 @@ std::vector<FieldSpec> build() {
              {"kv_cache_dtype", "--kv-dtype", "kvdt", "KV-cache dtype"}),
       integer("infer.prompt_len", nullptr, 1, l::kMaxSeq,
               {"Prompt length", "--prompt-len", "prompt", "tokens prefilled at once; absent: context_len"}),
-      choice("infer.engine", d::kEngine, {"hf", "vllm"}, {},
-             {"Engine", "--engine", "eng", "transformers generate or vLLM's paged KV cache"}),
+      choice("infer.engine", d::kEngine, {"hf", "vllm", "litgpt"}, {},
+             {"Engine", "--engine", "eng",
+              "transformers generate, vLLM's paged KV cache, or LitGPT generate (preallocated cache; with "
+              "bitsandbytes 4-bit, lm_head quantised too)"}),
       number("infer.gpu_memory_utilization", d::kGpuMemoryUtilization, 0.01, 1.0,
              {"gpu_memory_utilization", "--gpu-memory-utilization", "gmu", "vLLM's share of the GPU"}),
       integer("infer.block_size", d::kBlockSize, 1, 4096,

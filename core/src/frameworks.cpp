@@ -121,12 +121,19 @@ Framework litgpt() {
                "paged_adamw_32bit",
                "litgpt litgpt/finetune/lora.py main(): bitsandbytes PagedAdamW with a bnb quantisation",
                {"qlora"}},
+              {"train.quant.quantizer",
+               "lightning_bitsandbytes",
+               "litgpt litgpt/finetune/lora.py setup(): --quantize bnb.* -> lightning BitsandbytesPrecision "
+               "(lightning_fabric/plugins/precision/bitsandbytes.py: every torch.nn.Linear, lm_head included, "
+               "quantised from an fp16 copy)",
+               {"qlora"}},
               {"train.grad_checkpointing", "none", lora + "): activation checkpointing only with FSDP on several GPUs"},
               {"train.attention", "sdpa", "litgpt litgpt/model.py CausalSelfAttention.scaled_dot_product_attention"},
           },
           {"loss: chunked_cross_entropy in 128-token chunks, every chunk's logits kept for backward (counted as the "
            "standard loss)",
-           "with --quantize Lightning's bitsandbytes plugin also quantises lm_head (the estimate keeps it 16-bit)"}};
+           "with --quantize, loading replays bitsandbytes' quantiser, not Lightning's fp16-first one (load is not "
+           "the peak)"}};
 }
 
 // Unsloth at 015bdef0 (unsloth/models/llama.py FastLlamaModel), unsloth-zoo at ce232d6c.

@@ -178,8 +178,9 @@ void parse_train(const JsonReader& t, Request& req) {
     o.quant.prepare_kbit = q->bool_or("prepare_kbit", defaults::kPrepareKbit);
     o.quant.saves_input = q->bool_or("saves_input", defaults::kQuantSavesInput);
     if (const auto v = enum_value(*q, "quantizer", field("train.quant.quantizer"))) {
-      o.quant.torchao = *v != "bitsandbytes";
+      o.quant.torchao = v->starts_with("torchao");
       o.quant.torchao_unchunked = *v == "torchao_unchunked";
+      o.quant.lightning = *v == "lightning_bitsandbytes";
     }
   }
   if (o.method == Method::kFreeze && o.trainable_modules.empty()) {
@@ -200,11 +201,7 @@ void parse_infer(const JsonReader& i, Request& req) {
   }
   o.weights_dtype = i.str_or("weights_dtype", defaults::kWeightsDtype);
   o.kv_dtype = i.str_or("kv_dtype", defaults::kKvDtype);
-  o.engine = i.str_or("engine", defaults::kEngine);
-  if (o.engine != "hf" && o.engine != "vllm") {
-    fail(errc::kUnknownValue, i.child_path("engine"),
-         i.child_path("engine") + " " + vram::quoted(o.engine) + " must be \"hf\" or \"vllm\"");
-  }
+  o.engine = enum_value(i, "engine", field("infer.engine")).value_or(defaults::kEngine);
   o.gpu_memory_utilization = i.num_or("gpu_memory_utilization", defaults::kGpuMemoryUtilization, 0.01, 1.0);
   o.block_size = i.int_or("block_size", defaults::kBlockSize, 1, 4096);
   o.max_num_seqs = i.int_or("max_num_seqs", defaults::kMaxNumSeqs, 1, kMaxBatch);

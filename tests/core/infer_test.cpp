@@ -87,6 +87,53 @@ TEST(Weights, QuantisedFormatsKeepEmbeddingsAndHeadIn16Bit) {
   EXPECT_LT(int8, bf16);
 }
 
+int64_t phase_part(const json& r, const std::string& phase, const std::string& part) {
+  for (const auto& p : r["phases"]) {
+    if (p["key"] == phase) return p["parts"].value(part, int64_t{0});
+  }
+  ADD_FAILURE() << "no phase " << phase;
+  return -1;
+}
+
+// bitsandbytes matmul_4bit: a multi-token input dequantises the whole
+// weight (MatMul4Bit), one token at batch 1 takes gemv_4bit. transformers
+// keeps lm_head 16-bit, so the largest quantised Linear of Llama-2-7B is an
+// MLP projection, 4096 x 11008, dequantised once to bf16.
+TEST(Dequant, TransformersNf4DequantisesTheLargestMlpOnceInPrefill) {
+  const json r = infer("meta-llama/Llama-2-7b-hf", {{"weights_dtype", "nf4"}, {"context_len", 64}});
+  EXPECT_EQ(component(r, "dequant"), int64_t{2} * 4096 * 11008);
+  EXPECT_EQ(phase_part(r, "prefill", "dequant"), int64_t{2} * 4096 * 11008);
+  EXPECT_EQ(phase_part(r, "decode", "dequant"), 0);  // batch 1: gemv_4bit
+  const json b4 = infer("meta-llama/Llama-2-7b-hf", {{"weights_dtype", "nf4"}, {"context_len", 64}, {"batch", 4}});
+  EXPECT_EQ(phase_part(b4, "decode", "dequant"), int64_t{2} * 4096 * 11008);
+  EXPECT_EQ(component(infer("meta-llama/Llama-2-7b-hf", {{"weights_dtype", "gptq"}}), "dequant"), -1);
+}
+
+// LitGPT generate with --quantize bnb.nf4: Lightning quantises lm_head too
+// (32000 x 4096 at 0.5 B + a 4 B absmax per 64 values instead of 2 B), and
+// from fp16, so the prefill holds an fp16 and a bf16 copy of lm_head.
+TEST(Dequant, LitgptQuantisesLmHeadAndDequantisesItTwice) {
+  const json hf = infer("meta-llama/Llama-2-7b-hf", {{"weights_dtype", "nf4"}, {"context_len", 64}});
+  const json lit =
+      infer("meta-llama/Llama-2-7b-hf", {{"weights_dtype", "nf4"}, {"context_len", 64}, {"engine", "litgpt"}});
+  const int64_t head = int64_t{32000} * 4096;
+  EXPECT_EQ(component(hf, "weights") - component(lit, "weights"), 2 * head - (head / 2 + head / 64 * 4));
+  EXPECT_EQ(component(lit, "dequant"), 2 * 2 * head);
+  EXPECT_GT(lit["peak_allocated_bytes"].get<int64_t>(), hf["peak_allocated_bytes"].get<int64_t>());
+}
+
+// LitGPT preallocates the KV cache and a context x context bool mask cache
+// (build_mask_cache: torch.tril of torch.ones, both alive while it runs).
+TEST(Litgpt, KvCacheAndMaskAreAllocatedBeforeThePrompt) {
+  const json r = infer("meta-llama/Llama-2-7b-hf", {{"context_len", 4096}, {"engine", "litgpt"}});
+  EXPECT_EQ(component(r, "mask_cache"), int64_t{4096} * 4096);
+  EXPECT_EQ(phase_part(r, "kv_cache_allocated", "mask_cache"), int64_t{2} * 4096 * 4096);
+  EXPECT_EQ(phase_part(r, "kv_cache_allocated", "kv_cache"), int64_t{512} * 1024 * 4096);
+  EXPECT_EQ(phase_part(r, "decode", "kv_cache"), int64_t{512} * 1024 * 4096);  // no concatenation copy
+  // every prompt position's logits in bf16, plus the fp32 sampling copy
+  EXPECT_EQ(phase_part(r, "prefill", "logits"), int64_t{4096} * 32000 * 2 + 32000 * 4);
+}
+
 TEST(TensorParallel, SplitsWeightsAndKvHeads) {
   const json one = infer("meta-llama/Llama-3.1-8B", {{"context_len", 8192}});
   const json two = infer("meta-llama/Llama-3.1-8B", {{"context_len", 8192}}, {{"parallel", {{"gpus", 2}, {"tp", 2}}}});

@@ -185,5 +185,30 @@ TEST(FsdpQlora, ZeroThreeShardsTheCodesToo) {
   EXPECT_GT(w, 3238002688 / 4 + 404750336);
 }
 
+// LitGPT's --quantize goes through Lightning's BitsandbytesPrecision, which
+// replaces lm_head as well (module_init_context swaps every torch.nn.Linear)
+// and quantises from an fp16 copy, so each dequantised weight is fp16 and
+// then bf16 (4 B per value alive at once, 2 B under transformers). Llama-2-7B:
+// lm_head 32000 x 4096 goes from 2 B to 0.5 B + 4 B per 64 values.
+TEST(LightningQuantizer, QuantisesLmHeadFromFp16) {
+  json lit = litgpt_qlora(false);
+  lit["quant"]["quantizer"] = "lightning_bitsandbytes";
+  const json bnb = run(llama2_7b(litgpt_qlora(false)));
+  const json lightning = run(llama2_7b(lit));
+  const int64_t head = int64_t{32000} * 4096;
+  EXPECT_EQ(component(bnb, "weights") - component(lightning, "weights"), 2 * head - (head / 2 + head / 64 * 4));
+  // lm_head is dequantised next to the logits (4 B per value), the layers'
+  // largest weight (an MLP projection) inside their backward, also 4 B now.
+  EXPECT_EQ(component(lightning, "dequant"), 4 * head);
+  EXPECT_EQ(component(lightning, "layer_backward") - component(bnb, "layer_backward"), 2 * int64_t{4096} * 11008);
+  // the LitGPT framework applies it and lists it
+  const json fw = run(llama2_7b({{"framework", "litgpt"}, {"method", "qlora"}}));
+  bool listed = false;
+  for (const auto& d : fw["framework"]["defaults_applied"]) {
+    if (d.value("path", "") == "train.quant.quantizer") listed = d["value"] == "lightning_bitsandbytes";
+  }
+  EXPECT_TRUE(listed) << fw["framework"].dump();
+}
+
 }  // namespace
 }  // namespace vram

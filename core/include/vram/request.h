@@ -48,6 +48,7 @@ struct QuantOptions {
   bool saves_input = defaults::kQuantSavesInput;  // bitsandbytes < 0.43.2: MatMul4Bit keeps each input for backward
   bool torchao = false;                           // quantizer torchao (NF4Tensor) instead of bitsandbytes
   bool torchao_unchunked = false;                 // torchao before 0.2: to_nf4 over the whole weight at once
+  bool lightning = false;  // Lightning BitsandbytesPrecision: lm_head quantised too, from an fp16 copy
 };
 
 struct TrainOptions {
@@ -88,7 +89,7 @@ struct InferOptions {
   int64_t prompt_len = 0;                       // prefill length; 0 = context_len
   std::string weights_dtype = defaults::kWeightsDtype;
   std::string kv_dtype = defaults::kKvDtype;
-  std::string engine = defaults::kEngine;  // "hf" (transformers generate) | "vllm" (paged)
+  std::string engine = defaults::kEngine;  // "hf" (transformers generate) | "vllm" (paged) | "litgpt"
   // vLLM engine arguments (defaults: vram/fields.h).
   double gpu_memory_utilization = defaults::kGpuMemoryUtilization;
   int64_t block_size = defaults::kBlockSize;

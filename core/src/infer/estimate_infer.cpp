@@ -1,7 +1,8 @@
 // Serving a model: weights in their serving format, the KV cache, prefill
 // activations and logits (DESIGN.md §3 "Inference"; research §7), for
-// transformers' generate (dynamic cache) or a paged engine (vLLM), on one GPU
-// or sharded with tensor parallelism.
+// transformers' generate (dynamic cache), LitGPT's generate (preallocated
+// cache) or a paged engine (vLLM), on one GPU or sharded with tensor
+// parallelism.
 #include "infer/estimate_infer.h"
 
 #include <algorithm>
@@ -27,6 +28,11 @@ struct Format {
   double scale_bytes;   // bytes per group (scale + zero point)
   const char* source;
   bool experts_only = false;  // quantises the routed experts only (the rest stays 16-bit)
+  // bitsandbytes 4-bit: a multi-token forward dequantises the whole weight
+  // (bitsandbytes/autograd/_functions.py matmul_4bit: gemv_4bit only when
+  // A.numel() == A.shape[-1], i.e. one token; otherwise MatMul4Bit.forward
+  // runs F.linear(A, F.dequantize_4bit(B, quant_state).to(A.dtype).t())).
+  bool bnb4 = false;
 };
 
 // Serving formats.
@@ -47,8 +53,8 @@ const Format kFormats[] = {
     {"int4", 0.5, 128, 2.5, "4-bit, group 128: fp16 scale + 4-bit zero"},
     {"gptq", 0.5, 128, 2.5, "GPTQ 4-bit, group 128"},
     {"awq", 0.5, 128, 2.5, "AWQ 4-bit, group 128"},
-    {"nf4", 0.5, 64, 4.0, "NF4, fp32 absmax per 64"},
-    {"nf4-dq", 0.5, 64, 1.0 + 4.0 / 256.0, "NF4 + double-quantised absmax"},
+    {"nf4", 0.5, 64, 4.0, "NF4, fp32 absmax per 64", false, true},
+    {"nf4-dq", 0.5, 64, 1.0 + 4.0 / 256.0, "NF4 + double-quantised absmax", false, true},
     // - MXFP4 (OCP Microscaling spec v1.0): blocks of 32 e2m1 values (16 B)
     //   with one e8m0 scale byte, 4.25 bits per value. The gpt-oss checkpoints
     //   store only the MoE experts' weights this way ("we quantize the MoE
@@ -135,12 +141,17 @@ struct Serving {
   double kv_elem = 2;
   int64_t tp = 1;
   bool vllm = false;
-  bool hf_mla = false;  // transformers caches MLA's decompressed heads
-  ModelSpec sharded;    // heads and KV heads of one tensor-parallel rank
+  bool litgpt = false;      // LitGPT generate/base.py
+  bool quant_head = false;  // lm_head quantised with the other Linears
+  bool hf_mla = false;      // transformers caches MLA's decompressed heads
+  ModelSpec sharded;        // heads and KV heads of one tensor-parallel rank
   double kv_tok_full = 0;
   double cross_tok = 0;
   double pre_tok = 0;
   double ssm_seq = 0;  // state-space cache bytes per sequence (Mamba), on one rank
+  // bitsandbytes 4-bit: 16-bit copies of the largest quantised weight that a
+  // multi-token forward holds while it dequantises (0 for other formats).
+  int64_t dequant = 0;
   Fixed fx;
   double frag = 0;
   const GpuInfo* gpu = nullptr;
@@ -151,14 +162,14 @@ struct Serving {
 // parallel) and the vocabulary-parallel embeddings and lm_head; norms are
 // replicated (Megatron-LM; vLLM ColumnParallelLinear / RowParallelLinear /
 // VocabParallelEmbedding).
-int64_t weights_per_gpu(const ModelSpec& m, const Format& fmt, int64_t tp) {
+int64_t weights_per_gpu(const ModelSpec& m, const Format& fmt, int64_t tp, bool quant_head) {
   const int64_t hp = fmt.linear_bytes >= 2.0 ? static_cast<int64_t>(fmt.linear_bytes) : 2;
   int64_t weights = 0;
   for (const auto& g : m.groups) {
     const bool split = g.kind == ModuleKind::kLinear || g.kind == ModuleKind::kEmbedding;
     const int64_t share = split ? tp : 1;
     const bool quant = fmt.linear_bytes < 2.0 && g.kind == ModuleKind::kLinear &&
-                       g.component != std::string(comp::kLmHead) &&
+                       (quant_head || g.component != std::string(comp::kLmHead)) &&
                        (!fmt.experts_only || g.component == std::string(comp::kExperts));
     if (!quant) {
       weights += ceil_div(hp * g.total(), share);
@@ -202,7 +213,32 @@ Serving serving(const Request& req) {
          "parallel.tp (" + std::to_string(tp) + ") must divide the attention heads (" + std::to_string(t.heads) + ")");
   }
   sv.vllm = o.engine == "vllm";
-  sv.fx.weights = weights_per_gpu(m, *sv.fmt, tp);
+  sv.litgpt = o.engine == "litgpt";
+  // transformers' bitsandbytes integration keeps lm_head in 16-bit
+  // (integrations/bitsandbytes.py get_keys_to_not_convert: the output
+  // embeddings); Lightning's BitsandbytesPrecision, which LitGPT uses for
+  // --quantize, replaces every torch.nn.Linear, lm_head included
+  // (lightning_fabric/plugins/precision/bitsandbytes.py module_init_context:
+  // _ClassReplacementContextManager({"torch.nn.Linear": linear_cls})).
+  sv.quant_head = sv.litgpt;
+  sv.fx.weights = weights_per_gpu(m, *sv.fmt, tp, sv.quant_head);
+  if (sv.fmt->bnb4) {
+    // The largest quantised Linear of one tensor-parallel rank, dequantised
+    // to 16 bits. LitGPT quantises through Lightning's _Linear4bit.quantize,
+    // which casts the weight to fp16 first (weight.contiguous().to(device,
+    // dtype=torch.half)), so quant_state.dtype is fp16 and MatMul4Bit's
+    // .to(A.dtype) makes a second, bf16 copy while the fp16 one is alive:
+    // two copies. bitsandbytes >= 0.42 Params4bit._quantize keeps the
+    // weight's own dtype (w = self.data.contiguous().to(device)), so under
+    // transformers the cast is a no-op: one copy.
+    int64_t largest = 0;
+    for (const auto& g : m.groups) {
+      if (g.kind != ModuleKind::kLinear) continue;
+      if (!sv.quant_head && g.component == std::string(comp::kLmHead)) continue;
+      largest = std::max(largest, ceil_div(g.in_features * g.out_features, tp));
+    }
+    sv.dequant = (sv.litgpt ? 2 : 1) * 2 * largest;
+  }
   // KV heads per rank: max(1, kv_heads / tp) (vLLM get_num_kv_heads: heads
   // are replicated when tp exceeds them). MLA's latent is replicated.
   sv.sharded = m;
@@ -277,7 +313,13 @@ struct Sizes {
   int64_t ssm = 0;  // state-space cache (Mamba): fixed per sequence
   int64_t prefill = 0;
   int64_t logits = 0;
+  int64_t mask = 0;  // LitGPT's causal mask cache
 };
+
+// bitsandbytes 4-bit weights dequantised by a forward over `tokens` tokens
+// per sequence: one token per sequence at batch 1 takes gemv_4bit, anything
+// larger dequantises (matmul_4bit; see Format::bnb4).
+int64_t dequant_bytes(const Serving& sv, int64_t batch, int64_t tokens) { return batch * tokens > 1 ? sv.dequant : 0; }
 
 // transformers generate: a dynamic cache grows to the full context;
 // DynamicLayer.update concatenates, so one layer's cache is briefly held
@@ -303,11 +345,59 @@ Sizes hf_generate(Estimate& e, const Request& req, const Serving& sv) {
                                  {"kv_cache", ceil_bytes(sv.kv_tok_at(prompt) * static_cast<double>(B * prompt))},
                                  {"ssm_state", z.ssm},
                                  {"activations", z.prefill},
+                                 {"dequant", dequant_bytes(sv, B, prompt)},
                                  {"logits", z.logits}},
                                 0));
-  e.phases.push_back(
-      make_phase(req, sv, "decode", "decoding at full context",
-                 {{"weights", W}, {"kv_cache", z.kv + cat_copy}, {"ssm_state", z.ssm}, {"logits", z.logits}}, 0));
+  e.phases.push_back(make_phase(req, sv, "decode", "decoding at full context",
+                                {{"weights", W},
+                                 {"kv_cache", z.kv + cat_copy},
+                                 {"ssm_state", z.ssm},
+                                 {"dequant", dequant_bytes(sv, B, 1)},
+                                 {"logits", z.logits}},
+                                0));
+  return z;
+}
+
+// LitGPT generate/base.py: GPT.set_kv_cache allocates every layer's KVCache
+// (torch.zeros of batch x kv heads x max_seq_length x head_dim) before the
+// prompt runs, and updates it in place with index_copy_, so there is no
+// concatenation copy; max_seq_length is the prompt plus max_new_tokens.
+// set_kv_cache also builds the causal mask cache (litgpt/model.py
+// build_mask_cache: torch.tril of a max_seq_length^2 bool tensor, both alive
+// while tril runs). GPT.forward applies lm_head to every prompt position, so
+// the prefill's logits are batch x prompt x V in 16-bit; sample() takes the
+// last position (counted in fp32 as transformers does, an upper bound).
+Sizes litgpt_generate(Estimate& e, const Request& req, const Serving& sv) {
+  const InferOptions& o = req.infer;
+  const int64_t B = o.batch;
+  const int64_t ctx = o.context_len;
+  const int64_t prompt = o.prompt_len > 0 ? o.prompt_len : ctx;
+  const int64_t vocab = ceil_div(req.model.vocab, sv.tp);
+  Sizes z;
+  z.kv = ceil_bytes(sv.kv_tok_at(ctx) * static_cast<double>(ctx) * static_cast<double>(B));
+  z.mask = ctx * ctx;
+  z.prefill = ceil_bytes(sv.pre_tok * static_cast<double>(B * prompt));
+  const int64_t prefill_logits = B * prompt * vocab * 2 + B * vocab * 4;
+  z.logits = B * vocab * (2 + 4);
+  const int64_t W = sv.fx.weights;
+  e.phases.push_back(make_phase(req, sv, "kv_cache_allocated", "KV cache and mask cache allocated",
+                                {{"weights", W}, {"kv_cache", z.kv}, {"mask_cache", 2 * z.mask}}, 0));
+  e.phases.push_back(make_phase(req, sv, "prefill", "prefill (prompt through the model)",
+                                {{"weights", W},
+                                 {"kv_cache", z.kv},
+                                 {"mask_cache", z.mask},
+                                 {"activations", z.prefill},
+                                 {"dequant", dequant_bytes(sv, B, prompt)},
+                                 {"logits", prefill_logits}},
+                                0));
+  e.phases.push_back(make_phase(req, sv, "decode", "decoding at full context",
+                                {{"weights", W},
+                                 {"kv_cache", z.kv},
+                                 {"mask_cache", z.mask},
+                                 {"dequant", dequant_bytes(sv, B, 1)},
+                                 {"logits", z.logits}},
+                                0));
+  z.logits = std::max(z.logits, prefill_logits);
   return z;
 }
 
@@ -399,9 +489,26 @@ void serving_components(Estimate& e, const Request& req, const Serving& sv, cons
                           "per token " + fmt_int(ceil_bytes(sv.pre_tok)) + " B x " +
                               std::to_string(vllm ? o.max_num_batched_tokens : B * prompt) + " tokens",
                           Pool::kAllocated});
-  e.components.push_back(
-      {"logits", vllm ? "Profiling logits (fp32, every batched token)" : "Logits (last position, fp32 copy)", z.logits,
-       vllm ? "max_num_batched_tokens x V x 4 B" : "batch x V x (2 + 4) B", Pool::kAllocated});
+  if (sv.dequant > 0) {
+    e.components.push_back({"dequant", "4-bit weights dequantised by a multi-token forward", sv.dequant,
+                            std::string(sv.litgpt ? "2 x" : "1 x") +
+                                " 16-bit copy of the largest quantised Linear (bitsandbytes MatMul4Bit" +
+                                (sv.litgpt ? "; Lightning quantises from fp16, then .to(bf16))" : ")"),
+                            Pool::kAllocated});
+  }
+  if (z.mask > 0) {
+    e.components.push_back({"mask_cache", "Causal mask cache (LitGPT)", z.mask,
+                            "context^2 bool (build_mask_cache); twice that while torch.tril runs", Pool::kAllocated});
+  }
+  e.components.push_back({"logits",
+                          vllm        ? "Profiling logits (fp32, every batched token)"
+                          : sv.litgpt ? "Logits (every prompt position, 16-bit; fp32 sampling copy)"
+                                      : "Logits (last position, fp32 copy)",
+                          z.logits,
+                          vllm        ? "max_num_batched_tokens x V x 4 B"
+                          : sv.litgpt ? "batch x prompt x V x 2 B + batch x V x 4 B"
+                                      : "batch x V x (2 + 4) B",
+                          Pool::kAllocated});
   e.components.push_back({"cublas_workspace", "cuBLAS/cuBLASLt workspaces", fx.cublas, "one handle", Pool::kAllocated});
   if (fx.nccl > 0) {
     e.components.push_back({"nccl", "NCCL buffers (tensor parallel)", fx.nccl,
@@ -421,8 +528,15 @@ void serving_components(Estimate& e, const Request& req, const Serving& sv, cons
 
 void serving_assumptions(Estimate& e, const Request& req, const Serving& sv) {
   const LayerStack& t = req.model.text;
-  e.assumptions.push_back(sv.vllm ? "engine: vLLM paged KV cache (V1 worker memory profiling)"
-                                  : "engine: transformers generate with a dynamic cache grown to the full context");
+  e.assumptions.push_back(sv.vllm     ? "engine: vLLM paged KV cache (V1 worker memory profiling)"
+                          : sv.litgpt ? "engine: LitGPT generate with a KV cache preallocated to the full context"
+                                      : "engine: transformers generate with a dynamic cache grown to the full context");
+  if (sv.dequant > 0) {
+    e.assumptions.push_back(sv.litgpt ? "bitsandbytes 4-bit via Lightning: every Linear incl. lm_head quantised from "
+                                        "fp16; a prompt dequantises the largest one to fp16 and then bf16"
+                                      : "bitsandbytes 4-bit: lm_head kept 16-bit; a multi-token forward dequantises "
+                                        "the largest quantised Linear to 16-bit");
+  }
   if (sv.hf_mla) e.assumptions.push_back("MLA: transformers caches decompressed keys and values, not the latent");
   if (t.ssm_layers > 0) {
     e.assumptions.push_back(std::to_string(t.ssm_layers) +
@@ -443,7 +557,9 @@ Result<Estimate> estimate_infer(const Request& req) {
     const Serving sv = serving(req);
     Estimate e;
     e.engine = req.infer.engine;
-    const Sizes z = sv.vllm ? vllm_serving(e, req, sv) : hf_generate(e, req, sv);
+    const Sizes z = sv.vllm     ? vllm_serving(e, req, sv)
+                    : sv.litgpt ? litgpt_generate(e, req, sv)
+                                : hf_generate(e, req, sv);
     for (const auto& p : e.phases) {
       if (p.device_bytes > e.peak_bytes) {
         e.peak_bytes = p.device_bytes;

@@ -67,6 +67,7 @@ StateSizes combine(const StateSizes& a, const StateSizes& b, const OptimizerInfo
   }
   s.largest_trainable_tensor = std::max(a.largest_trainable_tensor, b.largest_trainable_tensor);
   s.qlora_dequant = std::max(a.qlora_dequant, b.qlora_dequant);
+  s.head_dequant = std::max(a.head_dequant, b.head_dequant);
   // foreach temporaries scale with the parameters; per-tensor loops and
   // optimizer-in-backward hold one tensor's worth.
   const bool per_tensor = opt.kernel == StepKernel::kForLoop || in_backward;
@@ -123,9 +124,16 @@ StateSizes model_state(const Request& req, const TrainablePlan& plan, const Dtyp
       // until it returns: (q >> 4).to(long) and (q & 0b1111).to(long) (n/2
       // values x 8 B each = 8 B per weight value), the two bf16 lookups
       // nf4[codes], their scaled products and the stacked result (2 B per
-      // value each): 8 + 2 + 2 + 2 = 14 B per value.
-      const int64_t per_value = t.quant.torchao ? 14 : 2;
-      s.qlora_dequant = std::max(s.qlora_dequant, per_value * g.in_features * g.out_features);
+      // value each): 8 + 2 + 2 + 2 = 14 B per value. Lightning's
+      // _Linear4bit.quantize casts the weight to fp16 before quantize_4bit
+      // (weight.contiguous().to(device=device, dtype=torch.half)), so
+      // quant_state.dtype is fp16: dequantize_4bit returns fp16 and
+      // .to(bf16) copies it while it is alive, 2 + 2 B per value.
+      const int64_t per_value = t.quant.torchao ? 14 : t.quant.lightning ? 4 : 2;
+      // A quantised lm_head dequantises while the logits (forward) or their
+      // gradient (backward) are alive, not inside a layer's backward.
+      int64_t& slot = g.component == std::string(comp::kLmHead) ? s.head_dequant : s.qlora_dequant;
+      slot = std::max(slot, per_value * g.in_features * g.out_features);
     } else {
       s.weights += (gp.trainable ? dt.weight : frozen_hp_elem) * g.total();
       // deepspeed stage3 param persistence: tensors under

@@ -41,6 +41,7 @@ struct StateSizes {
   int64_t grads_embed = 0;         // input embeddings (last)
   int64_t grads_other = 0;         // vision tower, projector
   int64_t qlora_dequant = 0;       // one dequantised 4-bit weight during backward
+  int64_t head_dequant = 0;        // a 4-bit lm_head dequantised, next to the logits (Lightning quantiser)
   int64_t weights_persistent = 0;  // weights of tensors under ZeRO-3's persistence threshold
   int64_t lora_persistent = 0;     // adapter tensors under the same threshold
   int64_t trainable = 0;           // trainable parameters (base + adapters)

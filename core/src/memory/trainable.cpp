@@ -310,8 +310,12 @@ TrainablePlan plan_trainable(const Request& req, bool holds_head) {
     }
     // QLoRA: bitsandbytes replaces every nn.Linear but the output layer
     // (transformers get_keys_to_not_convert keeps lm_head in high precision).
-    gp.quantized =
-        t.method == Method::kQlora && g.kind == ModuleKind::kLinear && g.component != std::string(comp::kLmHead);
+    // Lightning's BitsandbytesPrecision (LitGPT --quantize) replaces every
+    // torch.nn.Linear it sees, lm_head included
+    // (lightning_fabric/plugins/precision/bitsandbytes.py
+    // module_init_context: _ClassReplacementContextManager).
+    gp.quantized = t.method == Method::kQlora && g.kind == ModuleKind::kLinear &&
+                   (t.quant.lightning || g.component != std::string(comp::kLmHead));
     if ((t.method == Method::kLora || t.method == Method::kQlora) && g.kind == ModuleKind::kLinear &&
         targets.count(g.module) != 0 && g.component != std::string(comp::kLmHead)) {
       gp.lora = true;

@@ -120,6 +120,11 @@ void step_components(Estimate& e, const RankBasis& b, const StepTerms& t, const 
                Pool::kAllocated});
   c.push_back(
       {"loss_buffers", "Logits and loss buffers", peak_of(e, "loss_buffers"), t.loss.formula, Pool::kAllocated});
+  if (const int64_t d = peak_of(e, "dequant"); d > 0) {
+    c.push_back({"dequant", "4-bit lm_head dequantised (forward and backward)", d,
+                 "fp16 + bf16 copies of lm_head (Lightning quantises from fp16; MatMul4Bit casts to bf16)",
+                 Pool::kAllocated});
+  }
   c.push_back({"cublas_workspace", "cuBLAS/cuBLASLt workspaces", b.cublas,
                "2 handles x (cuBLAS + 1 MiB cuBLASLt) (CublasHandlePool.cpp)", Pool::kAllocated});
   if (req.overheads.misc_bytes > 0) {

@@ -125,9 +125,20 @@ Timeline training_step(const RankBasis& b, const StepTerms& t) {
         tl.alloc("gradients", "lm_head gradient (fused loss)", t.loss.early_head_grads, b.pieces.grads_head));
   }
   Timeline::Id loss = tl.alloc("loss_buffers", "logits and loss", t.loss.forward, t.loss.forward_pieces);
+  // A 4-bit lm_head (Lightning's quantiser) is dequantised by MatMul4Bit
+  // while it computes the logits, and again in backward while their
+  // gradient is alive (grad_A = grad_output @ dequantize_4bit(B)).
+  auto head_dequant = [&](const char* key, const char* label) {
+    if (sz.head_dequant == 0) return;
+    const Timeline::Id d = tl.alloc("dequant", "4-bit lm_head dequantised", sz.head_dequant);
+    tl.mark(key, label);
+    tl.free(d);
+  };
+  head_dequant("loss", "loss (lm_head forward: its 4-bit weight dequantised)");
   tl.mark("loss", "loss (cross-entropy forward)");
   loss = tl.resize(loss, t.loss.backward, t.loss.backward_pieces);
   tl.mark("backward_start", "start of backward (loss backward)");
+  head_dequant("backward_start", "start of backward (lm_head backward: its 4-bit weight dequantised)");
   if (t.loss.head_lora_backward > 0) {
     // Then the head's backward: the LoRA branch's logits-sized gradients.
     loss = tl.resize(loss, t.loss.head_lora_backward, t.loss.head_lora_backward_pieces);

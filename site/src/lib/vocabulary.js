@@ -104,6 +104,11 @@ export const ENGINES = [
     label: 'vLLM (paged KV cache)',
     hint: 'vLLM fills gpu_memory_utilization of the GPU: weights, a profiling run, then KV-cache blocks.',
   },
+  {
+    value: 'litgpt',
+    label: 'LitGPT generate',
+    hint: 'litgpt generate: the KV cache and a context² mask are allocated up front; with bitsandbytes 4-bit, lm_head is quantised too.',
+  },
 ];
 
 // Serving dtype of the weights (torch_dtype, or the quantisation method).
