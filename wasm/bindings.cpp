@@ -1,5 +1,5 @@
 // Embind bindings: JSON text in, JSON text out (STYLE.md "The C++ <-> JS
-// boundary"). Six free functions and no class handles, so JS never has to
+// boundary"). Free functions and no class handles, so JS never has to
 // call delete(). The underscore names mark them private: callers import the
 // facade (vram.js), which parses the text and throws EstimatorError.
 //
@@ -9,6 +9,7 @@
 #include <emscripten/bind.h>
 
 #include "vram/api.h"
+#include "vram/import.h"
 
 EMSCRIPTEN_BINDINGS(vram) {
   emscripten::function("_estimate", &vram::estimate_json);
@@ -18,4 +19,6 @@ EMSCRIPTEN_BINDINGS(vram) {
   emscripten::function("_fields", &vram::fields_json);
   emscripten::function("_layoutOptions", &vram::layout_options_json);
   emscripten::function("_frameworkDefaults", &vram::framework_defaults_json);
+  emscripten::function("_importFiles", &vram::import_json);
+  emscripten::function("_exportConfig", &vram::export_json);
 }

@@ -877,6 +877,18 @@ export interface Vram {
   layoutOptions(parallel: LayoutInput): LayoutOptions;
   /** The defaults a framework's recipe for a method sets (`train.framework`), from the core's table. */
   frameworkDefaults(query: FrameworkQuery): FrameworkDefaults;
+  /**
+   * The request a run's own configuration files give (Axolotl, LLaMA-Factory,
+   * torchtune, LitGPT, TrainingArguments, PEFT, bitsandbytes, config.json,
+   * DeepSpeed, accelerate), each file as its parsed JSON tree, with a report
+   * of every key (core/include/vram/import.h).
+   */
+  importFiles(input: ImportInput): ImportResult;
+  /**
+   * The file that reproduces a request's training job in a framework:
+   * `{...request, export: {format, model_id?}}` -> `{format, file, text}`.
+   */
+  exportConfig(input: ExportInput): ExportResult;
 }
 
 /** Which framework's recipe, for which training method. */
@@ -958,3 +970,52 @@ export declare function planRaw(requestText: string): Promise<string>;
  * without its final newline.
  */
 export declare function fieldsRaw(): Promise<string>;
+
+/** One configuration file: its name and its content parsed as JSON (YAML through the npm `yaml` package). */
+export interface ImportFile {
+  file: string;
+  content: Record<string, unknown>;
+}
+
+/** importFiles' input: the files, and the Hub ids of the bundled presets. */
+export interface ImportInput {
+  files: ImportFile[];
+  presets?: string[];
+}
+
+/** What one file gave: the keys used, not understood and ignored. */
+export interface ImportReport {
+  file: string;
+  kind: string;
+  used: { key: string; field?: string; value?: unknown; note?: string }[];
+  not_understood: { key: string; why: string }[];
+  ignored: string[];
+}
+
+/** importFiles' result. */
+export interface ImportResult {
+  /** The request fields the files set (no model unless a config.json is among them). */
+  request: Record<string, unknown>;
+  /** The model a recipe names, and the bundled preset that matches it, or null. */
+  model: { id: string; file: string; key: string; preset: string | null } | null;
+  files: ImportReport[];
+}
+
+/** The importer's exact output text (errors included), as `vram-probe import --json` prints it. */
+export declare function importFilesRaw(inputText: string): Promise<string>;
+
+/** exportConfig's input: a training request plus the format to write. */
+export type ExportInput = Request & {
+  export: {
+    format: 'deepspeed' | 'accelerate' | 'trainer' | 'axolotl' | 'llama_factory' | 'torchtune';
+    /** The Hub id written as the recipe's model (else config._name_or_path). */
+    model_id?: string;
+  };
+};
+
+/** exportConfig's result: a file name and its text. */
+export interface ExportResult {
+  format: string;
+  file: string;
+  text: string;
+}

@@ -178,6 +178,10 @@ export function loadVram() {
         fromText(call(module, '_layoutOptions', toText(parallel, 'the parallel object'))),
       frameworkDefaults: (query) =>
         fromText(call(module, '_frameworkDefaults', toText(query, 'the framework query'))),
+      importFiles: (input) =>
+        fromText(call(module, '_importFiles', toText(input, 'the imported files'))),
+      exportConfig: (input) =>
+        fromText(call(module, '_exportConfig', toText(input, 'the request to export'))),
     }));
   }
   return vramPromise;
@@ -214,4 +218,13 @@ export async function planRaw(requestText) {
  */
 export async function fieldsRaw() {
   return call(await loadModule(), '_fields');
+}
+
+/**
+ * The importer's exact output text for an input text ({"files": [{"file",
+ * "content"}], "presets": [...]}), errors included: the bytes `vram-probe
+ * import FILE... --json` prints for the same trees.
+ */
+export async function importFilesRaw(inputText) {
+  return call(await loadModule(), '_importFiles', String(inputText));
 }

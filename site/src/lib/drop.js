@@ -1,17 +1,18 @@
-// Dropping a file or text on a drop zone: the model box's config.json and the
-// comparison card's probe report share this.
+// Dropping files or text on a drop zone: the model box's config.json, the
+// comparison card's probe report and the import card's configuration files
+// (several at once) share this.
 
 /**
- * An onDrop handler: a dropped file goes to `onFile`, dropped text to
- * `onText`; `setDragging(false)` ends the hover state either way.
+ * An onDrop handler: dropped files go to `onFile(first, all)`, dropped text
+ * to `onText`; `setDragging(false)` ends the hover state either way.
  */
 export function dropHandler(setDragging, onFile, onText) {
   return (e) => {
     e.preventDefault();
     setDragging(false);
-    const file = e.dataTransfer?.files?.[0];
-    if (file) {
-      onFile(file);
+    const files = [...(e.dataTransfer?.files ?? [])];
+    if (files.length) {
+      onFile(files[0], files);
       return;
     }
     const text = e.dataTransfer?.getData('text/plain');

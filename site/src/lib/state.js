@@ -128,6 +128,10 @@ export const DEFAULT_SETTINGS = Object.freeze({
     cuda_context_bytes: f('overheads.cuda_context_bytes'),
     nccl_bytes: f('overheads.nccl_bytes'),
   },
+  // Request fields an imported file set that the form has no box for
+  // (train.lora.dropout, train.quant.double_quant, DeepSpeed bucket sizes),
+  // by path; buildRequest sends them as they are (lib/import.js applyImport).
+  imported: {},
   // PYTORCH_CUDA_ALLOC_CONF for the reserved-memory replay (training);
   // max_split_size_mb null = unlimited.
   allocator: {
@@ -253,8 +257,8 @@ export const FRAMEWORK_FORM_PATHS = Object.freeze([
   'train.lora.targets',
 ]);
 
-/** A framework default's request value as the form holds it. */
-function formValueOf(path, value) {
+/** A request value as the form holds it (a framework default's, an imported file's). */
+export function formValueOf(path, value) {
   if (path === 'train.grad_checkpointing') {
     if (value === true) return 'full';
     if (value === false) return 'none';
@@ -594,6 +598,13 @@ export function buildRequest(s, config, catalog = [], experts = 0, fwForm = {}) 
       if (p.nccl_channels !== DEFAULT_SETTINGS.parallel.nccl_channels)
         req.parallel.nccl_channels = p.nccl_channels;
       if (p.nvls === 'on' || p.nvls === 'off') req.parallel.nvls = p.nvls === 'on';
+    }
+  }
+  // What imported files set that the form has no box for.
+  if (s.task === 'train') {
+    for (const [path, value] of Object.entries(s.imported ?? {})) {
+      if (path.startsWith('train.lora.') && !req.train.lora) continue;
+      putPath(req, path, value);
     }
   }
   // The caching allocator's settings, when they differ from PyTorch's.

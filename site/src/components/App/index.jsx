@@ -7,6 +7,7 @@ import { loadEstimator } from '../../lib/estimator.js';
 import { formatGiB } from '../../lib/format.js';
 import { outcome, versionInfo } from '../../lib/state.js';
 import { HardwareForm } from '../HardwareForm/index.jsx';
+import { ImportCard } from '../ImportCard/index.jsx';
 import { verdict } from '../PeakCard/index.jsx';
 import { ModelBox } from '../ModelBox/index.jsx';
 import { Results } from '../Results/index.jsx';
@@ -84,6 +85,7 @@ export function App({ win = typeof window === 'undefined' ? undefined : window }
       </header>
       <main class={styles.main}>
         <div class={styles.inputs}>
+          <ImportCard />
           <ModelBox />
           <WorkloadForm />
           <HardwareForm />

@@ -16,10 +16,11 @@ import {
   runPlan,
   settingsMatch,
 } from '../../lib/plan.js';
-import { chosenGpuName, gpuCatalog, setSetting, settings } from '../../lib/state.js';
+import { chosenGpuName, gpuCatalog, request, setSetting, settings } from '../../lib/state.js';
 import { labelOf, PLAN_FRAMEWORKS } from '../../lib/vocabulary.js';
 import { ErrorNotice } from '../ErrorNotice/index.jsx';
 import { SelectField } from '../Field/index.jsx';
+import { ExportBox } from '../SharePanel/index.jsx';
 import { Card } from '../Card/index.jsx';
 import { PlanProgress } from './Progress.jsx';
 import styles from './style.module.css';
@@ -243,6 +244,20 @@ function PlanTable({ plan, s, gpuLabel }) {
             <li key={i}>{n}</li>
           ))}
         </ul>
+      )}
+      {plan.candidates.some((c) => settingsMatch(s, c, plan)) && (
+        // The applied layout, one download away from a launch (issue 15).
+        <ExportBox
+          request={request.value}
+          initialFormat={
+            plan.framework === 'fsdp'
+              ? 'accelerate'
+              : plan.framework === 'megatron'
+                ? 'trainer'
+                : 'deepspeed'
+          }
+          label="Export the applied layout as a launch config"
+        />
       )}
     </>
   );

@@ -2,7 +2,105 @@
 // the estimator received, and the command that gives the same answer natively.
 
 import { useState } from 'preact/hooks';
+import { estimator, model } from '../../lib/state.js';
 import styles from './style.module.css';
+
+/** The formats `vram-probe export --format` writes (core/src/import/export.cpp). */
+export const EXPORT_FORMATS = [
+  { value: 'deepspeed', label: 'DeepSpeed ds_config.json' },
+  { value: 'accelerate', label: 'accelerate config YAML' },
+  { value: 'trainer', label: 'TrainingArguments / SFTConfig JSON' },
+  { value: 'axolotl', label: 'Axolotl YAML' },
+  { value: 'llama_factory', label: 'LLaMA-Factory YAML' },
+  { value: 'torchtune', label: 'torchtune recipe YAML' },
+];
+
+/** The core's export of `request` in `format`: {file, text} or {error}. */
+export function exportOf(vram, request, format, modelId) {
+  if (!vram || !request) return { error: 'The estimator is loading.' };
+  try {
+    const exp = { format };
+    if (modelId && modelId.includes('/')) exp.model_id = modelId;
+    return vram.exportConfig({ ...request, export: exp });
+  } catch (e) {
+    return { error: e.message };
+  }
+}
+
+/**
+ * Copy or download the framework file that reproduces `request` (the same
+ * bytes as `vram-probe export --format F --request request.json`).
+ */
+export function ExportBox({
+  request,
+  initialFormat = 'deepspeed',
+  label = 'Export as a framework config',
+}) {
+  const [format, setFormat] = useState(initialFormat);
+  const [copied, setCopied] = useState(false);
+  const [open, setOpen] = useState(false);
+  // Computed only while open: an edit elsewhere makes one estimate call, not an export too.
+  const out = open ? exportOf(estimator.value, request, format, model.value?.id) : null;
+  return (
+    <details class={styles.details} onToggle={(e) => setOpen(e.currentTarget.open)}>
+      <summary>{label}</summary>
+      <div class={styles.row}>
+        <label>
+          Format{' '}
+          <select
+            value={format}
+            onChange={(e) => setFormat(e.currentTarget.value)}
+            aria-label="Export format"
+          >
+            {EXPORT_FORMATS.map((f) => (
+              <option key={f.value} value={f.value}>
+                {f.label}
+              </option>
+            ))}
+          </select>
+        </label>
+      </div>
+      {!out ? null : out.error ? (
+        <p class={styles.note} role="status">
+          {out.error}
+        </p>
+      ) : (
+        <>
+          <pre class={styles.pre} aria-label={`Exported ${format} file`}>
+            {out.text}
+          </pre>
+          <div class={styles.row}>
+            <button
+              type="button"
+              class={styles.button}
+              onClick={async () => {
+                try {
+                  await navigator.clipboard.writeText(out.text);
+                  setCopied(true);
+                  setTimeout(() => setCopied(false), 1500);
+                } catch {
+                  setCopied(false);
+                }
+              }}
+            >
+              {copied ? 'Copied' : `Copy ${out.file}`}
+            </button>
+            <button
+              type="button"
+              class={styles.button}
+              onClick={() => download(out.file, out.text)}
+            >
+              Download {out.file}
+            </button>
+          </div>
+          <p class={styles.note}>
+            Natively: <code>vram-probe export --format {format} --request request.json</code>
+          </p>
+        </>
+      )}
+    </details>
+  );
+}
 
 function download(name, text) {
   const url = URL.createObjectURL(new Blob([text], { type: 'application/json' }));
@@ -76,6 +174,7 @@ export function SharePanel({ request, result, link }) {
           )}
         </div>
       </details>
+      {request?.task === 'train' && <ExportBox request={request} />}
     </section>
   );
 }
