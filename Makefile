@@ -5,6 +5,10 @@
 SHELL := /bin/bash
 BUILD ?= build
 WASM_BUILD ?= build-wasm
+# ASan + UBSan build of every native target and the libFuzzer targets (clang-14).
+ASAN_BUILD ?= build-asan
+# `make fuzz`: seconds in total, shared by the targets (tests/fuzz).
+FUZZ_SECONDS ?= 60
 JOBS ?= $(shell nproc)
 PORT ?= 8000
 # Debian's emscripten needs its node modules (acorn) on NODE_PATH.
@@ -19,7 +23,8 @@ DEB_PACKAGES := cmake g++ make nlohmann-json3-dev libgtest-dev googletest libben
 CXX_SOURCES = $(shell git ls-files --cached --others --exclude-standard '*.cpp' '*.h' 2>/dev/null | grep -v '^site/')
 
 .PHONY: all deps native wasm site space serve test test-native test-site test-e2e format format-check \
-  validate validate-check fields fields-check check-native check-web bench clean
+  validate validate-check fields fields-check check-native check-web bench clean \
+  sanitize test-sanitize fuzz fuzz-seeds check-sanitize
 
 all: native site
 
@@ -70,12 +75,15 @@ serve: native site
 # ---- tests --------------------------------------------------------------------
 # `make test` is the two CI jobs in a row: .github/workflows/native.yml runs
 # `make check-native`, web.yml `make check-web`. The sequence is written here only.
-test: check-native check-web
+test: check-native check-web check-sanitize
 	@echo "all tests passed"
 
 check-native: format-check test-native validate-check fields-check
 
 check-web: test-site test-e2e space
+
+# .github/workflows/sanitize.yml: the suite under ASan + UBSan, then a short fuzz run.
+check-sanitize: test-sanitize fuzz
 
 test-native: native
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
@@ -87,6 +95,40 @@ test-site: native wasm deps
 
 test-e2e: native site
 	cd site && npm run test:e2e
+
+# ---- sanitizers and fuzzing (README "Fuzzing and sanitizers") ------------------
+$(ASAN_BUILD)/CMakeCache.txt: | .deps/debian
+	CC=clang-14 CXX=clang++-14 cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DVRAM_SANITIZE=ON -DVRAM_BUILD_FUZZ=ON -DVRAM_BUILD_BENCHMARKS=OFF -DVRAM_BUILD_PYTHON=OFF
+
+sanitize: $(ASAN_BUILD)/CMakeCache.txt
+	cmake --build $(ASAN_BUILD) -j$(JOBS)
+
+# The whole ctest suite, ASan + UBSan instrumented; the first report fails it.
+test-sanitize: sanitize
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure -j$(JOBS)
+
+fuzz-seeds: $(ASAN_BUILD)/CMakeCache.txt
+	node tests/fuzz/seeds.mjs $(ASAN_BUILD)/fuzz
+
+# Every target of $(ASAN_BUILD)/fuzz/targets.txt for FUZZ_SECONDS / (number of
+# targets) seconds, from its seeds and the corpus kept in $(ASAN_BUILD)/fuzz/corpus.
+# A crash leaves its input in $(ASAN_BUILD)/fuzz/crashes/ and fails the target.
+fuzz: sanitize fuzz-seeds
+	@targets=$$(cat $(ASAN_BUILD)/fuzz/targets.txt); n=$$(echo $$targets | wc -w); \
+	seconds=$$(( $(FUZZ_SECONDS) / n )); [ $$seconds -ge 1 ] || seconds=1; \
+	mkdir -p $(ASAN_BUILD)/fuzz/crashes; \
+	for t in $$targets; do \
+	  mkdir -p $(ASAN_BUILD)/fuzz/corpus/$$t; \
+	  echo "fuzz_$$t: $$seconds s"; \
+	  $(ASAN_BUILD)/bin/fuzz_$$t -max_total_time=$$seconds -timeout=60 -rss_limit_mb=2048 -max_len=65536 \
+	    -print_final_stats=1 -dict=$(ASAN_BUILD)/fuzz/vram.dict \
+	    -artifact_prefix=$(ASAN_BUILD)/fuzz/crashes/$$t- \
+	    $(ASAN_BUILD)/fuzz/corpus/$$t $(ASAN_BUILD)/fuzz/seeds/$$t 2>$(ASAN_BUILD)/fuzz/$$t.log \
+	    || { tail -n 60 $(ASAN_BUILD)/fuzz/$$t.log; exit 1; }; \
+	  grep -E "^#[0-9]+.*(DONE|pulse)|stat::number_of_executed_units|cov:" $(ASAN_BUILD)/fuzz/$$t.log | tail -n 2; \
+	done
 
 # ---- validation against published measurements ---------------------------------
 validate: native
@@ -125,4 +167,4 @@ format-check: deps
 	cd site && npm run format:check
 
 clean:
-	rm -rf $(BUILD) $(WASM_BUILD) site/dist site/src/wasm .deps
+	rm -rf $(BUILD) $(WASM_BUILD) $(ASAN_BUILD) site/dist site/src/wasm .deps

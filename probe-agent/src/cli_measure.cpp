@@ -1,8 +1,11 @@
 #include "cli_measure.h"
 
+#include <unistd.h>
+
 #include <charconv>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <iostream>
 #include <optional>
@@ -38,8 +41,13 @@ constexpr const char* kWatchUsage =
     "usage: vram-probe watch [--interval-ms N] [--out FILE] [--device I] [--json] -- <command> [args...]\n"
     "  Runs the command and samples its GPU memory and the device's every N ms\n"
     "  (default 20). Writes the report to FILE (default vram-probe-report.json)\n"
-    "  once the command ends, even if it crashed or was interrupted; --json also\n"
-    "  prints it on stdout. Exits with the command's exit code.\n";
+    "  once the command and every process it started have ended, even if it\n"
+    "  crashed or was interrupted; --json also prints it on stdout. FILE is\n"
+    "  checked before the command starts; if it cannot be written at the end,\n"
+    "  the report goes to $TMPDIR/vram-probe-report-<pid>.json, else stdout.\n"
+    "  The command runs in its own process group; signals to the probe (Ctrl-C,\n"
+    "  SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, ...) are passed on to it, and it is\n"
+    "  ended if the probe is killed. Exits with the command's exit code.\n";
 constexpr const char* kOverheadsUsage =
     "usage: vram-probe overheads [--json] [--device I]\n"
     "  Measures the memory a CUDA context takes on GPU I (default 0) and prints\n"
@@ -54,6 +62,14 @@ std::string NcclUsage() {
          "). Prints it as overheads.nccl_bytes for the estimator's\n"
          "  request. NCCL_* variables apply as in a real run; NCCL_LIBRARY picks\n"
          "  the libnccl.so.2 to load.\n";
+}
+
+// Where `watch` writes the report when --out cannot be written after the run:
+// $TMPDIR (else /tmp) / vram-probe-report-<pid>.json.
+std::string FallbackReportPath() {
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string dir = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+  return dir + "/vram-probe-report-" + std::to_string(getpid()) + ".json";
 }
 
 int ExitCodeFor(const Status& status) {
@@ -327,6 +343,11 @@ int RunWatchCommand(const std::vector<std::string>& args, const MeasureEnv& env)
   }
   report.command = options.command;
   report.device = options.device;
+  // A report that cannot be written is found out now, before the job runs,
+  // not after hours of training.
+  if (Status writable = CheckWritable(out_path); !writable.ok()) {
+    return Fail(env, Status(StatusCode::kInvalidArgument, "--out: " + writable.message()), json);
+  }
 
   Result<WatchResult> watched = Watch(source, options);
   if (!watched.ok()) return Fail(env, watched.status(), json);
@@ -334,10 +355,24 @@ int RunWatchCommand(const std::vector<std::string>& args, const MeasureEnv& env)
   report.errors.insert(report.errors.end(), report.result.errors.begin(), report.result.errors.end());
 
   const std::string document = JsonReportWriter::WatchJson(report).dump(2) + "\n";
-  Status written = WriteFileAtomically(out_path, document);
-  if (!written.ok()) return Fail(env, written, json);
   TextReportWriter().WriteWatch(report, *env.err);
-  *env.err << "report written to " << out_path << '\n';
+  std::string written_to = out_path;
+  Status written = WriteFileAtomically(out_path, document);
+  if (!written.ok()) {
+    // --out went away during the run (directory removed, disk full): the
+    // measurement is not dropped. Next to the temporary directory, else on
+    // standard output.
+    *env.err << "vram-probe: cannot write the report to --out " << out_path << ": " << written.message() << '\n';
+    const std::string fallback = FallbackReportPath();
+    if (WriteFileAtomically(fallback, document).ok()) {
+      written_to = fallback;
+    } else {
+      written_to.clear();
+      if (!json) *env.out << document;
+      *env.err << "vram-probe: cannot write " << fallback << " either; the report is on standard output\n";
+    }
+  }
+  if (!written_to.empty()) *env.err << "report written to " << written_to << '\n';
   if (json) *env.out << document;
   return ShellExitCode(report.result.exit);
 }

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -14,10 +15,12 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "measure/child_process.h"
 #include "measure/nvml_source.h"
 #include "probe/fake_collectives.h"
 #include "probe/fake_source.h"
@@ -320,6 +323,201 @@ TEST_F(CliMeasureTest, UsageErrorsExitTwo) {
   EXPECT_EQ(RunWatchCommand({"--device", "4", "--", "true"}, FakeEnv()), kExitUsage);
   EXPECT_EQ(RunDeviceCommand({"--bogus"}, FakeEnv()), kExitUsage);
 }
+
+TEST_F(CliMeasureTest, WatchWithAnUnwritableOutRunsNothingAndNamesOut) {
+  const std::string marker = dir_ + "/ran";
+  const int code =
+      RunWatchCommand({"--out", dir_ + "/missing/report.json", "--", "/bin/sh", "-c", "touch " + marker}, FakeEnv());
+  EXPECT_EQ(code, kExitUsage);
+  EXPECT_FALSE(Exists(marker)) << "the command ran although its report could not be written";
+  EXPECT_NE(err_.str().find("--out"), std::string::npos) << err_.str();
+  EXPECT_NE(err_.str().find("missing/report.json"), std::string::npos) << err_.str();
+  EXPECT_EQ(RunWatchCommand({"--out", dir_, "--", "true"}, FakeEnv()), kExitUsage) << "a directory is not a file";
+}
+
+// Sets an environment variable for one test.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      setenv(name_, old_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+TEST_F(CliMeasureTest, WatchWhoseOutVanishedWritesTheReportToTheFallbackPath) {
+  const std::string sub = dir_ + "/sub";
+  ASSERT_EQ(mkdir(sub.c_str(), 0755), 0);
+  ScopedEnv tmpdir("TMPDIR", dir_);
+  // The job removes --out's directory: the check before it passed, the
+  // write after it fails.
+  const int code = RunWatchCommand({"--out", sub + "/report.json", "--", "rmdir", sub}, FakeEnv());
+  EXPECT_EQ(code, 0);
+  const std::string fallback = dir_ + "/vram-probe-report-" + std::to_string(getpid()) + ".json";
+  ASSERT_TRUE(Exists(fallback)) << err_.str();
+  EXPECT_EQ(json::parse(std::ifstream(fallback))["exit"]["code"], 0);
+  EXPECT_NE(err_.str().find("report written to " + fallback), std::string::npos) << err_.str();
+  EXPECT_NE(err_.str().find("cannot write the report to --out"), std::string::npos) << err_.str();
+}
+
+TEST_F(CliMeasureTest, WatchWithNowhereToWriteItPrintsTheReportOnStdout) {
+  const std::string sub = dir_ + "/sub";
+  ASSERT_EQ(mkdir(sub.c_str(), 0755), 0);
+  ScopedEnv tmpdir("TMPDIR", dir_ + "/no-such-dir");
+  const int code = RunWatchCommand({"--out", sub + "/report.json", "--", "rmdir", sub}, FakeEnv());
+  EXPECT_EQ(code, 0);
+  const json doc = json::parse(out_.str());
+  EXPECT_EQ(doc["schema"], "vram-planner-probe/1");
+  EXPECT_EQ(doc["command"], json::array({"rmdir", sub}));
+  EXPECT_NE(err_.str().find("the report is on standard output"), std::string::npos) << err_.str();
+}
+
+#if defined(VRAM_PROBE_BIN) && defined(VRAM_FAKE_NVML)
+// vram-probe as its own process, on the fake NVML (fake_nvml.cpp, found as
+// libnvidia-ml.so.1 through LD_LIBRARY_PATH), with real signals.
+class ProbeProcessTest : public CliMeasureTest {
+ protected:
+  void SetUp() override {
+    CliMeasureTest::SetUp();
+    ASSERT_EQ(symlink(VRAM_FAKE_NVML, (dir_ + "/libnvidia-ml.so.1").c_str()), 0);
+  }
+  void TearDown() override {
+    if (probe_ > 0) {
+      kill(probe_, SIGKILL);
+      waitpid(probe_, nullptr, 0);
+    }
+    CliMeasureTest::TearDown();
+  }
+
+  // Starts `vram-probe watch --interval-ms 5 --out <dir>/report.json -- sh -c <script>`.
+  void StartWatch(const std::string& script) {
+    const std::string probe = VRAM_PROBE_BIN;
+    const std::string report = dir_ + "/report.json";
+    const std::string out = dir_ + "/stdout";
+    const std::string err = dir_ + "/stderr";
+    probe_ = fork();
+    ASSERT_GE(probe_, 0);
+    if (probe_ == 0) {
+      setenv("LD_LIBRARY_PATH", dir_.c_str(), 1);
+      freopen(out.c_str(), "w", stdout);
+      freopen(err.c_str(), "w", stderr);
+      execl(probe.c_str(), probe.c_str(), "watch", "--interval-ms", "5", "--out", report.c_str(), "--", "/bin/sh", "-c",
+            script.c_str(), static_cast<char*>(nullptr));
+      _exit(126);
+    }
+  }
+
+  // The probe's wait status, or -1 if it did not end within `seconds`.
+  int WaitProbe(int seconds) {
+    for (int i = 0; i < seconds * 100; ++i) {
+      int status = 0;
+      if (waitpid(probe_, &status, WNOHANG) == probe_) {
+        probe_ = -1;
+        return status;
+      }
+      usleep(10'000);
+    }
+    return -1;
+  }
+
+  // The pid the job wrote to <dir>/<name>, once it has.
+  pid_t PidFromFile(const std::string& name) {
+    for (int i = 0; i < 1000; ++i) {
+      std::ifstream in(dir_ + "/" + name);
+      long pid = 0;
+      if (in >> pid && pid > 0) return static_cast<pid_t>(pid);
+      usleep(10'000);
+    }
+    return -1;
+  }
+
+  // Gone, or a zombie nobody reaped yet (a container's PID 1 may not reap).
+  static bool Ended(pid_t pid) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) return true;
+    const std::size_t close = line.rfind(')');
+    return close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z';
+  }
+
+  static bool EndsWithin(pid_t pid, int seconds) {
+    for (int i = 0; i < seconds * 100; ++i) {
+      if (Ended(pid)) return true;
+      usleep(10'000);
+    }
+    return false;
+  }
+
+  std::string ReadFile(const std::string& name) {
+    std::ifstream in(dir_ + "/" + name);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+
+  pid_t probe_ = -1;
+};
+
+class ProbeSignalTest : public ProbeProcessTest, public ::testing::WithParamInterface<int> {};
+
+TEST_P(ProbeSignalTest, ReachesTheJobAndTheReportIsWritten) {
+  const int sig = GetParam();
+  // A shell running a foreground child (an asynchronous `sleep &` would
+  // ignore SIGINT and SIGQUIT, as POSIX sh wants without job control).
+  StartWatch("sh -c 'echo $$ > " + dir_ + "/sleep; exec sleep 30'; true");
+  const pid_t sleeper = PidFromFile("sleep");
+  ASSERT_GT(sleeper, 0) << ReadFile("stderr");
+  ASSERT_EQ(kill(probe_, sig), 0);
+  const int status = WaitProbe(20);
+  ASSERT_NE(status, -1) << "the probe did not end: " << ReadFile("stderr");
+  ASSERT_TRUE(WIFEXITED(status)) << "the probe itself was ended by the signal";
+  EXPECT_EQ(WEXITSTATUS(status), 128 + sig) << ReadFile("stderr");
+  EXPECT_TRUE(Ended(sleeper)) << "the job's background sleep got the signal too";
+  const json report = json::parse(ReadFile("report.json"));
+  EXPECT_EQ(report["exit"]["signal_name"], SignalName(sig));
+  EXPECT_GE(report["timeline"].size(), 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Signals, ProbeSignalTest,
+                         ::testing::Values(SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2),
+                         [](const ::testing::TestParamInfo<int>& info) { return SignalName(info.param); });
+
+TEST_F(ProbeProcessTest, AJobIsEndedWhenTheProbeIsKilled) {
+  StartWatch("sleep 30 & echo $! > " + dir_ + "/sleep; echo $$ > " + dir_ + "/shell; wait");
+  const pid_t sleeper = PidFromFile("sleep");
+  const pid_t shell = PidFromFile("shell");
+  ASSERT_GT(sleeper, 0) << ReadFile("stderr");
+  ASSERT_GT(shell, 0);
+  ASSERT_EQ(kill(probe_, SIGKILL), 0);
+  const int status = WaitProbe(5);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  // PR_SET_PDEATHSIG ends the shell; the guard ends the rest of its group.
+  EXPECT_TRUE(EndsWithin(shell, 5)) << "the job's shell outlived the probe";
+  EXPECT_TRUE(EndsWithin(sleeper, 5)) << "the job's background process outlived the probe";
+}
+
+TEST_F(ProbeProcessTest, ABackgroundServerIsMeasuredUntilItEnds) {
+  // The command starts a "server" that leaves the job's group and session
+  // (setsid) and exits at once; the server lives 1 s.
+  StartWatch("setsid sleep 1 & exit 0");
+  const int status = WaitProbe(20);
+  ASSERT_TRUE(WIFEXITED(status)) << ReadFile("stderr");
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  const json report = json::parse(ReadFile("report.json"));
+  EXPECT_GE(report["sampling"]["duration_ms"].get<int>(), 950);
+  EXPECT_LT(report["sampling"]["command_exit_ms"].get<int>(), 500);
+}
+#endif
 
 #if defined(VRAM_PROBE_BIN)
 // The installed binary, end to end: `vram-probe <command> --json` without a

@@ -6,10 +6,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "measure/child_process.h"
@@ -150,6 +153,94 @@ TEST_F(WatchTest, CommandThatCannotStartIsExecFailed) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kExecFailed);
   EXPECT_NE(r.status().message().find("No such file"), std::string::npos) << r.status().message();
+}
+
+// The job's own pid and process group, as the job itself sees them.
+std::pair<long, long> PidAndGroupOfJob(const std::string& file) {
+  std::ifstream in(file);
+  long pid = -1;
+  long pgid = -1;
+  in >> pid >> pgid;
+  return {pid, pgid};
+}
+
+TEST_F(WatchTest, TheCommandRunsInAProcessGroupOfItsOwn) {
+  const std::string file = ::testing::TempDir() + "/vram_watch_pgid_" + std::to_string(getpid());
+  // Field 5 of /proc/<pid>/stat is the process group (proc(5)).
+  Result<WatchResult> r =
+      Watch(source_, Options({"/bin/sh", "-c", "echo $$ $(cut -d' ' -f5 /proc/$$/stat) > " + file}));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const auto [pid, pgid] = PidAndGroupOfJob(file);
+  std::remove(file.c_str());
+  ASSERT_GT(pid, 0);
+  EXPECT_EQ(pgid, pid) << "the command leads its own group";
+  EXPECT_NE(pgid, static_cast<long>(getpgrp())) << "not the probe's group";
+}
+
+// Every signal the probe catches reaches the job's whole group - here a shell
+// and the `sleep 30` it waits for - and the watch still ends with a result.
+class WatchSignalTest : public WatchTest, public ::testing::WithParamInterface<int> {};
+
+TEST_P(WatchSignalTest, ReachesTheWholeJobAndTheWatchStillEnds) {
+  const int sig = GetParam();
+  source_.set_on_memory([sig](int call) {
+    if (call == 3) kill(getpid(), sig);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  // The shell waits for its foreground `sleep`; `; true` keeps it from
+  // exec'ing the sleep in its place.
+  Result<WatchResult> r = Watch(source_, Options({"/bin/sh", "-c", "sleep 30; true"}));
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r.value().exit.signal, sig) << SignalName(sig);
+  ASSERT_EQ(r.value().signals_received.size(), 1u);
+  EXPECT_EQ(r.value().signals_received[0], sig);
+  // The sleep got it too: otherwise the watch would wait the 30 s for it.
+  EXPECT_LT(elapsed, std::chrono::seconds(10));
+}
+
+INSTANTIATE_TEST_SUITE_P(CatchableSignals, WatchSignalTest,
+                         ::testing::Values(SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGXCPU,
+                                           SIGVTALRM, SIGPROF, SIGRTMIN, SIGRTMAX),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return info.param >= SIGRTMIN ? "SIGRT" + std::to_string(info.param)
+                                                         : SignalName(info.param);
+                         });
+
+TEST_F(WatchTest, EveryTerminatingSignalIsWatched) {
+  const std::vector<int> watched = WatchedSignals();
+  for (int sig : {SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE, SIGALRM, SIGTERM, SIGXCPU, SIGXFSZ, SIGVTALRM,
+                  SIGPROF, SIGIO, SIGPWR, SIGSTKFLT, SIGTSTP, SIGCONT, SIGWINCH}) {
+    EXPECT_NE(std::find(watched.begin(), watched.end(), sig), watched.end()) << SignalName(sig);
+  }
+  for (int sig = SIGRTMIN; sig <= SIGRTMAX; ++sig) {
+    EXPECT_NE(std::find(watched.begin(), watched.end(), sig), watched.end()) << sig;
+  }
+}
+
+TEST_F(WatchTest, ABackgroundProcessThatOutlivesTheCommandIsMeasuredUntilItEnds) {
+  // The shell exits at once; the sleep it left in the job's group runs on.
+  Result<WatchResult> r = Watch(source_, Options({"/bin/sh", "-c", "sleep 0.8 & exit 0"}));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r.value().exit.code, 0);
+  EXPECT_LT(r.value().command_exit_ms, 500);
+  EXPECT_GE(r.value().duration_ms, 750) << "measured only while the command itself ran";
+}
+
+TEST_F(WatchTest, AnOrphanThatLeftTheGroupIsMeasuredAsTheSubreapersChild) {
+  // setsid: the grandchild leaves the job's group and session; as a child
+  // subreaper the probe adopts it when the shell exits and counts its memory.
+  // The fake lists every child of this process as the job's: other tests
+  // run in the same process (gtest without ctest) may have left some.
+  if (!ChildPids(static_cast<std::uint32_t>(getpid())).empty()) GTEST_SKIP() << "this process has other children";
+  source_.set_steps({Reading(0), Reading(10 * kMiB, {{FakeSource::kChildrenOfCaller, 700 * kMiB}})});
+  WatchOptions options = Options({"/bin/sh", "-c", "setsid sleep 0.8 & exit 0"});
+  options.become_subreaper = true;
+  Result<WatchResult> r = Watch(source_, options);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_LT(r.value().command_exit_ms, 500);
+  EXPECT_GE(r.value().duration_ms, 750);
+  EXPECT_EQ(r.value().peak.process_used_bytes, 700 * kMiB) << "one process at a time, the guard not counted";
 }
 
 TEST(JobMembership, GrandchildrenBelongToTheJobAndStrangersDoNot) {

@@ -61,4 +61,21 @@ Status WriteFileAtomically(const std::string& path, const std::string& contents)
   return Status::Ok();
 }
 
+Status CheckWritable(const std::string& path) {
+  if (path.empty()) return Status(StatusCode::kInvalidArgument, "empty output path");
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return Status(StatusCode::kIoError, path + " is a directory");
+  }
+  // What WriteFileAtomically will do first: a temporary file next to `path`.
+  std::string pattern = path + ".tmp.XXXXXX";
+  std::vector<char> name(pattern.begin(), pattern.end());
+  name.push_back('\0');
+  const int fd = mkostemp(name.data(), O_CLOEXEC);
+  if (fd < 0) return Failure("cannot create a file next to", path, errno);
+  close(fd);
+  unlink(name.data());
+  return Status::Ok();
+}
+
 }  // namespace vram::probe

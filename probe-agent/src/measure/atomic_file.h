@@ -12,4 +12,8 @@ namespace vram::probe {
 // failure the temporary file is removed and `path` is left untouched.
 Status WriteFileAtomically(const std::string& path, const std::string& contents);
 
+// Whether WriteFileAtomically(path, ...) can work now: `path` is not a
+// directory and a file can be created (and is removed again) next to it.
+Status CheckWritable(const std::string& path);
+
 }  // namespace vram::probe

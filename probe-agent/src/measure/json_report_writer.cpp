@@ -94,11 +94,9 @@ json JsonReportWriter::WatchJson(const WatchReport& report) {
   doc["baseline"] = json{{"process_used_bytes", 0},
                          {"device_used_bytes", Nullable(r.baseline.used)},
                          {"device_free_bytes", Nullable(r.baseline.free)}};
-  doc["sampling"] = json{{"interval_ms", r.interval.count()},
-                         {"samples", r.samples},
-                         {"failed_samples", r.failed_samples},
-                         {"duration_ms", r.duration_ms},
-                         {"timeline_stride", r.timeline_stride}};
+  doc["sampling"] = json{{"interval_ms", r.interval.count()},    {"samples", r.samples},
+                         {"failed_samples", r.failed_samples},   {"duration_ms", r.duration_ms},
+                         {"command_exit_ms", r.command_exit_ms}, {"timeline_stride", r.timeline_stride}};
   json timeline = json::array();
   for (const Sample& s : r.timeline) {
     timeline.push_back(json{{"t_ms", s.t_ms},

@@ -1,6 +1,7 @@
 #include "measure/process_tree.h"
 
 #include <dirent.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -52,8 +53,11 @@ std::vector<std::uint32_t> ChildPids(std::uint32_t parent) {
 
 bool JobMembership::Contains(std::uint32_t pid) {
   if (pid == root_) return true;
-  if (pid == reaper_ || pid <= 1) return false;
+  if (pid == reaper_ || pid <= 1 || pid == excluded_) return false;
   if (auto it = cache_.find(pid); it != cache_.end()) return it->second;
+  // The job's process group is the root's pid (Spawn): a member that lost
+  // its parent without a subreaper to adopt it still belongs.
+  if (getpgid(static_cast<pid_t>(pid)) == static_cast<pid_t>(root_)) return cache_[pid] = true;
   if (cache_.size() > kMaxCacheEntries) cache_.clear();
   bool member = false;
   std::uint32_t current = pid;

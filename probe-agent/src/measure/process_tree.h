@@ -25,12 +25,17 @@ class JobMembership {
   // `root`: the spawned command; `reaper`: the probe itself.
   JobMembership(std::uint32_t root, std::uint32_t reaper) : root_(root), reaper_(reaper) {}
 
-  // True when `pid` is the root or descends from the root or the reaper.
+  // True when `pid` is the root, is in the root's process group, or descends
+  // from the root or the reaper.
   // Answers are cached: ancestry of a live process only changes by
   // re-parenting to the reaper, which still counts.
   bool Contains(std::uint32_t pid);
 
+  // A child of the reaper that is not the job's (the probe's JobGuard).
+  void Exclude(std::uint32_t pid) { excluded_ = pid; }
+
  private:
+  std::uint32_t excluded_ = 0;
   std::uint32_t root_;
   std::uint32_t reaper_;
   std::unordered_map<std::uint32_t, bool> cache_;

@@ -70,6 +70,9 @@ void TextReportWriter::WriteWatch(const WatchReport& report, std::ostream& out) 
   out << ", driver high-water mark " << Bytes(r.accounting_max_bytes) << '\n';
   out << r.samples << " samples every " << r.interval.count() << " ms over " << r.duration_ms << " ms";
   if (r.failed_samples > 0) out << ", " << r.failed_samples << " failed";
+  if (r.duration_ms - r.command_exit_ms > 2 * r.interval.count()) {
+    out << " (the command exited at " << r.command_exit_ms << " ms; processes it started ran on)";
+  }
   out << '\n';
   WriteErrors(report.errors, out);
 }

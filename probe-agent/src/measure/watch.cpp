@@ -59,12 +59,25 @@ Result<WatchResult> Watch(MemorySource& source, const WatchOptions& options) {
   if (options.become_subreaper) prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 
   SignalForwarder forwarder;
-  Result<pid_t> spawned = Spawn(options.command);
+  // The guard starts first and learns the job's group from the job itself,
+  // so there is no moment when the job runs and the probe could die unseen.
+  JobGuard guard;
+  SpawnOptions spawn;
+  if (options.guard_job) {
+    if (Status guarded = guard.Start(); guarded.ok()) {
+      spawn.announce_fd = guard.announce_fd();
+    } else {
+      result.errors.push_back(guarded);
+    }
+  }
+  Result<pid_t> spawned = Spawn(options.command, spawn);
   if (!spawned.ok()) return spawned.status();
   const pid_t pid = spawned.value();
+  const pid_t pgid = pid;  // Spawn put the job in a group of its own
   const Clock::time_point start = Clock::now();
 
   JobMembership job(static_cast<std::uint32_t>(pid), static_cast<std::uint32_t>(getpid()));
+  if (guard.pid() > 0) job.Exclude(static_cast<std::uint32_t>(guard.pid()));
   std::set<std::uint32_t> job_pids_seen;
   Sampler sampler(options.timeline_capacity);
   ErrorTally tally;
@@ -103,24 +116,45 @@ Result<WatchResult> Watch(MemorySource& source, const WatchOptions& options) {
     sampler.Add(sample);
   };
 
-  while (true) {
-    for (int signal : forwarder.Forward(pid)) result.signals_received.push_back(signal);
-    std::optional<ExitInfo> exit = TryReap(pid, &reap_status);
-    take_sample(Clock::now());
-    if (exit) {
-      result.exit = *exit;
-      break;
+  // The job is over when its whole tree is: the command, every process left
+  // in its process group, and (as a subreaper) every orphan re-parented to
+  // the probe - a command that starts a server in the background and exits
+  // is measured until the server ends.
+  std::optional<ExitInfo> exit;
+  auto tree_alive = [&]() {
+    // Reap first: a member that ended as the probe's child (adopted, or in
+    // the group) stays a zombie, and a zombie still counts as alive.
+    ReapGroup(pgid);
+    const bool no_child = options.become_subreaper && ReapOrphans();
+    if (GroupAlive(pgid)) return true;
+    if (!options.become_subreaper || no_child) return false;
+    for (std::uint32_t child : ChildPids(static_cast<std::uint32_t>(getpid()))) {
+      if (static_cast<pid_t>(child) != guard.pid()) return true;
     }
+    return false;
+  };
+  while (true) {
+    for (int signal : forwarder.Forward(pgid)) result.signals_received.push_back(signal);
+    if (!exit) {
+      exit = TryReap(pid, &reap_status);
+      if (exit) {
+        result.exit = *exit;
+        result.command_exit_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+      }
+    }
+    take_sample(Clock::now());
+    if (exit && !tree_alive()) break;
     const Clock::time_point now = Clock::now();
     deadline += options.interval;
     if (deadline <= now) deadline = now + options.interval;  // fell behind: skip, do not burst
     const timespec wake = ToTimespec(deadline);
     // steady_clock is CLOCK_MONOTONIC on Linux (libstdc++ and libc++).
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &wake, nullptr) == EINTR) {
-      for (int signal : forwarder.Forward(pid)) result.signals_received.push_back(signal);
+      for (int signal : forwarder.Forward(pgid)) result.signals_received.push_back(signal);
     }
   }
   result.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+  guard.Release();
   if (options.become_subreaper) ReapOrphans();
   if (!reap_status.ok()) result.errors.push_back(reap_status);
 

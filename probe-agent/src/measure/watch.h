@@ -31,6 +31,9 @@ struct WatchOptions {
   // memory still counts. Only the CLI turns this on: it changes the process
   // for good.
   bool become_subreaper = false;
+  // A JobGuard process ends the job's process group if the probe dies first
+  // (child_process.h).
+  bool guard_job = true;
 };
 
 struct WatchResult {
@@ -46,11 +49,18 @@ struct WatchResult {
   std::size_t timeline_stride = 1;
   std::size_t samples = 0;
   std::size_t failed_samples = 0;
+  // From the start to the end of the job's whole process tree.
   std::int64_t duration_ms = 0;
+  // From the start to the exit of the command itself; less than duration_ms
+  // when processes it started outlived it.
+  std::int64_t command_exit_ms = 0;
   std::chrono::milliseconds interval{0};
   std::vector<Status> errors;  // problems that did not stop the measurement
 };
 
+// The command runs in a process group of its own; every signal the probe can
+// catch is passed on to that group (SignalForwarder), and the measurement goes
+// on until the whole group - and, as a subreaper, every orphan - has ended.
 // Fails, without running the command, when the source cannot read the device;
 // fails with kExecFailed when the command cannot start; fails after the run
 // when not one sample succeeded. A command that crashes or is interrupted is a
