@@ -248,4 +248,40 @@ describe('the built page in Chromium', () => {
     assert.deepEqual(blocked, [], 'the page tried to reach the network');
     assert.deepEqual(consoleErrors, [], 'the page logged errors');
   });
+
+  it('imports an Axolotl recipe dropped on the page and shows the peak vram-probe estimate --from gives', async (t) => {
+    const recipe = resolve(siteDir, '..', 'tests', 'fixtures', 'import', 'axolotl_qlora-1b.yml');
+    await page.goto(`${base}#gpu=H100%2080GB`);
+    await page.waitForSelector('output[data-bytes]', { timeout: 30000 });
+    // Drop the file on the import card's drop zone, as a user does.
+    const text = readFileSync(recipe, 'utf8');
+    const zone = page.getByRole('group', { name: 'Drop configuration files here' });
+    const transfer = await page.evaluateHandle((body) => {
+      const dt = new DataTransfer();
+      dt.items.add(new File([body], 'axolotl_qlora-1b.yml', { type: 'application/yaml' }));
+      return dt;
+    }, text);
+    await zone.dispatchEvent('drop', { dataTransfer: transfer });
+    const report = page.getByRole('region', { name: 'Import report' });
+    await report.getByText('axolotl_qlora-1b.yml').first().waitFor({ timeout: 30000 });
+    const run = spawnSync(probe, ['estimate', '--from', recipe, '--gpu', 'H100 80GB', '--json'], {
+      encoding: 'utf8',
+      timeout: 30000,
+    });
+    assert.equal(run.status, 0, run.stderr || run.stdout);
+    const native = JSON.parse(run.stdout);
+    await page.waitForFunction(
+      (bytes) => document.querySelector('output[data-bytes]')?.getAttribute('data-bytes') === bytes,
+      String(native.peak_bytes),
+      { timeout: 30000 },
+    );
+    t.diagnostic(
+      `axolotl qlora-1b: page and vram-probe estimate --from both ${native.peak_bytes} bytes`,
+    );
+    const request = JSON.parse(await page.getByTestId('request-json').textContent());
+    assert.equal(request.train.framework, 'axolotl');
+    assert.equal(request.train.method, 'qlora');
+    assert.deepEqual(blocked, [], 'the page tried to reach the network');
+    assert.deepEqual(consoleErrors, [], 'the page logged errors');
+  });
 });
