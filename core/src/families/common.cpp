@@ -1,9 +1,14 @@
 #include <algorithm>
 
 #include "families/llama_like.h"
+#include "memory/bytes.h"
 #include "vram/families.h"
 
 namespace vram::detail {
+
+namespace {
+constexpr const char* kParams = "the parameter count";
+}  // namespace
 
 void add_linear(ModelSpec& s, const std::string& module, const char* component, const std::string& stack, int64_t in,
                 int64_t out, bool bias, int64_t instances) {
@@ -15,8 +20,9 @@ void add_linear(ModelSpec& s, const std::string& module, const char* component, 
   g.in_features = in;
   g.out_features = out;
   g.bias = bias;
-  g.numel = in * out + (bias ? out : 0);
+  g.numel = bytes::add(bytes::mul(in, out, kParams), bias ? out : 0, kParams);
   g.instances = instances;
+  bytes::mul(g.numel, instances, kParams);  // total() stays exact
   s.groups.push_back(g);
 }
 
@@ -29,7 +35,7 @@ void add_embedding(ModelSpec& s, const std::string& module, const std::string& s
   g.kind = ModuleKind::kEmbedding;
   g.in_features = rows;
   g.out_features = dim;
-  g.numel = rows * dim;
+  g.numel = bytes::mul(rows, dim, kParams);
   s.groups.push_back(g);
 }
 
@@ -42,8 +48,9 @@ void add_norm(ModelSpec& s, const std::string& module, const std::string& stack,
   g.kind = ModuleKind::kNorm;
   g.out_features = dim;
   g.bias = bias;
-  g.numel = dim * (bias ? 2 : 1);
+  g.numel = bytes::mul(dim, bias ? 2 : 1, kParams);
   g.instances = instances;
+  bytes::mul(g.numel, instances, kParams);
   s.groups.push_back(g);
 }
 
@@ -56,6 +63,7 @@ void add_other(ModelSpec& s, const std::string& module, const char* component, c
   g.kind = ModuleKind::kOther;
   g.numel = numel;
   g.instances = instances;
+  bytes::mul(g.numel, instances, kParams);
   s.groups.push_back(g);
 }
 

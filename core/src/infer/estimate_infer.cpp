@@ -10,6 +10,7 @@
 #include <map>
 
 #include "format.h"
+#include "memory/bytes.h"
 #include "memory/overheads.h"
 #include "vram/gpus.h"
 #include "vram/status.h"
@@ -19,7 +20,10 @@ namespace vram::infer {
 namespace {
 
 using memory::ceil_div;
-int64_t ceil_bytes(double x) { return static_cast<int64_t>(std::ceil(x)); }
+// Whole bytes of a fractional figure, checked (memory/bytes.h).
+int64_t ceil_bytes(double x, std::string_view what = "a memory figure") { return bytes::ceil(x, what); }
+constexpr const char* kKv = "the KV cache";
+constexpr const char* kWeights = "the weights";
 
 struct Format {
   const char* name;
@@ -172,15 +176,16 @@ int64_t weights_per_gpu(const ModelSpec& m, const Format& fmt, int64_t tp, bool 
                        (quant_head || g.component != std::string(comp::kLmHead)) &&
                        (!fmt.experts_only || g.component == std::string(comp::kExperts));
     if (!quant) {
-      weights += ceil_div(hp * g.total(), share);
+      weights = bytes::add(weights, ceil_div(bytes::mul(hp, g.total(), kWeights), share), kWeights);
       continue;
     }
-    const int64_t values = g.in_features * g.out_features;
+    const int64_t values = bytes::mul(g.in_features, g.out_features, kWeights);
     const int64_t groups = fmt.group > 0 ? ceil_div(values, fmt.group) : g.out_features;
-    const int64_t bytes =
-        ceil_bytes(static_cast<double>(values) * fmt.linear_bytes + static_cast<double>(groups) * fmt.scale_bytes) +
+    const int64_t one =
+        ceil_bytes(static_cast<double>(values) * fmt.linear_bytes + static_cast<double>(groups) * fmt.scale_bytes,
+                   kWeights) +
         (g.bias ? 2 * g.out_features : 0);
-    weights += ceil_div(bytes * g.instances, share);
+    weights = bytes::add(weights, ceil_div(bytes::mul(one, g.instances, kWeights), share), kWeights);
   }
   return weights;
 }
@@ -298,13 +303,16 @@ Phase make_phase(const Request& req, const Serving& sv, const char* key, const c
   p.parts = std::move(parts);
   p.parts["cublas_workspace"] = fx.cublas;
   p.parts["misc"] = req.overheads.misc_bytes;
-  for (const auto& [k, v] : p.parts) p.allocated_bytes += v;
-  p.reserved_bytes = p.allocated_bytes + ceil_bytes(sv.frag * static_cast<double>(p.allocated_bytes));
+  constexpr const char* kPhase = "the memory of one phase";
+  for (const auto& [k, v] : p.parts) p.allocated_bytes = bytes::add(p.allocated_bytes, v, kPhase);
+  p.reserved_bytes =
+      bytes::add(p.allocated_bytes, ceil_bytes(sv.frag * static_cast<double>(p.allocated_bytes), kPhase), kPhase);
   p.parts["allocator"] = p.reserved_bytes - p.allocated_bytes;
   p.parts["cuda_context"] = fx.context;
   if (fx.nccl > 0) p.parts["nccl"] = fx.nccl;
   if (outside_extra > 0) p.parts["cuda_graphs"] = outside_extra;
-  p.device_bytes = p.reserved_bytes + fx.context + fx.nccl + outside_extra;
+  p.device_bytes =
+      bytes::add(bytes::add(p.reserved_bytes, fx.context, kPhase), bytes::add(fx.nccl, outside_extra, kPhase), kPhase);
   return p;
 }
 
@@ -331,26 +339,31 @@ Sizes hf_generate(Estimate& e, const Request& req, const Serving& sv) {
   const int64_t ctx = o.context_len;
   const int64_t prompt = o.prompt_len > 0 ? o.prompt_len : ctx;
   Sizes z;
+  const int64_t tokens = bytes::mul(B, ctx, "tokens in the KV cache");
+  const int64_t prompt_tokens = bytes::mul(B, prompt, "prompt tokens");
   z.kv = ceil_bytes((sv.kv_tok_at(ctx) * static_cast<double>(ctx) + sv.cross_tok * static_cast<double>(prompt)) *
-                    static_cast<double>(B));
-  z.ssm = ceil_bytes(sv.ssm_seq * static_cast<double>(B));
-  const int64_t cat_copy =
-      ceil_bytes(sv.kv_tok_full / std::max<int64_t>(req.model.text.layers, 1) * static_cast<double>(B * ctx));
-  z.prefill = ceil_bytes(sv.pre_tok * static_cast<double>(B * prompt));
-  z.logits = B * ceil_div(req.model.vocab, sv.tp) * (2 + 4);
+                        static_cast<double>(B),
+                    kKv);
+  z.ssm = ceil_bytes(sv.ssm_seq * static_cast<double>(B), "the state-space cache");
+  const int64_t cat_copy = ceil_bytes(
+      sv.kv_tok_full / static_cast<double>(std::max<int64_t>(req.model.text.layers, 1)) * static_cast<double>(tokens),
+      kKv);
+  z.prefill = ceil_bytes(sv.pre_tok * static_cast<double>(prompt_tokens), "the prefill activations");
+  z.logits = bytes::mul(B, ceil_div(req.model.vocab, sv.tp), 2 + 4, "the logits");
   const int64_t W = sv.fx.weights;
   e.phases.push_back(make_phase(req, sv, "weights_loaded", "weights loaded", {{"weights", W}}, 0));
-  e.phases.push_back(make_phase(req, sv, "prefill", "prefill (prompt through the model)",
-                                {{"weights", W},
-                                 {"kv_cache", ceil_bytes(sv.kv_tok_at(prompt) * static_cast<double>(B * prompt))},
-                                 {"ssm_state", z.ssm},
-                                 {"activations", z.prefill},
-                                 {"dequant", dequant_bytes(sv, B, prompt)},
-                                 {"logits", z.logits}},
-                                0));
+  e.phases.push_back(
+      make_phase(req, sv, "prefill", "prefill (prompt through the model)",
+                 {{"weights", W},
+                  {"kv_cache", ceil_bytes(sv.kv_tok_at(prompt) * static_cast<double>(prompt_tokens), kKv)},
+                  {"ssm_state", z.ssm},
+                  {"activations", z.prefill},
+                  {"dequant", dequant_bytes(sv, B, prompt)},
+                  {"logits", z.logits}},
+                 0));
   e.phases.push_back(make_phase(req, sv, "decode", "decoding at full context",
                                 {{"weights", W},
-                                 {"kv_cache", z.kv + cat_copy},
+                                 {"kv_cache", bytes::add(z.kv, cat_copy, kKv)},
                                  {"ssm_state", z.ssm},
                                  {"dequant", dequant_bytes(sv, B, 1)},
                                  {"logits", z.logits}},
@@ -374,14 +387,16 @@ Sizes litgpt_generate(Estimate& e, const Request& req, const Serving& sv) {
   const int64_t prompt = o.prompt_len > 0 ? o.prompt_len : ctx;
   const int64_t vocab = ceil_div(req.model.vocab, sv.tp);
   Sizes z;
-  z.kv = ceil_bytes(sv.kv_tok_at(ctx) * static_cast<double>(ctx) * static_cast<double>(B));
-  z.mask = ctx * ctx;
-  z.prefill = ceil_bytes(sv.pre_tok * static_cast<double>(B * prompt));
-  const int64_t prefill_logits = B * prompt * vocab * 2 + B * vocab * 4;
-  z.logits = B * vocab * (2 + 4);
+  z.kv = ceil_bytes(sv.kv_tok_at(ctx) * static_cast<double>(ctx) * static_cast<double>(B), kKv);
+  z.mask = bytes::mul(ctx, ctx, "the mask cache");
+  z.prefill = ceil_bytes(sv.pre_tok * static_cast<double>(bytes::mul(B, prompt)), "the prefill activations");
+  const int64_t prefill_logits = bytes::add(bytes::mul(bytes::mul(B, prompt, "the logits"), vocab, 2, "the logits"),
+                                            bytes::mul(B, vocab, 4), "the logits");
+  z.logits = bytes::mul(B, vocab, 2 + 4, "the logits");
   const int64_t W = sv.fx.weights;
-  e.phases.push_back(make_phase(req, sv, "kv_cache_allocated", "KV cache and mask cache allocated",
-                                {{"weights", W}, {"kv_cache", z.kv}, {"mask_cache", 2 * z.mask}}, 0));
+  e.phases.push_back(
+      make_phase(req, sv, "kv_cache_allocated", "KV cache and mask cache allocated",
+                 {{"weights", W}, {"kv_cache", z.kv}, {"mask_cache", bytes::mul(2, z.mask, "the mask cache")}}, 0));
   e.phases.push_back(make_phase(req, sv, "prefill", "prefill (prompt through the model)",
                                 {{"weights", W},
                                  {"kv_cache", z.kv},
@@ -418,16 +433,17 @@ Sizes vllm_serving(Estimate& e, const Request& req, const Serving& sv) {
                             : static_cast<int64_t>(*req.gpu.memory_gib * 1073741824.0 * (1.0 - kDriverReserveFraction));
   const int64_t requested = static_cast<int64_t>(static_cast<double>(total) * o.gpu_memory_utilization);
   Sizes z;
-  z.prefill = ceil_bytes(sv.pre_tok * static_cast<double>(o.max_num_batched_tokens));
+  z.prefill = ceil_bytes(sv.pre_tok * static_cast<double>(o.max_num_batched_tokens), "the prefill activations");
   // The profiling dummy run computes fp32 logits for every one of its
   // max_num_batched_tokens tokens. Check against llm-d's measured "peak
   // activation" on H100 (research §7.4): Llama-3.1-8B 4.76 GiB (8192 x
   // 128,256 x 4 B = 3.91 GiB of it), Qwen3-0.6B 5.56 GiB (8192 x 151,936 x
   // 4 B = 4.64 GiB).
-  z.logits = std::max(o.max_num_batched_tokens, o.max_num_seqs) * ceil_div(m.vocab, sv.tp) * 4;
-  const int64_t non_kv = sv.fx.weights + z.prefill + z.logits + sv.fx.cublas + sv.fx.nccl;
+  z.logits = bytes::mul(std::max(o.max_num_batched_tokens, o.max_num_seqs), ceil_div(m.vocab, sv.tp), 4, "the logits");
+  const int64_t non_kv =
+      bytes::add(bytes::add(sv.fx.weights, z.prefill), bytes::add(z.logits, sv.fx.cublas + sv.fx.nccl));
   const int64_t pool = std::max<int64_t>(requested - non_kv, 0);
-  const int64_t page = ceil_bytes(sv.kv_tok_full * static_cast<double>(o.block_size));
+  const int64_t page = ceil_bytes(sv.kv_tok_full * static_cast<double>(o.block_size), kKv);
   const int64_t blocks = page > 0 ? pool / page : 0;
   z.kv = blocks * page;
   const int64_t ctx = o.context_len;
@@ -473,7 +489,7 @@ void serving_components(Estimate& e, const Request& req, const Serving& sv, cons
                           vllm ? "blocks of " + std::to_string(o.block_size) +
                                      " tokens filling gpu_memory_utilization " +
                                      std::to_string(o.gpu_memory_utilization).substr(0, 4)
-                               : fmt_int(ceil_bytes(sv.kv_tok_at(ctx))) + " B/token x batch " + std::to_string(B) +
+                               : fmt_int(ceil_bytes(sv.kv_tok_at(ctx), kKv)) + " B/token x batch " + std::to_string(B) +
                                      " x context " + std::to_string(ctx),
                           Pool::kAllocated});
   if (req.model.text.ssm_layers > 0) {
@@ -487,7 +503,7 @@ void serving_components(Estimate& e, const Request& req, const Serving& sv, cons
   }
   e.components.push_back({"activations", "Prefill activations (one layer)", z.prefill,
                           "per token " + fmt_int(ceil_bytes(sv.pre_tok)) + " B x " +
-                              std::to_string(vllm ? o.max_num_batched_tokens : B * prompt) + " tokens",
+                              std::to_string(vllm ? o.max_num_batched_tokens : bytes::mul(B, prompt)) + " tokens",
                           Pool::kAllocated});
   if (sv.dequant > 0) {
     e.components.push_back({"dequant", "4-bit weights dequantised by a multi-token forward", sv.dequant,
@@ -554,6 +570,9 @@ void serving_assumptions(Estimate& e, const Request& req, const Serving& sv) {
 
 Result<Estimate> estimate_infer(const Request& req) {
   try {
+    // The input blamed when a figure exceeds limits::kMaxBytes: the larger
+    // factor of the cached tokens.
+    const bytes::Driver driver(req.infer.batch > req.infer.context_len ? "infer.batch" : "infer.context_len");
     const Serving sv = serving(req);
     Estimate e;
     e.engine = req.infer.engine;
@@ -571,15 +590,15 @@ Result<Estimate> estimate_infer(const Request& req) {
     // vLLM's device use is its budget, whatever the cache holds.
     if (sv.vllm && !e.phases.empty() && e.warnings.empty()) e.peak_phase = "serving";
     const int64_t layers = std::max<int64_t>(req.model.text.layers, 1);
-    e.facts.insert(e.facts.begin(), {"kv_bytes_per_token", ceil_bytes(sv.kv_tok_full)});
+    e.facts.insert(e.facts.begin(), {"kv_bytes_per_token", ceil_bytes(sv.kv_tok_full, kKv)});
     e.facts.insert(e.facts.begin() + 1,
-                   {"kv_bytes_per_token_per_layer", ceil_bytes(sv.kv_tok_full / static_cast<double>(layers))});
+                   {"kv_bytes_per_token_per_layer", ceil_bytes(sv.kv_tok_full / static_cast<double>(layers), kKv)});
     e.facts.push_back({"kv_cache_bytes", z.kv});
     if (z.ssm > 0) e.facts.push_back({"ssm_state_bytes", z.ssm});
     e.facts.push_back({"tp", sv.tp});
     serving_components(e, req, sv, z);
     serving_assumptions(e, req, sv);
-    e.tokens_per_micro_batch = req.infer.batch * req.infer.context_len;
+    e.tokens_per_micro_batch = bytes::mul(req.infer.batch, req.infer.context_len, "tokens in the KV cache");
     return e;
   } catch (const Failure& f) {
     return f.error();

@@ -5,11 +5,12 @@
 #include <cmath>
 
 #include "format.h"
+#include "memory/bytes.h"
 #include "memory/overheads.h"
 
 namespace vram::memory {
 
-int64_t to_bytes(double x) { return static_cast<int64_t>(std::ceil(x)); }
+int64_t to_bytes(double x, std::string_view what) { return bytes::ceil(x, what); }
 
 int64_t ActivationStack::resident(int64_t stack_bytes) const {
   return offload ? std::min(stack_bytes, 2 * layer_max) : stack_bytes;
@@ -22,7 +23,7 @@ std::vector<Piece> layer_pieces(const LayerActivations& a, bool selective, int64
   std::vector<Piece> out;
   for (const auto& i : a.items) {
     if (selective && i.score_path) continue;
-    const int64_t bytes = to_bytes(i.bytes_per_token * static_cast<double>(tokens));
+    const int64_t bytes = to_bytes(i.bytes_per_token * static_cast<double>(tokens), "a saved activation");
     if (bytes > 0) out.push_back({bytes, 1});
   }
   std::sort(out.begin(), out.end(), [](const Piece& x, const Piece& y) { return x.bytes > y.bytes; });
@@ -62,9 +63,11 @@ int64_t vision_bytes(const Request& req, const TrainablePlan& plan, const Dtypes
   const TrainOptions& t = req.train;
   const LayerStack* vs = m.stack("vision");
   if (vs == nullptr || t.images_per_sample <= 0 || !plan.vision_needs_grad) return 0;
-  const int64_t nv = micro_batch * t.images_per_sample * std::max<int64_t>(m.vision.encoder_tokens_per_image, 1);
+  const int64_t nv = bytes::mul(micro_batch, t.images_per_sample,
+                                std::max<int64_t>(m.vision.encoder_tokens_per_image, 1), "vision tower tokens");
   const LayerActivations va = layer_activations(req, *vs, plan, dt, m.vision.encoder_tokens_per_image, false, true);
-  return to_bytes(va.per_token() * static_cast<double>(nv)) * vs->layers;
+  return bytes::mul(to_bytes(va.per_token() * static_cast<double>(nv), "vision tower activations"), vs->layers,
+                    "vision tower activations");
 }
 
 }  // namespace
@@ -75,7 +78,7 @@ ActivationStack activation_stack(const Request& req, const TrainablePlan& plan, 
   const LayerStack& st = req.model.text;
   const int64_t L = st.layers;
   const int64_t s = t.seq_len;
-  const int64_t N = micro_batch * s;
+  const int64_t N = bytes::mul(micro_batch, s, "tokens per micro-batch");
   const int64_t h = st.hidden;
   ActivationStack a;
   a.first_grad_layer = plan.first_grad_layer;
@@ -94,14 +97,16 @@ ActivationStack activation_stack(const Request& req, const TrainablePlan& plan, 
   a.saved_moe = std::min(st.moe_layers, grad_layers);
   a.saved_dense = std::max<int64_t>(grad_layers - a.saved_moe, 0);
   const double ckpt_factor = req.calibration.checkpointing.value_or(1.0);
-  a.layer_dense = to_bytes(dense_tok * N);
-  a.layer_moe = to_bytes(moe_tok * N);
+  constexpr const char* kSaved = "saved activations";
+  a.layer_dense = to_bytes(dense_tok * static_cast<double>(N), kSaved);
+  a.layer_moe = to_bytes(moe_tok * static_cast<double>(N), kSaved);
   if (t.checkpointing == Checkpointing::kFull) {
     // HF gradient checkpointing saves each decoder layer's input
     // (Korthikanti et al. 2022: 2sbh per layer) and re-runs one layer at a
     // time in backward.
-    const int64_t per = to_bytes(static_cast<double>(dt.residual) * h * N * ckpt_factor);
-    a.layers = per * grad_layers;
+    const int64_t per = to_bytes(
+        static_cast<double>(dt.residual) * static_cast<double>(h) * static_cast<double>(N) * ckpt_factor, kSaved);
+    a.layers = bytes::mul(per, grad_layers, kSaved);
     a.one_layer = std::max(a.layer_dense, a.saved_moe > 0 ? a.layer_moe : 0);
     a.formula = fmt_int(grad_layers) + " layers x " + fmt_int(N) + " tokens x " + std::to_string(dt.residual) +
                 " B x h " + fmt_int(h) + " (checkpointed layer inputs)";
@@ -109,15 +114,18 @@ ActivationStack activation_stack(const Request& req, const TrainablePlan& plan, 
     a.layer_moe = per;
     a.dense_pieces = a.moe_pieces = {{per, 1}};
   } else {
-    a.layers = a.layer_dense * a.saved_dense + a.layer_moe * a.saved_moe;
+    a.layers = bytes::add(bytes::mul(a.layer_dense, a.saved_dense, kSaved),
+                          bytes::mul(a.layer_moe, a.saved_moe, kSaved), kSaved);
     a.formula =
-        fmt_int(N) + " tokens x (" + fmt_int(a.saved_dense) + " layers x " + fmt_int(to_bytes(dense_tok)) + " B" +
-        (a.saved_moe > 0 ? " + " + fmt_int(a.saved_moe) + " MoE layers x " + fmt_int(to_bytes(moe_tok)) + " B" : "") +
+        fmt_int(N) + " tokens x (" + fmt_int(a.saved_dense) + " layers x " + fmt_int(to_bytes(dense_tok, kSaved)) +
+        " B" +
+        (a.saved_moe > 0 ? " + " + fmt_int(a.saved_moe) + " MoE layers x " + fmt_int(to_bytes(moe_tok, kSaved)) + " B"
+                         : "") +
         ") per token";
     a.dense_pieces = layer_pieces(dense_act, selective, N);
     a.moe_pieces = layer_pieces(moe_act, selective, N);
   }
-  a.head = to_bytes(head_per_token(req, plan, dt, pos.last) * N);
+  a.head = to_bytes(head_per_token(req, plan, dt, pos.last) * static_cast<double>(N), "the head's saved inputs");
   a.vision = vision_bytes(req, plan, dt, micro_batch);
   // Activation offloading (torch.autograd.graph.save_on_cpu, or the
   // "offload" gradient checkpointing of axolotl / Unsloth): saved tensors
@@ -126,15 +134,19 @@ ActivationStack activation_stack(const Request& req, const TrainablePlan& plan, 
   a.layer_max = std::max(a.layer_dense, a.saved_moe > 0 ? a.layer_moe : 0);
   // 1F1B: pipeline rank r holds up to pp - r micro-batches in flight;
   // interleaving holds a fraction more (layout.h pipeline_stages).
-  auto in_flight = [&](int64_t x) { return ceil_div(x * pos.in_flight_num, pos.in_flight_den); };
+  auto in_flight = [&](int64_t x) {
+    return ceil_div(bytes::mul(x, pos.in_flight_num, "activations of the micro-batches in flight"), pos.in_flight_den);
+  };
   a.layers = in_flight(a.layers);
   a.layer_dense = in_flight(a.layer_dense);
   a.layer_moe = in_flight(a.layer_moe);
   // Backward of one layer: the hidden-state gradients and the attention
   // kernel's workspaces, one dequantised 4-bit weight (MatMul4Bit), and the
   // gradient flowing into the layer below.
-  a.backward_temp = to_bytes(layer_backward_transient(req, st, dt) * N) + sz.qlora_dequant;
-  a.dx = static_cast<int64_t>(dt.residual) * N * h;
+  constexpr const char* kBackward = "one layer's backward temporaries";
+  a.backward_temp = bytes::add(to_bytes(layer_backward_transient(req, st, dt) * static_cast<double>(N), kBackward),
+                               sz.qlora_dequant, kBackward);
+  a.dx = bytes::mul(static_cast<int64_t>(dt.residual), N, h, "the hidden-state gradient");
   return a;
 }
 

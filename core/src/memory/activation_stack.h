@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "memory/model_state.h"
@@ -16,8 +17,9 @@
 
 namespace vram::memory {
 
-// Rounds a per-token byte figure times tokens up to whole bytes.
-int64_t to_bytes(double x);
+// Rounds a per-token byte figure times tokens up to whole bytes, checked
+// (bytes.h): above limits::kMaxBytes it fails naming `what`.
+int64_t to_bytes(double x, std::string_view what = "a memory figure");
 
 // Where the stack sits in a pipeline: the last stage holds the head, and
 // `in_flight_num / in_flight_den` micro-batches of activations.

@@ -5,11 +5,14 @@
 
 #include "format.h"
 #include "memory/activation_stack.h"
+#include "memory/bytes.h"
 #include "memory/overheads.h"
 
 namespace vram::memory {
 
 namespace {
+
+constexpr const char* kLoss = "the logits and loss buffers";
 
 // LoRA on the output layer, N tokens (peft tuners/lora/layer.py
 // Linear.forward):
@@ -36,14 +39,16 @@ void head_lora_buffers(LossBuffers& out, const Dtypes& dt, const HeadLora& head,
   const int64_t ab = dt.autocast ? 2 : dt.adapter;  // lora_B's output
   const int64_t sum = std::max(le, ab);             // base + scaled, type-promoted
   const double nv = static_cast<double>(N) * static_cast<double>(head.out) * logit_factor;
-  out.head_lora_forward_pieces = {{to_bytes(nv * static_cast<double>(sum)), 1},
-                                  {to_bytes(nv * static_cast<double>(ab)), 1},
-                                  {to_bytes(nv * static_cast<double>(le)), 1}};
-  out.head_lora_backward_pieces = {{to_bytes(nv * static_cast<double>(sum)), 1},
-                                   {to_bytes(nv * static_cast<double>(ab)), 1}};
-  if (sum != le) out.head_lora_backward_pieces.push_back({to_bytes(nv * static_cast<double>(le)), 1});
-  for (const Piece& p : out.head_lora_forward_pieces) out.head_lora_forward += p.bytes;
-  for (const Piece& p : out.head_lora_backward_pieces) out.head_lora_backward += p.bytes;
+  out.head_lora_forward_pieces = {{to_bytes(nv * static_cast<double>(sum), kLoss), 1},
+                                  {to_bytes(nv * static_cast<double>(ab), kLoss), 1},
+                                  {to_bytes(nv * static_cast<double>(le), kLoss), 1}};
+  out.head_lora_backward_pieces = {{to_bytes(nv * static_cast<double>(sum), kLoss), 1},
+                                   {to_bytes(nv * static_cast<double>(ab), kLoss), 1}};
+  if (sum != le) out.head_lora_backward_pieces.push_back({to_bytes(nv * static_cast<double>(le), kLoss), 1});
+  for (const Piece& p : out.head_lora_forward_pieces)
+    out.head_lora_forward = bytes::add(out.head_lora_forward, p.bytes, kLoss);
+  for (const Piece& p : out.head_lora_backward_pieces)
+    out.head_lora_backward = bytes::add(out.head_lora_backward, p.bytes, kLoss);
   const int64_t bwd = sum + ab + (sum != le ? le : 0);
   out.formula += "; LoRA on " + head.module + ": N x V x (" + std::to_string(le) + " base logits + " +
                  std::to_string(ab) + " scaled B(A x) + " + std::to_string(sum) + " their sum) in its forward, x " +
@@ -56,7 +61,7 @@ LossBuffers loss_buffers(const Request& req, const Dtypes& dt, int64_t grads_hea
                          const HeadLora& head) {
   const TrainOptions& t = req.train;
   const LayerStack& st = req.model.text;
-  const int64_t N = micro_batch * t.seq_len;
+  const int64_t N = bytes::mul(micro_batch, t.seq_len, "tokens per micro-batch");
   const int64_t V = req.model.vocab;
   const int64_t h = st.hidden;
   // transformers loss_utils.py ForCausalLMLoss: logits (compute dtype),
@@ -79,28 +84,30 @@ LossBuffers loss_buffers(const Request& req, const Dtypes& dt, int64_t grads_hea
     // loss phase on rather than as a loss buffer.
     const int64_t inc = ceil_div(V, h);
     int64_t chunk = 1;
-    while (chunk < ceil_div(N, inc)) chunk *= 2;
+    const int64_t chunks = ceil_div(N, inc);
+    while (chunk < chunks) chunk *= 2;
     out.early_head_grads = t.gradients_persist() ? 0 : grads_head;
     loss_fwd = to_bytes(
-        (static_cast<double>(chunk) * V * (logits_elem + 4) + static_cast<double>(N) * h * logits_elem) * logit_factor);
+        (static_cast<double>(chunk) * V * (logits_elem + 4) + static_cast<double>(N) * h * logits_elem) * logit_factor,
+        kLoss);
     loss_bwd = loss_fwd;
-    out.forward_pieces = {{to_bytes(static_cast<double>(chunk) * V * (logits_elem + 4) * logit_factor), 1},
-                          {to_bytes(static_cast<double>(N) * h * logits_elem * logit_factor), 1}};
+    out.forward_pieces = {{to_bytes(static_cast<double>(chunk) * V * (logits_elem + 4) * logit_factor, kLoss), 1},
+                          {to_bytes(static_cast<double>(N) * h * logits_elem * logit_factor, kLoss), 1}};
     out.backward_pieces = out.forward_pieces;
     loss_formula =
         "fused linear cross-entropy: chunk " + fmt_int(chunk) + " x V " + fmt_int(V) + " logits + grad_input N x h";
   } else if (lm_loss) {
     const int64_t upcast = logits_elem == 4 ? 0 : 4;
-    loss_fwd = to_bytes(static_cast<double>(N) * V * (logits_elem + upcast + 4) * logit_factor);
+    loss_fwd = to_bytes(static_cast<double>(N) * V * (logits_elem + upcast + 4) * logit_factor, kLoss);
     // PyTorch <= 1.10 (train.softmax_saves_input): log_softmax also keeps its
     // fp32 input until its backward (derivatives.yaml up to 1.10:
     // _log_softmax_backward_data(grad, result, dim, self); issue #64000).
     const int64_t kept_in = t.softmax_saves_input ? 1 : 0;
-    loss_bwd = to_bytes(static_cast<double>(N) * V * (12.0 + 4.0 * kept_in) * logit_factor);
+    loss_bwd = to_bytes(static_cast<double>(N) * V * (12.0 + 4.0 * kept_in) * logit_factor, kLoss);
     // Forward: the logits, their fp32 copy, the saved log_softmax output;
     // backward: three fp32 N x V tensors (the saved output and two grads).
-    const int64_t nv4 = to_bytes(static_cast<double>(N) * V * 4.0 * logit_factor);
-    out.forward_pieces = {{nv4, 1}, {to_bytes(static_cast<double>(N) * V * logits_elem * logit_factor), 1}};
+    const int64_t nv4 = to_bytes(static_cast<double>(N) * V * 4.0 * logit_factor, kLoss);
+    out.forward_pieces = {{nv4, 1}, {to_bytes(static_cast<double>(N) * V * logits_elem * logit_factor, kLoss), 1}};
     if (upcast > 0) out.forward_pieces.push_back({nv4, 1});
     out.backward_pieces = {{nv4, 3 + kept_in}};
     loss_formula = "N " + fmt_int(N) + " x V " + fmt_int(V) + " x (" + std::to_string(logits_elem) + " logits + " +

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "format.h"
+#include "memory/bytes.h"
 #include "memory/overheads.h"
 
 namespace vram::memory {
@@ -14,7 +15,7 @@ ParallelBuffers parallel_buffers(const Request& req, const ParallelOptions& par,
   const LayerStack& st = m.text;
   const int64_t b = micro_batch;
   const int64_t s = req.train.seq_len;
-  const int64_t N = b * s;
+  const int64_t N = bytes::mul(b, s, "tokens per micro-batch");
   const int64_t h = st.hidden;
   ParallelBuffers out;
   // One decoder layer's parameters on this rank (FSDP unit, ZeRO-3 gather):
@@ -119,14 +120,19 @@ ParallelBuffers parallel_buffers(const Request& req, const ParallelOptions& par,
   // send/receive buffers in forward; backward adds two dK/dV buffers.
   if (par.cp > 1) {
     const int64_t v_dim = st.v_head_dim > 0 ? st.v_head_dim : st.head_dim;
-    out.cp_kv = N * st.kv_heads * (st.head_dim + v_dim) * (dt.autocast ? 2 : dt.compute);  // one K + V buffer
+    constexpr const char* kCp = "the context-parallel K/V buffers";
+    out.cp_kv =
+        bytes::mul(bytes::mul(N, st.kv_heads, kCp), bytes::mul(st.head_dim + v_dim, dt.autocast ? 2 : dt.compute),
+                   kCp);  // one K + V buffer
   }
   // Expert parallel token dispatch (Megatron-core MoEAlltoAllTokenDispatcher):
   // the permuted tokens sent and the tokens received, N x k x h each in the
   // compute dtype, live around each MoE layer's all-to-all (balanced routing).
   if (par.ep > 1 && st.moe_layers > 0) {
+    constexpr const char* kDispatch = "the expert-parallel token dispatch buffers";
     out.dispatch =
-        2 * b * s * st.experts_per_token * h * (dt.autocast ? 2 : dt.compute) / std::max<int64_t>(st.hidden_split, 1);
+        bytes::mul(bytes::mul(2, N, st.experts_per_token, kDispatch), h, dt.autocast ? 2 : dt.compute, kDispatch) /
+        std::max<int64_t>(st.hidden_split, 1);
   }
   return out;
 }

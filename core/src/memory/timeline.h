@@ -99,4 +99,11 @@ struct Moment {
 // first of equals).
 std::vector<Moment> replay(const Timeline& timeline);
 
+// The most live bytes of each component at any mark. A phase keeps only its
+// largest moment, where a component need not be at its own largest (the
+// backward phase of a model with a huge vocabulary peaks at the head, before
+// any layer's backward temporaries exist): a component's size is its peak
+// over every marked moment.
+std::map<std::string, int64_t> component_peaks(const Timeline& timeline);
+
 }  // namespace vram::memory

@@ -5,11 +5,13 @@
 #include "train/estimate_train.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 
 #include "fit.h"
 #include "format.h"
 #include "memory/allocator_replay.h"
+#include "memory/bytes.h"
 #include "train/step.h"
 
 namespace vram::train {
@@ -17,6 +19,13 @@ namespace vram::train {
 namespace {
 
 using memory::to_bytes;
+
+// The input blamed when a training figure exceeds limits::kMaxBytes: the
+// token count's larger factor (every activation and loss term scales with
+// micro_batch x seq_len).
+std::string token_driver(const TrainOptions& t) {
+  return t.micro_batch > t.seq_len ? "train.micro_batch" : "train.seq_len";
+}
 
 // Phases from the replayed moments: the allocated view (live tensors), the
 // reserved view (the caching-allocator replay, or a given fragmentation
@@ -50,11 +59,14 @@ void assemble_phases(Estimate& e, const RankBasis& b, const memory::Timeline& tl
     ph.parts = m.parts;
     const int64_t alloc = m.allocated;
     ph.allocated_bytes = alloc;
-    ph.reserved_bytes = frag ? alloc + to_bytes(*frag * static_cast<double>(alloc)) : std::max(rr.reserved[i], alloc);
+    constexpr const char* kDevice = "the device memory of one phase";
+    ph.reserved_bytes = frag ? bytes::add(alloc, to_bytes(*frag * static_cast<double>(alloc), kDevice), kDevice)
+                             : std::max(rr.reserved[i], alloc);
     ph.parts["allocator"] = ph.reserved_bytes - alloc;
     ph.parts["cuda_context"] = b.context;
     if (b.nccl.bytes > 0) ph.parts["nccl"] = b.nccl.bytes;
-    ph.device_bytes = ph.reserved_bytes + b.context + m.managed + b.nccl.bytes;
+    ph.device_bytes = bytes::add(bytes::add(ph.reserved_bytes, b.context, kDevice),
+                                 bytes::add(m.managed, b.nccl.bytes, kDevice), kDevice);
     e.managed_bytes = std::max(e.managed_bytes, m.managed);
     // The peak phase: the largest device view; among equals (the cache
     // holds its size from phase to phase), the one with the most live tensors.
@@ -71,14 +83,11 @@ void assemble_phases(Estimate& e, const RankBasis& b, const memory::Timeline& tl
   if (detail != nullptr) *detail = std::move(rr);
 }
 
-// The largest size of a component over the step's phases.
-int64_t peak_of(const Estimate& e, const std::string& key) {
-  int64_t mx = 0;
-  for (const auto& ph : e.phases) {
-    auto it = ph.parts.find(key);
-    if (it != ph.parts.end()) mx = std::max(mx, it->second);
-  }
-  return mx;
+// The largest size of a component at any marked moment of the step
+// (memory/timeline.h component_peaks).
+int64_t peak_of(const std::map<std::string, int64_t>& peaks, const std::string& key) {
+  auto it = peaks.find(key);
+  return it == peaks.end() ? 0 : it->second;
 }
 
 // How the reserved view was found: the caching-allocator replay (with the
@@ -106,21 +115,22 @@ std::string allocator_formula(const RankBasis& b, const memory::ReservedReplay& 
 
 // Components after the model state: activations, temporaries, loss,
 // workspaces, the layout's buffers and what lives outside the allocator.
-void step_components(Estimate& e, const RankBasis& b, const StepTerms& t, const memory::ReservedReplay& rr) {
+void step_components(Estimate& e, const RankBasis& b, const StepTerms& t, const memory::ReservedReplay& rr,
+                     const std::map<std::string, int64_t>& peaks) {
   const Request& req = *b.req;
   const LayerStack& st = req.model.text;
   const memory::ParallelBuffers& pb = t.buffers;
-  const int64_t N = t.micro_batch * req.train.seq_len;
+  const int64_t N = bytes::mul(t.micro_batch, req.train.seq_len, "tokens per micro-batch");
   const int64_t n = b.sh.group;
   auto& c = e.components;
-  c.push_back({"activations", "Saved activations", peak_of(e, "activations"), t.act.formula, Pool::kAllocated});
-  c.push_back({"layer_backward", "Backward temporaries (one layer)", peak_of(e, "layer_backward"),
+  c.push_back({"activations", "Saved activations", peak_of(peaks, "activations"), t.act.formula, Pool::kAllocated});
+  c.push_back({"layer_backward", "Backward temporaries (one layer)", peak_of(peaks, "layer_backward"),
                "hidden-state grads, attention backward workspace" +
                    std::string(req.train.checkpointing == Checkpointing::kFull ? ", one recomputed layer" : ""),
                Pool::kAllocated});
   c.push_back(
-      {"loss_buffers", "Logits and loss buffers", peak_of(e, "loss_buffers"), t.loss.formula, Pool::kAllocated});
-  if (const int64_t d = peak_of(e, "dequant"); d > 0) {
+      {"loss_buffers", "Logits and loss buffers", peak_of(peaks, "loss_buffers"), t.loss.formula, Pool::kAllocated});
+  if (const int64_t d = peak_of(peaks, "dequant"); d > 0) {
     c.push_back({"dequant", "4-bit lm_head dequantised (forward and backward)", d,
                  "fp16 + bf16 copies of lm_head (Lightning quantises from fp16; MatMul4Bit casts to bf16)",
                  Pool::kAllocated});
@@ -152,7 +162,7 @@ void step_components(Estimate& e, const RankBasis& b, const StepTerms& t, const 
                  Pool::kAllocated});
   }
   if (pb.cp_kv > 0) {
-    c.push_back({"cp_kv_exchange", "Context-parallel KV exchange", peak_of(e, "cp_kv_exchange"),
+    c.push_back({"cp_kv_exchange", "Context-parallel KV exchange", peak_of(peaks, "cp_kv_exchange"),
                  "2 K/V receive buffers of the local chunk (" + fmt_int(N) +
                      " tokens) in forward; + 2 dK/dV buffers in backward (ring attention)",
                  Pool::kAllocated});
@@ -249,7 +259,7 @@ void step_assumptions(Estimate& e, const RankBasis& b) {
 // first (a lower bound: reserved >= allocated), the allocator replay only
 // when that bound fits. With `allow_paging`, a paged optimizer's managed
 // states may page out (fit.h runs_on).
-bool step_fits(const RankBasis& basis, int64_t micro_batch, int64_t capacity, bool allow_paging) {
+bool step_fits(const RankBasis& basis, int64_t micro_batch, int64_t capacity, bool allow_paging) try {
   const StepTerms terms = step_terms(basis, micro_batch);
   const memory::Timeline tl = training_step(basis, terms);
   const std::vector<memory::Moment> moments = memory::replay(tl);
@@ -259,6 +269,11 @@ bool step_fits(const RankBasis& basis, int64_t micro_batch, int64_t capacity, bo
   Estimate e;
   assemble_phases(e, basis, tl, moments, nullptr);
   return fit::runs_on(e.peak_bytes, allow_paging ? e.managed_bytes : 0, capacity);
+} catch (const Failure& f) {
+  // A micro-batch whose figures exceed limits::kMaxBytes fits no GPU (the
+  // searches try sizes past the request's own).
+  if (f.error().code == errc::kOutOfRange) return false;
+  throw;
 }
 
 }  // namespace
@@ -267,17 +282,18 @@ bool step_fits(const RankBasis& basis, int64_t micro_batch, int64_t capacity, bo
 // `global` the request as the user gave it.
 Result<Estimate> estimate_rank(const Request& req, const Request& global, const Stage& stage, ReservedView view) {
   try {
+    const bytes::Driver driver(token_driver(global.train));
     const RankBasis basis = rank_basis(req, global, stage);
     const StepTerms terms = step_terms(basis, req.train.micro_batch);
     Estimate e;
-    e.tokens_per_micro_batch = req.train.micro_batch * req.train.seq_len;
+    e.tokens_per_micro_batch = bytes::mul(req.train.micro_batch, req.train.seq_len, "tokens per micro-batch");
     e.params_trainable = basis.plan.base_trainable + basis.plan.lora_params;
     const memory::Timeline tl = training_step(basis, terms);
     memory::ReservedReplay alloc;
     assemble_phases(e, basis, tl, memory::replay(tl), &alloc, view);
     memory::state_components(e.components, req, global.parallel, basis.plan, basis.dt, *basis.opt, basis.sh,
                              basis.state);
-    step_components(e, basis, terms, alloc);
+    step_components(e, basis, terms, alloc, memory::component_peaks(tl));
     step_assumptions(e, basis);
     return e;
   } catch (const Failure& f) {
@@ -384,6 +400,7 @@ int64_t max_micro_batch(const Request& req, int64_t capacity, bool allow_paging)
     }
   }
   std::vector<RankBasis> bases;
+  const bytes::Driver driver(token_driver(req.train));
   try {
     for (size_t i = 0; i < ranks.size(); ++i) bases.push_back(rank_basis(ranks[i], req, stages[i]));
   } catch (const Failure&) {
