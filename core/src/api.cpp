@@ -461,7 +461,14 @@ std::string version_json() {
                  {"supported_model_types", supported_model_types()},
                  {"optimizers", optimizer_names()},
                  {"frameworks", framework_names()},
-                 {"gpus", gpus}})
+                 {"gpus", gpus},
+                 // The input rules every entry point applies (vram/fields.h
+                 // limits): the page's facade refuses longer text before
+                 // copying it into the module.
+                 {"limits",
+                  {{"max_input_bytes", limits::kMaxInputBytes},
+                   {"max_json_depth", limits::kMaxJsonDepth},
+                   {"max_bytes", limits::kMaxBytes}}}})
         .dump(2);
   });
 }

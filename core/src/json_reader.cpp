@@ -1,7 +1,13 @@
 #include "vram/json_reader.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
+#include <set>
+#include <vector>
+
+#include "vram/fields.h"
 
 namespace vram {
 
@@ -60,6 +66,86 @@ int64_t to_int(const json& v, const std::string& path, int64_t lo, int64_t hi) {
 }  // namespace
 
 std::string quoted(const std::string& s) { return "\"" + s + "\""; }
+
+int64_t parse_size(const std::string& text, SizeUnit unit, const std::string& path) {
+  auto bad = [&](const std::string& why) -> int64_t {
+    fail(errc::kOutOfRange, path,
+         path + " " + quoted(text) + " is not a size: " + why +
+             (unit == SizeUnit::kCount ? " (write e.g. 7B, 6.7B, 125M: K/M/B/T = 10^3/10^6/10^9/10^12)"
+                                       : " (write e.g. 80GB = 80 x 10^9 bytes or 80GiB = 80 x 2^30 bytes; "
+                                         "units B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)"));
+  };
+  size_t i = 0;
+  std::string whole, frac;
+  while (i < text.size() && text[i] >= '0' && text[i] <= '9') whole += text[i++];
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') frac += text[i++];
+    if (frac.empty()) return bad("a '.' must be followed by digits");
+  }
+  if (whole.empty()) return bad("it must start with digits");
+  const std::string suffix = text.substr(i);
+  if (whole.size() + frac.size() > 18) return bad("too many digits");
+  // value = mantissa / 10^frac.size() x scale, with scale = mul_pow10 x 2^shift.
+  int pow10 = 0, shift = 0;
+  if (unit == SizeUnit::kCount) {
+    const std::string u = suffix.size() == 1 ? std::string(1, static_cast<char>(std::toupper(suffix[0]))) : suffix;
+    if (u == "K")
+      pow10 = 3;
+    else if (u == "M")
+      pow10 = 6;
+    else if (u == "B")
+      pow10 = 9;
+    else if (u == "T")
+      pow10 = 12;
+    else if (!u.empty())
+      return bad("unknown unit " + quoted(suffix));
+  } else {
+    static const std::pair<const char*, std::pair<int, int>> kUnits[] = {
+        {"B", {0, 0}},    {"KB", {3, 0}},   {"MB", {6, 0}},   {"GB", {9, 0}},   {"TB", {12, 0}},
+        {"KiB", {0, 10}}, {"MiB", {0, 20}}, {"GiB", {0, 30}}, {"TiB", {0, 40}},
+    };
+    bool found = suffix.empty();
+    for (const auto& [name, scale] : kUnits) {
+      if (suffix == name) {
+        pow10 = scale.first;
+        shift = scale.second;
+        found = true;
+      }
+    }
+    if (!found) {
+      const bool one_letter = suffix.size() == 1 && std::string("KkMmGgTt").find(suffix[0]) != std::string::npos;
+      return bad(one_letter ? "the unit " + quoted(suffix) + " is ambiguous (10^n or 2^n bytes?)"
+                            : "unknown unit " + quoted(suffix));
+    }
+  }
+  if (suffix.empty() && !frac.empty()) return bad("a fraction needs a unit");
+  // value = mantissa x 10^pow10 x 2^shift / 10^frac, in int64_t with
+  // checked products (mantissa < 10^18). Dividing by 10^k = 2^k x 5^k: the
+  // mantissa must hold the 5^k, and it or 2^shift the 2^k.
+  int64_t v = 0;
+  for (char c : whole + frac) v = v * 10 + (c - '0');
+  const int k = static_cast<int>(frac.size()) - pow10;
+  const char* fraction = unit == SizeUnit::kCount ? "not a whole number" : "not a whole number of bytes";
+  bool overflow = false;
+  auto times = [&](int64_t f) { overflow = overflow || __builtin_mul_overflow(v, f, &v); };
+  for (int n = 0; n < -k; ++n) times(10);
+  int twos = shift;
+  for (int n = 0; n < k; ++n) {
+    if (v % 5 != 0) return bad(fraction);
+    v /= 5;
+    if (twos > 0) {
+      --twos;
+    } else if (v % 2 == 0) {
+      v /= 2;
+    } else {
+      return bad(fraction);
+    }
+  }
+  for (int n = 0; n < twos; ++n) times(2);
+  if (overflow) return bad("too large");
+  return v;
+}
 
 JsonReader::JsonReader(const json& j, std::string path) : j_(&j), path_(std::move(path)) {
   if (!j.is_object()) {
@@ -158,6 +244,27 @@ std::vector<std::string> JsonReader::str_list_or(const std::string& key,
   return out;
 }
 
+std::optional<int64_t> JsonReader::size_opt(const std::string& key, SizeUnit unit, int64_t lo, int64_t hi) const {
+  const json* v = get(key);
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_string()) return to_int(*v, child_path(key), lo, hi);
+  const int64_t n = parse_size(v->get<std::string>(), unit, child_path(key));
+  return to_int(json(n), child_path(key), lo, hi);
+}
+
+std::optional<double> JsonReader::gib_opt(const std::string& key, double lo, double hi) const {
+  const json* v = get(key);
+  if (v == nullptr || !v->is_string()) return num_opt(key, lo, hi);
+  const int64_t bytes = parse_size(v->get<std::string>(), SizeUnit::kBytes, child_path(key));
+  const double gib = static_cast<double>(bytes) / 1073741824.0;
+  if (gib < lo || gib > hi) {
+    fail(errc::kOutOfRange, child_path(key),
+         child_path(key) + " " + quoted(v->get<std::string>()) + " is " + std::to_string(gib) + " GiB, outside " +
+             std::to_string(lo) + ".." + std::to_string(hi));
+  }
+  return gib;
+}
+
 std::optional<JsonReader> JsonReader::object_opt(const std::string& key) const {
   const json* v = get(key);
   if (v == nullptr) return std::nullopt;
@@ -173,12 +280,110 @@ JsonReader JsonReader::object_req(const std::string& key) const {
   return *r;
 }
 
-json parse_json_text(const std::string& text, const std::string& path) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    fail(errc::kBadJson, path, (path.empty() ? std::string("input") : path) + " is not valid JSON");
+namespace {
+
+// One open object or array while parsing: an object's keys so far (a second
+// "seq_len" is a mistake, not "the last one wins"), the key being read, an
+// array's index.
+struct Frame {
+  bool object = false;
+  std::set<std::string> keys;
+  std::string key;
+  size_t index = 0;
+};
+
+std::string frames_path(const std::string& base, const std::vector<Frame>& frames) {
+  std::string p = base;
+  for (const Frame& f : frames) {
+    if (!f.object) {
+      p += "[" + std::to_string(f.index) + "]";
+    } else if (!f.key.empty()) {
+      p += (p.empty() ? "" : ".") + f.key;
+    }
   }
-  return j;
+  return p;
+}
+
+// "line 3, column 12" of the 1-based byte offset nlohmann reports.
+std::string line_column(const std::string& text, size_t byte) {
+  const size_t at = std::min(byte > 0 ? byte - 1 : 0, text.size());
+  size_t line = 1, line_start = 0;
+  for (size_t i = 0; i < at; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      line_start = i + 1;
+    }
+  }
+  return "line " + std::to_string(line) + ", column " + std::to_string(at - line_start + 1);
+}
+
+// nlohmann's reason without its "[json.exception...] parse error at line L,
+// column C: " prefix (the position is ours).
+std::string reason(const std::string& what) {
+  const size_t col = what.find("column ");
+  const size_t colon = col == std::string::npos ? what.find("] ") : what.find(": ", col);
+  if (colon == std::string::npos) return what;
+  return what.substr(colon + 2);
+}
+
+}  // namespace
+
+void check_input_size(uint64_t bytes, const std::string& path) {
+  if (bytes > static_cast<uint64_t>(limits::kMaxInputBytes)) {
+    fail(errc::kOutOfRange, path,
+         (path.empty() ? std::string("input") : path) + " is " + std::to_string(bytes) + " bytes, more than the " +
+             std::to_string(limits::kMaxInputBytes) + "-byte (16 MiB) limit on every input");
+  }
+}
+
+json parse_json_text(const std::string& text, const std::string& path) {
+  const std::string what = path.empty() ? std::string("input") : path;
+  check_input_size(text.size(), path);
+  std::vector<Frame> frames;
+  // The parser callback sees every object, array and key as it is read: it
+  // refuses duplicate keys and nesting deeper than limits::kMaxJsonDepth
+  // before the document is built (nothing recursive ever sees a deep one).
+  const json::parser_callback_t check = [&](int /*depth*/, json::parse_event_t event, json& parsed) {
+    using E = json::parse_event_t;
+    switch (event) {
+      case E::object_start:
+      case E::array_start:
+        if (frames.size() >= static_cast<size_t>(limits::kMaxJsonDepth)) {
+          const std::string at = frames_path(path, frames);
+          fail(errc::kOutOfRange, at,
+               what + " nests objects and arrays deeper than " + std::to_string(limits::kMaxJsonDepth) + " levels" +
+                   (at.empty() ? "" : " (at " + at + ")"));
+        }
+        frames.push_back({event == E::object_start, {}, {}, 0});
+        break;
+      case E::key: {
+        Frame& f = frames.back();
+        f.key = parsed.get<std::string>();
+        if (!f.keys.insert(f.key).second) {
+          const std::string at = frames_path(path, frames);
+          fail(errc::kBadJson, at, at + " is given twice (duplicate key \"" + f.key + "\"); keep one");
+        }
+        break;
+      }
+      case E::object_end:
+      case E::array_end:
+        frames.pop_back();
+        if (!frames.empty() && !frames.back().object) ++frames.back().index;
+        break;
+      case E::value:
+        if (!frames.empty() && !frames.back().object) ++frames.back().index;
+        break;
+    }
+    return true;
+  };
+  try {
+    return json::parse(text, check, /*allow_exceptions=*/true);
+  } catch (const json::parse_error& e) {
+    fail(errc::kBadJson, path, what + " is not valid JSON: " + line_column(text, e.byte) + ": " + reason(e.what()));
+  } catch (const json::exception& e) {
+    // out_of_range.406: a number too large for a double ("1e400").
+    fail(errc::kBadJson, path, what + " is not valid JSON: " + reason(e.what()));
+  }
 }
 
 }  // namespace vram

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <iterator>
+#include <map>
+#include <set>
 
 #include "import/import_context.h"
 #include "memory/caching_allocator.h"
@@ -400,15 +403,16 @@ void parse_parallel(const JsonReader& p, Request& req) {
   check_layout(req, p.path());
 }
 
+// Byte fields take an integer or a size string ("512MiB", json_reader.h
+// parse_size).
 void parse_overheads(const JsonReader& o, Request& req) {
   using limits::kMaxOverhead;
-  if (o.has("cuda_context_bytes")) req.overheads.cuda_context_bytes = o.int_req("cuda_context_bytes", 0, kMaxOverhead);
-  if (o.has("cublas_workspace_bytes")) {
-    req.overheads.cublas_workspace_bytes = o.int_req("cublas_workspace_bytes", 0, kMaxOverhead);
-  }
+  const auto bytes = [&](const char* key) { return o.size_opt(key, SizeUnit::kBytes, 0, kMaxOverhead); };
+  req.overheads.cuda_context_bytes = bytes("cuda_context_bytes");
+  req.overheads.cublas_workspace_bytes = bytes("cublas_workspace_bytes");
   req.overheads.fragmentation = o.num_opt("fragmentation", 0.0, 4.0);
-  req.overheads.misc_bytes = o.int_or("misc_bytes", defaults::kMiscBytes, 0, kMaxOverhead);
-  if (o.has("nccl_bytes")) req.overheads.nccl_bytes = o.int_req("nccl_bytes", 0, kMaxOverhead);
+  req.overheads.misc_bytes = bytes("misc_bytes").value_or(defaults::kMiscBytes);
+  req.overheads.nccl_bytes = bytes("nccl_bytes");
 }
 
 void parse_calibration(const JsonReader& c, Request& req) {
@@ -446,7 +450,8 @@ void parse_gpu(const JsonReader& g, Request& req) {
     }
     req.gpu.name = find_gpu(*name)->name;
   }
-  req.gpu.memory_gib = g.num_opt("memory_gib", 0.25, 65536.0);
+  // A number of GiB, or a size string: "80GB" (80 x 10^9 bytes), "80GiB".
+  req.gpu.memory_gib = g.gib_opt("memory_gib", 0.25, 65536.0);
 }
 
 }  // namespace
@@ -464,6 +469,128 @@ bool offload_optimizer_allowed(const ParallelOptions& p) { return p.zero > 0 || 
 bool distributed_optimizer_allowed(const ParallelOptions& p) { return p.zero == 0 && p.fsdp.empty(); }
 
 namespace {
+
+// ---- strict input: every key of a request is one the format has ----------
+
+// Keys the parser reads that the field table does not list as fields of
+// their own: model.custom's sizes (docs/schema.md), plan() options
+// (api.cpp), and LoRA's adapter dtype switch.
+const char* const kUndeclaredKeys[] = {
+    "model.custom.layers",
+    "model.custom.hidden",
+    "model.custom.heads",
+    "model.custom.kv_heads",
+    "model.custom.intermediate",
+    "model.custom.vocab",
+    "model.custom.head_dim",
+    "model.custom.tie_word_embeddings",
+    "model.custom.params",
+    "plan.framework",
+    "plan.top",
+    "plan.allow_checkpointing",
+    "plan.allow_offload",
+    "train.lora.adapter_fp32",
+};
+
+// Objects whose keys are someone else's format and pass unchecked: an HF
+// config.json (its keys are the model's, and transformers adds new ones every
+// release) and a DeepSpeed config.
+const char* const kOpaqueObjects[] = {"model.config", "deepspeed"};
+
+// Every object path of the request format and the keys it may hold, from the
+// field table (vram/fields.h) plus the lists above.
+const std::map<std::string, std::set<std::string>>& request_keys() {
+  static const auto* tree = [] {
+    auto* t = new std::map<std::string, std::set<std::string>>();
+    auto add = [&](const std::string& path) {
+      size_t start = 0;
+      std::string parent;
+      while (true) {
+        const size_t dot = path.find('.', start);
+        const std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+        (*t)[parent].insert(key);
+        if (dot == std::string::npos) break;
+        parent = path.substr(0, dot);
+        start = dot + 1;
+      }
+    };
+    for (const FieldSpec& f : request_fields()) add(f.path);
+    for (const char* k : kUndeclaredKeys) add(k);
+    return t;
+  }();
+  return *tree;
+}
+
+// Levenshtein distance (Wagner-Fischer, two rows): how far a typo is from a
+// known key.
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+// The known field nearest to `key` found under `parent`: a sibling key first
+// (seq_length -> train.seq_len), else the same name anywhere in the format
+// (a top-level "seq_len" -> train.seq_len). Empty when nothing is close: at
+// most a third of the key's letters (and at least 2) differ.
+std::string nearest_field(const std::string& parent, const std::string& key) {
+  const auto& tree = request_keys();
+  const size_t limit = std::max<size_t>(2, key.size() / 3);
+  std::string best;
+  size_t best_d = limit + 1;
+  auto consider = [&](const std::string& path, const std::string& name) {
+    // A key that contains the known one or is contained by it counts as one
+    // edit away (lora_rank -> train.lora.rank).
+    size_t d = edit_distance(key, name);
+    if (name.size() >= 3 && (key.find(name) != std::string::npos || name.find(key) != std::string::npos)) {
+      d = std::min<size_t>(d, 1);
+    }
+    if (d < best_d) {
+      best_d = d;
+      best = path;
+    }
+  };
+  if (auto it = tree.find(parent); it != tree.end()) {
+    for (const auto& k : it->second) consider(parent.empty() ? k : parent + "." + k, k);
+  }
+  if (!best.empty()) return best;
+  for (const auto& [obj, keys] : tree) {
+    for (const auto& k : keys) consider(obj.empty() ? k : obj + "." + k, k);
+  }
+  return best;
+}
+
+// Every unknown key under `obj`: into `out`, or the first one thrown.
+void check_keys(const json& obj, const std::string& path, std::vector<Error>* out) {
+  const auto& tree = request_keys();
+  const auto known = tree.find(path);
+  if (known == tree.end()) return;
+  for (const auto& [key, value] : obj.items()) {
+    const std::string child = path.empty() ? key : path + "." + key;
+    if (known->second.count(key) == 0) {
+      const std::string near = nearest_field(path, key);
+      std::string listed;
+      for (const auto& k : known->second) listed += (listed.empty() ? "" : ", ") + k;
+      Error e{errc::kUnknownField,
+              child + " is not a request field" + (near.empty() ? "" : "; did you mean " + near + "?") +
+                  (path.empty() ? " (top-level fields: " : " (" + path + " has: ") + listed + ")",
+              child};
+      if (out == nullptr) throw Failure(std::move(e));
+      out->push_back(std::move(e));
+      continue;
+    }
+    const bool opaque =
+        std::find(std::begin(kOpaqueObjects), std::end(kOpaqueObjects), child) != std::end(kOpaqueObjects);
+    if (!opaque && value.is_object()) check_keys(value, child, out);
+  }
+}
 
 // The framework's defaults, set in a copy of the request where it leaves the
 // field out (a path through a non-object is left for the parser to report).
@@ -503,7 +630,23 @@ Result<Request> parse_request_framework(const json& request);
 
 }  // namespace
 
+void check_request_keys(const json& request) {
+  if (request.is_object()) check_keys(request, "", nullptr);
+}
+
+std::vector<Error> unknown_request_keys(const json& request) {
+  std::vector<Error> out;
+  if (request.is_object()) check_keys(request, "", &out);
+  return out;
+}
+
 Result<Request> parse_request(const json& request_in) {
+  // Every key first: a misspelt field is an error, not a default.
+  try {
+    check_request_keys(request_in);
+  } catch (const Failure& f) {
+    return f.error();
+  }
   // A `deepspeed` object (a ds_config.json) fills the request fields it sets
   // through the importer's DeepSpeed rules (core/src/import, one mapping for
   // the file and the field); the request's own train / parallel fields win.

@@ -4,15 +4,19 @@
 // each one writes one field of the request JSON, so `--request FILE` and flags
 // combine (flags win).
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "cli_input.h"
 #include "commands.h"
 #include "vram/api.h"
 #include "vram/fields.h"
@@ -21,15 +25,6 @@
 namespace vram::cli {
 
 namespace {
-
-bool read_file(const std::string& path, std::string& out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  out = ss.str();
-  return true;
-}
 
 int print_error(const json& err, bool as_json) {
   if (as_json) {
@@ -67,15 +62,52 @@ bool truthy(const std::string& v, bool& ok) {
   return false;
 }
 
-// A flag's value as JSON: integers and numbers stay numbers.
-json scalar(const std::string& v) {
-  if (v.empty()) return v;
-  char* end = nullptr;
-  const long long i = std::strtoll(v.c_str(), &end, 10);
-  if (*end == '\0') return static_cast<int64_t>(i);
-  const double d = std::strtod(v.c_str(), &end);
-  if (*end == '\0' && std::isfinite(d)) return d;
-  return v;
+// A numeric flag's value, parsed as strictly as the request field it sets
+// (issue 17): plain decimal only (std::from_chars: no hex, no leading '+' or
+// spaces, no trailing text, no inf/nan), an integer for an integer field, and
+// within the field's limits from the core's table (vram/fields.h), scaled by
+// the flag's unit first (--cuda-context-gib 1e300 is out of range, never a
+// wrapped byte count). Values are never clamped. On failure `error` is the
+// {"error": ...} object naming the field.
+std::optional<json> strict_number(const std::string& flag, const std::string& v, const FieldSpec& f, json& error) {
+  const char* first = v.data();
+  const char* last = v.data() + v.size();
+  const bool integer = f.type == FieldType::kInt && f.cli_unit <= 0;
+  auto wrong = [&](const char* code, const std::string& why) -> std::optional<json> {
+    error = error_json({code, flag + " '" + v + "': " + why, f.path});
+    return std::nullopt;
+  };
+  // Limits as the table states them: integers for integer fields (bytes too).
+  const auto limit = [&](double x) {
+    return f.type == FieldType::kInt ? json(static_cast<int64_t>(x)).dump() : json(x).dump();
+  };
+  const std::string range = f.min && f.max ? " between " + limit(*f.min) + " and " + limit(*f.max) : "";
+  if (integer) {
+    int64_t i = 0;
+    const auto [ptr, ec] = std::from_chars(first, last, i);
+    if (ec == std::errc::result_out_of_range) return wrong(errc::kOutOfRange, f.path + " must be" + range);
+    if (ec != std::errc() || ptr != last) return wrong(errc::kWrongType, f.path + " must be a decimal integer" + range);
+    if ((f.min && static_cast<double>(i) < *f.min) || (f.max && static_cast<double>(i) > *f.max)) {
+      return wrong(errc::kOutOfRange, f.path + " must be" + range);
+    }
+    return json(i);
+  }
+  double d = 0;
+  const auto [ptr, ec] = std::from_chars(first, last, d, std::chars_format::general);
+  if (ec == std::errc::result_out_of_range) return wrong(errc::kOutOfRange, "the number is out of range");
+  if (ec != std::errc() || ptr != last || !std::isfinite(d)) return wrong(errc::kWrongType, "must be a decimal number");
+  if (f.cli_unit > 0) {
+    // The flag's unit (GiB, MiB) times the value must land in the byte
+    // field's limits before it becomes an integer.
+    const double bytes = d * f.cli_unit;
+    if ((f.min && bytes < *f.min) || (f.max && bytes > *f.max) || !std::isfinite(bytes)) {
+      return wrong(errc::kOutOfRange,
+                   f.path + " must be" + range + " bytes (" + flag + " x " + limit(f.cli_unit) + ")");
+    }
+    return json(static_cast<int64_t>(std::llround(bytes)));
+  }
+  if ((f.min && d < *f.min) || (f.max && d > *f.max)) return wrong(errc::kOutOfRange, f.path + " must be" + range);
+  return json(d);
 }
 
 void set_path(json& j, const std::string& dotted, json value) {
@@ -302,13 +334,10 @@ int run_params(const std::vector<std::string>& args) {
     }
   }
   if (file.empty()) return print_error(usage_error("--config", "--config FILE is required"), as_json) + 1;
-  std::string text;
-  if (!read_file(file, text)) return print_error(usage_error("--config", "cannot read " + file), as_json);
-  json parsed = json::parse(text, nullptr, false);
-  if (parsed.is_discarded()) {
-    return print_error(error_json({errc::kBadJson, file + " is not valid JSON", "config"}), as_json);
-  }
-  const json result = model_info(json{{"config", parsed}});
+  json err;
+  auto parsed = read_json_file(file, "config", err);
+  if (!parsed) return print_error(err, as_json);
+  const json result = model_info(json{{"config", std::move(*parsed)}});
   if (result.contains("error")) return print_error(result, as_json);
   if (as_json) {
     std::printf("%s\n", result.dump(2).c_str());
@@ -394,7 +423,19 @@ int run_request_command(const std::vector<std::string>& args, const RequestComma
       sets.emplace_back(a == "--format" ? "export.format" : "export.model_id", v);
     } else if (cmd.plan && (a == "--framework" || a == "--top")) {
       if (!need(v)) return print_error(usage_error(a, a + " needs a value"), as_json) + 1;
-      sets.emplace_back(a == "--framework" ? "plan.framework" : "plan.top", a == "--framework" ? json(v) : scalar(v));
+      if (a == "--framework") {
+        sets.emplace_back("plan.framework", v);
+      } else {
+        // plan.top is the planner's option, not a request field: parsed as
+        // strictly, its range is checked where it is read (api.cpp plan).
+        FieldSpec top;
+        top.path = "plan.top";
+        top.type = FieldType::kInt;
+        json err;
+        const auto n = strict_number(a, v, top, err);
+        if (!n) return print_error(err, as_json);
+        sets.emplace_back("plan.top", *n);
+      }
     } else if (cmd.plan && (a == "--allow-offload" || a == "--allow-checkpointing")) {
       if (!need(v)) return print_error(usage_error(a, a + " needs true or false"), as_json) + 1;
       const bool b = truthy(v, ok);
@@ -425,12 +466,10 @@ int run_request_command(const std::vector<std::string>& args, const RequestComma
       if (f.path == "model.config") {
         config_file = v;
       } else if (f.type == FieldType::kObject) {
-        std::string text;
-        if (!read_file(v, text)) return print_error(usage_error(a, "cannot read " + v), as_json);
-        json obj = json::parse(text, nullptr, false);
-        if (obj.is_discarded())
-          return print_error(error_json({errc::kBadJson, v + " is not valid JSON", f.path}), as_json);
-        sets.emplace_back(f.path, obj);
+        json err;
+        auto obj = read_json_file(v, f.path, err);
+        if (!obj) return print_error(err, as_json);
+        sets.emplace_back(f.path, std::move(*obj));
       } else if (f.type == FieldType::kBool) {
         const bool b = truthy(v, ok);
         if (!ok) return print_error(usage_error(a, a + " needs true or false, got '" + v + "'"), as_json) + 1;
@@ -447,12 +486,12 @@ int run_request_command(const std::vector<std::string>& args, const RequestComma
         }
         // PEFT's "all-linear" is a string, not a one-name list.
         sets.emplace_back(f.path, v == "all-linear" ? json("all-linear") : list);
-      } else if (f.cli_unit > 0) {  // --cuda-context-gib: GiB or MiB on the command line, bytes in the request
-        const json num = scalar(v);
-        if (!num.is_number()) return print_error(usage_error(a, a + " needs a number, got '" + v + "'"), as_json) + 1;
-        sets.emplace_back(f.path, static_cast<int64_t>(std::llround(num.get<double>() * f.cli_unit)));
       } else if (f.type == FieldType::kInt || f.type == FieldType::kNumber) {
-        sets.emplace_back(f.path, scalar(v));
+        // --cuda-context-gib: GiB or MiB on the command line, bytes in the request.
+        json err;
+        const auto n = strict_number(a, v, f, err);
+        if (!n) return print_error(err, as_json);
+        sets.emplace_back(f.path, *n);
       } else {
         sets.emplace_back(f.path, v);
       }
@@ -462,10 +501,8 @@ int run_request_command(const std::vector<std::string>& args, const RequestComma
   }
   std::string request_text;
   if (!request_file.empty()) {
-    if (!read_file(request_file, request_text)) {
-      return print_error(usage_error("--request", "cannot read " + request_file), as_json);
-    }
-    req = json::parse(request_text, nullptr, false);
+    json err;
+    if (!read_text_file(request_file, "", request_text, err)) return print_error(err, as_json);
   }
   // A request file with no flags goes to the core as text, exactly as the page
   // sends it, so every answer (errors included) is byte-identical to WASM.
@@ -481,7 +518,11 @@ int run_request_command(const std::vector<std::string>& args, const RequestComma
     return 0;
   }
   if (!request_file.empty()) {
-    if (req.is_discarded()) return print_error(error_json({errc::kBadJson, "input is not valid JSON", ""}), as_json);
+    try {
+      req = parse_json_text(request_text, "");
+    } catch (const Failure& f) {
+      return print_error(error_json(f.error()), as_json);
+    }
     if (!req.is_object())
       return print_error(error_json({errc::kWrongType, "the request must be a JSON object", ""}), as_json);
   }
@@ -499,15 +540,10 @@ int run_request_command(const std::vector<std::string>& args, const RequestComma
     }
   }
   if (!config_file.empty()) {
-    std::string text;
-    if (!read_file(config_file, text)) {
-      return print_error(usage_error("--model-config", "cannot read " + config_file), as_json);
-    }
-    json cfg = json::parse(text, nullptr, false);
-    if (cfg.is_discarded()) {
-      return print_error(error_json({errc::kBadJson, config_file + " is not valid JSON", "model.config"}), as_json);
-    }
-    set_path(req, "model.config", cfg);
+    json err;
+    auto cfg = read_json_file(config_file, "model.config", err);
+    if (!cfg) return print_error(err, as_json);
+    set_path(req, "model.config", std::move(*cfg));
   }
   for (auto& [path, val] : sets) set_path(req, path, val);
   // Same code path and same bytes as the WASM module's estimate() / plan().

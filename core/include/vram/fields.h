@@ -129,7 +129,9 @@ inline constexpr int64_t kMiscBytes = 0;  // the user's cushion, off
 namespace limits {
 
 // 2^24 tokens of context and 2^16 sequences per micro-batch cover every real
-// run and keep b*s*V*4 below 2^63.
+// run. Their products with the model's sizes can still exceed what a byte
+// figure may hold (kMaxBytes): the memory terms check every product
+// (core/src/memory/bytes.h) and answer out_of_range instead.
 inline constexpr int64_t kMaxSeq = int64_t{1} << 24;
 inline constexpr int64_t kMaxBatch = int64_t{1} << 16;
 inline constexpr int64_t kMaxGradAccum = int64_t{1} << 20;
@@ -145,6 +147,19 @@ inline constexpr int64_t kMaxOverhead = int64_t{64} << 30;
 // max_split_size_mb: CUDAAllocatorConfig.cpp requires more than 20 (MiB);
 // 2^30 MiB (1 PiB) is past any card.
 inline constexpr int64_t kMaxSplitSizeMb = int64_t{1} << 30;
+// The largest byte figure an estimate reports: 2^53 - 1 (8 PiB), JavaScript's
+// Number.MAX_SAFE_INTEGER (ECMA-262 §21.1.2.6), the largest integer the page
+// and every JSON reader that parses numbers as doubles hold exactly. A figure
+// above it is an out_of_range error naming the input that drove it.
+inline constexpr int64_t kMaxBytes = (int64_t{1} << 53) - 1;
+// Every JSON input (request, model config, DeepSpeed config, probe report),
+// through the CLI and the WASM module: at most 16 MiB of text, checked before
+// it is read whole (the probe caps its own reports at 16 MiB; real
+// config.json files are a few KiB), and at most 64 levels of nesting,
+// checked while parsing, so no input can exhaust memory or the WebAssembly
+// stack (issue 17; HF configs nest 3 levels).
+inline constexpr int64_t kMaxInputBytes = int64_t{16} << 20;
+inline constexpr int kMaxJsonDepth = 64;
 
 }  // namespace limits
 

@@ -187,6 +187,13 @@ struct Request {
   std::vector<std::string> assumptions;  // defaults the parser chose, shown to the user
 };
 
+// Fails (throws Failure, code unknown_field) at the first key the request
+// format does not have, suggesting the nearest known field; model.config and
+// deepspeed are other tools' formats and pass unchecked. parse_request runs it.
+void check_request_keys(const json& request);
+// Every such key, each as its unknown_field Error (vram-probe validate).
+std::vector<Error> unknown_request_keys(const json& request);
+
 Result<Request> parse_request(const json& request);
 
 // The canonical value of the enum field `f` (vram/fields.h) at r[key], or

@@ -24,6 +24,7 @@ inline constexpr const char* kInconsistent = "inconsistent";   // fields disagre
 inline constexpr const char* kUnsupportedModel = "unsupported_model";
 inline constexpr const char* kUnknownValue = "unknown_value";  // enum value not recognised
 inline constexpr const char* kUnsupported = "unsupported";     // valid but not modelled yet
+inline constexpr const char* kUnknownField = "unknown_field";  // a key the request format does not have
 inline constexpr const char* kInternal = "internal";
 }  // namespace errc
 

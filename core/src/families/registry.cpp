@@ -3,6 +3,7 @@
 
 #include "families/llama_like.h"
 #include "families/registry_entries.h"
+#include "memory/bytes.h"
 #include "vram/families.h"
 
 namespace vram {
@@ -57,6 +58,7 @@ void check_total(const ModelSpec& s, const std::string& path) {
 Result<ModelSpec> model_from_config(const json& config, const std::string& path, bool allow_generic) {
   try {
     JsonReader cfg(config, path);
+    const bytes::Driver driver(path);
     ModelSpec spec;
     const auto mt = cfg.str_opt("model_type");
     if (!mt || mt->empty()) {
@@ -97,6 +99,7 @@ Result<ModelSpec> model_from_config(const json& config, const std::string& path,
 Result<ModelSpec> model_from_custom(const json& custom, const std::string& path) {
   try {
     JsonReader c(custom, path);
+    const bytes::Driver driver(path);
     ModelSpec spec;
     spec.model_type = "custom";
     spec.family = "custom";
@@ -139,7 +142,8 @@ Result<ModelSpec> model_from_custom(const json& custom, const std::string& path)
     check_total(spec, path);
     // A stated total overrides the shape-derived one: the difference is kept
     // as an explicit "other" group so the user sees it.
-    if (auto stated = c.int_opt("params", 1, kMaxParams)) {
+    // "7B" as in seed 004's "num_parameters" (json_reader.h parse_size).
+    if (auto stated = c.size_opt("params", SizeUnit::kCount, 1, kMaxParams)) {
       const int64_t derived = spec.params_total();
       if (*stated < derived) {
         fail(errc::kInconsistent, c.child_path("params"),
