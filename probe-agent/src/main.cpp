@@ -25,6 +25,8 @@ const std::vector<Command>& commands() {
       {"version", "print version, schema and supported model types as JSON", vram::cli::run_version},
       {"fields", "every request field: default, values, limits, flag, URL key (table, or --json)",
        vram::cli::run_fields},
+      {"validate", "check requests, model configs and probe reports; every problem with its field path",
+       vram::cli::run_validate},
       {"frameworks", "each training framework's defaults for a method, with sources (text, or --json)",
        vram::cli::run_frameworks},
       {"import",

@@ -1,0 +1,225 @@
+// Issue 17's failures through the built vram-probe: the shared table
+// (tests/fixtures/strict/failures.json, which site/tests/wasm/strict.test.js
+// runs through the WASM module), the CLI's own numeric flags, and
+// `vram-probe validate`.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "probe/probe_run.h"
+#include "test_paths.h"
+
+#if defined(VRAM_PROBE_BIN)
+
+namespace {
+
+using nlohmann::json;
+using vram::testing::ProbeRun;
+
+ProbeRun RunProbe(const std::vector<std::string>& args) {
+  return vram::testing::run_binary(VRAM_PROBE_BIN, args, /*with_stderr=*/false);
+}
+
+std::string Fixture(const std::string& relative) { return std::string(VRAM_FIXTURES_DIR) + "/" + relative; }
+
+json FailureTable() {
+  std::ifstream in(Fixture("strict/failures.json"));
+  return json::parse(in);
+}
+
+// A case's input as text: its request as JSON, its text, or generated.
+std::string CaseText(const json& c) {
+  if (c.contains("request")) return c["request"].dump();
+  if (c.contains("text")) return c["text"].get<std::string>();
+  const std::string g = c["generate"];
+  if (g == "oversize") {
+    // A valid request padded with spaces past the 16 MiB limit.
+    return R"({"model": {"custom": {"layers": 2, "hidden": 64, "heads": 2, "vocab": 100}}})" +
+           std::string((16 << 20) + 1, ' ');
+  }
+  if (g == "deep") return std::string(100000, '[') + std::string(100000, ']');
+  ADD_FAILURE() << "unknown generator " << g;
+  return "";
+}
+
+std::string WriteTemp(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+TEST(CliStrict, EveryFailureOfTheTableThroughVramProbe) {
+  const json table = FailureTable();
+  ASSERT_GE(table["cases"].size(), 10u);
+  int i = 0;
+  for (const json& c : table["cases"]) {
+    SCOPED_TRACE(c["name"].get<std::string>());
+    const std::string file = WriteTemp("strict_case_" + std::to_string(i++) + ".json", CaseText(c));
+    const ProbeRun run = RunProbe({"estimate", "--request", file, "--json"});
+    const json out = json::parse(run.out, nullptr, false);
+    ASSERT_FALSE(out.is_discarded()) << run.out.substr(0, 300);
+    if (c.contains("error")) {
+      EXPECT_EQ(run.exit_code, 1);
+      ASSERT_TRUE(out.contains("error")) << out.dump().substr(0, 300);
+      EXPECT_EQ(out["error"]["code"], c["error"]["code"]) << out["error"];
+      EXPECT_EQ(out["error"]["path"], c["error"]["path"]) << out["error"];
+      EXPECT_NE(out["error"]["message"].get<std::string>().find(c["error"]["message"].get<std::string>()),
+                std::string::npos)
+          << out["error"];
+      continue;
+    }
+    EXPECT_EQ(run.exit_code, 0);
+    ASSERT_FALSE(out.contains("error")) << out["error"];
+    if (c.contains("component")) {
+      bool found = false;
+      for (const auto& comp : out["components"]) {
+        if (comp["key"] != c["component"]["key"]) continue;
+        found = true;
+        EXPECT_EQ(comp["bytes"], c["component"]["bytes"]);
+      }
+      EXPECT_TRUE(found);
+    }
+  }
+}
+
+// ---- numeric flags parse like the request fields they set -------------------
+
+const std::string kConfig = std::string(VRAM_FIXTURES_DIR) + "/models/meta-llama__Llama-2-7b-hf.json";
+
+json EstimateWithFlags(const std::vector<std::string>& flags, int expected_exit) {
+  std::vector<std::string> args = {"estimate", "--model-config", kConfig};
+  args.insert(args.end(), flags.begin(), flags.end());
+  args.push_back("--json");
+  const ProbeRun run = RunProbe(args);
+  EXPECT_EQ(run.exit_code, expected_exit) << run.out.substr(0, 300);
+  json out = json::parse(run.out, nullptr, false);
+  EXPECT_FALSE(out.is_discarded()) << run.out.substr(0, 300);
+  return out;
+}
+
+struct FlagCase {
+  std::vector<std::string> flags;
+  const char* code;
+  const char* path;
+};
+
+TEST(CliStrict, NumericFlagsAreNeverClampedHexOrTrailingJunk) {
+  const std::vector<FlagCase> cases = {
+      {{"--seq-len", "99999999999999999999"}, "out_of_range", "train.seq_len"},  // was clamped to 2^63 - 1
+      {{"--seq-len", "0x10"}, "wrong_type", "train.seq_len"},                    // was 16
+      {{"--seq-len", "16abc"}, "wrong_type", "train.seq_len"},
+      {{"--seq-len", " 16"}, "wrong_type", "train.seq_len"},
+      {{"--seq-len", "16777217"}, "out_of_range", "train.seq_len"},  // the table's limit, 2^24
+      {{"--seq-len", "2048.5"}, "wrong_type", "train.seq_len"},
+      {{"--per-device-batch", "0"}, "out_of_range", "train.micro_batch"},
+      {{"--per-device-batch", "-1"}, "out_of_range", "train.micro_batch"},
+      {{"--cuda-context-gib", "1e300"}, "out_of_range", "overheads.cuda_context_bytes"},  // was a negative count
+      {{"--cuda-context-gib", "65"}, "out_of_range", "overheads.cuda_context_bytes"},     // 64 GiB limit
+      {{"--cuda-context-gib", "-1"}, "out_of_range", "overheads.cuda_context_bytes"},
+      {{"--cuda-context-gib", "nan"}, "wrong_type", "overheads.cuda_context_bytes"},
+      {{"--lora-dropout", "inf"}, "wrong_type", "train.lora.dropout"},
+      {{"--lora-dropout", "0x1p-1"}, "wrong_type", "train.lora.dropout"},
+  };
+  for (const FlagCase& c : cases) {
+    SCOPED_TRACE(c.flags[0] + " " + c.flags[1]);
+    const json out = EstimateWithFlags(c.flags, 1);
+    ASSERT_TRUE(out.contains("error")) << out.dump().substr(0, 200);
+    EXPECT_EQ(out["error"]["code"], c.code) << out["error"];
+    EXPECT_EQ(out["error"]["path"], c.path) << out["error"];
+  }
+}
+
+TEST(CliStrict, NumericFlagsInRangeStillWork) {
+  const json out = EstimateWithFlags({"--seq-len", "4096", "--cuda-context-gib", "0.5", "--lora-dropout", "0.05"}, 0);
+  ASSERT_FALSE(out.contains("error")) << out["error"];
+  EXPECT_EQ(out["tokens_per_micro_batch"], 4096);
+}
+
+TEST(CliStrict, ARequestFileOverTheLimitIsRefusedBeforeItIsRead) {
+  // A sparse 1 GiB file: reading it whole would take a second and a GiB.
+  const std::string file = ::testing::TempDir() + "/strict_sparse.json";
+  {
+    std::ofstream out(file, std::ios::binary);
+    out.seekp((int64_t{1} << 30) - 1);
+    out.put(' ');
+  }
+  const ProbeRun run = RunProbe({"estimate", "--request", file, "--json"});
+  EXPECT_EQ(run.exit_code, 1);
+  const json out = json::parse(run.out, nullptr, false);
+  ASSERT_TRUE(out.contains("error")) << run.out;
+  EXPECT_EQ(out["error"]["code"], "out_of_range");
+  EXPECT_NE(out["error"]["message"].get<std::string>().find("1073741824 bytes"), std::string::npos) << out;
+  std::remove(file.c_str());
+}
+
+// ---- vram-probe validate ------------------------------------------------------
+
+TEST(CliValidate, AGoodRequestConfigAndReportAreOk) {
+  const std::string request =
+      WriteTemp("validate_ok_request.json",
+                R"({"model": {"custom": {"layers": 2, "hidden": 64, "heads": 2, "vocab": 100, "params": "1M"}},
+                    "gpu": {"memory_gib": "80GB"}})");
+  const ProbeRun run =
+      RunProbe({"validate", request, kConfig,
+                Fixture("../../site/tests/unit/fixtures/probe/watch-llama-3.2-1b-lora-h100.json"), "--json"});
+  const json out = json::parse(run.out, nullptr, false);
+  ASSERT_FALSE(out.is_discarded()) << run.out;
+  EXPECT_EQ(run.exit_code, 0) << out.dump(2);
+  ASSERT_EQ(out["files"].size(), 3u);
+  EXPECT_EQ(out["files"][0]["kind"], "request");
+  EXPECT_EQ(out["files"][1]["kind"], "model config");
+  EXPECT_EQ(out["files"][2]["kind"], "probe report");
+}
+
+TEST(CliValidate, ListsEveryProblemOfARequestWithItsPath) {
+  const std::string file = WriteTemp("validate_bad_request.json", R"({
+    "model": {"custom": {"layers": 2, "hidden": 64, "heads": 2, "vocab": 100}},
+    "train": {"seq_length": 4096, "micro_batch": 0, "lora": {"rnak": 8}, "attention": "fast"},
+    "gpu": {"memory_gib": "80G"}
+  })");
+  const ProbeRun run = RunProbe({"validate", file, "--json"});
+  EXPECT_EQ(run.exit_code, 1);
+  const json out = json::parse(run.out, nullptr, false);
+  ASSERT_FALSE(out.is_discarded()) << run.out;
+  std::vector<std::string> paths;
+  for (const auto& p : out["files"][0]["problems"]) paths.push_back(p["path"]);
+  for (const char* want :
+       {"train.seq_length", "train.lora.rnak", "train.micro_batch", "train.attention", "gpu.memory_gib"}) {
+    EXPECT_NE(std::find(paths.begin(), paths.end(), want), paths.end()) << want << " in " << out.dump(2);
+  }
+}
+
+TEST(CliValidate, ReportsProblemsOfAReportAndSyntaxErrorsWithTheirPosition) {
+  const std::string report =
+      WriteTemp("validate_bad_report.json",
+                R"({"schema": "vram-planner-probe/1", "gpus": [{"index": 0, "name": "X", "memory.total": -1}],
+          "command": [], "device": 3, "exit": {"code": 0, "signal": null},
+          "peak": {"process_used_bytes": "12", "device_used_bytes": null, "accounting_max_bytes": null},
+          "baseline": {"device_used_bytes": 0}, "sampling": {"interval_ms": 20, "samples": 1, "duration_ms": 5},
+          "timeline": []})");
+  const std::string broken = WriteTemp("validate_broken.json", "{\n  \"model\": [1, 2,\n}");
+  const ProbeRun run = RunProbe({"validate", report, broken, "--json"});
+  EXPECT_EQ(run.exit_code, 1);
+  const json out = json::parse(run.out, nullptr, false);
+  ASSERT_FALSE(out.is_discarded()) << run.out;
+  std::vector<std::string> paths;
+  for (const auto& p : out["files"][0]["problems"]) paths.push_back(p["path"]);
+  for (const char* want : {"gpus[0].memory.total", "command", "device", "peak.process_used_bytes"}) {
+    EXPECT_NE(std::find(paths.begin(), paths.end(), want), paths.end()) << want << " in " << out.dump(2);
+  }
+  const auto& syntax = out["files"][1]["problems"][0];
+  EXPECT_EQ(syntax["code"], "bad_json");
+  EXPECT_NE(syntax["message"].get<std::string>().find("line 3, column 1"), std::string::npos) << syntax;
+}
+
+TEST(CliValidate, NoFilesIsAUsageError) { EXPECT_EQ(RunProbe({"validate"}).exit_code, 2); }
+
+}  // namespace
+
+#endif  // VRAM_PROBE_BIN
