@@ -33,8 +33,8 @@ export interface CustomModel {
   vocab: number;
   /** Whether lm_head shares the embedding matrix; default false. */
   tie_word_embeddings?: boolean;
-  /** Stated parameter total; the excess over the derived count is shown as "other". */
-  params?: number;
+  /** Stated parameter total, or a count string ("7B", "6.7B", "125M"; README "Input rules"); the excess over the derived count is shown as "other". */
+  params?: number | string;
 }
 
 /** The model: a config.json (contract: `model.config`) or explicit sizes (contract: `model.custom`). */
@@ -259,16 +259,16 @@ export interface ParallelOptions {
 
 /** Overrides of the memory outside the tensors (defaults documented in the core). */
 export interface OverheadOptions {
-  /** CUDA context bytes. */
-  cuda_context_bytes?: number;
+  /** CUDA context bytes, or a size string ("512MiB"); every byte field here takes one. */
+  cuda_context_bytes?: number | string;
   /** cuBLAS/cuBLASLt workspace bytes. */
-  cublas_workspace_bytes?: number;
+  cublas_workspace_bytes?: number | string;
   /** Reserved = allocated x (1 + fragmentation) (0 to 4); replaces the caching-allocator replay when given. */
   fragmentation?: number;
   /** A cushion in bytes added to every phase. */
-  misc_bytes?: number;
+  misc_bytes?: number | string;
   /** NCCL memory per GPU on multi-GPU layouts (e.g. measured); replaces the channel model. */
-  nccl_bytes?: number;
+  nccl_bytes?: number | string;
 }
 
 /** PyTorch caching-allocator settings the reserved-memory replay uses (PYTORCH_CUDA_ALLOC_CONF). */
@@ -297,8 +297,8 @@ export interface Calibration {
 export interface GpuInput {
   /** Contract. Catalog name, case-insensitive, aliases accepted ("H100 80GB", "a100-80gb", "4090"). */
   name?: string;
-  /** Contract. Memory in GiB for a card not in the catalog. */
-  memory_gib?: number;
+  /** Contract. Memory in GiB for a card not in the catalog, or a size string: "80GB" (80 x 10^9 bytes), "80GiB". */
+  memory_gib?: number | string;
 }
 
 /** The estimate request: `estimate(request)`. */
@@ -734,6 +734,15 @@ export interface VersionInfo {
   optimizers: string[];
   /** The GPU catalog. */
   gpus: CatalogGpu[];
+  /** The input rules every entry point applies (README "Input rules"). */
+  limits: {
+    /** Largest input text, 16 MiB; checked before the text is read whole. */
+    max_input_bytes: number;
+    /** Deepest nesting of objects and arrays, 64. */
+    max_json_depth: number;
+    /** Largest byte figure of a result, 2^53 - 1; beyond it the estimate is an out_of_range error naming its input. */
+    max_bytes: number;
+  };
 }
 
 /** A request field's JSON type in the fields table. */
@@ -780,7 +789,7 @@ export interface FieldsInfo {
 
 /** The boundary's error object: `{"error": {code, message, path}}`. */
 export interface ErrorInfo {
-  /** Stable code: bad_json | missing_field | wrong_type | out_of_range | inconsistent | unsupported_model | unknown_value | unsupported | internal. */
+  /** Stable code: bad_json | missing_field | wrong_type | out_of_range | inconsistent | unsupported_model | unknown_value | unknown_field | unsupported | internal. */
   code: ErrorCode;
   /** What is wrong, naming the field. */
   message: string;
@@ -797,6 +806,7 @@ export type ErrorCode =
   | 'inconsistent'
   | 'unsupported_model'
   | 'unknown_value'
+  | 'unknown_field'
   | 'unsupported'
   | 'internal';
 

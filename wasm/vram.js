@@ -137,10 +137,33 @@ function toText(value, what) {
   return text;
 }
 
+// The core's limit on input text (limits::kMaxInputBytes, from version()),
+// read once per module.
+const inputLimits = new WeakMap();
+function maxInputBytes(module) {
+  if (!inputLimits.has(module)) {
+    inputLimits.set(module, JSON.parse(module._version()).limits.max_input_bytes);
+  }
+  return inputLimits.get(module);
+}
+
 // Call one raw binding. core never throws across the boundary (api.h), so
 // anything thrown here is the module itself failing (out of memory, abort); a
 // module that aborted cannot be used again, so the next call loads a new one.
+// Text longer than the core's input limit is refused here, before Embind
+// copies it into the module's memory (a UTF-16 length above the limit is
+// more UTF-8 bytes than the limit too); the core checks the bytes again.
 function call(module, name, text) {
+  if (text !== undefined && text.length > maxInputBytes(module)) {
+    const limit = maxInputBytes(module);
+    return JSON.stringify({
+      error: {
+        code: kOutOfRange,
+        message: `input is more than ${limit} bytes, the ${limit}-byte (16 MiB) limit on every input`,
+        path: '',
+      },
+    });
+  }
   try {
     return text === undefined ? module[name]() : module[name](text);
   } catch (cause) {

@@ -18,6 +18,7 @@ import {
   settings,
 } from './state.js';
 import { parse, serialize, sizeModel } from './url-state.js';
+import { tooLargeMessage } from './limits.js';
 
 /**
  * The token the user pasted (the ModelBox mirrors it to sessionStorage).
@@ -106,6 +107,11 @@ export function loadPastedConfig(text, name = 'pasted config.json') {
  * larger than the core's input limit is refused before it is read.
  */
 export async function loadConfigFile(file) {
+  const tooLarge = tooLargeMessage(file);
+  if (tooLarge) {
+    modelStatus.value = { state: 'error', message: tooLarge, kind: 'out_of_range' };
+    return false;
+  }
   return loadPastedConfig(await file.text(), file.name);
 }
 

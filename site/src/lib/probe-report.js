@@ -6,6 +6,8 @@
 
 import { signal } from '@preact/signals';
 
+import { MAX_INPUT_BYTES } from './limits.js';
+
 /** The `schema` of every probe report (kProbeSchema in measure/report.h). */
 export const PROBE_SCHEMA = 'vram-planner-probe/1';
 
@@ -13,8 +15,8 @@ export const PROBE_SCHEMA = 'vram-planner-probe/1';
 export const CONTEXT_PRIOR_BYTES = 512 * 1024 ** 2;
 
 // A watch report is at most ~200 KB (2048 timeline points); anything far
-// larger is not one.
-const MAX_REPORT_CHARS = 16 * 1024 ** 2;
+// larger is not one. The core's input limit (lib/limits.js).
+const MAX_REPORT_CHARS = MAX_INPUT_BYTES;
 
 /** What the page does not accept in a report: the message and the field's path. */
 export class ReportError extends Error {

@@ -12,6 +12,7 @@ import {
   probeReportUnreadable,
 } from '../../lib/probe-report.js';
 import { dropHandler } from '../../lib/drop.js';
+import { tooLargeMessage } from '../../lib/limits.js';
 import { Card } from '../Card/index.jsx';
 import { ErrorNotice } from '../ErrorNotice/index.jsx';
 import { DeviceView, NcclView, OverheadsView, RunView, WatchView } from './views.jsx';
@@ -63,6 +64,12 @@ function ReportView({ name, report, result }) {
 }
 
 function readFile(file) {
+  // The size first: a huge file is refused before it is read whole.
+  const tooLarge = tooLargeMessage(file);
+  if (tooLarge) {
+    probeReportUnreadable(file.name, tooLarge);
+    return;
+  }
   file.text().then(
     (t) => loadProbeReport(t, file.name),
     (e) => probeReportUnreadable(file.name, e?.message ?? String(e)),
