@@ -114,7 +114,7 @@ TEST(StrictInput, DuplicateKeysInsideAListAreNamedByIndex) {
 TEST(StrictInput, SyntaxErrorsGiveLineAndColumn) {
   const Error e = text_error("{\n  \"train\": {\n    \"seq_len\": 20 48\n  }\n}");
   EXPECT_EQ(e.code, errc::kBadJson);
-  EXPECT_NE(e.message.find("line 3, column 19"), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("line 3, column 20"), std::string::npos) << e.message;
 }
 
 TEST(StrictInput, TextOverTheSizeLimitIsRefused) {
