@@ -52,8 +52,10 @@ class ReportChecker {
       if (doc.contains(k)) text(doc[k], k, true);
     }
     std::vector<int64_t> indices;
+    // `vram-probe run` on a machine without a GPU ran on the CPU and saw none.
+    const bool run = doc.contains("run");
     if (need(doc, "gpus", "") && array(doc["gpus"], "gpus")) {
-      if (doc["gpus"].empty()) add("gpus", "gpus is empty: a probe report lists the GPUs it saw");
+      if (doc["gpus"].empty() && !run) add("gpus", "gpus is empty: a probe report lists the GPUs it saw");
       for (size_t i = 0; i < doc["gpus"].size(); ++i) {
         const std::string p = "gpus[" + std::to_string(i) + "]";
         const json& g = doc["gpus"][i];
@@ -81,7 +83,10 @@ class ReportChecker {
         add(p, p + " is " + v.dump() + ", but gpus lists no GPU with that index");
       }
     };
-    if (doc.contains("command") || doc.contains("peak") || doc.contains("timeline")) {
+    if (run) {
+      run_object(doc["run"]);
+      if (doc.contains("peak")) watch(doc, device);
+    } else if (doc.contains("command") || doc.contains("peak") || doc.contains("timeline")) {
       watch(doc, device);
     } else if (doc.contains("overheads")) {
       if (!object(doc["overheads"], "overheads")) return;
@@ -155,6 +160,58 @@ class ReportChecker {
     }
     return true;
   }
+  // A `vram-probe run` report's run object (probe-report.js readRun).
+  void run_object(const json& r) {
+    if (!object(r, "run")) return;
+    if (need(r, "request", "run")) object(r["request"], "run.request");
+    if (need(r, "device", "run")) text(r["device"], "run.device", false);
+    if (need(r, "steps", "run")) whole(r["steps"], "run.steps", false);
+    if (r.contains("script")) text(r["script"], "run.script", true);
+    if (need(r, "estimate", "run") && object(r["estimate"], "run.estimate")) {
+      const json& e = r["estimate"];
+      if (need(e, "peak_bytes", "run.estimate")) whole(e["peak_bytes"], "run.estimate.peak_bytes", false);
+      if (need(e, "peak_phase", "run.estimate")) text(e["peak_phase"], "run.estimate.peak_phase", false);
+      if (need(e, "phases", "run.estimate") && array(e["phases"], "run.estimate.phases")) {
+        for (size_t i = 0; i < e["phases"].size(); ++i) {
+          const std::string p = "run.estimate.phases[" + std::to_string(i) + "]";
+          const json& ph = e["phases"][i];
+          if (!object(ph, p)) continue;
+          if (need(ph, "key", p)) text(ph["key"], p + ".key", false);
+          for (const char* k : {"allocated_bytes", "reserved_bytes"}) {
+            if (need(ph, k, p)) whole(ph[k], at(p, k), true);
+          }
+        }
+      }
+    }
+    // probe-agent/src/run/train_script.py PHASES.
+    static const std::vector<std::string> kRunPhases = {"load", "forward", "loss", "backward", "optimizer_step"};
+    if (need(r, "phases", "run") && array(r["phases"], "run.phases")) {
+      for (size_t i = 0; i < r["phases"].size(); ++i) {
+        const std::string p = "run.phases[" + std::to_string(i) + "]";
+        const json& ph = r["phases"][i];
+        if (!object(ph, p)) continue;
+        if (need(ph, "phase", p) && text(ph["phase"], p + ".phase", false) &&
+            std::find(kRunPhases.begin(), kRunPhases.end(), ph["phase"].get<std::string>()) == kRunPhases.end()) {
+          add(p + ".phase", p + ".phase is " + ph["phase"].dump() + ", not a phase vram-probe run records");
+        }
+        for (const char* k : {"step", "micro_step"}) {
+          if (need(ph, k, p)) whole(ph[k], at(p, k), false);
+        }
+        for (const char* k : {"allocated_bytes", "max_allocated_bytes", "reserved_bytes", "max_reserved_bytes"}) {
+          if (need(ph, k, p)) whole(ph[k], at(p, k), true);
+        }
+        if (need(ph, "seconds", p) && !(ph["seconds"].is_number() && ph["seconds"].get<double>() >= 0)) {
+          add(p + ".seconds", p + ".seconds must be a number of seconds, not " + ph["seconds"].dump());
+        }
+      }
+    }
+    if (r.contains("error") && object(r["error"], "run.error")) {
+      for (const char* k : {"code", "message"}) {
+        if (need(r["error"], k, "run.error")) text(r["error"][k], at("run.error", k), false);
+      }
+    }
+  }
+
   template <typename Device>
   void watch(const json& doc, Device&& device) {
     if (need(doc, "command", "") && array(doc["command"], "command")) {

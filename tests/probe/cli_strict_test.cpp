@@ -165,16 +165,19 @@ TEST(CliValidate, AGoodRequestConfigAndReportAreOk) {
       WriteTemp("validate_ok_request.json",
                 R"({"model": {"custom": {"layers": 2, "hidden": 64, "heads": 2, "vocab": 100, "params": "1M"}},
                     "gpu": {"memory_gib": "80GB"}})");
+  const std::string probe = Fixture("../../site/tests/unit/fixtures/probe/");
   const ProbeRun run =
-      RunProbe({"validate", request, kConfig,
-                Fixture("../../site/tests/unit/fixtures/probe/watch-llama-3.2-1b-lora-h100.json"), "--json"});
+      RunProbe({"validate", request, kConfig, probe + "watch-llama-3.2-1b-lora-h100.json",
+                probe + "run-cpu-tiny-llama-lora.json", Fixture("strict/seed004-request.json"), "--json"});
   const json out = json::parse(run.out, nullptr, false);
   ASSERT_FALSE(out.is_discarded()) << run.out;
   EXPECT_EQ(run.exit_code, 0) << out.dump(2);
-  ASSERT_EQ(out["files"].size(), 3u);
+  ASSERT_EQ(out["files"].size(), 5u);
   EXPECT_EQ(out["files"][0]["kind"], "request");
   EXPECT_EQ(out["files"][1]["kind"], "model config");
   EXPECT_EQ(out["files"][2]["kind"], "probe report");
+  EXPECT_EQ(out["files"][3]["kind"], "probe report");  // a vram-probe run on the CPU: no GPUs
+  EXPECT_EQ(out["files"][4]["kind"], "request");       // seed 004's example: "7B", "80GB"
 }
 
 TEST(CliValidate, ListsEveryProblemOfARequestWithItsPath) {
