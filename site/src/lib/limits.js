@@ -8,6 +8,7 @@ export const MAX_INPUT_BYTES = 16 * 1024 * 1024;
 
 /** A file's size against MAX_INPUT_BYTES, checked before the file is read: a message, or null. */
 export function tooLargeMessage(file) {
-  if (file.size <= MAX_INPUT_BYTES) return null;
+  // A File always has a size; anything without one is left to its reader.
+  if (!(file.size > MAX_INPUT_BYTES)) return null;
   return `${file.name} is ${(file.size / 1024 ** 2).toFixed(1)} MiB; inputs are limited to 16 MiB.`;
 }

@@ -602,6 +602,28 @@ describe('a report the page cannot read', () => {
     );
   });
 
+  it('over the 16 MiB input limit is refused before it is read', async () => {
+    await openPage();
+    const zone = within(card()).getByRole('group', { name: 'Drop a probe report here' });
+    const drop = new Event('drop', { bubbles: true, cancelable: true });
+    let read = false;
+    const huge = {
+      name: 'huge.json',
+      size: 200 * 1024 ** 2,
+      text: () => {
+        read = true;
+        return Promise.resolve('{}');
+      },
+    };
+    Object.defineProperty(drop, 'dataTransfer', {
+      value: { files: [huge], getData: () => '' },
+    });
+    zone.dispatchEvent(drop);
+    const alert = await within(card()).findByRole('alert', { name: 'This report cannot be read' });
+    expect(alert.textContent).toContain('inputs are limited to 16 MiB');
+    expect(read).toBe(false);
+  });
+
   it('replaces a good report, and a good one replaces the message', async () => {
     await openPage();
     dropReport(watchLora);
