@@ -5,6 +5,7 @@
 #include <string>
 #include <type_traits>
 
+#include "vram/checkpoint.h"
 #include "vram/estimate.h"
 #include "vram/families.h"
 #include "vram/fields.h"
@@ -100,6 +101,7 @@ json model_json(const ModelSpec& m) {
               {"modules", modules},
               {"facts", facts}};
   if (!stacks.empty()) out["stacks"] = stacks;
+  if (m.checkpoint.present) out["checkpoint"] = checkpoint_json(m);
   if (m.vision.image_size > 0) {
     out["vision"] = {{"image_size", m.vision.image_size},
                      {"patch_size", m.vision.patch_size},
@@ -288,22 +290,13 @@ json model_info(const json& model) {
       prefix = "";
     }
     const std::string base = prefix.empty() ? "" : prefix + ".";
-    if (m->contains("config")) {
-      auto spec = model_from_config(m->at("config"), base + "config", m->value("allow_generic", false));
+    if (m->contains("config") || m->contains("custom") || m->contains("size") || m->contains("safetensors")) {
+      auto spec = model_from_sources(*m, prefix);
       if (!spec.ok()) return error_json(spec.error());
       return model_json(spec.value());
     }
-    if (m->contains("custom")) {
-      auto spec = model_from_custom(m->at("custom"), base + "custom");
-      if (!spec.ok()) return error_json(spec.error());
-      return model_json(spec.value());
-    }
-    if (m->contains("size")) {
-      auto spec = model_from_size(m->at("size"), base + "size");
-      if (!spec.ok()) return error_json(spec.error());
-      return model_json(spec.value());
-    }
-    return error_json({errc::kMissingField, base + "config", base + "config or " + base + "custom is required"});
+    return error_json({errc::kMissingField, base + "config",
+                       base + "config, " + base + "custom, " + base + "size or " + base + "safetensors is required"});
   });
 }
 

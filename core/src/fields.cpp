@@ -144,6 +144,11 @@ std::vector<FieldSpec> build() {
       make("model.size", T::kString, nullptr,
            {"model size", "--model-size", "size",
             "quick sizing: a Llama-3-shaped decoder of this many parameters (7B, 1.5B, 350M); approximate"}),
+      make("model.safetensors", T::kObject, nullptr,
+           {"safetensors tensors", "--safetensors", "",
+            "the checkpoint's tensor list {tensors: [{name, dtype, shape}], metadata} (the flag takes an "
+            "index.json, a directory or a .safetensors file): an exact estimate for any architecture, and the "
+            "cross-check of a known one"}),
       boolean("model.allow_generic", false,
               {"allow_generic", "--allow-generic", "", "estimate an unknown model_type as a Llama-shaped decoder"}),
       choice("task", d::kTask, {"train", "infer"}, {}, {"Task", "--task", "task", "training or inference"}),
@@ -227,8 +232,10 @@ std::vector<FieldSpec> build() {
       integer("infer.context_len", d::kContextLen, 1, l::kMaxSeq,
               {"Context length", "--context-len", "ctx", "tokens per sequence (prompt + generated)"}),
       choice("infer.weights_dtype", d::kWeightsDtype,
-             {"bf16", "fp16", "fp32", "fp8", "int8", "int4", "gptq", "awq", "nf4", "nf4-dq", "mxfp4"}, {},
-             {"Weights dtype", "--weights-dtype", "wdt", "serving dtype or quantisation of the weights"}),
+             {"bf16", "fp16", "fp32", "fp8", "int8", "int4", "gptq", "awq", "nf4", "nf4-dq", "mxfp4", "checkpoint"}, {},
+             {"Weights dtype", "--weights-dtype", "wdt",
+              "serving dtype or quantisation of the weights; checkpoint: as model.safetensors stores them (its "
+              "default when given)"}),
       choice("infer.kv_dtype", d::kKvDtype, {"bf16", "fp16", "fp32", "fp8", "int8", "int4"}, {},
              {"kv_cache_dtype", "--kv-dtype", "kvdt", "KV-cache dtype"}),
       integer("infer.prompt_len", nullptr, 1, l::kMaxSeq,

@@ -8,6 +8,7 @@
 
 #include "import/import_context.h"
 #include "memory/caching_allocator.h"
+#include "vram/checkpoint.h"
 #include "vram/families.h"
 #include "vram/fields.h"
 #include "vram/gpus.h"
@@ -708,22 +709,11 @@ Result<Request> parse_request_filled(const json& request, const std::string& fra
            "model is required: model.config (an HF config.json object) or model.custom (explicit sizes)");
     }
     const JsonReader m = r.object_req("model");
-    if (m.has("config")) {
-      const json* cfg = m.get("config");
-      auto spec = model_from_config(*cfg, "model.config", m.bool_or("allow_generic", false));
+    {
+      // model.config, model.custom or model.safetensors (vram/checkpoint.h).
+      auto spec = model_from_sources(m.raw(), "model");
       if (!spec.ok()) return spec.error();
       req.model = std::move(spec.value());
-    } else if (m.has("custom")) {
-      auto spec = model_from_custom(*m.get("custom"), "model.custom");
-      if (!spec.ok()) return spec.error();
-      req.model = std::move(spec.value());
-    } else if (m.has("size")) {
-      auto spec = model_from_size(*m.get("size"), "model.size");
-      if (!spec.ok()) return spec.error();
-      req.model = std::move(spec.value());
-    } else {
-      fail(errc::kMissingField, "model.config",
-           "model.config (an HF config.json object), model.custom or model.size is required");
     }
     const std::string task = r.str_or("task", defaults::kTask);
     if (task == "train") {
@@ -734,6 +724,16 @@ Result<Request> parse_request_filled(const json& request, const std::string& fra
       fail(errc::kUnknownValue, "task", "task " + vram::quoted(task) + " must be \"train\" or \"infer\"");
     }
     if (auto i = r.object_opt("infer")) parse_infer(*i, req);
+    const json* infer_obj = r.get("infer");
+    if (req.model.checkpoint.present && (infer_obj == nullptr || !infer_obj->contains("weights_dtype"))) {
+      // A checkpoint's tensor list gives the weights' bytes exactly as stored:
+      // serve them so unless the request names a dtype.
+      req.infer.weights_dtype = "checkpoint";
+      if (task == "infer") {
+        req.assumptions.push_back("infer.weights_dtype checkpoint: the weights as model.safetensors stores them (" +
+                                  std::to_string(req.model.checkpoint.stored_bytes) + " bytes)");
+      }
+    }
     if (auto t = r.object_opt("train")) parse_train(*t, req);
     if (auto p = r.object_opt("parallel")) parse_parallel(*p, req);
     if (req.task == Task::kTrain && req.train.optimizer_in_backward && req.train.grad_accum > 1) {

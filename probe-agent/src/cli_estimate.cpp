@@ -18,6 +18,7 @@
 
 #include "cli_input.h"
 #include "commands.h"
+#include "safetensors_headers.h"
 #include "vram/api.h"
 #include "vram/fields.h"
 #include "vram/import.h"
@@ -126,6 +127,53 @@ void set_path(json& j, const std::string& dotted, json value) {
   }
 }
 
+// The checkpoint's inventory (model.safetensors): what is stored, by dtype,
+// and the cross-check against the model's exact count.
+void print_checkpoint(const json& c) {
+  std::printf(
+      "\n  checkpoint: %s tensors, %s bytes as stored (%s)\n", with_commas(c["tensors"].get<int64_t>()).c_str(),
+      with_commas(c["stored_bytes"].get<int64_t>()).c_str(),
+      c["quantization"].get<std::string>().empty() ? "not quantised" : c["quantization"].get<std::string>().c_str());
+  for (const auto& [dtype, n] : c["elements_by_dtype"].items()) {
+    std::printf("    %-10s %20s elements\n", dtype.c_str(), with_commas(n.get<int64_t>()).c_str());
+  }
+  std::printf("    parameters (dequantised) %s\n", with_commas(c["params"].get<int64_t>()).c_str());
+  const json& x = c["cross_check"];
+  if (x["matches"].get<bool>()) {
+    std::printf("    cross-check: the model's count equals the checkpoint's\n");
+  } else {
+    std::printf("    cross-check: checkpoint - model = %s parameters\n",
+                with_commas(x["difference"].get<int64_t>()).c_str());
+    for (const auto& e : x["explained"]) {
+      std::printf("      %s: %s\n", e["reason"].get<std::string>().c_str(),
+                  with_commas(e["params"].get<int64_t>()).c_str());
+    }
+  }
+  if (!c["unplaced"].empty()) {
+    std::printf("    %zu unplaced tensors (counted as weights):", c["unplaced"].size());
+    size_t shown = 0;
+    for (const auto& n : c["unplaced"]) {
+      if (shown++ == 6) {
+        std::printf(" ...");
+        break;
+      }
+      std::printf(" %s", n.get<std::string>().c_str());
+    }
+    std::printf("\n");
+  }
+}
+
+// DIR/config.json next to a checkpoint directory or index, when present.
+std::string directory_config(const std::string& tensors) {
+  std::error_code ec;
+  std::filesystem::path p(tensors);
+  const std::filesystem::path dir = std::filesystem::is_directory(p, ec) ? p : p.parent_path();
+  const std::filesystem::path cfg = dir / "config.json";
+  if (!std::filesystem::exists(cfg, ec)) return "";
+  std::fprintf(stderr, "vram-probe: using %s\n", cfg.string().c_str());
+  return cfg.string();
+}
+
 void print_params_table(const json& m) {
   std::printf("%s  (%s, family %s)\n", m.value("architecture", "").c_str(), m.value("model_type", "").c_str(),
               m.value("family", "").c_str());
@@ -149,6 +197,7 @@ void print_params_table(const json& m) {
       f["tie_word_embeddings"].get<bool>() ? "tied embeddings" : "untied lm_head");
   for (const auto& r : m["inexact"]) std::printf("  ! %s\n", r.get<std::string>().c_str());
   for (const auto& n : m["notes"]) std::printf("  note: %s\n", n.get<std::string>().c_str());
+  if (m.contains("checkpoint")) print_checkpoint(m["checkpoint"]);
 }
 
 // One row per pipeline rank (result.parallel.stages): the layers it holds, the
@@ -278,6 +327,9 @@ Model:     --request FILE            a request JSON (docs/schema.md); flags belo
                                      adapter_config.json, config.json, DeepSpeed or accelerate config
                                      (repeatable; see `vram-probe import --help`); flags win over it
            --model-config FILE       an HF config.json (sets model.config)
+           --safetensors PATH        model.safetensors.index.json, a directory or a .safetensors file: reads
+                                     only the headers (sets model.safetensors; any architecture; serving then
+                                     sizes the weights as stored unless --weights-dtype names one)
            --allow-generic           estimate unknown model types as a generic decoder (approximate)
            --model-size SIZE         quick sizing: a Llama-3-shaped decoder of SIZE parameters (7B, 1.5B, 350M;
                                      approximate, see `vram-probe quick --help`)
@@ -319,25 +371,45 @@ Output:    --json  the result object (same bytes as the page's WASM module)
 }  // namespace
 
 int run_params(const std::vector<std::string>& args) {
-  std::string file;
+  std::string file, tensors;
   bool as_json = false;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--json") {
       as_json = true;
     } else if (args[i] == "--config" && i + 1 < args.size()) {
       file = args[++i];
+    } else if (args[i] == "--safetensors" && i + 1 < args.size()) {
+      tensors = args[++i];
     } else if (args[i] == "--help" || args[i] == "-h") {
-      std::printf("usage: vram-probe params --config FILE [--json]\n");
+      std::printf(
+          "usage: vram-probe params --config FILE [--json]\n"
+          "       vram-probe params --safetensors model.safetensors.index.json|DIR|FILE.safetensors [--config FILE] "
+          "[--json]\n"
+          "  --safetensors reads only the safetensors headers (names, dtypes, shapes) and counts every tensor as\n"
+          "  stored; a DIR's config.json is used when --config is not given. With a known model_type the exact\n"
+          "  count is cross-checked against the checkpoint.\n");
       return 0;
     } else {
       return print_error(usage_error(args[i], "unknown argument '" + args[i] + "' (see --help)"), as_json) + 1;
     }
   }
-  if (file.empty()) return print_error(usage_error("--config", "--config FILE is required"), as_json) + 1;
-  json err;
-  auto parsed = read_json_file(file, "config", err);
-  if (!parsed) return print_error(err, as_json);
-  const json result = model_info(json{{"config", std::move(*parsed)}});
+  if (file.empty() && tensors.empty()) {
+    return print_error(usage_error("--config", "--config FILE or --safetensors PATH is required"), as_json) + 1;
+  }
+  json model = json::object();
+  if (!tensors.empty()) {
+    auto inv = read_safetensors_inventory(tensors);
+    if (!inv.ok()) return print_error(error_json(inv.error()), as_json);
+    model["safetensors"] = inv.value();
+    if (file.empty()) file = directory_config(tensors);
+  }
+  if (!file.empty()) {
+    json err;
+    auto parsed = read_json_file(file, "config", err);
+    if (!parsed) return print_error(err, as_json);
+    model["config"] = std::move(*parsed);
+  }
+  const json result = model_info(model);
   if (result.contains("error")) return print_error(result, as_json);
   if (as_json) {
     std::printf("%s\n", result.dump(2).c_str());
@@ -465,6 +537,10 @@ int run_request_command(const std::vector<std::string>& args, const RequestComma
       }
       if (f.path == "model.config") {
         config_file = v;
+      } else if (f.path == "model.safetensors") {  // headers of local files, not a JSON file
+        auto inv = read_safetensors_inventory(v);
+        if (!inv.ok()) return print_error(error_json(inv.error()), as_json);
+        sets.emplace_back(f.path, inv.value());
       } else if (f.type == FieldType::kObject) {
         json err;
         auto obj = read_json_file(v, f.path, err);

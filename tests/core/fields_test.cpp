@@ -258,7 +258,7 @@ const std::map<std::string, std::function<json(const Request&)>>& absent_readers
 
 // Objects, and values the parser derives from other fields (dp from the
 // degrees, nodes from gpus_per_node, sharding onto zero / fsdp).
-const std::set<std::string> kNotReadBack = {"model.config", "model.custom",   "deepspeed",
+const std::set<std::string> kNotReadBack = {"model.config", "model.custom",   "model.safetensors", "deepspeed",
                                             "parallel.dp",  "parallel.nodes", "parallel.sharding"};
 
 TEST_F(FieldsParseTest, EveryScalarDefaultIsWhatTheParserApplies) {

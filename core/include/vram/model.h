@@ -143,6 +143,31 @@ struct VisionInput {
   int64_t spatial_merge = 1;
 };
 
+// What a safetensors checkpoint holds, from its tensor list (vram/checkpoint.h):
+// the bytes and elements as stored, the parameters they stand for once
+// dequantised, and what the inventory could not place. `present` is false for
+// a model built from config.json alone.
+struct CheckpointSummary {
+  bool present = false;
+  int64_t tensors = 0;
+  int64_t stored_bytes = 0;     // sum of every tensor's bytes as stored (scales, zero points, buffers included)
+  int64_t stored_elements = 0;  // sum of every tensor's elements (the Hub's per-dtype "parameters")
+  std::map<std::string, int64_t> elements_by_dtype;
+  int64_t params = 0;        // dequantised parameters (packed 4-bit values unpacked; scales and buffers not counted)
+  std::string quantization;  // "", "gptq", "awq", "fp8", "mxfp4", "bnb_4bit", "bnb_8bit", "compressed_tensors"
+  // Tensor parallel splits Linear and embedding weights and replicates the rest
+  // (vLLM ColumnParallelLinear / RowParallelLinear / VocabParallelEmbedding).
+  int64_t split_bytes = 0;
+  int64_t replicated_bytes = 0;
+  std::vector<std::string> unplaced;  // tensor names no naming pattern placed
+  int64_t unplaced_params = 0;
+  std::vector<std::string> buffers;  // stored buffers (not parameters): rotary inv_freq, routing-bias corrections
+  int64_t buffer_elements = 0;
+  int64_t extra_layer_params = 0;          // layers past config num_hidden_layers (multi-token-prediction heads)
+  int64_t declared_total_size = -1;        // index metadata.total_size, -1 if absent
+  int64_t declared_total_parameters = -1;  // index metadata.total_parameters, -1 if absent
+};
+
 struct ModelSpec {
   std::string model_type;    // config.json model_type
   std::string family;        // adapter that built it
@@ -162,6 +187,7 @@ struct ModelSpec {
   VisionInput vision;                    // set for VLMs
 
   std::vector<ParamGroup> groups;
+  CheckpointSummary checkpoint;  // set when the request carries model.safetensors
 
   int64_t params_total() const;
   int64_t params_active() const;  // per token (MoE: routed experts scaled)

@@ -67,6 +67,9 @@ const Format kFormats[] = {
     //   `*_scales` and keeps them packed with the Triton kernels), attention,
     //   router, embeddings and biases in bf16.
     {"mxfp4", 0.5, 32, 1.0, "MXFP4 experts (e2m1 + e8m0 scale per 32), the rest bf16", true},
+    // The checkpoint's own tensors, byte for byte (model.safetensors): sized
+    // from its stored bytes, not per value (weights_per_gpu).
+    {"checkpoint", 0.0, 0, 0.0, "as the checkpoint stores them"},
 };
 
 const Format* find_format(const std::string& n) {
@@ -167,6 +170,14 @@ struct Serving {
 // replicated (Megatron-LM; vLLM ColumnParallelLinear / RowParallelLinear /
 // VocabParallelEmbedding).
 int64_t weights_per_gpu(const ModelSpec& m, const Format& fmt, int64_t tp, bool quant_head) {
+  if (std::string(fmt.name) == "checkpoint") {
+    if (!m.checkpoint.present) {
+      fail(errc::kInconsistent, "infer.weights_dtype",
+           "infer.weights_dtype \"checkpoint\" sizes the weights as a checkpoint stores them: it needs "
+           "model.safetensors (the checkpoint's tensor list)");
+    }
+    return ceil_div(m.checkpoint.split_bytes, tp) + m.checkpoint.replicated_bytes;
+  }
   const int64_t hp = fmt.linear_bytes >= 2.0 ? static_cast<int64_t>(fmt.linear_bytes) : 2;
   int64_t weights = 0;
   for (const auto& g : m.groups) {

@@ -3,7 +3,7 @@
 
 import { batch, effect } from '@preact/signals';
 import { utf8Length } from './format.js';
-import { fetchHubConfig, loadToken } from './hub.js';
+import { fetchHubConfig, fetchHubTensors, loadToken } from './hub.js';
 import { MAX_INPUT_BYTES } from './limits.js';
 import { pinned, restorePin } from './pin.js';
 import { clearPlan } from './plan.js';
@@ -16,6 +16,7 @@ import {
   modelStatus,
   setPreset,
   settings,
+  versionInfo,
 } from './state.js';
 import { parse, serialize, sizeModel } from './url-state.js';
 import { tooLargeMessage } from './limits.js';
@@ -46,14 +47,62 @@ export async function loadHubModel(idText, { token = hubToken || loadToken() } =
   try {
     const { id, config } = await fetchHubConfig(idText, { token });
     if (ticket !== hubRequest) return;
-    batch(() => {
-      model.value = { source: 'hf', id, config };
-      modelStatus.value = { state: 'idle', message: '' };
-    });
+    const known = (versionInfo.value?.supported_model_types ?? []).includes(config.model_type);
+    if (known) {
+      batch(() => {
+        model.value = { source: 'hf', id, config };
+        modelStatus.value = { state: 'idle', message: '' };
+      });
+      // The checkpoint's tensor list cross-checks the exact count; the
+      // estimate does not wait for it.
+      loadCheckpoint(ticket, id, token, false);
+      return;
+    }
+    modelStatus.value = {
+      state: 'loading',
+      message: `model_type “${config.model_type ?? '?'}” has no exact adapter: reading the checkpoint's tensor list (safetensors headers) from the Hub…`,
+    };
+    await loadCheckpoint(ticket, id, token, true, config);
   } catch (error) {
     if (ticket !== hubRequest) return;
     modelStatus.value = { state: 'error', message: error.message, kind: error.kind };
   }
+}
+
+/**
+ * Reads the model's safetensors headers (fetchHubTensors) and adds the
+ * inventory to the model: the core then builds an unknown architecture from
+ * it, or cross-checks a known one. `required`: the model cannot be estimated
+ * without it (its failure is the model box's error); otherwise a failure is
+ * kept as `checkpointError` and the estimate goes on without the cross-check.
+ */
+async function loadCheckpoint(ticket, id, token, required, config = null) {
+  let inventory = null;
+  try {
+    inventory = await fetchHubTensors(id, { token });
+  } catch (error) {
+    if (ticket !== hubRequest) return;
+    if (required) throw error;
+    model.value = { ...model.value, checkpointError: error.message };
+    return;
+  }
+  if (ticket !== hubRequest) return;
+  if (!inventory) {
+    if (required) {
+      modelStatus.value = {
+        state: 'error',
+        message: `model_type “${config?.model_type ?? '?'}” of ${id} is not one the estimator knows, and the repository has no safetensors weights to read its tensors from.`,
+        kind: 'unsupported',
+      };
+    }
+    return;
+  }
+  batch(() => {
+    model.value = required
+      ? { source: 'hf', id, config, safetensors: inventory }
+      : { ...model.value, safetensors: inventory };
+    if (required) modelStatus.value = { state: 'idle', message: '' };
+  });
 }
 
 /**

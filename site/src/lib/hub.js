@@ -144,3 +144,74 @@ export function saveToken(token) {
     // sessionStorage can be unavailable (privacy mode): the token stays in memory.
   }
 }
+
+/**
+ * The request's `model.safetensors` inventory (vram/checkpoint.h) from what
+ * @huggingface/hub's parseSafetensorsMetadata returns: every tensor's name,
+ * dtype and shape, each taken from the shard the index's weight_map names,
+ * and the index's metadata.total_size when it has one.
+ */
+export function toInventory(parsed) {
+  const tensors = [];
+  const seen = new Set();
+  const weightMap = parsed.sharded ? parsed.index?.weight_map : null;
+  const add = (header, shard) => {
+    for (const [name, info] of Object.entries(header ?? {})) {
+      if (name === '__metadata__' || seen.has(name)) continue;
+      if (weightMap && weightMap[name] !== undefined && weightMap[name] !== shard) continue;
+      seen.add(name);
+      tensors.push({ name, dtype: info.dtype, shape: info.shape, shard });
+    }
+  };
+  if (parsed.sharded) {
+    for (const [file, header] of Object.entries(parsed.headers ?? {})) add(header, file);
+  } else {
+    add(parsed.header, parsed.filepaths?.[0] ?? 'model.safetensors');
+  }
+  const inventory = { tensors };
+  const meta = parsed.sharded ? parsed.index?.metadata : parsed.header?.__metadata__;
+  const total = Number(meta?.total_size);
+  if (Number.isSafeInteger(total) && total >= 0) inventory.metadata = { total_size: total };
+  return inventory;
+}
+
+/**
+ * Reads a model's checkpoint tensor list from the Hub without downloading
+ * weights: model.safetensors.index.json and each shard's header (or the
+ * single model.safetensors' header), through @huggingface/hub's
+ * parseSafetensorsMetadata, which sends the token and reads the headers with
+ * HTTP range requests. Returns the inventory, or null when the repository has
+ * no safetensors weights. `fetch` is for tests.
+ */
+export async function fetchHubTensors(idText, { token = '', fetch: fetchImpl } = {}) {
+  const id = parseModelId(idText);
+  if (!id) {
+    throw new HubError('invalid_id', `“${idText}” is not a Hugging Face model id.`);
+  }
+  const { parseSafetensorsMetadata } = await import('@huggingface/hub');
+  let parsed;
+  try {
+    parsed = await parseSafetensorsMetadata({
+      repo: { type: 'model', name: id.repo },
+      revision: id.revision,
+      hubUrl: HUB_ORIGIN,
+      ...(token ? { accessToken: token.trim() } : {}),
+      ...(fetchImpl ? { fetch: fetchImpl } : {}),
+    });
+  } catch (e) {
+    if (e && e.name === 'AbortError') throw e;
+    if (/does not seem to contain safetensors/.test(String(e?.message))) return null;
+    if (e instanceof TypeError) {
+      throw new HubError(
+        'offline',
+        `Could not read the checkpoint headers of ${id.repo} from the Hub (offline, or the request was blocked).`,
+      );
+    }
+    throw new HubError(
+      'tensors',
+      `Could not read the checkpoint headers of ${id.repo}: ${e?.message ?? e}`,
+      e?.statusCode ?? null,
+    );
+  }
+  return toInventory(parsed);
+}

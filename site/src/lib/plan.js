@@ -16,6 +16,7 @@ import {
   parseDeepspeed,
   routedExperts,
   settings,
+  withCheckpoint,
 } from './state.js';
 
 /**
@@ -87,11 +88,14 @@ export function buildPlanRequest(s, config, catalog = [], experts = 0) {
 /** The planner's request for the page's state, or null without a model. */
 export const planRequest = computed(() =>
   model.value?.config
-    ? buildPlanRequest(
-        settings.value,
-        model.value.config,
-        gpuCatalog.value,
-        routedExperts(modelFacts.value),
+    ? withCheckpoint(
+        buildPlanRequest(
+          settings.value,
+          model.value.config,
+          gpuCatalog.value,
+          routedExperts(modelFacts.value),
+        ),
+        model.value,
       )
     : null,
 );

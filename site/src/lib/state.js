@@ -656,8 +656,18 @@ export const request = computed(() => {
   );
   // Quick sizing: the core builds the model from the count (model.size).
   if (!config) req.model = { size };
-  return req;
+  return withCheckpoint(req, model.value);
 });
+
+/**
+ * Adds the model's checkpoint tensor list (model.safetensors, read from the
+ * Hub's safetensors headers) to a request: the core builds an architecture it
+ * does not know from it, and cross-checks one it knows.
+ */
+export function withCheckpoint(req, m) {
+  if (req && m?.safetensors) req.model.safetensors = m.safetensors;
+  return req;
+}
 
 /** The training frameworks as select options, labelled by the core's table. */
 export const frameworkOptions = computed(() => {

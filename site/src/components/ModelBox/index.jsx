@@ -279,6 +279,15 @@ export function ModelBox() {
         <p class={styles.current}>
           Using <strong>{m.id}</strong>
           <span class={styles.muted}> · {SOURCE_WORDS[m.source]}</span>
+          {m.safetensors && (
+            <span class={styles.muted}>
+              {' '}
+              + the checkpoint's tensor list ({m.safetensors.tensors.length} tensors)
+            </span>
+          )}
+          {m.checkpointError && (
+            <span class={styles.muted}> · no checkpoint cross-check ({m.checkpointError})</span>
+          )}
           {!m.config && !m.size && <span class={styles.muted}> · waiting for config.json</span>}
         </p>
       )}

@@ -12,6 +12,65 @@ function factValue(v) {
   return String(v);
 }
 
+const GIB = 1024 ** 3;
+
+/**
+ * What the checkpoint's safetensors headers hold (result.model.checkpoint):
+ * bytes as stored, quantisation, and the cross-check of the exact count.
+ */
+function CheckpointCheck({ checkpoint: c, family }) {
+  const x = c.cross_check ?? {};
+  const fromTensors = family === 'safetensors';
+  return (
+    <div class={styles.checkpoint} aria-label="Checkpoint">
+      <p>
+        Checkpoint: {formatInt(c.tensors)} tensors, {(c.stored_bytes / GIB).toFixed(2)} GiB as
+        stored
+        {c.quantization ? ` (${c.quantization})` : ''}, {formatInt(c.params)} parameters.
+      </p>
+      {fromTensors ? (
+        <p class={styles.muted}>
+          Built from the checkpoint's tensors: every weight is counted as stored; the layer shapes
+          come from the tensor shapes.
+        </p>
+      ) : x.matches ? (
+        <p class={styles.exact} data-cross-check="match">
+          Cross-check: the exact count equals the checkpoint's.
+        </p>
+      ) : (
+        <div data-cross-check="differs">
+          <p class={styles.inexact}>
+            Cross-check: the checkpoint holds {formatInt(Math.abs(x.difference))} parameters{' '}
+            {x.difference > 0 ? 'more' : 'fewer'} than the exact count.
+          </p>
+          {x.explained?.length > 0 && (
+            <ul class={styles.reasons}>
+              {x.explained.map((e) => (
+                <li key={e.reason}>
+                  {e.reason}
+                  {e.params ? `: ${formatInt(e.params)}` : ''}
+                </li>
+              ))}
+            </ul>
+          )}
+        </div>
+      )}
+      {c.unplaced?.length > 0 && (
+        <details class={styles.details}>
+          <summary>{formatInt(c.unplaced.length)} tensors not placed (counted as weights)</summary>
+          <ul class={styles.reasons}>
+            {c.unplaced.slice(0, 50).map((n) => (
+              <li key={n}>
+                <code>{n}</code>
+              </li>
+            ))}
+          </ul>
+        </details>
+      )}
+    </div>
+  );
+}
+
 export function ModelSummary({ model, name }) {
   const breakdown = model.breakdown ?? [];
   const facts = Object.entries(model.facts ?? {});
@@ -73,6 +132,7 @@ export function ModelSummary({ model, name }) {
           ))}
         </ul>
       )}
+      {model.checkpoint && <CheckpointCheck checkpoint={model.checkpoint} family={model.family} />}
       {breakdown.length > 0 && (
         <table class={styles.table}>
           <caption class={styles.caption}>Parameters by component</caption>
