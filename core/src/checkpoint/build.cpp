@@ -435,7 +435,7 @@ void build_from_tensors(const std::vector<TensorIn>& tensors, const json* config
 
   // Heads: q/k/v widths are exact; their split into heads needs head_dim:
   // config head_dim, else the per-head q_norm's width, else hidden / heads from
-  // the config, else 128.
+  // the config, else 128 or the largest power of two dividing the widths.
   int64_t q_out = q != nullptr ? q->lay.out : 0;
   int64_t kv_out = k != nullptr ? k->lay.out : v != nullptr ? v->lay.out : 0;
   const auto cfg_heads = cfg_int(tc, {"num_attention_heads", "n_head", "num_heads"});
@@ -470,7 +470,9 @@ void build_from_tensors(const std::vector<TensorIn>& tensors, const json* config
   if (kv_out == 0) kv_out = q_out;
   if (head_dim == 0 && cfg_heads && q_out % *cfg_heads == 0) head_dim = q_out / *cfg_heads;
   if (head_dim == 0) {
-    head_dim = q_out % 128 == 0 && kv_out % 128 == 0 ? 128 : 64;
+    // 128 (Llama, Mistral, Qwen), else the largest power of two dividing both widths.
+    head_dim = 128;
+    while (head_dim > 1 && (q_out % head_dim != 0 || kv_out % head_dim != 0)) head_dim /= 2;
     spec.notes.push_back("head_dim not in the config: " + std::to_string(head_dim) +
                          " assumed (the KV cache depends only on the key/value widths, which are exact)");
   }
