@@ -7,7 +7,7 @@
 import { computed, signal } from '@preact/signals';
 import { fetchHubConfig } from './hub.js';
 import { findPreset } from './presets.js';
-import { estimator, model, requestFor, settings } from './state.js';
+import { estimator, model, requestFor, settings, withCheckpoint } from './state.js';
 
 /** The pinned setup: {model: {source, id, config}, settings}, or null. */
 export const pinned = signal(null);
@@ -79,7 +79,10 @@ export const pinnedOutcome = computed(() => {
   if (p.error) return { error: p.error };
   if (!p.model?.config) return null;
   try {
-    return { result: vram.estimate(requestFor(p.settings, p.model.config, vram)) };
+    // A model read from its checkpoint's tensors carries them (withCheckpoint).
+    return {
+      result: vram.estimate(withCheckpoint(requestFor(p.settings, p.model.config, vram), p.model)),
+    };
   } catch (error) {
     return { error };
   }

@@ -81,6 +81,7 @@ describe('an unknown model id against a mocked Hub, in Chromium', () => {
   const files = tinyRepo('tiny_newarch');
   const hubRequests = [];
   const blocked = [];
+  const consoleErrors = [];
 
   before(async () => {
     assert.ok(
@@ -121,6 +122,8 @@ describe('an unknown model id against a mocked Hub, in Chromium', () => {
       });
     });
     page = await context.newPage();
+    page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()));
+    page.on('pageerror', (e) => consoleErrors.push(String(e)));
   });
 
   after(async () => {
@@ -134,7 +137,20 @@ describe('an unknown model id against a mocked Hub, in Chromium', () => {
     await page.getByLabel(/Model id/).fill(REPO);
     await page.getByRole('button', { name: 'Fetch config.json' }).click();
     const summary = page.getByRole('region', { name: 'Model summary' });
-    await summary.getByText(TINY_PARAMS.toLocaleString('en-US')).waitFor({ timeout: 30000 });
+    try {
+      await summary
+        .getByText(TINY_PARAMS.toLocaleString('en-US'), { exact: true })
+        .waitFor({ timeout: 30000 });
+    } catch (e) {
+      await page.screenshot({
+        path: join(shots, 'vram-unknown-model-failure.png'),
+        fullPage: true,
+      });
+      const box = await page.getByRole('region', { name: 'Model', exact: true }).textContent();
+      throw new Error(
+        `${e.message}\nmodel box: ${box}\nconsole: ${consoleErrors.join(' | ')}\nhub: ${JSON.stringify(hubRequests)}\nblocked: ${blocked.join(' ')}`,
+      );
+    }
     await summary.getByText(/Built from the checkpoint's tensors/).waitFor();
     await page.waitForFunction(
       (id) => location.hash.includes(id) && document.querySelector('output[data-bytes]'),
