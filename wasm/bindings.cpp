@@ -15,6 +15,7 @@ EMSCRIPTEN_BINDINGS(vram) {
   emscripten::function("_estimate", &vram::estimate_json);
   emscripten::function("_modelInfo", &vram::model_info_json);
   emscripten::function("_plan", &vram::plan_json);
+  emscripten::function("_suggest", &vram::suggest_json);
   emscripten::function("_version", &vram::version_json);
   emscripten::function("_fields", &vram::fields_json);
   emscripten::function("_layoutOptions", &vram::layout_options_json);

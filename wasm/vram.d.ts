@@ -343,6 +343,10 @@ export interface PlanOptions {
   top?: number;
   /** Also try full activation checkpointing; default true. */
   allow_checkpointing?: boolean;
+  /** Host RAM per node, GiB; default 2x the node's GPU memory (stated in the plan's notes). */
+  host_ram_gib?: number;
+  /** Samples per optimizer step every layout keeps; default parallel.gpus x micro_batch x grad_accum. */
+  global_batch?: number;
   /** Try CPU offload when nothing else fits; default true. */
   allow_offload?: boolean;
 }
@@ -530,6 +534,11 @@ export interface Fit {
   headroom_ok: boolean;
   /** The headroom rule's fraction (0.8). */
   headroom_fraction: number;
+  /** false where the rule does not apply (vLLM takes gpu_memory_utilization of the card by design). */
+  headroom_applies: boolean;
+  /** The verdict, decided once in core; the page colours by it and shows `words`. */
+  status: FitStatus;
+  words: string;
   /** Training only: the largest micro-batch that fits without paging, 0 if none. */
   max_micro_batch?: number;
   /** Training with a paged optimizer: the largest micro-batch that runs with its states paging, 0 if none. */
@@ -550,6 +559,10 @@ export interface GpuRow {
   utilization: number;
   /** The peak is within the headroom rule. */
   headroom_ok: boolean;
+  /** The verdict as for `Fit.status`, or "unsupported" with `refused`. */
+  status: FitStatus;
+  /** Why the card cannot run the job (bf16, FlashAttention-2, FP8), when it cannot. */
+  refused?: string;
 }
 
 /** Inference answers (`result.infer`): the settings as resolved and what the KV cache allows. */
@@ -720,6 +733,16 @@ export interface CatalogGpu {
   vendor: string;
   /** Memory type or form factor. */
   note: string;
+  /** "sm_86", "gfx942". */
+  arch: string;
+  /** NVIDIA compute capability (8.6), null on AMD. */
+  compute_capability: number | null;
+  /** bf16 arithmetic (sm80+, MI200/MI300). */
+  bf16: boolean;
+  /** FlashAttention-2 (sm80+, flash-attention README; ROCm MI200/MI300). */
+  flash_attention_2: boolean;
+  /** FP8 tensor cores (sm89+, MI300). */
+  fp8: boolean;
 }
 
 /** `version()`: what this build of the estimator knows. */
@@ -820,6 +843,19 @@ export interface PlanCandidate {
   parallel: ParallelOptions;
   /** The `train.grad_checkpointing` of this layout. */
   grad_checkpointing: 'none' | 'full' | 'selective';
+  /** Every request field Apply sets (a merge patch): parallel, checkpointing, grad_accum, and precision when the search changed it. */
+  apply: { parallel: ParallelOptions; train: { grad_checkpointing: string; grad_accum: number; precision?: string } };
+  /** The verdict (see `FitStatus`) and its words, as everywhere. */
+  status: FitStatus;
+  words: string;
+  /** Accumulation that fills the plan's global batch with this layout's data parallel. */
+  grad_accum: number;
+  /** Samples per optimizer step: dp x micro_batch x grad_accum (the same for every layout). */
+  global_batch: number;
+  /** Host RAM per node for what the layout offloads (0 without offload), bytes. */
+  host_bytes: number;
+  /** host_bytes fits in the plan's host RAM; a layout that does not is not counted as fitting. */
+  host_fits: boolean;
   /** Per-GPU peak of the busiest rank, bytes. */
   peak_bytes: number;
   /** peak / usable memory of the GPU. */
@@ -851,12 +887,61 @@ export interface PlanResult {
     capacity_bytes: number;
     /** Layouts estimated (valid for the model and framework). */
     considered: number;
+    /** Samples per optimizer step every layout trains (gpus x micro_batch x grad_accum of the request). */
+    global_batch: number;
+    /** Host RAM per node the offload layouts are checked against, bytes. */
+    host_ram_bytes: number;
+    /** true when host_ram_bytes is the default (plan.host_ram_gib not given). */
+    host_ram_default: boolean;
     /** Of those, how many fit. */
     fitting: number;
     notes: string[];
-    /** Best first: fits with headroom, then fits; no offload; least recompute and bubble; least traffic; least tp. */
+    /** Best first, same global batch: fits with headroom, then fits; no offload; least recompute and bubble; least tp; least traffic. */
     candidates: PlanCandidate[];
   };
+}
+
+/**
+ * The verdict, decided once in core (fit.h verdict_of): "fits" (within the headroom rule, or an engine
+ * budget where the rule does not apply), "tight" (fits above it), "fits_with_paging", "does_not_fit";
+ * GPU table rows also "unsupported" (the card cannot run the job: bf16, FlashAttention-2, FP8).
+ */
+export type FitStatus = 'fits' | 'tight' | 'fits_with_paging' | 'does_not_fit' | 'unsupported';
+
+/** One change that would make the job fit (`suggest(request)`). */
+export interface Suggestion {
+  /** "fused_loss", "checkpointing_selective", "checkpointing_full", "micro_batch", "optimizer_8bit", "optimizer_paged_8bit", "lora", "qlora", "seq_len", "more_gpus", "gpu", "combined". */
+  key: string;
+  title: string;
+  /** The change as request fields (JSON merge patch: null removes a field). */
+  patch: Record<string, unknown>;
+  /** The patched request's peak, estimated again. */
+  peak_bytes: number;
+  utilization: number;
+  fits: boolean;
+  headroom_ok: boolean;
+  status: FitStatus;
+  words: string;
+  /** The card it was estimated on (a "gpu" suggestion changes it). */
+  gpu: string;
+  cost: {
+    kind: 'none' | 'speed' | 'optimizer precision' | 'quality' | 'data' | 'hardware';
+    /** Step time relative to the job as asked, where a source gives one; null otherwise. */
+    step_time_factor: number | null;
+    text: string;
+    source: string;
+  };
+}
+
+/** `suggest(request)`: the changes that reach the goal, cheapest first. */
+export interface SuggestResult {
+  schema: string;
+  version: string;
+  /** "fit" when the job does not fit, "headroom" when it fits above the headroom rule, "none" otherwise. */
+  goal: 'fit' | 'headroom' | 'none';
+  base?: { peak_bytes: number; status: FitStatus; gpu: string; capacity_bytes: number };
+  suggestions: Suggestion[];
+  notes: string[];
 }
 
 /** Thrown by the facade for rejected input, and with code "internal" when the module itself fails. */
@@ -879,6 +964,8 @@ export interface Vram {
   modelInfo(model: ModelInput | Request): ModelInfo;
   /** Ranks every layout of `parallel.gpus` GPUs on `gpu` for a training request. Throws EstimatorError for bad input. */
   plan(request: Request): PlanResult;
+  /** What would make a training request fit its card, cheapest first. Throws EstimatorError for bad input. */
+  suggest(request: Request): SuggestResult;
   /** Version, schema, supported model types and the GPU catalog. */
   version(): VersionInfo;
   /** Every request field: default, allowed values, limits, label, CLI flag and URL key (`vram-probe fields --json`). */

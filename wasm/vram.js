@@ -195,6 +195,7 @@ export function loadVram() {
       estimate: (request) => fromText(call(module, '_estimate', toText(request, 'the request'))),
       modelInfo: (model) => fromText(call(module, '_modelInfo', toText(model, 'the model'))),
       plan: (request) => fromText(call(module, '_plan', toText(request, 'the request'))),
+      suggest: (request) => fromText(call(module, '_suggest', toText(request, 'the request'))),
       version: () => fromText(call(module, '_version')),
       fields: () => fromText(call(module, '_fields')),
       layoutOptions: (parallel) =>

@@ -5,6 +5,7 @@
 #include <string>
 #include <type_traits>
 
+#include "fit.h"
 #include "vram/checkpoint.h"
 #include "vram/estimate.h"
 #include "vram/families.h"
@@ -134,12 +135,19 @@ json result_json(const Request& req, const Estimate& e) {
   }
   json gpus = json::array();
   for (const auto& g : e.gpus) {
-    gpus.push_back({{"name", g.name},
-                    {"capacity_bytes", g.capacity_bytes},
-                    {"fits", g.fits},
-                    {"verdict", g.verdict},
-                    {"utilization", round4(g.utilization)},
-                    {"headroom_ok", g.headroom_ok}});
+    json row = {
+        {"name", g.name},
+        {"capacity_bytes", g.capacity_bytes},
+        {"fits", g.fits},
+        {"verdict", g.verdict},
+        {"utilization", round4(g.utilization)},
+        {"headroom_ok", g.headroom_ok},
+        {"status", g.refused.empty() ? fit::verdict_of(g.fits, g.verdict, g.headroom_ok, g.headroom_applies).status
+                                     : "unsupported"}};
+    row["words"] = g.refused.empty() ? fit::verdict_of(g.fits, g.verdict, g.headroom_ok, g.headroom_applies).words
+                                     : std::string("Not supported");
+    if (!g.refused.empty()) row["refused"] = g.refused;
+    gpus.push_back(row);
   }
   json model = model_json(req.model);
   model["params_trainable"] = req.task == Task::kTrain ? e.params_trainable : 0;
@@ -178,7 +186,11 @@ json result_json(const Request& req, const Estimate& e) {
                   {"paged_bytes", e.fit.paged_bytes},
                   {"utilization", round4(e.fit.utilization)},
                   {"headroom_ok", e.fit.headroom_ok},
-                  {"headroom_fraction", kHeadroomFraction}};
+                  {"headroom_fraction", kHeadroomFraction},
+                  {"headroom_applies", e.fit.headroom_applies}};
+    const fit::Verdict v = fit::verdict_of(e.fit, e.fit.headroom_applies);
+    out["fit"]["status"] = v.status;
+    out["fit"]["words"] = v.words;
     if (req.task == Task::kTrain) out["fit"]["max_micro_batch"] = e.fit.max_micro_batch;
     if (req.task == Task::kTrain && e.managed_bytes > 0) {
       out["fit"]["max_micro_batch_with_paging"] = e.fit.max_micro_batch_with_paging;
@@ -326,6 +338,8 @@ json plan(const json& request) {
       o.top = p->int_or("top", o.top, 1, 1000);
       o.allow_checkpointing = p->bool_or("allow_checkpointing", o.allow_checkpointing);
       o.allow_offload = p->bool_or("allow_offload", o.allow_offload);
+      if (auto h = p->num_opt("host_ram_gib", 1.0, 1048576.0)) o.host_ram_gib = *h;
+      if (p->has("global_batch")) o.global_batch = p->int_or("global_batch", 1, 1, int64_t{1} << 40);
     }
     auto result = plan_request(req.value(), o);
     if (!result.ok()) return error_json(result.error());
@@ -342,9 +356,22 @@ json plan(const json& request) {
       if (p.sequence_parallel) par["sequence_parallel"] = true;
       if (p.offload_optimizer) par["offload_optimizer"] = true;
       if (p.offload_params) par["offload_params"] = true;
+      // What Apply sets, as request fields (a merge patch): every parallel
+      // field, checkpointing, the accumulation that fills the global batch,
+      // and the precision the search planned with.
+      json train_patch = {{"grad_checkpointing", to_string(c.checkpointing)}, {"grad_accum", c.grad_accum}};
+      if (pl.precision_changed) train_patch["precision"] = pl.precision;
+      const fit::Verdict v = fit::verdict_of(c.fits, c.fits ? kFits : kDoesNotFit, c.headroom_ok);
       cands.push_back({{"rank", ++rank},
                        {"label", c.label},
                        {"parallel", par},
+                       {"apply", {{"parallel", par}, {"train", train_patch}}},
+                       {"status", v.status},
+                       {"words", v.words},
+                       {"grad_accum", c.grad_accum},
+                       {"global_batch", c.global_batch},
+                       {"host_bytes", c.host_bytes},
+                       {"host_fits", c.host_fits},
                        {"grad_checkpointing", to_string(c.checkpointing)},
                        {"peak_bytes", c.peak_bytes},
                        {"utilization", round4(c.utilization)},
@@ -363,6 +390,9 @@ json plan(const json& request) {
               {"gpu", pl.gpu},
               {"capacity_bytes", pl.capacity_bytes},
               {"considered", pl.considered},
+              {"global_batch", pl.global_batch},
+              {"host_ram_bytes", pl.host_ram_bytes},
+              {"host_ram_default", pl.host_ram_default},
               {"fitting", pl.fitting},
               {"notes", pl.notes},
               {"candidates", cands}}}};
@@ -447,6 +477,11 @@ std::string version_json() {
                       {"memory_bytes", g.total_mib * 1048576},
                       {"usable_bytes", g.usable_bytes()},
                       {"vendor", g.vendor},
+                      {"arch", g.arch},
+                      {"compute_capability", g.sm > 0 ? json(g.sm / 10.0) : json(nullptr)},
+                      {"bf16", g.bf16},
+                      {"flash_attention_2", g.flash_attn2},
+                      {"fp8", g.fp8},
                       {"note", g.note}});
     }
     return json({{"schema", kSchema},

@@ -43,10 +43,14 @@ int64_t max_infer(const Request& req, int64_t capacity, int64_t InferOptions::*f
 }  // namespace
 
 Result<Estimate> estimate_request(const Request& req) {
+  // A card that cannot run the job (bf16 on a T4) is an error naming the
+  // field, not a "fits" (issue 18).
+  if (auto no = fit::gpu_refusal(req)) return Error{errc::kInconsistent, no->message, no->path};
   auto r = run(req);
   if (!r.ok()) return r;
   Estimate& e = r.value();
   for (const auto& a : req.assumptions) e.assumptions.push_back(a);
+  if (auto w = fit::gpu_warning(req)) e.warnings.push_back(*w);
   const bool vllm = req.task == Task::kInfer && req.infer.engine == "vllm";
   // vLLM sizes itself to each GPU: a card fits when its budget holds one
   // sequence of context_len after weights and the profiling peak.
@@ -58,6 +62,18 @@ Result<Estimate> estimate_request(const Request& req) {
   };
   for (const auto& g : gpu_catalog()) {
     const int64_t total = g.total_mib * 1048576;
+    if (auto no = fit::refusal_on(req, g)) {
+      GpuRow row{g.name,
+                 g.usable_bytes(),
+                 false,
+                 kDoesNotFit,
+                 static_cast<double>(e.peak_bytes) / static_cast<double>(g.usable_bytes()),
+                 false,
+                 true,
+                 no->message};
+      e.gpus.push_back(row);
+      continue;
+    }
     if (vllm) {
       Request r = req;
       r.gpu.name = g.name;
@@ -66,11 +82,11 @@ Result<Estimate> estimate_request(const Request& req) {
       const bool ok = x.ok() && vllm_sequences(x.value()) > 0;
       const int64_t peak = x.ok() ? x.value().peak_bytes : 0;
       e.gpus.push_back({g.name, g.usable_bytes(), ok, ok ? kFits : kDoesNotFit,
-                        static_cast<double>(peak) / static_cast<double>(g.usable_bytes()), true});
+                        static_cast<double>(peak) / static_cast<double>(g.usable_bytes()), true, false, ""});
       continue;
     }
     const Fit f = fit_for(e.peak_bytes, total, g.usable_bytes(), g.name, e.managed_bytes);
-    e.gpus.push_back({g.name, f.capacity_bytes, f.fits, f.verdict, f.utilization, f.headroom_ok});
+    e.gpus.push_back({g.name, f.capacity_bytes, f.fits, f.verdict, f.utilization, f.headroom_ok, true, ""});
   }
   if (const auto card = fit::chosen_gpu(req)) {
     const int64_t total = card->total;
@@ -113,6 +129,7 @@ Result<Estimate> estimate_request(const Request& req) {
       e.fit.fits = e.fit.fits && vllm_sequences(e) > 0;
       e.fit.verdict = e.fit.fits ? kFits : kDoesNotFit;
       e.fit.headroom_ok = true;
+      e.fit.headroom_applies = false;
       e.assumptions.push_back(
           "vLLM takes gpu_memory_utilization of the GPU by design, so the 80% headroom rule "
           "does not apply; it fits when one sequence of context_len fits in its KV blocks");

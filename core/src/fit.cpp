@@ -19,6 +19,56 @@ std::optional<Card> chosen_gpu(const Request& req) {
   return std::nullopt;
 }
 
+std::optional<GpuRefusal> refusal_on(const Request& req, const GpuInfo& g) {
+  const std::string card = std::string(g.name) + " (" + (g.arch[0] != '\0' ? g.arch : g.vendor) + ")";
+  if (req.task == Task::kTrain) {
+    const Precision p = req.train.precision;
+    // QLoRA's bf16 is its compute dtype, which runs in fp16 on older cards
+    // (bnb_4bit_compute_dtype); the estimate's bytes are the same.
+    const bool bf16 = req.train.method != Method::kQlora &&
+                      (p == Precision::kBf16 || p == Precision::kAmpBf16 || p == Precision::kMixedBf16);
+    if (bf16 && !g.bf16) {
+      return GpuRefusal{"train.precision", "train.precision " + std::string(to_string(p)) + " needs bf16, which the " +
+                                               card +
+                                               " does not have (bf16 from compute capability 8.0, Ampere): use fp16, "
+                                               "amp_fp16 or fp32, or a newer card"};
+    }
+    return std::nullopt;
+  }
+  const std::string& w = req.infer.weights_dtype;
+  if (w == "bf16" && !g.bf16) {
+    return GpuRefusal{"infer.weights_dtype", "infer.weights_dtype bf16 needs bf16, which the " + card +
+                                                 " does not have (compute capability 8.0+): use fp16"};
+  }
+  // FP8 weights: W8A8 from sm89; weight-only through Marlin on sm80-86 (vLLM
+  // FP8 docs); nothing older.
+  if (w.rfind("fp8", 0) == 0 && !g.fp8 && !(g.vendor == std::string("nvidia") && g.sm >= 80)) {
+    return GpuRefusal{"infer.weights_dtype", "infer.weights_dtype " + w + " does not run on the " + card +
+                                                 " (FP8 from compute capability 8.9; weight-only FP8 on 8.0-8.6)"};
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> gpu_warning(const Request& req) {
+  if (req.gpu.memory_gib || req.gpu.name.empty()) return std::nullopt;
+  const GpuInfo* g = find_gpu(req.gpu.name);
+  if (g == nullptr || req.task != Task::kTrain) return std::nullopt;
+  // A warning, not an error: memory-efficient kernels that do run there
+  // (xformers, flash-attention-turing) keep the same memory as FlashAttention-2.
+  if (req.train.attention == AttentionImpl::kFlash2 && !g->flash_attn2) {
+    return "train.attention flash_attention_2 does not run on the " + std::string(g->name) + " (" + g->arch +
+           "; FlashAttention-2 needs Ampere or newer, flash-attention README): the estimate keeps its memory, which "
+           "xformers' memory-efficient attention shares; transformers would refuse flash_attention_2 here";
+  }
+  return std::nullopt;
+}
+
+std::optional<GpuRefusal> gpu_refusal(const Request& req) {
+  if (req.gpu.memory_gib || req.gpu.name.empty()) return std::nullopt;
+  const GpuInfo* g = find_gpu(req.gpu.name);
+  return g != nullptr ? refusal_on(req, *g) : std::nullopt;
+}
+
 bool runs_on(int64_t peak, int64_t managed, int64_t capacity) { return peak - managed <= capacity; }
 
 Fit fit_for(int64_t peak, int64_t total, int64_t capacity, const std::string& name, int64_t managed) {
@@ -43,6 +93,21 @@ Fit fit_for(int64_t peak, int64_t total, int64_t capacity, const std::string& na
   f.utilization = capacity > 0 ? static_cast<double>(peak) / static_cast<double>(capacity) : 0;
   f.headroom_ok = static_cast<double>(peak) <= kHeadroomFraction * static_cast<double>(total);
   return f;
+}
+
+Verdict verdict_of(bool fits, const std::string& verdict, bool headroom_ok, bool headroom_applies) {
+  if (!fits) return {"does_not_fit", "Does not fit"};
+  if (verdict == kFitsWithPaging) return {"fits_with_paging", "Runs with paging"};
+  if (!headroom_applies) return {"fits", "Fits within the engine's memory budget"};
+  if (!headroom_ok) {
+    return {"tight", "Fits, with little headroom (above " + std::to_string(static_cast<int>(kHeadroomFraction * 100)) +
+                         " % of the card)"};
+  }
+  return {"fits", "Fits"};
+}
+
+Verdict verdict_of(const Fit& f, bool headroom_applies) {
+  return verdict_of(f.fits, f.verdict, f.headroom_ok, headroom_applies);
 }
 
 // Largest v in [1, limit] with fits(v), 0 if none; `fits` must be monotone

@@ -10,6 +10,7 @@
 #include "fit.h"
 #include "format.h"
 #include "train/estimate_train.h"
+#include "vram/optimizers.h"
 
 namespace vram {
 
@@ -65,18 +66,49 @@ std::vector<int64_t> powers_of_two_up_to(int64_t n) {
   return out;
 }
 
+// Gradient accumulation that fills the global batch on `dp` data-parallel
+// ranks: the global batch is held fixed across layouts (issue 18: "tp 8, no
+// data parallel" trained 8x fewer samples per step than dp 8 and ranked
+// first), so a layout with less data parallel accumulates more (Megatron-LM
+// computes num_micro_batches = global_batch_size / (micro_batch_size x
+// data_parallel_size) the same way, megatron/core/num_microbatches_calculator.py).
+int64_t accumulation_for(int64_t global_batch, int64_t micro_batch, int64_t dp) {
+  const int64_t per_step = micro_batch * dp;
+  return std::max<int64_t>(1, (global_batch + per_step - 1) / per_step);
+}
+
 // The request a candidate layout stands for.
-Request candidate_request(const Request& base, const ParallelOptions& p, Checkpointing ck) {
+Request candidate_request(const Request& base, const ParallelOptions& p, Checkpointing ck, int64_t global_batch) {
   Request r = base;
   r.parallel = p;
   r.train.checkpointing = ck;
+  r.train.grad_accum = accumulation_for(global_batch, r.train.micro_batch, p.dp);
   return r;
+}
+
+// Host RAM per node for what a layout offloads: DeepSpeed's
+// estimate_zero3_model_states_mem_needs (deepspeed/runtime/zero/stage3.py):
+// 16 bytes per parameter with the optimizer offloaded (fp32 master 4, Adam's
+// two fp32 states 8, fp32 gradients 4), 18 with the parameters too (+2 for
+// the bf16 copy), divided over the nodes, x additional_buffer_factor 1.5 for
+// the pinned buffers. Here the states are the optimizer's own count and the
+// optimizer's bytes cover the trainable parameters only (LoRA).
+int64_t host_bytes_for(const Request& r, int64_t trainable) {
+  const ParallelOptions& p = r.parallel;
+  if (!p.offload_optimizer) return 0;
+  const OptimizerInfo* opt = find_optimizer(r.train.optimizer);
+  const int64_t states = opt != nullptr ? opt->states : 2;
+  double bytes = static_cast<double>(trainable) * static_cast<double>(4 + 4 * states + 4);
+  if (p.offload_params) bytes += 2.0 * static_cast<double>(r.model.params_total());
+  return static_cast<int64_t>(bytes * 1.5 / static_cast<double>(std::max<int64_t>(1, p.nodes)));
 }
 
 void set_fit(PlanCandidate& c, const fit::Card& card) {
   const Fit f = fit::fit_for(c.peak_bytes, card.total, card.capacity, card.name);
-  c.fits = f.fits;
-  c.headroom_ok = f.headroom_ok;
+  // Offload that does not fit in host RAM does not run (issue 18: never
+  // recommend it).
+  c.fits = f.fits && c.host_fits;
+  c.headroom_ok = f.headroom_ok && c.host_fits;
   c.utilization = f.utilization;
 }
 
@@ -118,8 +150,8 @@ void explain_costs(PlanCandidate& c, const ParallelOptions& p, Checkpointing ck,
 // reserved view); a layout that fits on that bound is estimated with the
 // allocator replay, and so is every layout shown (finish()).
 std::optional<PlanCandidate> evaluate(const Request& base, const ParallelOptions& p, Checkpointing ck,
-                                      const fit::Card& card) {
-  const Request r = candidate_request(base, p, ck);
+                                      const fit::Card& card, int64_t global_batch, int64_t host_ram) {
+  const Request r = candidate_request(base, p, ck, global_batch);
   auto est = train::estimate_train(r, train::ReservedView::kLiveTensors);
   if (!est.ok()) return std::nullopt;
   const bool replay = est.value().peak_bytes <= card.capacity;
@@ -131,8 +163,19 @@ std::optional<PlanCandidate> evaluate(const Request& base, const ParallelOptions
   c.checkpointing = ck;
   c.label = label_of(p, ck);
   c.peak_bytes = est.value().peak_bytes;
+  c.grad_accum = r.train.grad_accum;
+  c.global_batch = r.train.micro_batch * p.dp * r.train.grad_accum;
+  c.host_bytes = host_bytes_for(r, est.value().params_trainable);
+  c.host_fits = c.host_bytes <= host_ram;
   set_fit(c, card);
   explain_costs(c, p, ck, r.train.grad_accum);
+  if (c.host_bytes > 0) {
+    c.why.push_back("offload needs " + fmt_gib(c.host_bytes) + " of host RAM per node (" + fmt_gib(host_ram) +
+                    " available): 16 bytes per trainable parameter for the optimizer" +
+                    (p.offload_params ? ", 2 per parameter for the weights" : "") +
+                    ", x1.5 pinned buffers (DeepSpeed estimate_zero3_model_states_mem_needs)" +
+                    (c.host_fits ? "" : "; it does not fit in host RAM"));
+  }
   return c;
 }
 
@@ -202,15 +245,16 @@ void for_each_layout(const Request& req, const PlanOptions& o, const SearchSpace
   }
 }
 
-// Best first: fits with the 80% headroom, then fits; no offload; least
-// recompute and bubble; least data-parallel traffic; least tensor parallel
-// (HF "Parallelism methods": DDP or ZeRO when the model fits, then ZeRO, PP
-// or TP); lowest peak.
+// Best first, every layout training the same global batch: fits with the
+// 80% headroom, then fits (host RAM included); no offload; least recompute
+// and bubble; least tensor parallel (it all-reduces activations every layer,
+// Megatron-LM §3; HF "Parallelism methods": DDP or ZeRO when the model fits,
+// then ZeRO, PP or TP); least data-parallel traffic; lowest peak.
 void rank(std::vector<PlanCandidate>& all) {
   auto key = [](const PlanCandidate& c) {
     const int fit_class = c.headroom_ok ? 0 : c.fits ? 1 : 2;
-    return std::make_tuple(fit_class, c.layout.offload_optimizer, std::round(c.step_time_factor * 1e6), c.comm_factor,
-                           c.layout.tp, c.peak_bytes);
+    return std::make_tuple(fit_class, c.layout.offload_optimizer, std::round(c.step_time_factor * 1e6), c.layout.tp,
+                           c.comm_factor, c.peak_bytes);
   };
   std::stable_sort(all.begin(), all.end(),
                    [&](const PlanCandidate& a, const PlanCandidate& b) { return key(a) < key(b); });
@@ -219,12 +263,13 @@ void rank(std::vector<PlanCandidate>& all) {
 // The shown candidates: the top ones, each with the allocator replay's peak
 // (those that did not fit on the lower bound still do not: their peak only
 // grows) and, when it fits, its largest micro-batch.
-void finish(std::vector<PlanCandidate>& all, const Request& base, const PlanOptions& o, const fit::Card& card) {
+void finish(std::vector<PlanCandidate>& all, const Request& base, const PlanOptions& o, const fit::Card& card,
+            int64_t global_batch) {
   rank(all);
   if (static_cast<int64_t>(all.size()) > o.top) all.resize(static_cast<size_t>(o.top));
   for (PlanCandidate& c : all) {
     if (c.replayed) continue;
-    if (auto est = train::estimate_train(candidate_request(base, c.layout, c.checkpointing)); est.ok()) {
+    if (auto est = train::estimate_train(candidate_request(base, c.layout, c.checkpointing, global_batch)); est.ok()) {
       c.peak_bytes = est.value().peak_bytes;
       set_fit(c, card);
     }
@@ -233,7 +278,8 @@ void finish(std::vector<PlanCandidate>& all, const Request& base, const PlanOpti
   rank(all);
   for (PlanCandidate& c : all) {
     if (c.fits)
-      c.max_micro_batch = train::max_micro_batch(candidate_request(base, c.layout, c.checkpointing), card.capacity);
+      c.max_micro_batch =
+          train::max_micro_batch(candidate_request(base, c.layout, c.checkpointing, global_batch), card.capacity);
   }
 }
 
@@ -248,6 +294,7 @@ Result<Plan> plan_request(const Request& req, const PlanOptions& o) {
     if (!card) {
       return Error{errc::kMissingField, "the planner needs the GPU: gpu.name (catalog) or gpu.memory_gib", "gpu"};
     }
+    if (auto no = fit::gpu_refusal(req)) return Error{errc::kInconsistent, no->message, no->path};
     Plan plan;
     plan.gpus = req.parallel.gpus;
     plan.gpu = card->name;
@@ -262,14 +309,27 @@ Result<Plan> plan_request(const Request& req, const PlanOptions& o) {
     if (o.framework != "fsdp" && base.train.method != Method::kQlora &&
         (base.train.precision == Precision::kBf16 || base.train.precision == Precision::kFp16)) {
       base.train.precision = Precision::kMixedBf16;
+      plan.precision_changed = true;
+      plan.precision = to_string(Precision::kMixedBf16);
       plan.notes.push_back("precision mixed_bf16: " + o.framework + " keeps fp32 master weights with bf16 training");
     }
+    // The global batch every layout trains: the request's samples per step
+    // with all its GPUs in data parallel (gpus x micro_batch x grad_accum).
+    const int64_t global_batch =
+        o.global_batch.value_or(req.parallel.gpus * req.train.micro_batch * req.train.grad_accum);
+    plan.global_batch = global_batch;
+    const int64_t per_node_gpus = std::min(req.parallel.gpus, req.parallel.gpus_per_node);
+    plan.host_ram_default = !o.host_ram_gib.has_value();
+    plan.host_ram_bytes =
+        o.host_ram_gib
+            ? static_cast<int64_t>(*o.host_ram_gib * 1073741824.0)
+            : static_cast<int64_t>(kDefaultHostRamPerGpuMemory * static_cast<double>(card->total * per_node_gpus));
     const SearchSpace space = search_space(req, o);
     std::vector<PlanCandidate> all;
     auto visit = [&](const ParallelOptions& p, Checkpointing ck) {
-      if (layout_error(candidate_request(base, p, ck))) return;
+      if (layout_error(candidate_request(base, p, ck, global_batch))) return;
       ++plan.considered;
-      if (auto c = evaluate(base, p, ck, *card)) all.push_back(std::move(*c));
+      if (auto c = evaluate(base, p, ck, *card, global_batch, plan.host_ram_bytes)) all.push_back(std::move(*c));
     };
     auto count_fitting = [&] {
       return std::count_if(all.begin(), all.end(), [](const PlanCandidate& c) { return c.fits; });
@@ -280,11 +340,19 @@ Result<Plan> plan_request(const Request& req, const PlanOptions& o) {
       plan.notes.push_back("nothing fits without offload: CPU offload layouts searched too");
     }
     plan.fitting = count_fitting();
-    finish(all, base, o, *card);
+    finish(all, base, o, *card, global_batch);
     plan.candidates = std::move(all);
-    plan.notes.push_back("micro_batch " + std::to_string(req.train.micro_batch) + ", seq_len " +
-                         fmt_int(req.train.seq_len) + ", grad_accum " + std::to_string(req.train.grad_accum) +
-                         " kept; the global batch is dp x micro_batch x grad_accum");
+    plan.notes.push_back(
+        "global batch " + fmt_int(global_batch) + " samples per step held fixed (" + std::to_string(req.parallel.gpus) +
+        " GPUs x micro_batch " + std::to_string(req.train.micro_batch) + " x grad_accum " +
+        std::to_string(req.train.grad_accum) + "): a layout with less data parallel accumulates more; seq_len " +
+        fmt_int(req.train.seq_len) + " kept");
+    plan.notes.push_back(
+        std::string("host RAM ") + fmt_gib(plan.host_ram_bytes) + " per node" +
+        (plan.host_ram_default
+             ? " (default: 2x the node's GPU memory, the low end of GPU servers; set plan.host_ram_gib)"
+             : " (plan.host_ram_gib)") +
+        "; offload layouts that need more are marked as not fitting");
     return plan;
   } catch (const Failure& f) {
     return f.error();

@@ -221,8 +221,23 @@ const std::vector<std::string> kFsdpStrategies = {"full_shard", "shard_grad_op",
 void check_layout(const Request& req, const std::string& base) {
   const ParallelOptions& o = req.parallel;
   auto path = [&](const char* key) { return base + "." + key; };
+  // A degree that does not divide the GPUs is the field that is wrong (tp 3
+  // on 8 GPUs names parallel.tp, issue 18), not the GPU count.
+  for (const auto& [key, product] :
+       {std::pair{"tp", o.tp}, std::pair{"pp", o.tp * o.pp}, std::pair{"cp", o.tp * o.pp * o.cp}}) {
+    if (o.gpus % product != 0) {
+      fail(errc::kInconsistent, path(key),
+           path(key) + " (" +
+               std::to_string(key == std::string("tp")   ? o.tp
+                              : key == std::string("pp") ? o.pp
+                                                         : o.cp) +
+               ") must divide " + path("gpus") + " (" + std::to_string(o.gpus) +
+               ") with the other degrees: tp x pp x cp = " + std::to_string(o.tp * o.pp * o.cp) +
+               " leaves no whole data-parallel size");
+    }
+  }
   if (o.dp * o.tp * o.pp * o.cp != o.gpus) {
-    fail(errc::kInconsistent, path("gpus"),
+    fail(errc::kInconsistent, path("dp"),
          "dp x tp x pp x cp (" + std::to_string(o.dp * o.tp * o.pp * o.cp) + ") must equal " + path("gpus") + " (" +
              std::to_string(o.gpus) + ")");
   }

@@ -226,6 +226,8 @@ void print_stage_table(const json& pl) {
   }
 }
 
+void print_suggestions(const json& r);
+
 void print_estimate_table(const json& r) {
   const auto& m = r["model"];
   std::printf("%s  %s, %s params (%s trainable)\n", r["task"].get<std::string>() == "train" ? "TRAIN" : "INFER",
@@ -249,10 +251,10 @@ void print_estimate_table(const json& r) {
   }
   if (!r["fit"].is_null()) {
     const auto& f = r["fit"];
-    std::printf("\nFit on %s: %s, %.1f%% of %s usable%s", f["gpu"].get<std::string>().c_str(),
-                f["fits"].get<bool>() ? "FITS" : "DOES NOT FIT", 100.0 * f["utilization"].get<double>(),
-                gib(f["capacity_bytes"].get<int64_t>()).c_str(),
-                f["headroom_ok"].get<bool>() ? " (within the 80% headroom rule)" : " (above the 80% headroom rule)");
+    // The verdict's words are the core's (fit.words), the same as the page's.
+    std::printf("\nFit on %s: %s, %.1f%% of %s usable", f["gpu"].get<std::string>().c_str(),
+                f["words"].get<std::string>().c_str(), 100.0 * f["utilization"].get<double>(),
+                gib(f["capacity_bytes"].get<int64_t>()).c_str());
     if (f.contains("max_micro_batch")) {
       std::printf("; largest micro-batch that fits: %lld", static_cast<long long>(f["max_micro_batch"].get<int64_t>()));
     }
@@ -318,6 +320,7 @@ void print_estimate_table(const json& r) {
   std::printf("%s\n", n == 0 ? " none in the catalog" : "");
   for (const auto& a : r["assumptions"]) std::printf("  assumed: %s\n", a.get<std::string>().c_str());
   for (const auto& w : r["warnings"]) std::printf("  WARNING: %s\n", w.get<std::string>().c_str());
+  print_suggestions(r);
 }
 
 const char* kEstimateHelp = R"(usage: vram-probe estimate [--request FILE | --model-config FILE] [options] [--json]
@@ -366,6 +369,9 @@ Allocator: --alloc-conf "expandable_segments:True,max_split_size_mb:128" (PYTORC
            --expandable-segments true|false  --max-split-size-mb N (> 20)
 Factors:   --attn-act-factor X  --mlp-act-factor X  --logits-factor X  --grad-ckpt-factor X (off by default)
 Output:    --json  the result object (same bytes as the page's WASM module)
+           --suggest  when the job does not fit (or fits above the 80% headroom rule): add `suggestions`, the
+                     changes that would make it fit, cheapest first, each a patch of request fields with its
+                     re-estimated peak and its cost (the page's "What would make it fit")
 )";
 
 }  // namespace
@@ -449,6 +455,37 @@ const char* estimate_help() { return kEstimateHelp; }
 
 namespace {
 
+// --suggest: the estimate's result with `suggestions` (and their goal and
+// notes) from the core's suggest(), the same as the page's WASM suggest().
+std::string with_suggestions(json& result, const std::string& request_text) {
+  const json s = json::parse(suggest_json(request_text));
+  if (s.contains("error")) {
+    result["suggestions_error"] = s["error"];
+  } else {
+    result["suggestions"] = s["suggestions"];
+    result["suggestions_goal"] = s["goal"];
+    result["suggestions_notes"] = s["notes"];
+  }
+  return result.dump(2);
+}
+
+void print_suggestions(const json& r) {
+  if (!r.contains("suggestions")) return;
+  const std::string goal = r.value("suggestions_goal", std::string("none"));
+  if (goal == "none") {
+    std::printf("\nSuggestions: none needed (fits within the headroom rule)\n");
+    return;
+  }
+  std::printf("\nWhat would make it %s (cheapest first):\n", goal == "fit" ? "fit" : "fit within the headroom rule");
+  if (r["suggestions"].empty()) std::printf("  nothing the planner tries\n");
+  for (const auto& s : r["suggestions"]) {
+    std::printf("  %-52s %s  %-26s cost (%s): %s\n", s["title"].get<std::string>().c_str(),
+                gib(s["peak_bytes"].get<int64_t>()).c_str(), s["words"].get<std::string>().substr(0, 26).c_str(),
+                s["cost"]["kind"].get<std::string>().c_str(), s["cost"]["text"].get<std::string>().c_str());
+    std::printf("  %-52s patch %s\n", "", s["patch"].dump().c_str());
+  }
+}
+
 // What a request command runs and prints: `estimate` or `plan`.
 struct RequestCommand {
   const char* help;
@@ -460,6 +497,7 @@ struct RequestCommand {
 
 int run_request_command(const std::vector<std::string>& args, const RequestCommand& cmd) {
   bool as_json = false;
+  bool suggest = false;
   for (const auto& a : args) as_json = as_json || a == "--json";
   json req = json::object();
   // Flags that set a request field: the field table's (vram/fields.h), then
@@ -481,6 +519,10 @@ int run_request_command(const std::vector<std::string>& args, const RequestComma
     std::string v;
     bool ok = true;
     if (a == "--json") continue;
+    if (!cmd.plan && a == "--suggest") {
+      suggest = true;
+      continue;
+    }
     if (a == "--help" || a == "-h") {
       std::printf("%s", cmd.help);
       return 0;
@@ -583,8 +625,9 @@ int run_request_command(const std::vector<std::string>& args, const RequestComma
   // A request file with no flags goes to the core as text, exactly as the page
   // sends it, so every answer (errors included) is byte-identical to WASM.
   if (!request_file.empty() && config_file.empty() && sets.empty() && from_files.empty()) {
-    const std::string out = cmd.core(request_text);
-    const json result = json::parse(out);
+    std::string out = cmd.core(request_text);
+    json result = json::parse(out);
+    if (suggest && !result.contains("error")) out = with_suggestions(result, request_text);
     if (result.contains("error")) return as_json ? (std::printf("%s\n", out.c_str()), 1) : print_error(result, false);
     if (as_json) {
       std::printf("%s\n", out.c_str());
@@ -623,8 +666,9 @@ int run_request_command(const std::vector<std::string>& args, const RequestComma
   }
   for (auto& [path, val] : sets) set_path(req, path, val);
   // Same code path and same bytes as the WASM module's estimate() / plan().
-  const std::string out = cmd.core(req.dump());
-  const json result = json::parse(out);
+  std::string out = cmd.core(req.dump());
+  json result = json::parse(out);
+  if (suggest && !result.contains("error")) out = with_suggestions(result, req.dump());
   if (result.contains("error")) {
     if (as_json) {
       std::printf("%s\n", out.c_str());

@@ -317,7 +317,12 @@ TEST(Layouts, DeepSpeedConfigFillsTheRequest) {
 
 TEST(Layouts, BadLayoutsNameTheField) {
   const std::vector<std::pair<json, std::string>> cases = {
-      {{{"gpus", 8}, {"dp", 3}}, "parallel.gpus"},
+      {{{"gpus", 8}, {"dp", 3}}, "parallel.dp"},
+      // issue 18: tp 3 on 8 GPUs is the tensor-parallel field's fault, with
+      // or without the dp the page sends (8 / 3 = 2).
+      {{{"gpus", 8}, {"tp", 3}}, "parallel.tp"},
+      {{{"gpus", 8}, {"tp", 3}, {"dp", 2}}, "parallel.tp"},
+      {{{"gpus", 8}, {"tp", 2}, {"pp", 3}}, "parallel.pp"},
       {{{"gpus", 3}, {"tp", 3}}, "parallel.tp"},
       {{{"gpus", 64}, {"pp", 64}}, "parallel.pp"},
       {{{"gpus", 8}, {"fsdp", "shard_everything"}}, "parallel.fsdp"},

@@ -60,14 +60,58 @@ TEST(Planner, PrefersPlainZeroOverModelParallelAndRecompute) {
 // Llama-3.1-8B full fine-tuning on 2 x RTX 4090: 16 bytes per parameter of
 // model state over two 24 GB cards cannot fit, so CPU offload layouts are
 // searched and the best of them is offered; a 0.6B model never gets offload.
+// Offload needs host RAM: 16 bytes per parameter for the optimizer side
+// (DeepSpeed estimate_zero3_model_states_mem_needs) x 1.5 pinned buffers,
+// 8.03e9 x 16 x 1.5 = 180 GiB, more than the default 2 x 48 GB of a
+// two-card box, so there nothing fits; with 256 GiB of host RAM it does.
 TEST(Planner, OffloadsOnlyWhenNothingElseFits) {
-  const json r = plan(request("meta-llama/Llama-3.1-8B", 2, "RTX 4090 24GB", {{"seq_len", 1024}}));
+  json req = request("meta-llama/Llama-3.1-8B", 2, "RTX 4090 24GB", {{"seq_len", 1024}});
+  req["plan"] = {{"top", 100}};
+  const json tight = plan(req);
+  ASSERT_FALSE(tight.contains("error")) << tight.dump();
+  EXPECT_TRUE(tight["plan"]["host_ram_default"].get<bool>());
+  EXPECT_EQ(tight["plan"]["fitting"], 0) << tight.dump();
+  bool offload_seen = false;
+  for (const auto& c : tight["plan"]["candidates"]) {
+    if (!c["parallel"].value("offload_optimizer", false)) continue;
+    offload_seen = true;
+    EXPECT_FALSE(c["host_fits"].get<bool>()) << c.dump();
+    EXPECT_FALSE(c["fits"].get<bool>()) << c.dump();
+    EXPECT_GT(c["host_bytes"].get<int64_t>(), int64_t{170} << 30);
+  }
+  EXPECT_TRUE(offload_seen);
+  req["plan"] = {{"host_ram_gib", 256}};
+  const json r = plan(req);
   ASSERT_FALSE(r.contains("error")) << r.dump();
+  EXPECT_EQ(r["plan"]["host_ram_bytes"], int64_t{256} << 30);
   const json& best = r["plan"]["candidates"][0];
   ASSERT_TRUE(best["fits"].get<bool>()) << best.dump();
   EXPECT_TRUE(best["parallel"].value("offload_optimizer", false)) << best.dump();
+  EXPECT_TRUE(best["host_fits"].get<bool>());
   const json small = plan(request("Qwen/Qwen3-0.6B", 2, "RTX 4090 24GB"));
   for (const auto& c : small["plan"]["candidates"]) EXPECT_FALSE(c["parallel"].value("offload_optimizer", false));
+}
+
+// Issue 18: every layout trains the same global batch (data parallel and
+// accumulation fill it), and for an 8B model on 8 x A100 80GB at 4k tokens,
+// where sharded data parallel fits without recomputation, it ranks before
+// "tp 8, no data parallel" (which all-reduces activations every layer);
+// Apply's fields include the accumulation and the precision.
+TEST(Planner, HoldsTheGlobalBatchAndPrefersDataParallel) {
+  const json r = plan(request("meta-llama/Llama-3.1-8B", 8, "A100 80GB", {{"seq_len", 4096}}));
+  ASSERT_FALSE(r.contains("error")) << r.dump();
+  const int64_t global = r["plan"]["global_batch"].get<int64_t>();
+  EXPECT_EQ(global, 8 * 1 * 8);
+  for (const auto& c : r["plan"]["candidates"]) {
+    EXPECT_EQ(c["global_batch"], global) << c["label"];
+    EXPECT_EQ(c["parallel"]["dp"].get<int64_t>() * c["grad_accum"].get<int64_t>(), global) << c["label"];
+    EXPECT_EQ(c["apply"]["train"]["grad_accum"], c["grad_accum"]);
+    EXPECT_EQ(c["apply"]["train"]["precision"], "mixed_bf16");
+  }
+  const json& best = r["plan"]["candidates"][0];
+  ASSERT_TRUE(best["fits"].get<bool>()) << best.dump();
+  EXPECT_EQ(best["parallel"]["tp"], 1) << best.dump();
+  EXPECT_EQ(best["parallel"]["dp"], 8) << best.dump();
 }
 
 TEST(Planner, MegatronCandidatesUseSequenceParallelWithTensorParallel) {

@@ -24,6 +24,15 @@ std::string model_info_json(const std::string& model_text);
 // {"schema", "version", "plan": {candidates: [...], ...}} (vram/plan.h).
 std::string plan_json(const std::string& request_text);
 
+// What would make a training job fit its card (issue 18): {"schema",
+// "version", "goal": "fit" | "headroom" | "none", "base": {peak_bytes,
+// status, gpu, capacity_bytes}, "suggestions": [{key, title, patch (request
+// fields to merge, JSON merge patch), peak_bytes, utilization, fits,
+// headroom_ok, status, words, gpu, cost: {kind, step_time_factor, text,
+// source}}], "notes"}; best (cheapest) first. `vram-probe estimate
+// --suggest` adds `suggestions` to the estimate's result.
+std::string suggest_json(const std::string& request_text);
+
 // {"schema", "version", "supported_model_types", "gpus"}.
 std::string version_json();
 
@@ -50,6 +59,7 @@ std::string framework_defaults_json(const std::string& query_text);
 json estimate(const json& request);
 json model_info(const json& model);
 json plan(const json& request);
+json suggest(const json& request);
 
 // {"error": {...}} object for an Error.
 json error_json(const Error& e);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,20 @@ struct PlanOptions {
   int64_t top = 10;                 // candidates returned
   bool allow_checkpointing = true;  // also try full activation checkpointing
   bool allow_offload = true;        // CPU offload, tried only when nothing else fits
+  // Host RAM per node (plan.host_ram_gib); unset = kDefaultHostRamPerGpuMemory
+  // x the node's GPU memory, stated in the plan's notes.
+  std::optional<double> host_ram_gib;
+  // Samples per optimizer step every layout keeps (plan.global_batch);
+  // unset = parallel.gpus x micro_batch x grad_accum.
+  std::optional<int64_t> global_batch;
 };
+
+// Host RAM assumed per node when plan.host_ram_gib is not given: twice the
+// node's GPU memory, the low end of what GPU servers ship with (NVIDIA DGX
+// A100 640GB: 2 TB of system memory, 3.2x; DGX H100: 2 TB for 640 GB, 3.2x;
+// AWS p4d.24xlarge: 1,152 GiB for 8 x 40 GB, 3.6x; g5.12xlarge: 192 GiB for
+// 4 x 24 GB, 2x).
+inline constexpr double kDefaultHostRamPerGpuMemory = 2.0;
 
 struct PlanCandidate {
   ParallelOptions layout;
@@ -34,6 +48,16 @@ struct PlanCandidate {
   bool fits = false;
   bool headroom_ok = false;
   int64_t max_micro_batch = 0;
+  // The global batch held fixed (issue 18): data parallel and accumulation
+  // fill it, so every layout trains the same samples per optimizer step.
+  int64_t grad_accum = 1;
+  int64_t global_batch = 0;
+  // Host RAM the layout needs per node for what it offloads (optimizer
+  // states, fp32 master weights and gradients, parameters, with DeepSpeed's
+  // pinned-buffer factor), 0 without offload; host_fits compares it with the
+  // plan's host RAM.
+  int64_t host_bytes = 0;
+  bool host_fits = true;
   // Step time relative to the same work without recomputation or pipeline
   // bubble: (4/3 with full recompute) x (1 + (pp - 1) / (m vp)).
   double step_time_factor = 1;
@@ -46,6 +70,13 @@ struct Plan {
   std::string gpu;
   int64_t capacity_bytes = 0;
   int64_t considered = 0;
+  int64_t global_batch = 0;
+  int64_t host_ram_bytes = 0;  // per node
+  bool host_ram_default = true;
+  // The precision the search ran with when it differs from the request's
+  // (DeepSpeed / Megatron plan bf16 as mixed_bf16): Apply sets it too.
+  bool precision_changed = false;
+  std::string precision;
   int64_t fitting = 0;
   std::vector<PlanCandidate> candidates;  // best first
   std::vector<std::string> notes;

@@ -45,10 +45,11 @@ struct Fit {
   int64_t capacity_bytes = 0;  // what a process can really use
   bool fits = false;           // the job runs on the card (with paging when verdict says so)
   std::string verdict = kDoesNotFit;
-  int64_t paged_bytes = 0;      // managed bytes that do not fit the card and page to host RAM
-  double utilization = 0;       // peak / capacity
-  bool headroom_ok = false;     // peak <= kHeadroomFraction * total (seed 000)
-  int64_t max_micro_batch = 0;  // largest micro-batch that fits (training), 0 if none
+  int64_t paged_bytes = 0;       // managed bytes that do not fit the card and page to host RAM
+  double utilization = 0;        // peak / capacity
+  bool headroom_ok = false;      // peak <= kHeadroomFraction * total (seed 000)
+  bool headroom_applies = true;  // false where an engine sizes itself to the card (vLLM)
+  int64_t max_micro_batch = 0;   // largest micro-batch that fits (training), 0 if none
   // With a paged optimizer: the largest micro-batch that runs, its states
   // paging as needed (training), 0 if none.
   int64_t max_micro_batch_with_paging = 0;
@@ -61,6 +62,8 @@ struct GpuRow {
   std::string verdict = kDoesNotFit;
   double utilization = 0;
   bool headroom_ok = false;
+  bool headroom_applies = true;
+  std::string refused;  // why the card cannot run the job (bf16, FlashAttention-2, FP8), "" when it can
 };
 
 // One pipeline rank of a multi-GPU training layout (result parallel.stages).

@@ -140,9 +140,7 @@ int64_t nvls_bytes(int sm, int64_t local_ranks) {
 // GPUs sold on NVSwitch (HGX / DGX) boards, where NCCL enables NVLS by default.
 bool nvswitch_board(const Request& req) {
   const GpuInfo* g = req.gpu.name.empty() ? nullptr : find_gpu(req.gpu.name);
-  if (g == nullptr) return false;
-  const std::string n = g->name;
-  return n == "H100 80GB" || n == "H200 141GB" || n == "B200 180GB";
+  return g != nullptr && g->nvswitch;
 }
 
 }  // namespace
