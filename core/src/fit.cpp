@@ -99,10 +99,7 @@ Verdict verdict_of(bool fits, const std::string& verdict, bool headroom_ok, bool
   if (!fits) return {"does_not_fit", "Does not fit"};
   if (verdict == kFitsWithPaging) return {"fits_with_paging", "Runs with paging"};
   if (!headroom_applies) return {"fits", "Fits within the engine's memory budget"};
-  if (!headroom_ok) {
-    return {"tight", "Fits, with little headroom (above " + std::to_string(static_cast<int>(kHeadroomFraction * 100)) +
-                         " % of the card)"};
-  }
+  if (!headroom_ok) return {"tight", "Fits, with little headroom"};
   return {"fits", "Fits"};
 }
 

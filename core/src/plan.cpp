@@ -311,7 +311,15 @@ Result<Plan> plan_request(const Request& req, const PlanOptions& o) {
       base.train.precision = Precision::kMixedBf16;
       plan.precision_changed = true;
       plan.precision = to_string(Precision::kMixedBf16);
-      plan.notes.push_back("precision mixed_bf16: " + o.framework + " keeps fp32 master weights with bf16 training");
+      // A card without bf16 (T4, V100) keeps the request's precision: the
+      // plan must stay something the card runs.
+      if (fit::gpu_refusal(base)) {
+        base.train.precision = req.train.precision;
+        plan.precision_changed = false;
+        plan.precision.clear();
+      } else {
+        plan.notes.push_back("precision mixed_bf16: " + o.framework + " keeps fp32 master weights with bf16 training");
+      }
     }
     // The global batch every layout trains: the request's samples per step
     // with all its GPUs in data parallel (gpus x micro_batch x grad_accum).

@@ -82,6 +82,15 @@ export function buildPlanRequest(s, config, catalog = [], experts = 0) {
     if (p.sequence_parallel && p.tp > 1) req.parallel.sequence_parallel = true;
   }
   req.plan = framework ? { framework } : {};
+  // The global batch of the form's own layout (its data parallel x micro-batch
+  // x accumulation), which every candidate keeps; the planner's request has
+  // the layout reset, so the core would otherwise take all GPUs as data parallel.
+  if (s.task === 'train') {
+    const dp = Math.max(1, Math.floor(p.gpus / ((p.tp || 1) * (p.pp || 1) * (p.cp || 1))));
+    req.plan.global_batch = dp * s.train.micro_batch * s.train.grad_accum;
+  }
+  const hostRam = s.planner?.host_ram_gib;
+  if (Number.isFinite(hostRam) && hostRam > 0) req.plan.host_ram_gib = hostRam;
   return req;
 }
 
@@ -226,7 +235,12 @@ export function applyCandidate(s, candidate, plan) {
     offload_params: Boolean(c.offload_params),
   });
   next.train.grad_checkpointing = candidate.grad_checkpointing;
-  if (plannedMixedPrecision(plan.notes)) next.train.precision = 'mixed_bf16';
+  // The accumulation that keeps the plan's global batch (core: every layout
+  // trains the same samples per step), and the precision it planned with.
+  if (Number.isSafeInteger(candidate.grad_accum)) next.train.grad_accum = candidate.grad_accum;
+  const precision = candidate.apply?.train?.precision;
+  if (precision) next.train.precision = precision;
+  else if (plannedMixedPrecision(plan.notes)) next.train.precision = 'mixed_bf16';
   next.deepspeed = deepspeedWithLayout(s.deepspeed ?? '', c);
   next.planner = { ...next.planner, framework: plan.framework };
   return next;
@@ -259,6 +273,7 @@ export function settingsMatch(s, candidate, plan) {
     offloadOptimizer === Boolean(c.offload_optimizer) &&
     offloadParams === Boolean(c.offload_params) &&
     s.train.grad_checkpointing === candidate.grad_checkpointing &&
+    (!Number.isSafeInteger(candidate.grad_accum) || s.train.grad_accum === candidate.grad_accum) &&
     (!plannedMixedPrecision(plan.notes) || s.train.precision === 'mixed_bf16')
   );
 }

@@ -120,7 +120,9 @@ export const DEFAULT_SETTINGS = Object.freeze({
   gpu: { mode: 'catalog', name: f('gpu.name'), memory_gib: f('gpu.memory_gib') },
   // The layout planner's framework ('' = the core decides from the form's
   // layout). Not part of the estimate's request.
-  planner: { framework: '' },
+  // host_ram_gib: host RAM per node for the offload check (null = the core's
+  // default, stated in the plan's notes).
+  planner: { framework: '', host_ram_gib: null },
   // Measured fixed overheads, in bytes, from a vram-probe report dropped on
   // the page (`vram-probe overheads` / `vram-probe nccl`); null = the core's
   // own figure (the 512 MiB context prior, the modelled NCCL buffers).

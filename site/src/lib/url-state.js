@@ -76,6 +76,7 @@ const FIELDS = [
   }),
   ['freeze', 'train.freeze_modules', 'text'],
   ['planfw', 'planner.framework', 'enum', PLAN_FRAMEWORKS],
+  ['hostram', 'planner.host_ram_gib', 'num'],
 ];
 
 /** The URL keys of the link, with the settings path each one sets. */

@@ -75,7 +75,7 @@ function runProbe(request, command = 'estimate') {
 // shared fill and its variants must not override each other in the bundle).
 async function assertBarColours(page) {
   const table = page.getByRole('region', { name: 'Which GPUs fit' });
-  for (const verdict of ['Fits', 'Too small']) {
+  for (const verdict of ['Fits', 'Does not fit']) {
     const label = table.getByText(verdict, { exact: true }).first();
     if ((await label.count()) === 0) continue;
     const colour = await label.evaluate((el) => getComputedStyle(el).color);

@@ -6,9 +6,9 @@ import { restoreFromHash, syncUrl } from '../../lib/actions.js';
 import { loadEstimator } from '../../lib/estimator.js';
 import { formatGiB } from '../../lib/format.js';
 import { outcome, versionInfo } from '../../lib/state.js';
+import { verdictOf } from '../../lib/verdict.js';
 import { HardwareForm } from '../HardwareForm/index.jsx';
 import { ImportCard } from '../ImportCard/index.jsx';
-import { verdict } from '../PeakCard/index.jsx';
 import { ModelBox } from '../ModelBox/index.jsx';
 import { Results } from '../Results/index.jsx';
 import { WorkloadForm } from '../WorkloadForm/index.jsx';
@@ -26,7 +26,7 @@ function StickyPeak() {
   const o = outcome.value;
   if (!o) return null;
   const r = o.result;
-  const v = r?.fit ? verdict(r.fit) : null;
+  const v = r?.fit ? verdictOf(r.fit) : null;
   return (
     <a
       class={styles.sticky}
@@ -46,7 +46,7 @@ function StickyPeak() {
       )}
       {r ? (
         v && (
-          <span class={styles.stickyVerdict} data-tone={v.tone}>
+          <span class={styles.stickyVerdict} data-tone={v.tone} data-status={v.status}>
             {v.words}
           </span>
         )

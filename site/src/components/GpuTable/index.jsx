@@ -2,6 +2,7 @@
 
 import { bytesTitle, formatGiB, formatPercent } from '../../lib/format.js';
 import { settings } from '../../lib/state.js';
+import { verdictOf } from '../../lib/verdict.js';
 import { Card } from '../Card/index.jsx';
 import styles from './style.module.css';
 
@@ -56,15 +57,22 @@ export function GpuTable({ gpus, current }) {
                 <td class={styles.num}>
                   <span class={styles.util}>
                     <span
-                      class={g.fits ? styles.utilOk : styles.utilBad}
+                      class={
+                        { good: styles.utilOk, warn: styles.utilWarn }[verdictOf(g).tone] ??
+                        styles.utilBad
+                      }
                       style={{ width: `${Math.min(100, g.utilization * 100).toFixed(1)}%` }}
                     />
                   </span>
                   {formatPercent(g.utilization)}
                 </td>
                 <td>
-                  <span class={g.fits ? styles.yes : styles.no}>
-                    {g.fits ? 'Fits' : 'Too small'}
+                  <span
+                    class={styles[`tone_${verdictOf(g).tone}`]}
+                    data-status={verdictOf(g).status}
+                    title={g.refused}
+                  >
+                    {verdictOf(g).words}
                   </span>
                 </td>
               </tr>

@@ -1,15 +1,11 @@
 // The answer: the per-GPU peak against the chosen GPU's capacity.
 
 import { bytesTitle, formatGiB, formatPercent } from '../../lib/format.js';
+import { verdictOf } from '../../lib/verdict.js';
 import styles from './style.module.css';
 
-/** The verdict on a result's fit, in the same words and tone everywhere (this card, the sticky bar). */
-export function verdict(fit) {
-  if (!fit) return { tone: 'neutral', words: 'No GPU chosen' };
-  if (!fit.fits) return { tone: 'bad', words: 'Does not fit' };
-  if (fit.headroom_ok === false) return { tone: 'warn', words: 'Fits, with little headroom' };
-  return { tone: 'good', words: 'Fits' };
-}
+/** The verdict on a result's fit: the core's (lib/verdict.js), the same everywhere. */
+export const verdict = verdictOf;
 
 // How the job is laid out over the GPUs: the layout's name, the group each
 // shard is split over, dp × tp × pp × cp, and the degrees that split within
@@ -73,7 +69,7 @@ function LayoutFacts({ parallel }) {
 
 export function PeakCard({ result }) {
   const fit = result.fit;
-  const v = verdict(fit);
+  const v = verdictOf(fit);
   const util = fit ? Math.min(1, fit.utilization ?? result.peak_bytes / fit.capacity_bytes) : 0;
   const phase = result.phases?.find((p) => p.key === result.peak_phase);
   const reserved = result.peak_reserved_bytes;
@@ -101,7 +97,7 @@ export function PeakCard({ result }) {
             usable on <strong>{fit.gpu}</strong>
           </p>
         )}
-        <p class={styles.verdict} data-tone={v.tone}>
+        <p class={styles.verdict} data-tone={v.tone} data-status={v.status}>
           {v.words}
           {fit && <span class={styles.util}> · {formatPercent(fit.utilization)} used</span>}
         </p>
@@ -116,7 +112,9 @@ export function PeakCard({ result }) {
           aria-valuenow={Math.round((fit.utilization ?? 0) * 100)}
         >
           <div class={styles.fill} style={{ width: `${(util * 100).toFixed(2)}%` }} />
-          <div class={styles.headroom} title="80 % headroom line" />
+          {fit.headroom_applies !== false && (
+            <div class={styles.headroom} title="80 % headroom line" />
+          )}
         </div>
       )}
       <dl class={styles.facts}>
@@ -131,7 +129,11 @@ export function PeakCard({ result }) {
             <dt>
               Largest micro-batch that fits <code>per_device_train_batch_size</code>
             </dt>
-            <dd>{fit.max_micro_batch === 0 ? 'none: even 1 is too large' : fit.max_micro_batch}</dd>
+            <dd>
+              {fit.max_micro_batch === 0
+                ? 'none: even 1 is too large (see what would make it fit)'
+                : fit.max_micro_batch}
+            </dd>
           </div>
         )}
         {Number.isFinite(result.peak_allocated_bytes) && (

@@ -18,8 +18,9 @@ import {
 } from '../../lib/plan.js';
 import { chosenGpuName, gpuCatalog, request, setSetting, settings } from '../../lib/state.js';
 import { labelOf, PLAN_FRAMEWORKS } from '../../lib/vocabulary.js';
+import { verdictOf } from '../../lib/verdict.js';
 import { ErrorNotice } from '../ErrorNotice/index.jsx';
-import { SelectField } from '../Field/index.jsx';
+import { NumberField, SelectField } from '../Field/index.jsx';
 import { ExportBox } from '../SharePanel/index.jsx';
 import { Card } from '../Card/index.jsx';
 import { PlanProgress } from './Progress.jsx';
@@ -31,17 +32,58 @@ function gpuWords(s, catalog) {
   return chosenGpuName(s, catalog);
 }
 
-/** The fit column: fits with the 80 % headroom, fits without it, or not at all. */
+/** The fit column: the core's verdict, in the same words and colour as the peak card. */
 function fitOf(c) {
-  if (!c.fits)
-    return { tone: 'bad', words: 'does not fit', title: 'The peak exceeds the usable memory.' };
-  if (!c.headroom_ok)
-    return {
-      tone: 'warn',
-      words: 'tight',
-      title: "Fits, but above 80 % of the card's memory (the headroom rule).",
-    };
-  return { tone: 'good', words: 'fits', title: "Fits within 80 % of the card's memory." };
+  const v = verdictOf(c);
+  return {
+    tone: v.tone,
+    words: v.words,
+    title: c.host_fits === false ? 'Its CPU offload does not fit in the host RAM.' : v.words,
+  };
+}
+
+/** Every form field Apply changes, with its value now and after (request paths). */
+export function applyChanges(s, c) {
+  const out = [];
+  const p = s.parallel;
+  const dp = Math.max(1, Math.floor(p.gpus / ((p.tp || 1) * (p.pp || 1) * (p.cp || 1))));
+  const now = {
+    'parallel.gpus': p.gpus,
+    'parallel.dp': dp,
+    'parallel.tp': p.tp,
+    'parallel.pp': p.pp,
+    'parallel.cp': p.cp ?? 1,
+    'parallel.ep': p.ep ?? 1,
+    'parallel.zero': p.zero ?? 0,
+    'parallel.fsdp': p.fsdp ?? '',
+    'parallel.distributed_optimizer': Boolean(p.distributed_optimizer),
+    'parallel.sequence_parallel': Boolean(p.sequence_parallel),
+    'parallel.offload_optimizer': Boolean(p.offload_optimizer),
+    'parallel.offload_params': Boolean(p.offload_params),
+    'train.grad_checkpointing': s.train.grad_checkpointing,
+    'train.grad_accum': s.train.grad_accum,
+    'train.precision': s.train.precision,
+  };
+  const apply = c.apply ?? { parallel: c.parallel, train: {} };
+  const after = {
+    'parallel.zero': 0,
+    'parallel.fsdp': '',
+    'parallel.distributed_optimizer': false,
+    'parallel.sequence_parallel': false,
+    'parallel.offload_optimizer': false,
+    'parallel.offload_params': false,
+  };
+  for (const [k, v] of Object.entries(apply.parallel ?? {})) after[`parallel.${k}`] = v;
+  for (const [k, v] of Object.entries(apply.train ?? {})) after[`train.${k}`] = v;
+  for (const [path, v] of Object.entries(after)) {
+    if (path in now && now[path] !== v) out.push({ path, from: now[path], to: v });
+  }
+  return out;
+}
+
+function formatChange({ path, from, to }) {
+  const show = (v) => (v === '' ? 'none' : String(v));
+  return `${path} ${show(from)} → ${show(to)}`;
 }
 
 /** A step-time or traffic factor: 1.33×; a dash if the core gave none. */
@@ -71,8 +113,9 @@ const WHY_NONE =
   'None of the costs the planner weighs: no recomputation, no pipeline bubble, no CPU offload, ' +
   'no tensor-parallel or extra data-parallel traffic.';
 
-function CandidateRow({ c, open, onToggle, inForm, whyId }) {
+function CandidateRow({ c, open, onToggle, inForm, whyId, s }) {
   const fit = fitOf(c);
+  const changes = applyChanges(s, c);
   const util = Number.isFinite(c.utilization) ? c.utilization : 0;
   return (
     <>
@@ -96,6 +139,17 @@ function CandidateRow({ c, open, onToggle, inForm, whyId }) {
           >
             {c.label}
           </button>
+          {c.host_bytes > 0 && (
+            <span
+              class={styles.host}
+              data-host-bytes={String(c.host_bytes)}
+              data-fits={String(c.host_fits !== false)}
+              title={bytesTitle(c.host_bytes)}
+            >
+              host RAM {formatGiB(c.host_bytes)} GiB per node
+              {c.host_fits === false ? ', more than the node has' : ''}
+            </span>
+          )}
         </th>
         <td
           class={`${styles.num} ${styles.peak}`}
@@ -130,6 +184,7 @@ function CandidateRow({ c, open, onToggle, inForm, whyId }) {
             type="button"
             class={styles.apply}
             aria-label={`${inForm ? 'In the form' : 'Apply'}: ${c.label}`}
+            title={inForm ? undefined : `Changes ${changes.map(formatChange).join('; ')}`}
             disabled={inForm}
             onClick={(e) => {
               e.stopPropagation();
@@ -143,12 +198,21 @@ function CandidateRow({ c, open, onToggle, inForm, whyId }) {
       {open && (
         <tr id={whyId} class={styles.why}>
           <td />
-          <td colSpan={7}>
+          <td colSpan={8}>
             <ul class={styles.whyList} aria-label={`Why: ${c.label}`}>
               {(c.why?.length ? c.why : [WHY_NONE]).map((w, i) => (
                 <li key={i}>{w}</li>
               ))}
             </ul>
+            <p class={styles.changes} aria-label={`Apply changes: ${c.label}`}>
+              Apply changes:{' '}
+              {changes.length
+                ? changes.map(formatChange).join('; ')
+                : 'nothing (already in the form)'}
+              {Number.isSafeInteger(c.global_batch)
+                ? ` · global batch ${c.global_batch} = dp ${c.parallel.dp} × micro-batch × grad_accum ${c.grad_accum}`
+                : ''}
+            </p>
           </td>
         </tr>
       )}
@@ -176,9 +240,12 @@ function PlanTable({ plan, s, gpuLabel }) {
       <p class={styles.counts} data-considered={plan.considered} data-fitting={plan.fitting}>
         {plan.considered} {labelOf(PLAN_FRAMEWORKS, plan.framework)} layout
         {plan.considered === 1 ? '' : 's'} of {plan.gpus} × {gpuLabel} considered, {plan.fitting}{' '}
-        fit{plan.fitting === 1 ? 's' : ''}. Best first: fits within the 80 % headroom, then fits; no
-        CPU offload; the least recomputation and pipeline bubble; the least data-parallel traffic;
-        the least tensor parallel.
+        fit{plan.fitting === 1 ? 's' : ''}. Every layout trains the same global batch of{' '}
+        {plan.global_batch} samples per step (data parallel × micro-batch × accumulation). Best
+        first: fits within the 80 % headroom, then fits (CPU offload only within{' '}
+        {formatGiB(plan.host_ram_bytes)} GiB of host RAM per node
+        {plan.host_ram_default ? ', the default' : ''}); no CPU offload; the least recomputation and
+        pipeline bubble; the least tensor parallel; the least data-parallel traffic.
       </p>
       {plan.fitting === 0 && (
         <p class={styles.none} role="alert">
@@ -202,6 +269,13 @@ function PlanTable({ plan, s, gpuLabel }) {
                 <th scope="col" class={styles.num} title="per_device_train_batch_size">
                   Max micro-batch
                 </th>
+                <th
+                  scope="col"
+                  class={styles.num}
+                  title="Host RAM per node for CPU-offloaded optimizer states, parameters and pinned buffers"
+                >
+                  Host RAM
+                </th>
                 <th scope="col" class={styles.num}>
                   Step time
                 </th>
@@ -221,6 +295,7 @@ function PlanTable({ plan, s, gpuLabel }) {
                   open={open.has(c.rank)}
                   onToggle={() => toggle(c.rank)}
                   inForm={settingsMatch(s, c, plan)}
+                  s={s}
                   whyId={`${id}-why-${c.rank}`}
                 />
               ))}
@@ -232,8 +307,10 @@ function PlanTable({ plan, s, gpuLabel }) {
         Click a layout for why it costs what it costs. Step time is relative to the same step
         without recomputation or pipeline bubble (full recomputation ×4/3, 1F1B bubble 1 + (pp − 1)
         / micro-batches); DP traffic is data-parallel bytes relative to DDP (parameter sharding
-        1.5×). Apply sets the Hardware card's layout and gradient_checkpointing
-        {plannedMixedPrecision(plan.notes) ? ', and Precision to bf16 + fp32 master' : ''}.
+        1.5×). Apply sets the Hardware card's layout, gradient_checkpointing and
+        gradient_accumulation_steps (to keep the global batch)
+        {plannedMixedPrecision(plan.notes) ? ', and Precision to bf16 + fp32 master' : ''}; each row
+        lists exactly what it changes.
         {deepspeedSetsLayout(s.deepspeed ?? '')
           ? ' It also writes the ZeRO stage and offload devices into the pasted DeepSpeed config, which sets them.'
           : ''}
@@ -296,6 +373,17 @@ export function PlanPanel() {
             ...PLAN_FRAMEWORKS,
           ]}
           onChange={(v) => setSetting('planner.framework', v)}
+        />
+        <NumberField
+          label="Host RAM per node, GiB"
+          name="--host-ram-gib"
+          value={s.planner?.host_ram_gib ?? ''}
+          min={1}
+          max={1048576}
+          hint="Checks CPU offload; unset: 2 × the node's GPU memory"
+          onChange={(v) =>
+            setSetting('planner.host_ram_gib', Number.isFinite(v) && v > 0 ? v : null)
+          }
         />
         <button
           type="button"

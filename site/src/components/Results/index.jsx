@@ -25,6 +25,7 @@ import { PlanPanel } from '../PlanPanel/index.jsx';
 import { ServingPanel } from '../ServingPanel/index.jsx';
 import { SharePanel } from '../SharePanel/index.jsx';
 import { StagesTable } from '../StagesTable/index.jsx';
+import { Suggestions } from '../Suggestions/index.jsx';
 import styles from './style.module.css';
 
 function shareLink() {
@@ -92,6 +93,7 @@ export function Results() {
     <div class={styles.stack} aria-live="polite">
       <MarkFirstEstimate />
       <PeakCard result={r} />
+      {training && <Suggestions />}
       <Warnings warnings={r.warnings} />
       {r.parallel?.stages?.length > 0 && (
         <StagesTable

@@ -1,0 +1,70 @@
+// "What would make it fit" on the page: the core's suggestions for the
+// current request (vram.suggest, the same as `vram-probe estimate --suggest`)
+// and what one click on a suggestion does to the form.
+
+import { computed } from '@preact/signals';
+import { estimator, outcome, request, settings } from './state.js';
+import { putPath } from './paths.js';
+
+/**
+ * The suggestions for the page's request: {result} or {error}, or null when
+ * there is nothing to suggest (no estimate, not training, or it fits within
+ * the headroom rule). Runs only then: each suggestion is a real estimate.
+ */
+export const suggestOutcome = computed(() => {
+  const vram = estimator.value;
+  const req = request.value;
+  const fit = outcome.value?.result?.fit;
+  if (!vram || !req || req.task !== 'train' || !fit) return null;
+  if (fit.status === 'fits') return null;
+  try {
+    return { result: vram.suggest(req) };
+  } catch (error) {
+    return { error };
+  }
+});
+
+/**
+ * The request paths a suggestion's patch (a JSON merge patch of request
+ * fields) sets, with their values: [['train.micro_batch', 2], ...]. Null
+ * values (fields the patch removes) are left out.
+ */
+export function patchPaths(patch, prefix = '') {
+  const out = [];
+  for (const [k, v] of Object.entries(patch ?? {})) {
+    const path = prefix ? `${prefix}.${k}` : k;
+    if (v && typeof v === 'object' && !Array.isArray(v)) out.push(...patchPaths(v, path));
+    else if (v !== null) out.push([path, v]);
+  }
+  return out;
+}
+
+/**
+ * The settings with a suggestion's patch: each request field onto its form
+ * field. parallel.dp is derived by the form (gpus / tp x pp x cp), nodes
+ * revert to one node's worth; gpu.name picks the catalog card.
+ */
+export function applyPatch(s, patch) {
+  const next = structuredClone(s);
+  for (const [path, value] of patchPaths(patch)) {
+    if (path === 'parallel.dp') continue;
+    if (path === 'gpu.name') {
+      next.gpu = { ...next.gpu, mode: 'catalog', name: value };
+      continue;
+    }
+    if (path === 'train.grad_checkpointing') {
+      next.train.grad_checkpointing = value === true ? 'full' : value === false ? 'none' : value;
+      continue;
+    }
+    putPath(next, path, value);
+  }
+  // A patch that removes nodes (more GPUs) leaves one node per gpus_per_node.
+  if (patch?.parallel && 'nodes' in patch.parallel && patch.parallel.nodes === null)
+    next.parallel.nodes = 1;
+  return next;
+}
+
+/** Applies one suggestion to the form (and so to the link). */
+export function applySuggestion(suggestion) {
+  settings.value = applyPatch(settings.value, suggestion.patch);
+}
