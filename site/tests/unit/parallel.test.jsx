@@ -99,14 +99,15 @@ describe('multi-GPU training layouts', () => {
     expect(request.value.parallel).toMatchObject({ gpus: 8, dp: 1, tp: 2, pp: 2, cp: 2 });
   });
 
-  it("a layout that does not multiply out shows the core's message and the field in words", async () => {
+  it("a layout that does not multiply out names the degree that does not divide (issue 18)", async () => {
     await openPage(`${LLAMA_FULL}&gpus=6`);
     fireEvent.input(screen.getByLabelText(/tensor_parallel_size/), { target: { value: '4' } });
     const notice = await screen.findByRole('alert', {
       name: 'The estimator could not use this input',
     });
-    expect(notice.textContent).toContain('dp x tp x pp x cp (4) must equal parallel.gpus (6)');
-    expect(notice.textContent).toContain('Parallelism › Number of GPUs (parallel.gpus)');
+    // tp 4 does not divide 6 GPUs: the tensor-parallel field is named, not the GPU count.
+    expect(notice.textContent).toContain('parallel.tp (4) must divide parallel.gpus (6)');
+    expect(notice.textContent).toContain('(parallel.tp)');
     expect(notice.textContent).toContain('inconsistent');
     // The form says it too, next to the boxes.
     expect(

@@ -236,10 +236,14 @@ describe('the planner panel', () => {
     expect(lastPlan().fitting).toBe(0);
     // The closest layouts are still listed.
     expect(candidateRows().every((r) => r.fit === 'Does not fit')).toBe(true);
-    // The form's dp 2 DDP layout is a row, but in pure bf16, not the plan's
-    // fp32 master weights: no row is marked as the form's.
+    // The T4 has no bf16, so the plan keeps the form's fp16 (no bf16 + fp32
+    // master weights): the form's dp 2 DDP layout is a row, and the one marked.
     expect(candidateRows().map((r) => r.label)).toContain('dp 2, DDP');
-    expect(candidateRows().some((r) => r.row.hasAttribute('aria-current'))).toBe(false);
+    expect(
+      candidateRows()
+        .filter((r) => r.row.hasAttribute('aria-current'))
+        .map((r) => r.label),
+    ).toEqual(['dp 2, DDP']);
     expect(document.body.textContent).not.toMatch(/NaN|undefined/);
   });
 
@@ -460,24 +464,28 @@ describe('Apply reproduces every candidate', () => {
     expect(marked).toEqual(['dp 4, ZeRO-2']);
   });
 
-  it.each(CASES)('%s', (_, id, patch) => {
-    const { config } = findPreset(id);
-    const experts = routedExperts(vram.modelInfo({ config }));
-    const catalog = vram.version().gpus;
-    const s = settingsFor(patch);
-    const req = buildPlanRequest(s, config, catalog, experts);
-    req.plan.top = 1000;
-    const { plan } = vram.plan(req);
-    expect(plan.candidates.length).toBeLessThanOrEqual(plan.considered);
-    expect(plan.candidates.length).toBeGreaterThan(1);
-    for (const c of plan.candidates) {
-      const applied = applyCandidate(s, c, plan);
-      const peak = vram.estimate(buildRequest(applied, config, catalog, experts)).peak_bytes;
-      expect({ label: c.label, peak }).toEqual({ label: c.label, peak: c.peak_bytes });
-      // The table marks it as the form's layout, and only it.
-      expect(plan.candidates.filter((o) => settingsMatch(applied, o, plan))).toEqual([c]);
-    }
-    // Every candidate is estimated again here; with the global batch held
-    // fixed, tensor- and pipeline-parallel layouts replay more micro-steps.
-  }, 120000);
+  it.each(CASES)(
+    '%s',
+    (_, id, patch) => {
+      const { config } = findPreset(id);
+      const experts = routedExperts(vram.modelInfo({ config }));
+      const catalog = vram.version().gpus;
+      const s = settingsFor(patch);
+      const req = buildPlanRequest(s, config, catalog, experts);
+      req.plan.top = 1000;
+      const { plan } = vram.plan(req);
+      expect(plan.candidates.length).toBeLessThanOrEqual(plan.considered);
+      expect(plan.candidates.length).toBeGreaterThan(1);
+      for (const c of plan.candidates) {
+        const applied = applyCandidate(s, c, plan);
+        const peak = vram.estimate(buildRequest(applied, config, catalog, experts)).peak_bytes;
+        expect({ label: c.label, peak }).toEqual({ label: c.label, peak: c.peak_bytes });
+        // The table marks it as the form's layout, and only it.
+        expect(plan.candidates.filter((o) => settingsMatch(applied, o, plan))).toEqual([c]);
+      }
+      // Every candidate is estimated again here; with the global batch held
+      // fixed, tensor- and pipeline-parallel layouts replay more micro-steps.
+    },
+    120000,
+  );
 });

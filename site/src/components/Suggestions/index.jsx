@@ -46,9 +46,6 @@ function Row({ s, first }) {
       </div>
       <p class={styles.cost}>
         <span class={styles.kind}>Cost ({s.cost.kind}):</span> {s.cost.text}
-        {Number.isFinite(s.cost.step_time_factor) && s.cost.step_time_factor !== 1
-          ? ` (step time ×${s.cost.step_time_factor.toFixed(2)})`
-          : ''}
       </p>
       <p class={styles.meta}>
         Changes <code>{changeList(s.patch)}</code> · Source: {s.cost.source}
