@@ -99,7 +99,7 @@ describe('multi-GPU training layouts', () => {
     expect(request.value.parallel).toMatchObject({ gpus: 8, dp: 1, tp: 2, pp: 2, cp: 2 });
   });
 
-  it("a layout that does not multiply out names the degree that does not divide (issue 18)", async () => {
+  it('a layout that does not multiply out names the degree that does not divide (issue 18)', async () => {
     await openPage(`${LLAMA_FULL}&gpus=6`);
     fireEvent.input(screen.getByLabelText(/tensor_parallel_size/), { target: { value: '4' } });
     const notice = await screen.findByRole('alert', {
