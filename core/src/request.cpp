@@ -505,6 +505,8 @@ const char* const kUndeclaredKeys[] = {
     "plan.top",
     "plan.allow_checkpointing",
     "plan.allow_offload",
+    "plan.host_ram_gib",
+    "plan.global_batch",
     "train.lora.adapter_fp32",
 };
 
