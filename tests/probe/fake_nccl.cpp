@@ -1,16 +1,13 @@
-// A fake libnccl.so for NcclLibrary tests: exports the NCCL entry points
-// vram-probe resolves with dlsym, with the C ABI of nccl.h (ncclResult_t,
-// ncclDataType_t and ncclRedOp_t as int; ncclComm_t and cudaStream_t as
-// pointers). It reports version 2.21.5 and refuses to build communicators:
-// there is no GPU behind it.
+// A fake libnccl.so for NcclLibrary tests: defines the NCCL entry points
+// vram-probe resolves with dlsym against the declarations of
+// probe-agent/src/measure/nccl_api.h (nccl.h's signatures), so the compiler
+// checks that each one has the type the probe calls it through. It reports
+// version 2.21.5 and refuses to build communicators: there is no GPU behind it.
 #include <cstddef>
 
-namespace {
+#include "measure/nccl_api.h"
 
-// ncclResult_t values (nccl.h).
-constexpr int kSuccess = 0;
-constexpr int kInvalidArgument = 4;
-constexpr int kInvalidUsage = 5;
+namespace {
 
 // NCCL_VERSION(2, 21, 5) = 2 * 10000 + 21 * 100 + 5 (nccl.h, 2.9 and later).
 constexpr int kVersionCode = 22105;
@@ -21,47 +18,48 @@ int g_group_depth = 0;
 
 extern "C" {
 
-__attribute__((visibility("default"))) int ncclGetVersion(int* version) {
-  if (version == nullptr) return kInvalidArgument;
+__attribute__((visibility("default"))) ncclResult_t ncclGetVersion(int* version) {
+  if (version == nullptr) return ncclInvalidArgument;
   *version = kVersionCode;
-  return kSuccess;
+  return ncclSuccess;
 }
 
-__attribute__((visibility("default"))) const char* ncclGetErrorString(int result) {
+__attribute__((visibility("default"))) const char* ncclGetErrorString(ncclResult_t result) {
   switch (result) {
-    case kSuccess:
+    case ncclSuccess:
       return "no error";
-    case kInvalidArgument:
+    case ncclInvalidArgument:
       return "invalid argument (fake NCCL)";
-    case kInvalidUsage:
+    case ncclInvalidUsage:
       return "invalid usage (fake NCCL has no GPU)";
     default:
       return "unknown result code";
   }
 }
 
-__attribute__((visibility("default"))) int ncclCommInitAll(void** comms, int ndev, const int*) {
-  if (comms == nullptr || ndev < 1) return kInvalidArgument;
-  return kInvalidUsage;
+__attribute__((visibility("default"))) ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int*) {
+  if (comms == nullptr || ndev < 1) return ncclInvalidArgument;
+  return ncclInvalidUsage;
 }
 
-__attribute__((visibility("default"))) int ncclAllReduce(const void*, void*, std::size_t, int, int, void* comm, void*) {
-  return comm == nullptr ? kInvalidArgument : kInvalidUsage;
+__attribute__((visibility("default"))) ncclResult_t ncclAllReduce(const void*, void*, std::size_t, ncclDataType_t,
+                                                                  ncclRedOp_t, ncclComm_t comm, CUstream_st*) {
+  return comm == nullptr ? ncclInvalidArgument : ncclInvalidUsage;
 }
 
-__attribute__((visibility("default"))) int ncclGroupStart() {
+__attribute__((visibility("default"))) ncclResult_t ncclGroupStart() {
   ++g_group_depth;
-  return kSuccess;
+  return ncclSuccess;
 }
 
-__attribute__((visibility("default"))) int ncclGroupEnd() {
-  if (g_group_depth == 0) return kInvalidUsage;
+__attribute__((visibility("default"))) ncclResult_t ncclGroupEnd() {
+  if (g_group_depth == 0) return ncclInvalidUsage;
   --g_group_depth;
-  return kSuccess;
+  return ncclSuccess;
 }
 
-__attribute__((visibility("default"))) int ncclCommDestroy(void* comm) {
-  return comm == nullptr ? kInvalidArgument : kSuccess;
+__attribute__((visibility("default"))) ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  return comm == nullptr ? ncclInvalidArgument : ncclSuccess;
 }
 
 }  // extern "C"

@@ -1,11 +1,17 @@
 // NvmlSource: the missing-driver path on this machine, and the ABI handling
-// against a fake libnvidia-ml built from tests/probe/fake_nvml.cpp.
+// against a fake libnvidia-ml built from tests/probe/fake_nvml.cpp (as a
+// current and as a pre-510 driver). The fake is compiled against the probe's
+// NVML declarations (measure/nvml_api.h); under the sanitizer build
+// (VRAM_SANITIZE) UBSan's -fsanitize=function checks every call the probe
+// makes through a dlsym'd pointer against the callee's type.
 #include "measure/nvml_source.h"
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <string>
+
+#include "fake_nvml.h"
 
 namespace vram::probe {
 namespace {
@@ -46,8 +52,8 @@ class FakeNvmlTest : public ::testing::Test {
     // fake's settings are shared.
     handle_ = dlopen(VRAM_FAKE_NVML, RTLD_NOW | RTLD_LOCAL);
     ASSERT_NE(handle_, nullptr) << dlerror();
-    configure_ = reinterpret_cast<void (*)(int, unsigned, int)>(dlsym(handle_, "FakeNvmlConfigure"));
-    process_calls_ = reinterpret_cast<int (*)()>(dlsym(handle_, "FakeNvmlProcessCalls"));
+    configure_ = reinterpret_cast<decltype(&FakeNvmlConfigure)>(dlsym(handle_, "FakeNvmlConfigure"));
+    process_calls_ = reinterpret_cast<decltype(&FakeNvmlProcessCalls)>(dlsym(handle_, "FakeNvmlProcessCalls"));
     ASSERT_NE(configure_, nullptr);
     configure_(0, 0, 0);
   }
@@ -62,8 +68,8 @@ class FakeNvmlTest : public ::testing::Test {
   }
 
   void* handle_ = nullptr;
-  void (*configure_)(int, unsigned, int) = nullptr;
-  int (*process_calls_)() = nullptr;
+  decltype(&FakeNvmlConfigure) configure_ = nullptr;
+  decltype(&FakeNvmlProcessCalls) process_calls_ = nullptr;
 };
 
 TEST_F(FakeNvmlTest, DeviceFactsComeFromTheVersionedV2MemoryCall) {
@@ -153,6 +159,65 @@ TEST_F(FakeNvmlTest, BadDeviceIndexNamesTheFailingCall) {
 }
 
 #endif  // VRAM_FAKE_NVML
+
+#if defined(VRAM_FAKE_NVML_LEGACY)
+
+// A driver before 510: no nvmlDeviceGetMemoryInfo_v2, the unversioned
+// nvmlSystemGetCudaDriverVersion, the unversioned compute process list that
+// fills 16-byte nvmlProcessInfo_v1_t records, and the _v2 MPS list. Each is
+// called through its own nvml.h type (nvml_source.cpp ProcessListApi).
+class LegacyNvmlTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    handle_ = dlopen(VRAM_FAKE_NVML_LEGACY, RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(handle_, nullptr) << dlerror();
+    configure_ = reinterpret_cast<decltype(&FakeNvmlConfigure)>(dlsym(handle_, "FakeNvmlConfigure"));
+    ASSERT_NE(configure_, nullptr);
+    configure_(0, 0, 0);
+  }
+  void TearDown() override {
+    if (handle_ != nullptr) dlclose(handle_);
+  }
+
+  void* handle_ = nullptr;
+  decltype(&FakeNvmlConfigure) configure_ = nullptr;
+};
+
+TEST_F(LegacyNvmlTest, MemoryComesFromV1WithTheReserveUnknown) {
+  Result<std::unique_ptr<NvmlSource>> nvml = NvmlSource::Open(VRAM_FAKE_NVML_LEGACY);
+  ASSERT_TRUE(nvml.ok()) << nvml.status().message();
+  Result<DeviceMemory> memory = nvml.value()->Memory(0);
+  ASSERT_TRUE(memory.ok()) << memory.status().message();
+  EXPECT_EQ(memory.value().total, 80 * kGiB);
+  // v1 `used` includes the 512 MiB driver reserve; `reserved` stays unknown.
+  EXPECT_EQ(memory.value().used, kGiB + kGiB / 2);
+  EXPECT_FALSE(memory.value().reserved.has_value());
+  Result<SystemFacts> system = nvml.value()->System();
+  ASSERT_TRUE(system.ok());
+  EXPECT_EQ(system.value().cuda_driver_version, "11.4");
+}
+
+TEST_F(LegacyNvmlTest, V1ProcessRecordsAre16BytesAndMpsClientsAreMerged) {
+  configure_(0, 3, 0);
+  Result<std::unique_ptr<NvmlSource>> nvml = NvmlSource::Open(VRAM_FAKE_NVML_LEGACY);
+  ASSERT_TRUE(nvml.ok()) << nvml.status().message();
+  Result<std::vector<ProcessMemory>> processes = nvml.value()->Processes(0);
+  ASSERT_TRUE(processes.ok()) << processes.status().message();
+  // Three compute processes read with a 16-byte stride (a 24-byte stride
+  // would read pid 1000's neighbours from the wrong offsets), then pid 2000
+  // from the MPS list; pid 1000 is in both and is listed once.
+  ASSERT_EQ(processes.value().size(), 4u);
+  EXPECT_EQ(processes.value()[0].pid, 1000u);
+  EXPECT_EQ(processes.value()[0].used_bytes, kGiB);
+  EXPECT_EQ(processes.value()[1].pid, 1001u);
+  EXPECT_EQ(processes.value()[1].used_bytes, 2 * kGiB);
+  EXPECT_EQ(processes.value()[2].pid, 1002u);
+  EXPECT_FALSE(processes.value()[2].used_bytes.has_value());
+  EXPECT_EQ(processes.value()[3].pid, 2000u);
+  EXPECT_EQ(processes.value()[3].used_bytes, 5 * kGiB);
+}
+
+#endif  // VRAM_FAKE_NVML_LEGACY
 
 }  // namespace
 }  // namespace vram::probe

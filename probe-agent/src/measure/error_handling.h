@@ -9,27 +9,28 @@
 
 #include <string>
 
+#include "measure/nvml_api.h"
 #include "measure/status.h"
 
 namespace vram::probe {
 
 // nvmlReturn_t values used by the probe, from the nvmlReturn_t enum in nvml.h
-// (as mirrored by pynvml's nvml.py constants NVML_SUCCESS .. NVML_ERROR_UNKNOWN).
+// as declared once in measure/nvml_api.h.
 namespace nvml_rc {
-inline constexpr int kSuccess = 0;
-inline constexpr int kUninitialized = 1;
-inline constexpr int kInvalidArgument = 2;
-inline constexpr int kNotSupported = 3;
-inline constexpr int kNoPermission = 4;
-inline constexpr int kNotFound = 6;
-inline constexpr int kInsufficientSize = 7;
-inline constexpr int kDriverNotLoaded = 9;
-inline constexpr int kLibraryNotFound = 12;
-inline constexpr int kFunctionNotFound = 13;
-inline constexpr int kGpuIsLost = 15;
-inline constexpr int kArgumentVersionMismatch = 25;
-inline constexpr int kGpuNotFound = 28;
-inline constexpr int kUnknown = 999;
+inline constexpr int kSuccess = NVML_SUCCESS;
+inline constexpr int kUninitialized = NVML_ERROR_UNINITIALIZED;
+inline constexpr int kInvalidArgument = NVML_ERROR_INVALID_ARGUMENT;
+inline constexpr int kNotSupported = NVML_ERROR_NOT_SUPPORTED;
+inline constexpr int kNoPermission = NVML_ERROR_NO_PERMISSION;
+inline constexpr int kNotFound = NVML_ERROR_NOT_FOUND;
+inline constexpr int kInsufficientSize = NVML_ERROR_INSUFFICIENT_SIZE;
+inline constexpr int kDriverNotLoaded = NVML_ERROR_DRIVER_NOT_LOADED;
+inline constexpr int kLibraryNotFound = NVML_ERROR_LIBRARY_NOT_FOUND;
+inline constexpr int kFunctionNotFound = NVML_ERROR_FUNCTION_NOT_FOUND;
+inline constexpr int kGpuIsLost = NVML_ERROR_GPU_IS_LOST;
+inline constexpr int kArgumentVersionMismatch = NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+inline constexpr int kGpuNotFound = NVML_ERROR_GPU_NOT_FOUND;
+inline constexpr int kUnknown = NVML_ERROR_UNKNOWN;
 }  // namespace nvml_rc
 
 // ncclResult_t values used by the probe, from the ncclResult_t enum in nccl.h

@@ -96,8 +96,7 @@ Status NcclCollectives::AllReduceOnce() {
   // after a failure: an open group would swallow the next NCCL call.
   Status first;
   for (const Rank& rank : ranks_) {
-    const int rc = api.ncclAllReduce(rank.buffer, rank.buffer, count_, kNcclFloat32, kNcclSum, rank.comm,
-                                     static_cast<void*>(rank.stream));
+    const int rc = api.ncclAllReduce(rank.buffer, rank.buffer, count_, ncclFloat32, ncclSum, rank.comm, rank.stream);
     if (rc != nccl_rc::kSuccess && first.ok()) {
       first = NcclCallStatus(rc, ErrorString(rc),
                              "api.ncclAllReduce(buffer, buffer, count, ncclFloat32, ncclSum, comm, stream)", __FILE__,

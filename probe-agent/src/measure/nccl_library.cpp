@@ -83,7 +83,7 @@ NcclLibrary::~NcclLibrary() {
 }
 
 const char* NcclLibrary::ErrorString(int rc) const {
-  return api_.ncclGetErrorString != nullptr ? api_.ncclGetErrorString(rc) : "";
+  return api_.ncclGetErrorString != nullptr ? api_.ncclGetErrorString(static_cast<ncclResult_t>(rc)) : "";
 }
 
 Result<std::string> NcclLibrary::Version() const {

@@ -1,7 +1,7 @@
 // NCCL loaded at run time with dlopen, the way nvml_source.cpp loads NVML:
 // no nccl.h at build time, the few types and entry points vram-probe calls
-// declared here from nccl.h (NCCL 2.28, shipped with CUDA 13 as
-// include/nccl.h) and resolved with dlsym. A missing library or symbol is a
+// declared in measure/nccl_api.h from nccl.h (NCCL 2.28, shipped with CUDA 13
+// as include/nccl.h) and resolved with dlsym. A missing library or symbol is a
 // Status naming the library and the NCCL_LIBRARY variable, never a crash.
 //
 // Needs no CUDA runtime itself, so it is built (and tested) everywhere;
@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "measure/nccl_api.h"
 #include "measure/status.h"
 
 namespace vram::probe {
@@ -22,30 +23,21 @@ inline constexpr const char* kNcclLibrary = "libnccl.so.2";
 // Overrides the library path: NCCL_LIBRARY=/opt/nccl/lib/libnccl.so.2.
 inline constexpr const char* kNcclLibraryVariable = "NCCL_LIBRARY";
 
-// ncclComm_t is `typedef struct ncclComm* ncclComm_t;` in nccl.h: an opaque
-// pointer that only NCCL dereferences.
-struct NcclCommHandle;
-using NcclComm = NcclCommHandle*;
-
-// ncclResult_t, ncclDataType_t and ncclRedOp_t are C enums in nccl.h whose
-// values fit an int (ncclRedOp_t is sized by ncclRedOp_dummy_t so that it
-// stays int-sized), so the C ABI passes and returns them as int.
-// cudaStream_t is `struct CUstream_st*`: passed as void* here so that this
-// header needs no CUDA header.
-inline constexpr int kNcclFloat32 = 7;  // ncclFloat32 = 7 (ncclDataType_t, nccl.h)
-inline constexpr int kNcclSum = 0;      // ncclSum = 0 (ncclRedOp_t, nccl.h)
+// The communicator handle of nccl.h (measure/nccl_api.h).
+using NcclComm = ncclComm_t;
 
 // Members carry the NCCL symbol names, so that the expression in an error
-// message names the NCCL call (as NvmlSource::Api does).
+// message names the NCCL call (as NvmlSource::Api does). Each has the type of
+// nccl.h's declaration (measure/nccl_api.h), the type the fake library in
+// tests/probe/fake_nccl.cpp is compiled against too.
 struct NcclApi {
-  int (*ncclGetVersion)(int* version) = nullptr;
-  int (*ncclCommInitAll)(NcclComm* comms, int ndev, const int* devlist) = nullptr;
-  int (*ncclAllReduce)(const void* sendbuff, void* recvbuff, std::size_t count, int datatype, int op, NcclComm comm,
-                       void* stream) = nullptr;
-  int (*ncclGroupStart)() = nullptr;
-  int (*ncclGroupEnd)() = nullptr;
-  int (*ncclCommDestroy)(NcclComm comm) = nullptr;
-  const char* (*ncclGetErrorString)(int result) = nullptr;
+  decltype(&::ncclGetVersion) ncclGetVersion = nullptr;
+  decltype(&::ncclCommInitAll) ncclCommInitAll = nullptr;
+  decltype(&::ncclAllReduce) ncclAllReduce = nullptr;
+  decltype(&::ncclGroupStart) ncclGroupStart = nullptr;
+  decltype(&::ncclGroupEnd) ncclGroupEnd = nullptr;
+  decltype(&::ncclCommDestroy) ncclCommDestroy = nullptr;
+  decltype(&::ncclGetErrorString) ncclGetErrorString = nullptr;
 };
 
 class NcclLibrary {

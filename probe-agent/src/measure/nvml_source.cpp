@@ -3,116 +3,91 @@
 #include <dlfcn.h>
 
 #include <array>
+#include <cstddef>
 #include <cstring>
 #include <string>
 #include <utility>
 
 #include "measure/error_handling.h"
+#include "measure/nvml_api.h"
 
 namespace vram::probe {
 namespace {
 
-// ---- NVML ABI, declared here because no nvml.h is available at build time. ----
-// Layouts from nvml.h as mirrored by nvitop nvitop/api/libnvml.py
-// (c_nvmlMemory_v1_t, c_nvmlMemory_v2_t, c_nvmlProcessInfo_v1/v2/v3_t) and
-// pynvml nvml.py (c_nvmlAccountingStats_t).
-
-// nvmlMemory_t (v1): {total, free, used}.
-struct NvmlMemoryV1 {
-  unsigned long long total;
-  unsigned long long free;
-  unsigned long long used;
-};
-
-// nvmlMemory_v2_t: {version, total, reserved, free, used}.
-struct NvmlMemoryV2 {
-  unsigned int version;
-  unsigned long long total;
-  unsigned long long reserved;
-  unsigned long long free;
-  unsigned long long used;
-};
-static_assert(sizeof(NvmlMemoryV2) == 40, "nvmlMemory_v2_t is 40 bytes on LP64");
-
-// nvmlMemory_v2 = sizeof(nvmlMemory_v2_t) | (2 << 24): NVML_STRUCT_VERSION in
-// nvml.h; nvitop libnvml.py:821 computes the same value.
-constexpr unsigned int kNvmlMemoryV2Version = sizeof(NvmlMemoryV2) | (2u << 24);
+// The NVML types and signatures come from measure/nvml_api.h (nvml.h's),
+// which the test library tests/probe/fake_nvml.cpp defines against too.
 
 // nvmlProcessInfo_v1_t {pid, usedGpuMemory}: 16 bytes; v2 adds gpuInstanceId
 // and computeInstanceId: 24 bytes; the short-lived v3 struct adds
-// usedGpuCcProtectedMemory: 32 bytes (nvitop libnvml.py c_nvmlProcessInfo_*).
+// usedGpuCcProtectedMemory: 32 bytes (nvitop libnvml.py c_nvmlProcessInfo_*;
+// the same layout is nvml.h's nvmlProcessDetail_v1_t).
 // All three keep pid at offset 0 and usedGpuMemory at offset 8.
-constexpr std::size_t kProcessInfoV1Size = 16;
-constexpr std::size_t kProcessInfoV2Size = 24;
+constexpr std::size_t kProcessInfoV1Size = sizeof(nvmlProcessInfo_v1_t);
+constexpr std::size_t kProcessInfoV2Size = sizeof(nvmlProcessInfo_v2_t);
 constexpr std::size_t kProcessInfoV3Size = 32;
-constexpr std::size_t kProcessPidOffset = 0;
-constexpr std::size_t kProcessUsedOffset = 8;
-
-// nvmlAccountingStats_t (pynvml nvml.py c_nvmlAccountingStats_t).
-struct NvmlAccountingStats {
-  unsigned int gpu_utilization;
-  unsigned int memory_utilization;
-  unsigned long long max_memory_usage;
-  unsigned long long time;
-  unsigned long long start_time;
-  unsigned int is_running;
-  unsigned int reserved[5];
-};
-
-// NVML_VALUE_NOT_AVAILABLE: (unsigned long long)-1 in nvml.h; nvitop compares
-// usedGpuMemory with ULONGLONG_MAX.
-constexpr unsigned long long kNvmlValueNotAvailable = ~0ull;
-
-// Buffer sizes from nvml.h (pynvml nvml.py: NVML_DEVICE_NAME_V2_BUFFER_SIZE = 96,
-// NVML_DEVICE_UUID_V2_BUFFER_SIZE = 96, NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE = 80).
-constexpr unsigned kNameBufferSize = 96;
-constexpr unsigned kUuidBufferSize = 96;
-constexpr unsigned kDriverVersionBufferSize = 80;
-
-// NVML_DEVICE_MIG_ENABLE and NVML_FEATURE_ENABLED are 1 in nvml.h.
-constexpr unsigned kMigEnable = 1;
-constexpr int kFeatureEnabled = 1;
+constexpr std::size_t kProcessPidOffset = offsetof(nvmlProcessInfo_v1_t, pid);
+constexpr std::size_t kProcessUsedOffset = offsetof(nvmlProcessInfo_v1_t, usedGpuMemory);
+static_assert(offsetof(nvmlProcessInfo_v2_t, pid) == kProcessPidOffset &&
+                  offsetof(nvmlProcessInfo_v2_t, usedGpuMemory) == kProcessUsedOffset,
+              "v1 and v2 process records share pid and usedGpuMemory offsets");
 
 // nvitop sizes the second process-list call as count * 2 + 5 so that new
 // processes appearing between the two calls still fit.
 constexpr unsigned kProcessListAttempts = 4;
-
-using NvmlDevice = void*;
-using ProcessListFn = int (*)(NvmlDevice, unsigned*, void*);
 
 template <typename Fn>
 Fn Symbol(void* library, const char* symbol) {
   return reinterpret_cast<Fn>(dlsym(library, symbol));
 }
 
+// One process-list entry point (compute or MPS) at the version the driver
+// has. Each version is called through its own nvml.h type: calling _v1 or
+// _v3 through one shared pointer type would be a call through the wrong
+// function type.
+struct ProcessListApi {
+  decltype(&::nvmlDeviceGetComputeRunningProcesses) v1 = nullptr;
+  decltype(&::nvmlDeviceGetComputeRunningProcesses_v2) v2 = nullptr;
+  decltype(&::nvmlDeviceGetComputeRunningProcesses_v3) v3 = nullptr;
+  std::size_t stride = 0;
+  std::string symbol;
+
+  bool available() const { return v1 != nullptr || v2 != nullptr || v3 != nullptr; }
+
+  // `buffer` holds `*count` records of `stride` bytes (or is null).
+  nvmlReturn_t Call(nvmlDevice_t device, unsigned* count, unsigned char* buffer) const {
+    if (v3 != nullptr) return v3(device, count, reinterpret_cast<nvmlProcessInfo_t*>(buffer));
+    if (v2 != nullptr) return v2(device, count, reinterpret_cast<nvmlProcessInfo_v2_t*>(buffer));
+    return v1(device, count, reinterpret_cast<nvmlProcessInfo_v1_t*>(buffer));
+  }
+};
+
 }  // namespace
 
 // Members carry the NVML symbol names so that the expression text in error
 // messages names the NVML call, as nvbandwidth's NVML_ASSERT does.
 struct NvmlSource::Api {
-  int (*nvmlInit_v2)() = nullptr;
-  int (*nvmlShutdown)() = nullptr;
-  const char* (*nvmlErrorString)(int) = nullptr;
-  int (*nvmlSystemGetDriverVersion)(char*, unsigned) = nullptr;
-  int (*nvmlSystemGetCudaDriverVersion)(int*) = nullptr;
-  int (*nvmlDeviceGetCount_v2)(unsigned*) = nullptr;
-  int (*nvmlDeviceGetHandleByIndex_v2)(unsigned, NvmlDevice*) = nullptr;
-  int (*nvmlDeviceGetName)(NvmlDevice, char*, unsigned) = nullptr;
-  int (*nvmlDeviceGetUUID)(NvmlDevice, char*, unsigned) = nullptr;
-  int (*nvmlDeviceGetMemoryInfo)(NvmlDevice, NvmlMemoryV1*) = nullptr;
-  int (*nvmlDeviceGetMemoryInfo_v2)(NvmlDevice, NvmlMemoryV2*) = nullptr;
-  int (*nvmlDeviceGetCudaComputeCapability)(NvmlDevice, int*, int*) = nullptr;
-  int (*nvmlDeviceGetMigMode)(NvmlDevice, unsigned*, unsigned*) = nullptr;
-  int (*nvmlDeviceGetAccountingMode)(NvmlDevice, int*) = nullptr;
-  int (*nvmlDeviceGetAccountingStats)(NvmlDevice, unsigned, NvmlAccountingStats*) = nullptr;
-  ProcessListFn compute_processes = nullptr;
-  std::size_t compute_stride = 0;
-  std::string compute_symbol;
-  ProcessListFn mps_processes = nullptr;
-  std::size_t mps_stride = 0;
-  std::string mps_symbol;
+  decltype(&::nvmlInit_v2) nvmlInit_v2 = nullptr;
+  decltype(&::nvmlShutdown) nvmlShutdown = nullptr;
+  decltype(&::nvmlErrorString) nvmlErrorString = nullptr;
+  decltype(&::nvmlSystemGetDriverVersion) nvmlSystemGetDriverVersion = nullptr;
+  // nvmlSystemGetCudaDriverVersion_v2, or the unversioned one (same type).
+  decltype(&::nvmlSystemGetCudaDriverVersion) nvmlSystemGetCudaDriverVersion = nullptr;
+  decltype(&::nvmlDeviceGetCount_v2) nvmlDeviceGetCount_v2 = nullptr;
+  decltype(&::nvmlDeviceGetHandleByIndex_v2) nvmlDeviceGetHandleByIndex_v2 = nullptr;
+  decltype(&::nvmlDeviceGetName) nvmlDeviceGetName = nullptr;
+  decltype(&::nvmlDeviceGetUUID) nvmlDeviceGetUUID = nullptr;
+  decltype(&::nvmlDeviceGetMemoryInfo) nvmlDeviceGetMemoryInfo = nullptr;
+  decltype(&::nvmlDeviceGetMemoryInfo_v2) nvmlDeviceGetMemoryInfo_v2 = nullptr;
+  decltype(&::nvmlDeviceGetCudaComputeCapability) nvmlDeviceGetCudaComputeCapability = nullptr;
+  decltype(&::nvmlDeviceGetMigMode) nvmlDeviceGetMigMode = nullptr;
+  decltype(&::nvmlDeviceGetAccountingMode) nvmlDeviceGetAccountingMode = nullptr;
+  decltype(&::nvmlDeviceGetAccountingStats) nvmlDeviceGetAccountingStats = nullptr;
+  ProcessListApi compute_processes;
+  ProcessListApi mps_processes;
 
-  const char* ErrorString(int rc) const { return nvmlErrorString != nullptr ? nvmlErrorString(rc) : ""; }
+  const char* ErrorString(int rc) const {
+    return nvmlErrorString != nullptr ? nvmlErrorString(static_cast<nvmlReturn_t>(rc)) : "";
+  }
 };
 
 namespace {
@@ -122,19 +97,19 @@ namespace {
 // fills the 24-byte v2 struct except on the drivers that have
 // nvmlDeviceGetConfComputeMemSizeInfo but not
 // nvmlDeviceGetRunningProcessDetailList, where it fills the 32-byte struct.
-void ResolveProcessList(void* library, const std::string& base, ProcessListFn* fn, std::size_t* stride,
-                        std::string* symbol) {
+// The compute and MPS entry points of one version have the same nvml.h type.
+void ResolveProcessList(void* library, const std::string& base, ProcessListApi* api) {
   const bool v3_struct = dlsym(library, "nvmlDeviceGetConfComputeMemSizeInfo") != nullptr &&
                          dlsym(library, "nvmlDeviceGetRunningProcessDetailList") == nullptr;
-  if ((*fn = Symbol<ProcessListFn>(library, (base + "_v3").c_str())) != nullptr) {
-    *stride = v3_struct ? kProcessInfoV3Size : kProcessInfoV2Size;
-    *symbol = base + "_v3";
-  } else if ((*fn = Symbol<ProcessListFn>(library, (base + "_v2").c_str())) != nullptr) {
-    *stride = kProcessInfoV2Size;
-    *symbol = base + "_v2";
-  } else if ((*fn = Symbol<ProcessListFn>(library, base.c_str())) != nullptr) {
-    *stride = kProcessInfoV1Size;
-    *symbol = base;
+  if ((api->v3 = Symbol<decltype(api->v3)>(library, (base + "_v3").c_str())) != nullptr) {
+    api->stride = v3_struct ? kProcessInfoV3Size : kProcessInfoV2Size;
+    api->symbol = base + "_v3";
+  } else if ((api->v2 = Symbol<decltype(api->v2)>(library, (base + "_v2").c_str())) != nullptr) {
+    api->stride = kProcessInfoV2Size;
+    api->symbol = base + "_v2";
+  } else if ((api->v1 = Symbol<decltype(api->v1)>(library, base.c_str())) != nullptr) {
+    api->stride = kProcessInfoV1Size;
+    api->symbol = base;
   }
 }
 
@@ -177,10 +152,8 @@ Result<std::unique_ptr<NvmlSource>> NvmlSource::Open(const std::string& library_
       Symbol<decltype(api->nvmlDeviceGetAccountingMode)>(library, "nvmlDeviceGetAccountingMode");
   api->nvmlDeviceGetAccountingStats =
       Symbol<decltype(api->nvmlDeviceGetAccountingStats)>(library, "nvmlDeviceGetAccountingStats");
-  ResolveProcessList(library, "nvmlDeviceGetComputeRunningProcesses", &api->compute_processes, &api->compute_stride,
-                     &api->compute_symbol);
-  ResolveProcessList(library, "nvmlDeviceGetMPSComputeRunningProcesses", &api->mps_processes, &api->mps_stride,
-                     &api->mps_symbol);
+  ResolveProcessList(library, "nvmlDeviceGetComputeRunningProcesses", &api->compute_processes);
+  ResolveProcessList(library, "nvmlDeviceGetMPSComputeRunningProcesses", &api->mps_processes);
 
   const char* missing = nullptr;
   if (api->nvmlInit_v2 == nullptr)
@@ -226,8 +199,8 @@ NvmlSource::~NvmlSource() {
 Result<SystemFacts> NvmlSource::System() {
   SystemFacts facts;
   if (api_->nvmlSystemGetDriverVersion != nullptr) {
-    std::array<char, kDriverVersionBufferSize> buffer{};
-    if (api_->nvmlSystemGetDriverVersion(buffer.data(), kDriverVersionBufferSize) == nvml_rc::kSuccess) {
+    std::array<char, kNvmlDriverVersionBufferSize> buffer{};
+    if (api_->nvmlSystemGetDriverVersion(buffer.data(), kNvmlDriverVersionBufferSize) == nvml_rc::kSuccess) {
       facts.driver_version = TrimmedString(buffer.data(), buffer.size());
     }
   }
@@ -249,7 +222,7 @@ Result<unsigned> NvmlSource::DeviceCount() {
 
 Result<void*> NvmlSource::Handle(unsigned index) {
   auto error_string = [this](int rc) { return api_->ErrorString(rc); };
-  NvmlDevice device = nullptr;
+  nvmlDevice_t device = nullptr;
   VRAM_NVML_RETURN_IF_ERROR(error_string, api_->nvmlDeviceGetHandleByIndex_v2(index, &device));
   return device;
 }
@@ -257,18 +230,18 @@ Result<void*> NvmlSource::Handle(unsigned index) {
 Result<GpuFacts> NvmlSource::Device(unsigned index) {
   Result<void*> device = Handle(index);
   if (!device.ok()) return device.status();
-  NvmlDevice handle = device.value();
+  const nvmlDevice_t handle = static_cast<nvmlDevice_t>(device.value());
   GpuFacts facts;
   facts.index = index;
   if (api_->nvmlDeviceGetName != nullptr) {
-    std::array<char, kNameBufferSize> buffer{};
-    if (api_->nvmlDeviceGetName(handle, buffer.data(), kNameBufferSize) == nvml_rc::kSuccess) {
+    std::array<char, kNvmlDeviceNameBufferSize> buffer{};
+    if (api_->nvmlDeviceGetName(handle, buffer.data(), kNvmlDeviceNameBufferSize) == nvml_rc::kSuccess) {
       facts.name = TrimmedString(buffer.data(), buffer.size());
     }
   }
   if (api_->nvmlDeviceGetUUID != nullptr) {
-    std::array<char, kUuidBufferSize> buffer{};
-    if (api_->nvmlDeviceGetUUID(handle, buffer.data(), kUuidBufferSize) == nvml_rc::kSuccess) {
+    std::array<char, kNvmlDeviceUuidBufferSize> buffer{};
+    if (api_->nvmlDeviceGetUUID(handle, buffer.data(), kNvmlDeviceUuidBufferSize) == nvml_rc::kSuccess) {
       facts.uuid = TrimmedString(buffer.data(), buffer.size());
     }
   }
@@ -284,7 +257,7 @@ Result<GpuFacts> NvmlSource::Device(unsigned index) {
     unsigned pending = 0;
     // Pre-Ampere boards answer NVML_ERROR_NOT_SUPPORTED: mig_mode stays null.
     if (api_->nvmlDeviceGetMigMode(handle, &current, &pending) == nvml_rc::kSuccess)
-      facts.mig_enabled = current == kMigEnable;
+      facts.mig_enabled = current == kNvmlDeviceMigEnable;
   }
   Result<DeviceMemory> memory = Memory(index);
   if (!memory.ok()) return memory.status();
@@ -296,11 +269,12 @@ Result<DeviceMemory> NvmlSource::Memory(unsigned index) {
   Result<void*> device = Handle(index);
   if (!device.ok()) return device.status();
   auto error_string = [this](int rc) { return api_->ErrorString(rc); };
+  const nvmlDevice_t handle = static_cast<nvmlDevice_t>(device.value());
   DeviceMemory memory;
   if (api_->nvmlDeviceGetMemoryInfo_v2 != nullptr && memory_v2_usable_) {
-    NvmlMemoryV2 v2{};
+    nvmlMemory_v2_t v2{};
     v2.version = kNvmlMemoryV2Version;
-    const int rc = api_->nvmlDeviceGetMemoryInfo_v2(device.value(), &v2);
+    const int rc = api_->nvmlDeviceGetMemoryInfo_v2(handle, &v2);
     if (rc == nvml_rc::kSuccess) {
       memory.total = v2.total;
       memory.reserved = v2.reserved;
@@ -319,8 +293,8 @@ Result<DeviceMemory> NvmlSource::Memory(unsigned index) {
   if (api_->nvmlDeviceGetMemoryInfo == nullptr) {
     return Status(StatusCode::kNotSupported, "nvmlDeviceGetMemoryInfo_v2 failed and v1 is missing");
   }
-  NvmlMemoryV1 v1{};
-  VRAM_NVML_RETURN_IF_ERROR(error_string, api_->nvmlDeviceGetMemoryInfo(device.value(), &v1));
+  nvmlMemory_t v1{};
+  VRAM_NVML_RETURN_IF_ERROR(error_string, api_->nvmlDeviceGetMemoryInfo(handle, &v1));
   // v1 `used` includes the driver reserve (research §8.1), so `reserved` is
   // unknown rather than 0.
   memory.total = v1.total;
@@ -330,16 +304,17 @@ Result<DeviceMemory> NvmlSource::Memory(unsigned index) {
 }
 
 Result<std::vector<ProcessMemory>> NvmlSource::ProcessList(void* device, bool mps) {
-  const ProcessListFn fn = mps ? api_->mps_processes : api_->compute_processes;
-  const std::size_t stride = mps ? api_->mps_stride : api_->compute_stride;
-  if (fn == nullptr) return Status(StatusCode::kNotSupported, "the driver has no process-list entry point");
-  const std::string call = (mps ? api_->mps_symbol : api_->compute_symbol) + "(device, &count, infos)";
+  const ProcessListApi& list = mps ? api_->mps_processes : api_->compute_processes;
+  const std::size_t stride = list.stride;
+  if (!list.available()) return Status(StatusCode::kNotSupported, "the driver has no process-list entry point");
+  const nvmlDevice_t handle = static_cast<nvmlDevice_t>(device);
+  const std::string call = list.symbol + "(device, &count, infos)";
 
   // First call with no buffer: NVML_SUCCESS means no process, and
   // NVML_ERROR_INSUFFICIENT_SIZE sets `count` (PyTorch reportProcessMemoryInfo
   // and nvitop loop the same way).
   unsigned count = 0;
-  int rc = fn(device, &count, nullptr);
+  int rc = list.Call(handle, &count, nullptr);
   if (rc == nvml_rc::kSuccess) return std::vector<ProcessMemory>();
   if (rc != nvml_rc::kInsufficientSize) {
     return NvmlCallStatus(rc, api_->ErrorString(rc), call.c_str(), __FILE__, __LINE__);
@@ -349,7 +324,7 @@ Result<std::vector<ProcessMemory>> NvmlSource::ProcessList(void* device, bool mp
     const unsigned capacity = count * 2 + 5;
     buffer.assign(static_cast<std::size_t>(capacity) * stride, 0);
     count = capacity;
-    rc = fn(device, &count, buffer.data());
+    rc = list.Call(handle, &count, buffer.data());
     if (rc != nvml_rc::kInsufficientSize) break;
   }
   if (rc != nvml_rc::kSuccess) return NvmlCallStatus(rc, api_->ErrorString(rc), call.c_str(), __FILE__, __LINE__);
@@ -377,7 +352,7 @@ Result<std::vector<ProcessMemory>> NvmlSource::Processes(unsigned index) {
   if (!compute.ok()) return compute.status();
   std::vector<ProcessMemory> processes = std::move(compute.value());
   // MPS clients show up in the MPS list only (research §8.2); merge them.
-  if (api_->mps_processes != nullptr) {
+  if (api_->mps_processes.available()) {
     Result<std::vector<ProcessMemory>> mps = ProcessList(device.value(), true);
     if (mps.ok()) {
       for (const ProcessMemory& m : mps.value()) {
@@ -395,12 +370,13 @@ Result<std::optional<std::uint64_t>> NvmlSource::AccountingMaxBytes(unsigned ind
     return std::optional<std::uint64_t>();
   Result<void*> device = Handle(index);
   if (!device.ok()) return device.status();
-  int mode = 0;
-  if (api_->nvmlDeviceGetAccountingMode(device.value(), &mode) != nvml_rc::kSuccess || mode != kFeatureEnabled) {
+  const nvmlDevice_t handle = static_cast<nvmlDevice_t>(device.value());
+  nvmlEnableState_t mode = NVML_FEATURE_DISABLED;
+  if (api_->nvmlDeviceGetAccountingMode(handle, &mode) != nvml_rc::kSuccess || mode != NVML_FEATURE_ENABLED) {
     return std::optional<std::uint64_t>();
   }
-  NvmlAccountingStats stats{};
-  const int rc = api_->nvmlDeviceGetAccountingStats(device.value(), pid, &stats);
+  nvmlAccountingStats_t stats{};
+  const int rc = api_->nvmlDeviceGetAccountingStats(handle, pid, &stats);
   // NVML_ERROR_NOT_FOUND: the pid never ran on this device or fell out of the
   // driver's circular buffer of accounted processes (research §8.3).
   if (rc == nvml_rc::kNotFound || rc == nvml_rc::kNotSupported) return std::optional<std::uint64_t>();
@@ -408,8 +384,8 @@ Result<std::optional<std::uint64_t>> NvmlSource::AccountingMaxBytes(unsigned ind
     return NvmlCallStatus(rc, api_->ErrorString(rc), "nvmlDeviceGetAccountingStats(device, pid, &stats)", __FILE__,
                           __LINE__);
   }
-  if (stats.max_memory_usage == kNvmlValueNotAvailable) return std::optional<std::uint64_t>();
-  return std::optional<std::uint64_t>(stats.max_memory_usage);
+  if (stats.maxMemoryUsage == kNvmlValueNotAvailable) return std::optional<std::uint64_t>();
+  return std::optional<std::uint64_t>(stats.maxMemoryUsage);
 }
 
 }  // namespace vram::probe

@@ -2,8 +2,9 @@
 //
 // The CUDA toolkit on build machines ships no NVML header or link library
 // (DESIGN.md §4), so the few types and entry points the probe uses are
-// declared in nvml_source.cpp and resolved with dlsym. A missing library or
-// driver is a Status with code kNoGpu, never a crash.
+// declared in measure/nvml_api.h (nvml.h's signatures) and resolved with
+// dlsym in nvml_source.cpp. A missing library or driver is a Status with code
+// kNoGpu, never a crash.
 #pragma once
 
 #include <cstdint>
