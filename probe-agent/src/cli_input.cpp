@@ -10,25 +10,47 @@
 
 namespace vram::cli {
 
-// A regular file is checked by its size before reading; a pipe or
-// /dev/stdin, which has none, is read in 64 KiB pieces and refused as soon as
-// it passes the limit.
-bool read_text_file(const std::string& file, const std::string& path, std::string& text, json& error) {
+BoundedRead read_bounded(const std::string& file, uint64_t limit, std::string& text, uint64_t* bytes) {
+  text.clear();
   std::ifstream in(file, std::ios::binary);
-  if (!in) {
-    error = error_json({errc::kBadJson, "cannot read " + file, path});
-    return false;
-  }
-  try {
-    std::error_code ec;
+  if (!in) return BoundedRead::kCannotRead;
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(file, ec)) {
     const auto size = std::filesystem::file_size(file, ec);
-    if (!ec) check_input_size(size, path);
-    // Bounded read: a FIFO or /dev/stdin has no size to ask for.
-    std::vector<char> buf(64 * 1024);
-    while (in) {
-      in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-      text.append(buf.data(), static_cast<size_t>(in.gcount()));
-      check_input_size(text.size(), path);
+    if (!ec && size > limit) {
+      *bytes = size;
+      return BoundedRead::kTooLarge;
+    }
+  }
+  // Bounded read: a FIFO or /dev/stdin has no size to ask for, and a regular
+  // file may grow after it was measured.
+  std::vector<char> buf(64 * 1024);
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    text.append(buf.data(), static_cast<size_t>(in.gcount()));
+    if (text.size() > limit) {
+      *bytes = text.size();
+      text.clear();
+      return BoundedRead::kTooLarge;
+    }
+  }
+  if (in.bad()) return BoundedRead::kCannotRead;
+  *bytes = text.size();
+  return BoundedRead::kOk;
+}
+
+bool read_text_file(const std::string& file, const std::string& path, std::string& text, json& error) {
+  uint64_t bytes = 0;
+  try {
+    switch (read_bounded(file, static_cast<uint64_t>(limits::kMaxInputBytes), text, &bytes)) {
+      case BoundedRead::kCannotRead:
+        error = error_json({errc::kBadJson, "cannot read " + file, path});
+        return false;
+      case BoundedRead::kTooLarge:
+        check_input_size(bytes, path);  // throws the core's out_of_range error
+        break;
+      case BoundedRead::kOk:
+        break;
     }
     return true;
   } catch (const Failure& f) {

@@ -4,12 +4,22 @@
 // parse_json_text (line and column, duplicate keys, nesting depth).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
 #include "vram/api.h"
 
 namespace vram::cli {
+
+// Reads `file` into `text`, never more than `limit` + 1 bytes: a regular
+// file's size is checked before reading, and a pipe, FIFO or /dev/stdin
+// (which has no size) is read in 64 KiB pieces and refused as soon as it
+// passes `limit`. kCannotRead: the file could not be opened or read;
+// kTooLarge: `*bytes` is the size seen (the file's size, or how much was read
+// before it passed the limit).
+enum class BoundedRead { kOk, kCannotRead, kTooLarge };
+BoundedRead read_bounded(const std::string& file, uint64_t limit, std::string& text, uint64_t* bytes);
 
 // The text of `file`. On failure `error` is the {"error": ...} object (code
 // bad_json "cannot read", or out_of_range for a file over the limit) at

@@ -9,14 +9,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "cli_input.h"
 #include "cli_measure.h"
 #include "commands.h"
 #include "measure/atomic_file.h"
@@ -72,13 +71,11 @@ int request_error(const json& err) {
   return kExitFailure;
 }
 
+// A file the run itself wrote (the watch report, the script's phases): read
+// under the 16 MiB limit of every input (cli_input.h), never whole first.
 bool read_text(const std::string& path, std::string& out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  out = ss.str();
-  return true;
+  json error;
+  return read_text_file(path, "", out, error);
 }
 
 // Runs argv to its end on the CPU path (no NVML), forwarding SIGINT/SIGTERM.
@@ -218,12 +215,12 @@ int run_run(const std::vector<std::string>& args) {
     script = out.size() > 5 && out.compare(out.size() - 5, 5, ".json") == 0 ? out.substr(0, out.size() - 5) + ".py"
                                                                             : out + ".py";
   }
-  std::string text;
-  if (!read_text(request_file, text))
-    return request_error(error_json({errc::kBadJson, "cannot read " + request_file, ""}));
-  const json request = json::parse(text, nullptr, false);
-  if (request.is_discarded())
-    return request_error(error_json({errc::kBadJson, request_file + " is not valid JSON", ""}));
+  // The request as `estimate` reads it: the size limit during the read, then
+  // parse_json_text (line and column, duplicate keys, nesting depth).
+  json read_error;
+  const std::optional<json> parsed = read_json_file(request_file, "", read_error);
+  if (!parsed) return request_error(read_error);
+  const json& request = *parsed;
   if (!request.is_object())
     return request_error(error_json({errc::kWrongType, "the request must be a JSON object", ""}));
 

@@ -4,10 +4,10 @@
 
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <regex>
-#include <sstream>
 
+#include "cli_input.h"
+#include "vram/fields.h"
 #include "vram/import.h"
 
 namespace vram::cli {
@@ -43,7 +43,20 @@ json resolve_plain(const std::string& s) {
   return s;
 }
 
-json to_json(const YAML::Node& n, const std::string& file) {
+// A file's tree nests at most limits::kMaxJsonDepth levels, the limit of
+// every JSON input (vram/fields.h), so nothing recursive in the importer sees
+// a deeper one. yaml-cpp's own parser stops at 2000 levels (DepthGuard<2000>
+// in yaml-cpp 0.7 singledocparser), so this recursion is bounded too.
+[[noreturn]] void too_deep(const std::string& file, const std::string& where) {
+  fail(errc::kOutOfRange, file,
+       file + where + ": nested deeper than " + std::to_string(limits::kMaxJsonDepth) +
+           " levels (the limit on every input)");
+}
+
+json to_json(const YAML::Node& n, const std::string& file, int depth) {
+  if ((n.IsSequence() || n.IsMap()) && depth >= limits::kMaxJsonDepth) {
+    too_deep(file, " line " + std::to_string(n.Mark().line + 1));
+  }
   switch (n.Type()) {
     case YAML::NodeType::Null:
     case YAML::NodeType::Undefined:
@@ -53,7 +66,7 @@ json to_json(const YAML::Node& n, const std::string& file) {
       return n.Tag() == "!" ? json(n.Scalar()) : resolve_plain(n.Scalar());
     case YAML::NodeType::Sequence: {
       json a = json::array();
-      for (const auto& item : n) a.push_back(to_json(item, file));
+      for (const auto& item : n) a.push_back(to_json(item, file, depth + 1));
       return a;
     }
     case YAML::NodeType::Map: {
@@ -63,7 +76,7 @@ json to_json(const YAML::Node& n, const std::string& file) {
           fail(errc::kBadJson, file,
                file + " line " + std::to_string(kv.first.Mark().line + 1) + ": a mapping key must be a scalar");
         }
-        o[kv.first.Scalar()] = to_json(kv.second, file);
+        o[kv.first.Scalar()] = to_json(kv.second, file, depth + 1);
       }
       return o;
     }
@@ -84,33 +97,63 @@ void normalize_numbers(json& j) {
 
 json yaml_to_json(const std::string& text, const std::string& file) {
   try {
-    return to_json(YAML::Load(text), file);
+    return to_json(YAML::Load(text), file, 0);
   } catch (const YAML::Exception& e) {
     fail(errc::kBadJson, file,
          file + " line " + std::to_string(e.mark.line + 1) + ": not valid YAML or JSON (" + e.msg + ")");
   }
 }
 
-json read_config_tree(const std::string& path) {
-  std::error_code ec;
-  const auto size = std::filesystem::file_size(path, ec);
-  if (ec) fail(errc::kMissingField, path, "cannot read " + path + ": " + ec.message());
-  if (static_cast<int64_t>(size) > kMaxImportBytes) {
-    fail(errc::kOutOfRange, path,
-         path + " is " + std::to_string(size) + " bytes, over the import limit of " + std::to_string(kMaxImportBytes) +
-             " (10 MiB)");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(errc::kMissingField, path, "cannot read " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
-  json j = json::parse(text, nullptr, false);
+json config_tree(const std::string& text, const std::string& file) {
+  // JSON first (the page's JSON.parse, then YAML). The callback sees each
+  // object and array as it opens, so a deep document is refused before it is
+  // built (as parse_json_text does for requests); a syntax error means "not
+  // JSON" and the text is read as YAML.
+  const json::parser_callback_t depth = [&file](int level, json::parse_event_t event, json&) {
+    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
+        level >= limits::kMaxJsonDepth) {
+      too_deep(file, "");
+    }
+    return true;
+  };
+  json j = json::parse(text, depth, false);
   if (!j.is_discarded()) {
     normalize_numbers(j);
     return j;
   }
-  return yaml_to_json(text, path);
+  return yaml_to_json(text, file);
+}
+
+json read_config_tree(const std::string& path) {
+  std::string text;
+  uint64_t bytes = 0;
+  switch (read_bounded(path, static_cast<uint64_t>(kMaxImportBytes), text, &bytes)) {
+    case BoundedRead::kCannotRead:
+      fail(errc::kMissingField, path, "cannot read " + path);
+    case BoundedRead::kTooLarge:
+      // `bytes` is the file's size, or what a pipe gave before it passed the limit.
+      fail(errc::kOutOfRange, path,
+           path + " is over the import limit of " + std::to_string(kMaxImportBytes) +
+               " bytes (10 MiB): " + std::to_string(bytes) + " bytes seen, refused before reading it whole");
+    case BoundedRead::kOk:
+      break;
+  }
+  return config_tree(text, path);
+}
+
+std::string import_file_json(const std::string& text) {
+  const std::string file = "input";
+  try {
+    if (static_cast<int64_t>(text.size()) > kMaxImportBytes) {
+      fail(errc::kOutOfRange, file,
+           file + " is over the import limit of " + std::to_string(kMaxImportBytes) + " bytes");
+    }
+    return import_files({{"files", json::array({{{"file", file}, {"content", config_tree(text, file)}}})}}).dump(2);
+  } catch (const Failure& f) {
+    return error_json(f.error()).dump(2);
+  } catch (const std::exception& e) {
+    return error_json({errc::kInternal, std::string("import failed: ") + e.what(), ""}).dump(2);
+  }
 }
 
 }  // namespace vram::cli

@@ -22,9 +22,20 @@ json yaml_to_json(const std::string& text, const std::string& file);
 // same tree.
 void normalize_numbers(json& j);
 
-// A file's tree: JSON when it parses as JSON, otherwise YAML. Fails with the
-// file named when it is missing, over vram::kMaxImportBytes (checked before
-// reading), or malformed.
+// A file's text as a tree: JSON when it parses as JSON, otherwise YAML (the
+// page's order, site/src/lib/import.js). Either nests at most
+// limits::kMaxJsonDepth levels. Fails (throws Failure) naming `file`.
+json config_tree(const std::string& text, const std::string& file);
+
+// A file's tree (config_tree). Fails with the file named when it is missing,
+// over vram::kMaxImportBytes (a bounded read: a regular file's size is
+// checked before reading, a pipe's while reading), or malformed.
 json read_config_tree(const std::string& path);
+
+// One framework file's text, as `vram-probe import FILE` reads it, through
+// the core's importer: import_files' answer as JSON text, or
+// {"error": {...}}. The entry point of the import_file fuzz target
+// (tests/fuzz); never throws.
+std::string import_file_json(const std::string& text);
 
 }  // namespace vram::cli

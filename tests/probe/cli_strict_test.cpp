@@ -158,6 +158,29 @@ TEST(CliStrict, ARequestFileOverTheLimitIsRefusedBeforeItIsRead) {
   std::remove(file.c_str());
 }
 
+// `vram-probe run --request` read its request whole with a lenient parser: an
+// endless stream hung it, and a duplicated key was taken silently. It now
+// reads it as `estimate` does (cli_input.h).
+TEST(CliStrict, RunReadsItsRequestUnderTheLimitAndStrictly) {
+  const std::string script = ::testing::TempDir() + "/strict_run.py";
+  const ProbeRun endless = RunProbe({"run", "--request", "/dev/zero", "--script-only", "--script", script});
+  EXPECT_EQ(endless.exit_code, 1) << endless.out.substr(0, 300);
+  const json e = json::parse(endless.out, nullptr, false);
+  ASSERT_TRUE(e.contains("error")) << endless.out.substr(0, 300);
+  EXPECT_EQ(e["error"]["code"], "out_of_range");
+  EXPECT_NE(e["error"]["message"].get<std::string>().find("/dev/zero: "), std::string::npos) << e;
+
+  const std::string dup = WriteTemp("strict_run_dup.json", R"({"model": {"custom": {"layers": 2, "hidden": 64,
+      "heads": 2, "vocab": 100}}, "train": {"micro_batch": 1, "micro_batch": 2}})");
+  const ProbeRun duplicated = RunProbe({"run", "--request", dup, "--script-only", "--script", script});
+  EXPECT_EQ(duplicated.exit_code, 1) << duplicated.out.substr(0, 300);
+  const json d = json::parse(duplicated.out, nullptr, false);
+  ASSERT_TRUE(d.contains("error")) << duplicated.out.substr(0, 300);
+  EXPECT_EQ(d["error"]["path"], "train.micro_batch") << d;
+  EXPECT_NE(d["error"]["message"].get<std::string>().find("duplicate key"), std::string::npos) << d;
+  std::remove(script.c_str());
+}
+
 // ---- vram-probe validate ------------------------------------------------------
 
 TEST(CliValidate, AGoodRequestConfigAndReportAreOk) {

@@ -5,9 +5,12 @@
 #include "vram/import.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <cstdio>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "commands.h"
@@ -259,6 +262,89 @@ TEST(ImportYaml, CoreSchemaScalarsResolveAsTheNpmYamlPackageDoes) {
   EXPECT_TRUE(j["h"].is_null());
   EXPECT_EQ(j["i"], "auto");
   EXPECT_EQ(j["j"], 500000000);
+}
+
+// Bounded reads (issue 17: "a size limit on every input, checked before
+// reading it whole"). Reading a config went through file_size, then read the
+// whole file: a pipe (process substitution, /dev/stdin) had no size and was
+// refused as unreadable, and nothing bounded what it read.
+TEST(ImportRead, AnEndlessStreamIsRefusedAtTheLimitNotReadWhole) {
+  try {
+    vram::cli::read_config_tree("/dev/zero");  // a character device: no size, endless
+    FAIL() << "no error";
+  } catch (const vram::Failure& f) {
+    EXPECT_EQ(f.error().code, "out_of_range") << f.error().message;
+    EXPECT_EQ(f.error().path, "/dev/zero");
+    EXPECT_NE(f.error().message.find("import limit of 10485760"), std::string::npos) << f.error().message;
+  }
+}
+
+TEST(ImportRead, AFileOverTheLimitIsRefusedByItsSize) {
+  const std::string path = ::testing::TempDir() + "/vram_import_big.yaml";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << "micro_batch_size: 2\n" << std::string(static_cast<size_t>(vram::kMaxImportBytes), '#') << "\n";
+  }
+  try {
+    vram::cli::read_config_tree(path);
+    FAIL() << "no error";
+  } catch (const vram::Failure& f) {
+    EXPECT_EQ(f.error().code, "out_of_range") << f.error().message;
+    EXPECT_NE(f.error().message.find(std::to_string(vram::kMaxImportBytes + 21) + " bytes seen"), std::string::npos)
+        << f.error().message;
+  }
+  std::remove(path.c_str());
+}
+
+TEST(ImportRead, APipeIsReadLikeAFile) {
+  // /dev/stdin of a child fed by a pipe: what `vram-probe import <(...)` gives.
+  const std::string fifo = ::testing::TempDir() + "/vram_import_fifo.yml";
+  std::remove(fifo.c_str());
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::thread writer([&fifo] {
+    std::ofstream out(fifo, std::ios::binary);
+    out << "base_model: x/y\nmicro_batch_size: 3\n";
+  });
+  const json tree = vram::cli::read_config_tree(fifo);
+  writer.join();
+  std::remove(fifo.c_str());
+  EXPECT_EQ(tree["micro_batch_size"], 3);
+}
+
+// Nesting: the importer's tree walks are recursive, so a file's tree nests at
+// most limits::kMaxJsonDepth levels, JSON or YAML. 10 MiB of "[" used to reach
+// the importer as a 10-million-level tree.
+TEST(ImportRead, DeepNestingIsAnErrorNamingTheFileForJsonAndYaml) {
+  const std::string deep_json = std::string(100000, '[') + std::string(100000, ']');
+  const std::string deep_yaml = "a:\n" + [] {
+    std::string s;
+    for (int i = 1; i < 80; ++i) s += std::string(static_cast<size_t>(2 * i), ' ') + "k:\n";
+    return s;
+  }();
+  for (const std::string& text : {deep_json, deep_yaml, std::string(1500, '[')}) {
+    try {
+      vram::cli::config_tree(text, "deep.yml");
+      FAIL() << "no error for " << text.substr(0, 40);
+    } catch (const vram::Failure& f) {
+      EXPECT_EQ(f.error().path, "deep.yml");
+      EXPECT_TRUE(f.error().code == "out_of_range" || f.error().code == "bad_json") << f.error().message;
+    }
+  }
+  // 64 levels are fine.
+  const json ok = vram::cli::config_tree(std::string(63, '[') + std::string(63, ']'), "ok.json");
+  EXPECT_TRUE(ok.is_array());
+}
+
+TEST(ImportFileJson, AnswersOneJsonObjectForAnyText) {
+  // The import_file fuzz target's entry point: a recipe, a non-mapping, YAML
+  // garbage and an empty file each give a result or an error, never a throw.
+  const json recipe = json::parse(vram::cli::import_file_json("base_model: x/y\nmicro_batch_size: 2\n"));
+  EXPECT_EQ(recipe["request"]["train"]["micro_batch"], 2) << recipe.dump();
+  for (const char* text : {"[1, 2]", "a: [", "", "\"just a string\"", "{\"hello\": 1}"}) {
+    const json r = json::parse(vram::cli::import_file_json(text));
+    ASSERT_TRUE(r.contains("error")) << text;
+    EXPECT_NE(r["error"]["code"], "internal") << text << " " << r.dump();
+  }
 }
 
 #if defined(VRAM_PROBE_BIN)
