@@ -1,5 +1,6 @@
-// vram-probe validate FILE...: check requests, model configs and probe
-// reports without estimating by hand (seed 004's `gpu-mem-calc validate`).
+// vram-probe validate FILE...: check requests, model configs, probe reports
+// and the framework files `vram-probe import` reads, without estimating by
+// hand (seed 004's `gpu-mem-calc validate`).
 //
 // Each file's kind comes from its content: a probe report carries `schema:
 // "vram-planner-probe/1"`, a model config `model_type`, a request `model`
@@ -29,6 +30,10 @@ struct FileReport {
   std::string file;
   std::string kind;
   std::vector<Error> problems;
+  // Keys of an imported framework file that change memory in a way no request
+  // field says (the importer's not_understood): the estimate cannot follow
+  // them, but the file is not wrong, so they do not fail the check.
+  std::vector<Error> warnings;
 };
 
 // ---- probe reports: the writer's shape (measure/json_report_writer.cpp), the
@@ -306,8 +311,63 @@ void check_config(const json& doc, std::vector<Error>& out) {
   repeat_check(doc, "config.", out, [](const json& d) { return model_info(json{{"config", d}}); });
 }
 
+bool yaml_name(const std::string& file) {
+  auto ends = [&file](const std::string& e) {
+    return file.size() >= e.size() && file.compare(file.size() - e.size(), e.size(), e) == 0;
+  };
+  return ends(".yaml") || ends(".yml") || ends(".YAML") || ends(".YML");
+}
+
+// A framework file (Axolotl, LLaMA-Factory, torchtune or LitGPT YAML, a
+// DeepSpeed, TrainingArguments, PEFT or bitsandbytes JSON, an accelerate
+// config): `vram-probe import FILE` (the core's importer, with the bundled
+// preset of the model it names), then the request it gives checked as a
+// request when it has a model. False when the importer does not know the
+// file's kind either.
+bool check_framework_file(const std::string& file, FileReport& r) {
+  const json imported = import_config_files({file});
+  if (imported.contains("error")) {
+    Error e{imported["error"].value("code", ""), imported["error"].value("message", ""),
+            imported["error"].value("path", "")};
+    if (e.code == errc::kUnknownValue && e.path == file) return false;  // not a kind the importer knows
+    // The importer's paths are "FILE:key"; the file is named already.
+    if (e.path.rfind(file + ":", 0) == 0) e.path = e.path.substr(file.size() + 1);
+    if (e.path == file) e.path = "";
+    r.kind = "framework file";
+    r.problems.push_back(std::move(e));
+    return true;
+  }
+  const json& report = imported["files"][0];
+  r.kind = report.value("kind", "framework") + " (framework file)";
+  for (const auto& n : report["not_understood"]) {
+    r.warnings.push_back({"not_understood", n.value("key", "") + ": " + n.value("why", ""), n.value("key", "")});
+  }
+  const json& request = imported["request"];
+  if (request.contains("model")) {
+    std::vector<Error> found;
+    check_request(request, found);
+    for (Error& e : found) {
+      e.message = "the request this file gives: " + e.message;
+      e.path = "request." + e.path;
+      r.problems.push_back(std::move(e));
+    }
+  }
+  return true;
+}
+
 FileReport validate_file(const std::string& file) {
-  FileReport r{file, "unknown", {}};
+  FileReport r{file, "unknown", {}, {}};
+  // YAML is only ever a framework file; its reading (size limit, YAML
+  // errors with their line) is the importer's.
+  if (yaml_name(file)) {
+    if (!check_framework_file(file, r)) {
+      r.problems.push_back({errc::kUnknownValue,
+                            "not a kind of YAML file vram-probe knows (Axolotl, LLaMA-Factory, torchtune or LitGPT "
+                            "recipe, accelerate config)",
+                            ""});
+    }
+    return r;
+  }
   json error;
   const auto doc = read_json_file(file, "", error);
   if (!doc) {
@@ -328,11 +388,12 @@ FileReport validate_file(const std::string& file) {
   } else if (object && doc->contains("model_type")) {
     r.kind = "model config";
     check_config(*doc, r.problems);
-  } else {
+  } else if (!object || !check_framework_file(file, r)) {
     r.problems.push_back({errc::kWrongType,
                           "cannot tell what this file is: a request has \"model\", a model config \"model_type\", a "
                           "probe report \"schema\": \"" +
-                              std::string(kProbeSchema) + "\"",
+                              std::string(kProbeSchema) +
+                              "\", and it is none of the framework files vram-probe import reads",
                           ""});
   }
   return r;
@@ -347,8 +408,14 @@ The kind of each file comes from its content:
                 itself (a figure beyond 2^53 - 1 bytes is an error naming its input)
   model config  an HF config.json ("model_type"): the exact parameter count's checks
   probe report  "schema": "vram-planner-probe/1" (vram-probe watch / overheads / nccl --json)
-Every file: at most 16 MiB, at most 64 levels of nesting, valid JSON (errors give line and column).
-Output:    --json  {"files": [{"file", "kind", "ok", "problems": [{"code", "message", "path"}]}]}
+  framework file  what `vram-probe import` reads (Axolotl, LLaMA-Factory, torchtune, LitGPT YAML;
+                DeepSpeed, TrainingArguments / SFTConfig, PEFT, bitsandbytes JSON; accelerate YAML):
+                the importer's errors with the key, then the request it gives when it names a model
+                with a bundled preset; keys it cannot follow are warnings (they do not fail the check)
+Every JSON file: at most 16 MiB, at most 64 levels of nesting, valid JSON (errors give line and
+column); a framework file at most 10 MiB.
+Output:    --json  {"files": [{"file", "kind", "ok", "problems": [{"code", "message", "path"}],
+                   "warnings": [...]}]})
 )";
 
 }  // namespace
@@ -380,10 +447,18 @@ int run_validate(const std::vector<std::string>& args) {
     all_ok = all_ok && r.problems.empty();
     json problems = json::array();
     for (const auto& p : r.problems) problems.push_back({{"code", p.code}, {"message", p.message}, {"path", p.path}});
-    out["files"].push_back({{"file", r.file}, {"kind", r.kind}, {"ok", r.problems.empty()}, {"problems", problems}});
+    json warnings = json::array();
+    for (const auto& w : r.warnings) warnings.push_back({{"code", w.code}, {"message", w.message}, {"path", w.path}});
+    out["files"].push_back({{"file", r.file},
+                            {"kind", r.kind},
+                            {"ok", r.problems.empty()},
+                            {"problems", problems},
+                            {"warnings", warnings}});
     if (as_json) continue;
     if (r.problems.empty()) {
-      std::printf("%s: %s: ok\n", f.c_str(), r.kind.c_str());
+      std::printf("%s: %s: ok%s\n", f.c_str(), r.kind.c_str(),
+                  r.warnings.empty() ? "" : (" (" + std::to_string(r.warnings.size()) + " warnings)").c_str());
+      for (const auto& w : r.warnings) std::printf("  warning %s\n", w.message.c_str());
       continue;
     }
     std::printf("%s: %s: %zu problem%s\n", f.c_str(), r.kind.c_str(), r.problems.size(),
@@ -391,6 +466,7 @@ int run_validate(const std::vector<std::string>& args) {
     for (const auto& p : r.problems) {
       std::printf("  %s: [%s] %s\n", p.path.empty() ? "(file)" : p.path.c_str(), p.code.c_str(), p.message.c_str());
     }
+    for (const auto& w : r.warnings) std::printf("  warning %s\n", w.message.c_str());
   }
   if (as_json) std::printf("%s\n", out.dump(2).c_str());
   return all_ok ? 0 : 1;

@@ -24,7 +24,7 @@ int run_export(const std::vector<std::string>& args);
 // The import of these files (vram/import.h) with the bundled preset of the
 // model they name added, or {"error": ...}. `estimate --from` starts from its request.
 json import_config_files(const std::vector<std::string>& paths);
-// Checks requests, model configs and probe reports (cli_validate.cpp).
+// Checks requests, model configs, probe reports and framework files (cli_validate.cpp).
 int run_validate(const std::vector<std::string>& args);
 
 // Every estimate / plan flag that sets a request field, with the field's path:

@@ -244,6 +244,47 @@ TEST(CliValidate, ReportsProblemsOfAReportAndSyntaxErrorsWithTheirPosition) {
   EXPECT_NE(syntax["message"].get<std::string>().find("line 3, column 1"), std::string::npos) << syntax;
 }
 
+TEST(CliValidate, FrameworkFilesAreCheckedByTheImporter) {
+  // Issue 16: validate checks imported framework files too. Real recipes from
+  // tests/fixtures/import are ok; their keys the estimate cannot follow are
+  // warnings, not problems.
+  const ProbeRun run =
+      RunProbe({"validate", Fixture("import/axolotl_qlora-1b.yml"), Fixture("import/transformers_ds_config_zero3.json"),
+                Fixture("import/peft_adapter_config.json"), Fixture("import/accelerate_fsdp.yaml"), "--json"});
+  const json out = json::parse(run.out, nullptr, false);
+  ASSERT_FALSE(out.is_discarded()) << run.out;
+  EXPECT_EQ(run.exit_code, 0) << out.dump(2);
+  ASSERT_EQ(out["files"].size(), 4u);
+  for (const auto& f : out["files"]) {
+    EXPECT_NE(f["kind"].get<std::string>().find("(framework file)"), std::string::npos) << f;
+    EXPECT_TRUE(f["ok"].get<bool>()) << f;
+    EXPECT_TRUE(f["warnings"].is_array()) << f;
+  }
+
+  // A wrong value names its key; a value the importer takes but the request
+  // refuses is found in the request the file gives (the recipe's model is a
+  // bundled preset, so the request is checked whole); YAML that is not a
+  // known kind and broken YAML are problems too.
+  const std::string bad_type = WriteTemp("validate_bad.yml", "base_model: x/y\nmicro_batch_size: two\n");
+  const std::string bad_value =
+      WriteTemp("validate_bad_value.yml", "base_model: HuggingFaceTB/SmolLM2-135M\nsequence_len: 0\n");
+  const std::string unknown = WriteTemp("validate_unknown.yaml", "hello: 1\n");
+  const std::string broken = WriteTemp("validate_broken.yml", "a: 1\nb: [1, 2\n");
+  const ProbeRun bad = RunProbe({"validate", bad_type, bad_value, unknown, broken, "--json"});
+  EXPECT_EQ(bad.exit_code, 1);
+  const json b = json::parse(bad.out, nullptr, false);
+  ASSERT_FALSE(b.is_discarded()) << bad.out;
+  ASSERT_EQ(b["files"].size(), 4u);
+  ASSERT_FALSE(b["files"][0]["problems"].empty()) << b.dump(2);
+  EXPECT_EQ(b["files"][0]["problems"][0]["path"], "micro_batch_size") << b.dump(2);
+  EXPECT_EQ(b["files"][0]["problems"][0]["code"], "wrong_type") << b.dump(2);
+  ASSERT_FALSE(b["files"][1]["problems"].empty()) << b.dump(2);
+  EXPECT_NE(b["files"][1]["problems"][0]["path"].get<std::string>().find("seq"), std::string::npos) << b.dump(2);
+  EXPECT_FALSE(b["files"][2]["ok"].get<bool>()) << b.dump(2);
+  EXPECT_FALSE(b["files"][3]["ok"].get<bool>()) << b.dump(2);
+  EXPECT_NE(b["files"][3]["problems"][0]["message"].get<std::string>().find("line"), std::string::npos) << b.dump(2);
+}
+
 TEST(CliValidate, NoFilesIsAUsageError) { EXPECT_EQ(RunProbe({"validate"}).exit_code, 2); }
 
 }  // namespace
