@@ -178,7 +178,7 @@ std::vector<FieldSpec> build() {
              kPrecisionAliases, {"Precision", "--dtype", "prec", "the named precision recipe"}),
       choice("train.optimizer", d::kOptimizer, optimizer_names(), optimizer_aliases(),
              {"optim", "--optimizer", "optim", "HF Trainer optim name"}),
-      choice("train.grad_checkpointing", d::kCheckpointing, {"none", "full", "selective"}, {},
+      choice("train.grad_checkpointing", d::kCheckpointing, {"none", "full", "selective", "selective_op"}, {},
              {"gradient_checkpointing", "--grad-checkpoint", "gc", "also a bool: true = full, false = none"}),
       choice("train.attention", d::kAttention, {"eager", "sdpa", "flash_attention_2"}, kAttentionAliases,
              {"attn_implementation", "--attention", "attn", "the attention kernel"}),

@@ -69,13 +69,13 @@ Framework torchtitan() {
               {"train.precision", "amp_bf16",
                "torchtitan torchtitan/config/configs.py dtype='float32', mixed_precision_param='bfloat16' (fp32 "
                "weights and states, bf16 compute)"},
-              {"train.grad_checkpointing", "selective", src + " activation_checkpoint=SelectiveAC (op level)"},
+              {"train.grad_checkpointing", "selective_op",
+               src + " activation_checkpoint=SelectiveAC (op level: layer input, every second matmul and the "
+                     "attention outputs saved)"},
               {"train.optimizer", "adamw_torch_fused", src + " optimizer=default_adamw (torch AdamW, fused)"},
               {"train.fused_loss", true, src + " loss=ChunkedLossWrapper (output layer and loss in 8 chunks)"},
           },
-          {"attention: FlexAttention by default (not modelled; estimated as SDPA)",
-           "selective activation checkpointing saves attention outputs and every second matmul (op level); the "
-           "estimate's selective mode drops only the s^2 attention terms"}};
+          {"attention: FlexAttention by default (not modelled; estimated as SDPA)"}};
 }
 
 // Megatron-LM at d98e8a64 (megatron/training/arguments.py, megatron/core configs).

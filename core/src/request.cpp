@@ -68,6 +68,8 @@ const char* to_string(Checkpointing c) {
       return "full";
     case Checkpointing::kSelective:
       return "selective";
+    case Checkpointing::kSelectiveOp:
+      return "selective_op";
   }
   return "?";
 }
@@ -97,7 +99,8 @@ constexpr Method kAllMethods[] = {Method::kFull, Method::kLora, Method::kQlora, 
 constexpr Precision kAllPrecisions[] = {Precision::kFp32,    Precision::kBf16,    Precision::kFp16,
                                         Precision::kAmpBf16, Precision::kAmpFp16, Precision::kMixedBf16};
 constexpr AttentionImpl kAllAttention[] = {AttentionImpl::kEager, AttentionImpl::kSdpa, AttentionImpl::kFlash2};
-constexpr Checkpointing kAllCheckpointing[] = {Checkpointing::kNone, Checkpointing::kFull, Checkpointing::kSelective};
+constexpr Checkpointing kAllCheckpointing[] = {Checkpointing::kNone, Checkpointing::kFull, Checkpointing::kSelective,
+                                               Checkpointing::kSelectiveOp};
 
 // r[key] as the enum E, `fallback` when absent; `given` says whether it was there.
 template <typename E, size_t N>

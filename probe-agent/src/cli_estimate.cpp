@@ -344,7 +344,8 @@ Training:  --method full|lora|qlora|freeze   --lora  --qlora (shortcuts)
            --dtype fp32|bf16|fp16|amp_bf16|amp_fp16|mixed_bf16
            --optimizer NAME (HF optim names: adamw_torch, adamw_torch_fused, adamw_bnb_8bit, paged_adamw_8bit,
                              adafactor, sgd, sgd_momentum, lion_32bit, ...)
-           --grad-checkpoint true|false|selective  --flashattn true|false  --attention eager|sdpa|flash_attention_2
+           --grad-checkpoint true|false|selective|selective_op  --flashattn true|false
+           --attention eager|sdpa|flash_attention_2
            --fused-loss true|false  --liger true|false (fused loss + fused norms)
            --activation-offload true|false  --optimizer-in-backward true|false
            --compile true|false (torch.compile: accepted, not modelled; the estimate stays eager mode's)
@@ -592,7 +593,7 @@ int run_request_command(const std::vector<std::string>& args, const RequestComma
         const bool b = truthy(v, ok);
         if (!ok) return print_error(usage_error(a, a + " needs true or false, got '" + v + "'"), as_json) + 1;
         sets.emplace_back(f.path, b);
-      } else if (f.path == "train.grad_checkpointing") {  // true|false|selective
+      } else if (f.path == "train.grad_checkpointing") {  // true|false|selective|selective_op
         const bool b = truthy(v, ok);
         sets.emplace_back(f.path, ok ? json(b) : json(v));
       } else if (f.type == FieldType::kList) {

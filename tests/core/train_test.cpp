@@ -347,6 +347,33 @@ TEST_F(TrainTest, CheckpointingNeverKeepsMoreActivations) {
   }
 }
 
+// torchtitan's op-level selective checkpointing (parallelize_llama.py
+// _get_custom_policy): per layer and token Llama-3.1-8B keeps its input
+// (2 x 4,096 B) and, of its seven matmuls, the 1st, 3rd, 5th and 7th outputs
+// (wq 2 x 4,096, wv 2 x 1,024, w1 2 x 14,336, w2 2 x 4,096), and SDPA's output
+// (2 x 4,096) and fp32 log-sum-exp (4 x 32 heads): 63,616 B, where full
+// checkpointing keeps the 8,192 B input only.
+TEST_F(TrainTest, OpLevelSelectiveCheckpointingKeepsEverySecondMatmul) {
+  const json base = {{"method", "full"}, {"precision", "bf16"}, {"seq_len", 2048}};
+  json full = base;
+  full["grad_checkpointing"] = "full";
+  json op = base;
+  op["grad_checkpointing"] = "selective_op";
+  const int64_t tokens = 2048;
+  EXPECT_EQ(component(run(request("meta-llama/Llama-3.1-8B", op)), "activations") -
+                component(run(request("meta-llama/Llama-3.1-8B", full)), "activations"),
+            32 * tokens * (63616 - 8192));
+  json none = base;
+  none["grad_checkpointing"] = "none";
+  EXPECT_LT(component(run(request("meta-llama/Llama-3.1-8B", op)), "activations"),
+            component(run(request("meta-llama/Llama-3.1-8B", none)), "activations"));
+  // Written for dense layers: a MoE model is refused, naming the field.
+  const json moe = estimate(request("mistralai/Mixtral-8x7B-v0.1", op));
+  ASSERT_TRUE(moe.contains("error")) << moe.dump();
+  EXPECT_EQ(moe["error"]["path"], "train.grad_checkpointing");
+  EXPECT_EQ(moe["error"]["code"], "unsupported");
+}
+
 TEST_F(TrainTest, LoraNeedsLessThanFullFineTuning) {
   for (const char* id : {"meta-llama/Llama-3.1-8B", "Qwen/Qwen2.5-7B", "google/gemma-2-2b", "facebook/opt-125m"}) {
     const int64_t full = peak(run(request(id, {{"method", "full"}})));

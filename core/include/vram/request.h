@@ -28,7 +28,10 @@ enum class Precision {
 };
 
 enum class AttentionImpl { kEager, kSdpa, kFlash2 };
-enum class Checkpointing { kNone, kFull, kSelective };
+// kSelective: Megatron --recompute-granularity selective (only the attention
+// score path is recomputed); kSelectiveOp: torchtitan's op-level selective
+// checkpointing (memory/recipe.h op_sac_layer).
+enum class Checkpointing { kNone, kFull, kSelective, kSelectiveOp };
 
 struct LoraOptions {
   // Defaults and their sources: vram/fields.h.

@@ -113,6 +113,29 @@ ActivationStack activation_stack(const Request& req, const TrainablePlan& plan, 
     a.layer_dense = per;
     a.layer_moe = per;
     a.dense_pieces = a.moe_pieces = {{per, 1}};
+  } else if (t.checkpointing == Checkpointing::kSelectiveOp) {
+    // Op-level selective checkpointing (recipe.h op_sac_layer): each layer
+    // keeps its input and the outputs its policy saves; its backward re-runs
+    // the rest of the layer (the recomputed tensors are one_layer less what
+    // was saved).
+    const std::vector<SavedItem> op = op_sac_layer(st, dt, t.attention, false);
+    if (op.empty() || a.saved_moe > 0) {
+      fail(errc::kUnsupported, "train.grad_checkpointing",
+           "train.grad_checkpointing \"selective_op\" (torchtitan's op-level policy) is written for dense decoder "
+           "layers with direct q/k/v projections; use \"full\" or \"selective\" for " +
+               req.model.model_type);
+    }
+    LayerActivations opl;
+    opl.items = op;
+    const int64_t per = to_bytes(opl.per_token() * static_cast<double>(N) * ckpt_factor, kSaved);
+    a.layers = bytes::mul(per, grad_layers, kSaved);
+    a.one_layer = std::max<int64_t>(a.layer_dense - per, 0);
+    a.formula = fmt_int(grad_layers) + " layers x " + fmt_int(N) + " tokens x " +
+                fmt_int(to_bytes(opl.per_token(), kSaved)) +
+                " B (op-level selective checkpointing: layer input, wq / wv / w1 / w2 outputs, attention output)";
+    a.layer_dense = per;
+    a.layer_moe = per;
+    a.dense_pieces = a.moe_pieces = layer_pieces(opl, false, N);
   } else {
     a.layers = bytes::add(bytes::mul(a.layer_dense, a.saved_dense, kSaved),
                           bytes::mul(a.layer_moe, a.saved_moe, kSaved), kSaved);

@@ -23,6 +23,10 @@ struct Dtypes {
   int64_t autocast_cache = 0;  // cached low-precision weight copies per Linear param
   int64_t adapter = 4;         // LoRA adapter weights (and their grads)
   int64_t frozen = 2;          // frozen high-precision weights (QLoRA's non-4-bit ones)
+  // FSDP gathers the parameters in a 16-bit param_dtype: under autocast the
+  // forward still sees only 16-bit weights, so nothing it computes is fp32
+  // but what autocast itself upcasts (trainable.cpp dtypes_for).
+  bool low_precision_params = false;
 };
 
 Dtypes dtypes_for(const Request& req);
@@ -87,6 +91,13 @@ struct LayerActivations {
 // token (sequence length `seq` for the s-dependent eager terms).
 LayerActivations layer_activations(const Request& req, const LayerStack& stack, const TrainablePlan& plan,
                                    const Dtypes& dt, int64_t seq, bool moe_layer, bool layer_trains);
+
+// Op-level selective activation checkpointing (torchtitan
+// activation_checkpoint mode "selective", selective_ac_option "op"): what one
+// checkpointed layer keeps, bytes per token, as the allocations it makes.
+// Returns an empty list for layers the rule is not written for (MLA, MoE,
+// state-space), which callers report as an error naming the field.
+std::vector<SavedItem> op_sac_layer(const LayerStack& stack, const Dtypes& dt, AttentionImpl attention, bool moe_layer);
 
 // Backward-time temporaries of one layer, bytes per token: the hidden-state
 // gradients and the attention kernel's workspaces.

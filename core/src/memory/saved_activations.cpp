@@ -179,7 +179,7 @@ void norm_site(const Request& req, const LayerStack& st, const Dtypes& dt, bool 
   const bool gemma_style = req.model.model_type.rfind("gemma", 0) == 0;
   if (st.norm == NormKind::kLayerNorm) {
     // native_layer_norm saves input, mean and rstd (fp32 under autocast).
-    const double in = dt.autocast ? 4.0 : static_cast<double>(dt.residual);
+    const double in = dt.autocast && !dt.low_precision_params ? 4.0 : static_cast<double>(dt.residual);
     b = in * width + 8.0;
   } else if (req.train.fused_norm) {
     b = static_cast<double>(dt.residual) * width + 4.0;  // Liger rms_norm: X and RSTD
@@ -389,13 +389,52 @@ void adjust(const Request& req, const LayerStack& st, std::vector<SavedItem>& it
 
 }  // namespace
 
+// torchtitan op-level SAC (torchtitan/models/llama3/parallelize_llama.py
+// @9dec370 _apply_ac_to_transformer_block, selective_ac_option "op"): each
+// TransformerBlock runs under torch.utils.checkpoint with a
+// create_selective_checkpoint_contexts policy that saves the outputs of the
+// ops in _save_list (aten.mm, the flash / memory-efficient SDPA kernels,
+// reduce_scatter) and recomputes everything else, except that of the mm
+// calls it saves only every second one: a per-block counter is bumped on
+// each mm and the output is saved when the count is odd (the 1st, 3rd, ...).
+// The checkpoint also keeps the block's input. The block's mm calls in order
+// (torchtitan/models/llama3/model.py Attention.forward: wq, wk, wv, then wo;
+// FeedForward.forward: w2(silu(w1(x)) * w3(x)), so w1, w3, w2): saved are
+// wq, wv, w1 and w2. The SDPA kernel saves its output and fp32 log-sum-exp.
+std::vector<SavedItem> op_sac_layer(const LayerStack& st, const Dtypes& dt, AttentionImpl attention, bool moe_layer) {
+  if (moe_layer || st.attention == AttnKind::kMla || st.ssm_layers > 0 || st.cross_attention) return {};
+  const double e = static_cast<double>(dt.compute);
+  const double h = static_cast<double>(st.hidden);
+  const double a = static_cast<double>(st.heads);
+  const double d = static_cast<double>(st.head_dim);
+  const double dv = static_cast<double>(st.v_head_dim > 0 ? st.v_head_dim : st.head_dim);
+  const double kv = static_cast<double>(st.kv_heads > 0 ? st.kv_heads : st.heads);
+  const double i = static_cast<double>(st.intermediate);
+  // Output widths of the block's mm calls, in the order they run.
+  std::vector<std::pair<const char*, double>> mms = {
+      {"wq output", a * d}, {"wk output", kv * d}, {"wv output", kv * dv}, {"wo output", h}};
+  if (st.mlp == MlpKind::kGated) {
+    mms.insert(mms.end(), {{"w1 output", i}, {"w3 output", i}, {"w2 output", h}});
+  } else {
+    mms.insert(mms.end(), {{"fc1 output", i}, {"fc2 output", h}});
+  }
+  std::vector<SavedItem> items;
+  items.push_back({"checkpointed block input", static_cast<double>(dt.residual) * h, false});
+  for (size_t k = 0; k < mms.size(); k += 2) items.push_back({mms[k].first, e * mms[k].second, false});
+  // Eager attention runs no SDPA kernel: its softmax output is recomputed.
+  if (attention != AttentionImpl::kEager) {
+    items.push_back({"SDPA output + fp32 log-sum-exp", e * a * dv + 4.0 * a, false});
+  }
+  return items;
+}
+
 LayerActivations layer_activations(const Request& req, const LayerStack& st, const TrainablePlan& plan,
                                    const Dtypes& dt, int64_t seq, bool moe_layer, bool layer_trains) {
   const TrainOptions& t = req.train;
   LayerCtx c{req, st, dt, find_roles(req, plan, st, layer_trains)};
   c.norm_trains = norm_trains(req, plan, st.name, layer_trains);
   c.pa = dt.autocast ? 2 : dt.compute;
-  c.attn_in_dtype = dt.autocast ? 4 : dt.residual;
+  c.attn_in_dtype = dt.autocast && !dt.low_precision_params ? 4 : dt.residual;
   c.dropout = t.dropout >= 0 ? t.dropout : st.dropout;
   LayerActivations out;
   if (st.ssm_layers > 0 && st.ssm_layers >= st.layers) {

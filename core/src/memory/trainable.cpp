@@ -49,6 +49,17 @@ Dtypes dtypes_for(const Request& req) {
     // copies are parallel_buffers' gathered parameters. torchtitan
     // (parallelize.py apply_fsdp) trains this way.
     d.autocast_cache = 0;
+    // The same 16-bit parameters make the residual stream 16-bit:
+    // nn.Embedding returns its weight's dtype, the residual adds of two
+    // 16-bit tensors stay 16-bit, and the norms return their weight's dtype
+    // (transformers LlamaRMSNorm: weight * hidden_states.to(input_dtype);
+    // torchtitan RMSNorm: _norm(x.float()).type_as(x) * weight). So the layer
+    // inputs, norm outputs and the tensors the projections save are 16-bit,
+    // not the fp32 of autocast over fp32 weights. torchtitan (no autocast
+    // under FSDP: torchtitan/distributed/utils.py maybe_enable_amp) and
+    // accelerate's FSDP (autocast over MixedPrecision params) both run so.
+    d.residual = req.parallel.fsdp_param_bytes;
+    d.low_precision_params = true;
   }
   // peft autocast_adapter_dtype=True keeps adapters in fp32; the same
   // prepare_model_for_kbit_training cast makes QLoRA's non-4-bit frozen

@@ -176,7 +176,8 @@ Timeline training_step(const RankBasis& b, const StepTerms& t) {
   int64_t a_rem = a.layers;  // saved layer bytes still alive
   for (int64_t i = L - 1; i >= a.first_grad_layer; --i) {
     const bool moe = i >= L - moe_layers;
-    const int64_t recompute = o.checkpointing == Checkpointing::kFull ? a.one_layer : 0;
+    const int64_t recompute =
+        o.checkpointing == Checkpointing::kFull || o.checkpointing == Checkpointing::kSelectiveOp ? a.one_layer : 0;
     std::vector<Piece> temp = {{a.backward_temp, 1}, {a.dx, 1}};
     if (recompute > 0) temp.push_back({recompute, 1});
     const Timeline::Id work =

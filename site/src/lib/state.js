@@ -272,7 +272,7 @@ export function formValueOf(path, value) {
 /** The form's value of a field as the request carries it. */
 function requestValueOf(path, value) {
   if (path === 'train.grad_checkpointing')
-    return value === 'selective' ? 'selective' : value === 'full';
+    return value === 'none' || value === 'full' ? value === 'full' : value;
   if (path === 'train.lora.targets') return loraTargets(value);
   return value;
 }
@@ -499,9 +499,11 @@ export function buildRequest(s, config, catalog = [], experts = 0, fwForm = {}) 
       grad_accum: t.grad_accum,
       precision: t.precision,
       optimizer: t.optimizer,
-      // The contract's boolean for off/full; 'selective' is the core's extension.
+      // The contract's boolean for off/full; the selective modes are the core's extension.
       grad_checkpointing:
-        t.grad_checkpointing === 'selective' ? 'selective' : t.grad_checkpointing === 'full',
+        t.grad_checkpointing === 'none' || t.grad_checkpointing === 'full'
+          ? t.grad_checkpointing === 'full'
+          : t.grad_checkpointing,
       attention: t.attention,
       fused_loss: t.fused_loss,
     };

@@ -75,11 +75,13 @@ export const ATTENTIONS = [
 
 // gradient_checkpointing=True recomputes every layer in backward (full);
 // selective recomputes only the attention score path (Megatron's
-// --recompute-granularity selective).
+// --recompute-granularity selective); selective_op is torchtitan's op-level
+// policy (layer input, every second matmul and the attention output kept).
 export const CHECKPOINTING = [
   { value: 'none', label: 'off' },
   { value: 'full', label: 'on (every layer recomputed)' },
   { value: 'selective', label: 'selective (attention only)' },
+  { value: 'selective_op', label: 'selective, op level (torchtitan)' },
 ];
 
 // PEFT LoraConfig(target_modules=...). "all-linear" is PEFT's shortcut for
