@@ -383,13 +383,14 @@ int run_params(const std::vector<std::string>& args) {
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--json") {
       as_json = true;
-    } else if (args[i] == "--config" && i + 1 < args.size()) {
+    } else if ((args[i] == "--config" || args[i] == "--model-config") && i + 1 < args.size()) {
+      // --model-config is estimate's name for the same file; both work here.
       file = args[++i];
     } else if (args[i] == "--safetensors" && i + 1 < args.size()) {
       tensors = args[++i];
     } else if (args[i] == "--help" || args[i] == "-h") {
       std::printf(
-          "usage: vram-probe params --config FILE [--json]\n"
+          "usage: vram-probe params --config FILE [--json]   (--model-config FILE, as estimate calls it, too)\n"
           "       vram-probe params --safetensors model.safetensors.index.json|DIR|FILE.safetensors [--config FILE] "
           "[--json]\n"
           "  --safetensors reads only the safetensors headers (names, dtypes, shapes) and counts every tensor as\n"

@@ -290,3 +290,13 @@ TEST(CliValidate, NoFilesIsAUsageError) { EXPECT_EQ(RunProbe({"validate"}).exit_
 }  // namespace
 
 #endif  // VRAM_PROBE_BIN
+
+// params takes the config under estimate's flag name too: the same file, the
+// same count (Llama-2-7B: 6,738,415,616).
+TEST(CliParams, ModelConfigIsTheSameFlagAsConfig) {
+  const ProbeRun a = RunProbe({"params", "--config", kConfig, "--json"});
+  const ProbeRun b = RunProbe({"params", "--model-config", kConfig, "--json"});
+  EXPECT_EQ(a.exit_code, 0) << a.out;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_NE(a.out.find("6738415616"), std::string::npos) << a.out;
+}
