@@ -10,68 +10,17 @@
 // Run: npm run build && node --test tests/e2e/hub-tensors.test.mjs
 // Needs: /usr/bin/chromium (or CHROMIUM), build/bin/vram-probe (or VRAM_PROBE).
 
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
+import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, extname, join, normalize, resolve, sep } from 'node:path';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { hubAnswer, TINY_PARAMS, tinyRepo } from '../hub-mock.mjs';
+import { chromiumPath, distDir, probe, runProbe, serve } from './serve.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const siteDir = resolve(here, '..', '..');
-const distDir = join(siteDir, 'dist');
-const probe = process.env.VRAM_PROBE || resolve(siteDir, '..', 'build', 'bin', 'vram-probe');
-const chromiumPath = process.env.CHROMIUM || '/usr/bin/chromium';
 const shots = process.env.VRAM_SCREENSHOT_DIR || tmpdir();
 const REPO = 'acme/tiny-newarch';
-
-const TYPES = {
-  '.html': 'text/html; charset=utf-8',
-  '.js': 'text/javascript; charset=utf-8',
-  '.mjs': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8',
-  '.json': 'application/json',
-  '.wasm': 'application/wasm',
-  '.svg': 'image/svg+xml',
-  '.png': 'image/png',
-  '.webmanifest': 'application/manifest+json',
-};
-
-function serve(root) {
-  const server = createServer((req, res) => {
-    const path = decodeURIComponent(new URL(req.url, 'http://127.0.0.1').pathname);
-    let file = normalize(join(root, path));
-    if (!file.startsWith(root + sep) && file !== root) {
-      res.writeHead(403).end();
-      return;
-    }
-    if (existsSync(file) && statSync(file).isDirectory()) file = join(file, 'index.html');
-    if (!existsSync(file)) {
-      res.writeHead(404).end('not found');
-      return;
-    }
-    res.writeHead(200, { 'content-type': TYPES[extname(file)] || 'application/octet-stream' });
-    res.end(readFileSync(file));
-  });
-  return new Promise((ok) => server.listen(0, '127.0.0.1', () => ok(server)));
-}
-
-function runProbe(request) {
-  const dir = mkdtempSync(join(tmpdir(), 'vram-e2e-req-'));
-  const file = join(dir, 'request.json');
-  writeFileSync(file, JSON.stringify(request));
-  const run = spawnSync(probe, ['estimate', '--request', file, '--json'], {
-    encoding: 'utf8',
-    timeout: 30000,
-  });
-  rmSync(dir, { recursive: true, force: true });
-  assert.equal(run.status, 0, `vram-probe failed (${run.status}): ${run.stderr || run.stdout}`);
-  return JSON.parse(run.stdout);
-}
 
 describe('an unknown model id against a mocked Hub, in Chromium', () => {
   let server;

@@ -8,42 +8,14 @@
 // Run: npm run build && node --test tests/e2e/suggest.test.mjs
 // Needs: /usr/bin/chromium (or CHROMIUM).
 
-import { existsSync, readFileSync, statSync } from 'node:fs';
-import { createServer } from 'node:http';
-import { dirname, extname, join, normalize, resolve, sep } from 'node:path';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { chromiumPath, distDir, serve } from './serve.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const distDir = join(resolve(here, '..', '..'), 'dist');
-const chromiumPath = process.env.CHROMIUM || '/usr/bin/chromium';
 const shots = process.env.VRAM_SCREENSHOT_DIR || '/tmp';
-
-const TYPES = {
-  '.html': 'text/html; charset=utf-8',
-  '.js': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8',
-  '.json': 'application/json',
-  '.webmanifest': 'application/manifest+json',
-  '.wasm': 'application/wasm',
-  '.svg': 'image/svg+xml',
-  '.png': 'image/png',
-};
-
-function serve(root) {
-  const server = createServer((req, res) => {
-    const path = decodeURIComponent(new URL(req.url, 'http://127.0.0.1').pathname);
-    let file = normalize(join(root, path));
-    if (!file.startsWith(root + sep) && file !== root) return res.writeHead(403).end();
-    if (existsSync(file) && statSync(file).isDirectory()) file = join(file, 'index.html');
-    if (!existsSync(file)) return res.writeHead(404).end('not found');
-    res.writeHead(200, { 'content-type': TYPES[extname(file)] || 'application/octet-stream' });
-    res.end(readFileSync(file));
-  });
-  return new Promise((ok) => server.listen(0, '127.0.0.1', () => ok(server)));
-}
 
 // Llama-3.1-8B LoRA, 4 x 2048 tokens per step on one A100 40GB: the
 // activations do not fit; checkpointing or a smaller micro-batch would.
