@@ -8,8 +8,11 @@
 #include <string>
 
 #include "fixtures.h"
+#include "memory/recipe.h"
+#include "train/layout.h"
 #include "vram/api.h"
 #include "vram/families.h"
+#include "vram/request.h"
 
 namespace vram {
 namespace {
@@ -120,6 +123,188 @@ TEST(Mamba, LoraTrainsTheMixerLinears) {
   // in_proj 768 -> 3072, x_proj 1536 -> 80, dt_proj 48 -> 1536, out_proj 1536 -> 768.
   EXPECT_EQ(r["model"]["params_trainable"].get<int64_t>(),
             24 * 8 * ((768 + 3072) + (1536 + 80) + (48 + 1536) + (1536 + 768)));
+}
+
+// ---- Mamba-2 -------------------------------------------------------------
+
+json codestral() { return testing::model_config("mistralai/Mamba-Codestral-7B-v0.1"); }
+
+// mistralai/Mamba-Codestral-7B-v0.1: 7,285,403,648 (Mistral's announcement;
+// worked by hand in tests/fixtures/models.json).
+TEST(Mamba2, CodestralMambaMatchesCheckpoint) {
+  const ModelSpec s = build(codestral());
+  EXPECT_EQ(s.params_total(), 7285403648);
+  EXPECT_FALSE(s.tie_word_embeddings);
+  EXPECT_EQ(s.text.ssm_kind, SsmKind::kMamba2);
+  EXPECT_EQ(s.text.ssm_layers, 64);
+  EXPECT_EQ(s.text.ssm_inner, 8192);
+  // conv over x, B and C: 8192 + 2 x 8 groups x 128.
+  EXPECT_EQ(s.text.conv_dim(), 10240);
+  EXPECT_EQ(s.text.attention_layers(), 0);
+  // Per layer: in_proj 4096 x (8192 + 10240 + 128), conv1d 10240 x 4 + 10240,
+  // dt_bias + A_log + D (128 each), gated norm 8192, out_proj 8192 x 4096.
+  const auto by = s.params_by_component();
+  EXPECT_EQ(by.at(comp::kSsm), int64_t{64} * (76021760 + 51200 + 3 * 128 + 8192 + 33554432));
+  EXPECT_EQ(by.at(comp::kNorms), 64 * 4096 + 4096);
+}
+
+// Mamba2Config's class defaults are Codestral's sizes: an empty config
+// counts the same, and every default applied is noted.
+TEST(Mamba2, ClassDefaultsAreNotedAndHeadsMustCoverTheInnerWidth) {
+  const ModelSpec s = build({{"model_type", "mamba2"}});
+  EXPECT_EQ(s.params_total(), 7285403648);
+  EXPECT_FALSE(s.notes.empty());
+  json cfg = codestral();
+  cfg["num_heads"] = 64;
+  auto r = model_from_config(cfg, "model.config");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().path, "model.config.num_heads");
+  cfg["num_heads"] = 128;
+  cfg["n_groups"] = 3;
+  r = model_from_config(cfg, "model.config");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().path, "model.config.num_heads");
+}
+
+// Mamba2Cache: per layer conv_states (conv_dim x conv_kernel) and ssm_states
+// (num_heads x head_dim x state_size) in the model dtype:
+// 64 x (10240 x 4 + 8192 x 128) x 2 B = 139,460,608 B per sequence, at any
+// context. Tensor parallel splits both by the inner width.
+TEST(Mamba2, InferenceKeepsAConvAndSsmStatePerSequence) {
+  const int64_t per_seq = int64_t{64} * (10240 * 4 + 8192 * 128) * 2;
+  ASSERT_EQ(per_seq, 139460608);
+  for (int64_t ctx : {4096, 65536}) {
+    const json r = run({{"model", {{"config", codestral()}}},
+                        {"task", "infer"},
+                        {"infer", {{"context_len", ctx}, {"batch", 4}, {"weights_dtype", "bf16"}}}});
+    EXPECT_EQ(r["infer"]["kv_bytes_per_token"].get<int64_t>(), 0);
+    EXPECT_EQ(component(r, "kv_cache"), 0);
+    EXPECT_EQ(component(r, "ssm_state"), 4 * per_seq) << ctx;
+  }
+  const json tp2 = run({{"model", {{"config", codestral()}}},
+                        {"task", "infer"},
+                        {"parallel", {{"gpus", 2}, {"tp", 2}}},
+                        {"infer", {{"context_len", 4096}, {"batch", 1}, {"weights_dtype", "bf16"}}}});
+  EXPECT_EQ(component(tp2, "ssm_state"), int64_t{64} * (5120 * 4 + 4096 * 128) * 2);
+}
+
+// Training: mamba_split_conv1d_scan_combined saves zxbcdt (8192 + 10240 +
+// 128), out_x (8192) in bf16 and the gated norm's rstd (fp32 per group, 8)
+// per token: 53,536 B, plus the block norm and in_proj's input; nothing
+// grows with the square of the sequence.
+TEST(Mamba2, TrainingSavesTheFusedKernelsTensors) {
+  json req = {
+      {"model", {{"config", codestral()}}},
+      {"task", "train"},
+      {"train",
+       {{"precision", "bf16"}, {"optimizer", "adamw_torch_fused"}, {"seq_len", 2048}, {"grad_checkpointing", false}}}};
+  auto parsed = parse_request(req);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  const Request& q = parsed.value();
+  const auto plan = memory::plan_trainable(q);
+  const auto dt = memory::dtypes_for(q);
+  const auto acts = memory::layer_activations(q, q.model.text, plan, dt, 2048, false, true);
+  double mixer = -1;
+  for (const auto& i : acts.items) {
+    if (i.name.find("Mamba-2 mixer") != std::string::npos) mixer = i.bytes_per_token;
+  }
+  EXPECT_EQ(mixer, 2.0 * ((8192 + 10240 + 128) + 8192) + 4.0 * 8);
+  // The norm (fp32 input + rstd, and its bf16 output since its weight trains)
+  // and in_proj's bf16 input.
+  EXPECT_EQ(acts.per_token(), mixer + (4.0 * 4096 + 4 + 2.0 * 4096) + 2.0 * 4096);
+  auto total = [&](int64_t seq) {
+    req["train"]["seq_len"] = seq;
+    return component(run(req), "activations");
+  };
+  const int64_t a2 = total(2048), a4 = total(4096);
+  EXPECT_NEAR(static_cast<double>(a4), 2.0 * static_cast<double>(a2), 0.001 * static_cast<double>(a4));
+  EXPECT_GE(a2, static_cast<int64_t>(2048.0 * 64 * acts.per_token()));
+}
+
+// ---- Jamba ---------------------------------------------------------------
+
+json jamba() { return testing::model_config("ai21labs/AI21-Jamba-1.5-Mini"); }
+
+// ai21labs/AI21-Jamba-1.5-Mini: total_size 103,140,646,656 B of bf16 =
+// 51,570,323,328 parameters (models.json).
+TEST(Jamba, Jamba15MiniMatchesCheckpoint) {
+  const ModelSpec s = build(jamba());
+  EXPECT_EQ(s.params_total(), 51570323328);
+  // Layers 4, 12, 20, 28 attend (attn_layer_period 8, offset 4); the odd
+  // layers are MoE (expert_layer_period 2, offset 1).
+  EXPECT_EQ(s.text.attention_layers(), 4);
+  EXPECT_EQ(s.text.ssm_layers, 28);
+  EXPECT_EQ(s.text.moe_layers, 16);
+  EXPECT_FALSE(s.text.ssm_layer(4));
+  EXPECT_TRUE(s.text.ssm_layer(5));
+  const auto by = s.params_by_component();
+  // Mamba mixer: in_proj 4096 x 16384, conv1d 8192 x 4 + 8192, x_proj 8192 x
+  // 288, dt_proj 256 x 8192 + 8192, A_log 8192 x 16, D 8192, out_proj 8192 x
+  // 4096, dt/b/c norms 256 + 16 + 16.
+  EXPECT_EQ(by.at(comp::kSsm), int64_t{28} * 105308448);
+  EXPECT_EQ(by.at(comp::kAttention), int64_t{4} * 41943040);
+  EXPECT_EQ(by.at(comp::kMlp), int64_t{16} * 176160768);
+  EXPECT_EQ(by.at(comp::kRouter), int64_t{16} * 4096 * 16);
+  // Per token: 2 of 16 experts; the rest of the model always runs.
+  EXPECT_EQ(s.params_active(), s.params_total() - int64_t{16} * 14 * 176160768);
+}
+
+// Only the 4 attention layers cache keys and values (8 KV heads x 128 x 2 x
+// 2 B = 4,096 B per token each); the 28 Mamba layers keep 8192 x (4 + 16)
+// values each per sequence, at any context.
+TEST(Jamba, InferenceCachesKeysOnTheAttentionLayersAndAStateOnTheRest) {
+  const json r = run({{"model", {{"config", jamba()}}},
+                      {"task", "infer"},
+                      {"infer", {{"context_len", 8192}, {"batch", 2}, {"weights_dtype", "bf16"}}}});
+  EXPECT_EQ(r["infer"]["kv_bytes_per_token"].get<int64_t>(), 4 * 4096);
+  EXPECT_EQ(component(r, "kv_cache"), int64_t{4} * 4096 * 8192 * 2);
+  EXPECT_EQ(component(r, "ssm_state"), int64_t{28} * 8192 * (4 + 16) * 2 * 2);
+}
+
+// Training: each layer's saved tensors are the stack's average (attention on
+// 4 of 32 layers, the unfused Mamba mixer on 28), the MoE MLP on 16; the
+// pipeline splits the mixers by where they sit.
+TEST(Jamba, TrainingMixesTheMixersAndPipelineStagesSplitThem) {
+  json req = {
+      {"model", {{"config", jamba()}}},
+      {"task", "train"},
+      {"train",
+       {{"precision", "bf16"}, {"seq_len", 4096}, {"attention", "flash_attention_2"}, {"grad_checkpointing", false}}}};
+  auto parsed = parse_request(req);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  const Request& q = parsed.value();
+  const auto plan = memory::plan_trainable(q);
+  const auto dt = memory::dtypes_for(q);
+  const auto acts = memory::layer_activations(q, q.model.text, plan, dt, 4096, false, true);
+  double mixer = -1, qkv = -1;
+  for (const auto& i : acts.items) {
+    if (i.name.find("Jamba Mamba mixer") != std::string::npos) mixer = i.bytes_per_token;
+    if (i.name.find("q, k, v") != std::string::npos) qkv = i.bytes_per_token;
+  }
+  // xz (2 x 8192), conv output, delta, scan output, gated output in bf16.
+  EXPECT_DOUBLE_EQ(mixer, 2.0 * 6 * 8192 * 28 / 32);
+  // q (32 x 128) and k, v (8 x 128 each, FlashAttention-2 keeps GQA's heads)
+  // in bf16, on 4 of 32 layers.
+  EXPECT_DOUBLE_EQ(qkv, 2.0 * (32 + 8 + 8) * 128 * 4 / 32);
+
+  req["parallel"] = {{"gpus", 2}, {"pp", 2}};
+  parsed = parse_request(req);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  const auto stages = train::pipeline_stages(parsed.value());
+  ASSERT_EQ(stages.size(), 2u);
+  // Layers 0-15 hold attention layers 4 and 12, layers 16-31 hold 20 and 28.
+  EXPECT_EQ(stages[0].ssm_layers, 14);
+  EXPECT_EQ(stages[0].attention_layers, 2);
+  EXPECT_EQ(stages[1].ssm_layers, 14);
+  int64_t sum = 0;
+  for (const auto& st : stages) {
+    const Request rank = train::rank_request(parsed.value(), st);
+    EXPECT_EQ(rank.model.text.ssm_layers, 14);
+    EXPECT_EQ(rank.model.text.attention_layers(), 2);
+    sum += rank.model.params_total();
+  }
+  EXPECT_EQ(sum, 51570323328);
+  EXPECT_GT(component(run(req), "activations"), 0);
 }
 
 }  // namespace

@@ -38,6 +38,10 @@ enum class LayerSet {
   kEvery,  // every layer of the stack (instances = layers x copies)
   kMoe,    // the sparse layers only (router, routed and shared experts)
   kDense,  // the dense layers only (their MLP)
+  // Hybrid stacks (Jamba, LFM2): the layers that run the state-space /
+  // convolution mixer, and those that run attention (LayerStack::carries).
+  kSsm,
+  kAttention,
 };
 
 enum class ModuleKind {
@@ -70,6 +74,13 @@ struct ParamGroup {
 enum class MlpKind { kGated, kPlain };  // SwiGLU/GeGLU (gate*up) vs fc1-act-fc2
 enum class NormKind { kRmsNorm, kLayerNorm };
 enum class AttnKind { kMha, kGqa, kMqa, kMla };
+// Which recurrent mixer a state-space layer runs.
+enum class SsmKind {
+  kMamba,       // selective scan, x_proj / dt_proj (Gu & Dao 2023)
+  kJambaMamba,  // Jamba's Mamba: the same mixer with RMSNorms on dt, B and C, run unfused
+  kMamba2,      // SSD with per-head scalar A, grouped B / C, gated RMSNorm (Dao & Gu 2024)
+  kShortConv,   // LFM2: in_proj -> B, C, x; causal depthwise conv of B*x; C * conv; out_proj
+};
 
 // One transformer stack (decoder, vision encoder, T5 encoder).
 struct LayerStack {
@@ -114,15 +125,42 @@ struct LayerStack {
   int64_t sliding_window = 0;
   int64_t sliding_layers = 0;
 
-  // State-space mixers (Mamba, modeling_mamba.py MambaMixer): `ssm_layers` of
-  // the layers have no attention; each keeps a fixed-size state per sequence
-  // (a conv window of conv_kernel inputs and an inner x state matrix) instead
-  // of a KV cache. All of them are the top layers of a pure SSM stack.
+  // State-space mixers (Mamba, modeling_mamba.py MambaMixer; Mamba-2,
+  // modeling_mamba2.py Mamba2Mixer; LFM2's gated short convolution,
+  // modeling_lfm2.py Lfm2ShortConv): `ssm_layers` of the layers mix tokens
+  // with a recurrent mixer instead of attention (or beside it, see
+  // ssm_with_attention); each keeps a fixed-size state per sequence (a conv
+  // window of conv_kernel inputs over ssm_conv_dim channels and an inner x
+  // state matrix) instead of a KV cache.
+  SsmKind ssm_kind = SsmKind::kMamba;
   int64_t ssm_layers = 0;
-  int64_t ssm_inner = 0;        // intermediate_size (expand x hidden)
-  int64_t ssm_state = 0;        // state_size N
-  int64_t ssm_conv_kernel = 0;  // conv_kernel
-  int64_t ssm_dt_rank = 0;      // time_step_rank
+  int64_t ssm_inner = 0;        // intermediate_size (expand x hidden); LFM2: hidden
+  int64_t ssm_state = 0;        // state_size N (0: a convolution alone, LFM2)
+  int64_t ssm_conv_kernel = 0;  // conv_kernel (LFM2: conv_L_cache)
+  int64_t ssm_dt_rank = 0;      // time_step_rank (Mamba only)
+  // Channels of the depthwise conv and of its cached window: Mamba and LFM2
+  // convolve the inner width; Mamba-2 convolves x, B and C together
+  // (intermediate + 2 x n_groups x state_size). 0 = ssm_inner.
+  int64_t ssm_conv_dim = 0;
+  int64_t ssm_heads = 0;   // Mamba-2 num_heads (dt, A, D per head)
+  int64_t ssm_groups = 0;  // Mamba-2 n_groups (B and C per group)
+  // Every SSM layer also runs attention in parallel on the same input
+  // (Falcon-H1): those layers keep a KV cache as well. Otherwise the
+  // attention layers are the `layers - ssm_layers` others.
+  bool ssm_with_attention = false;
+  // Per layer, whether it runs the SSM mixer (hybrids that interleave them:
+  // Jamba's attn_layer_period, LFM2's layer_types). Empty: the SSM layers are
+  // the top ssm_layers of the stack (all of them in a pure SSM model).
+  std::vector<bool> ssm_at;
+  int64_t conv_dim() const { return ssm_conv_dim > 0 ? ssm_conv_dim : ssm_inner; }
+  // Layers that keep keys and values.
+  int64_t attention_layers() const;
+  bool ssm_layer(int64_t l) const;
+  // Whether layer `l` holds the groups of `set` (MoE layers are the top
+  // moe_layers, as everywhere in the estimator).
+  bool carries(LayerSet set, int64_t l) const;
+  // How many of the layers [begin, begin + n) hold the groups of `set`.
+  int64_t count(LayerSet set, int64_t begin, int64_t n) const;
 
   double dropout = 0.0;  // attention / residual dropout probability used in training
   // Megatron sequence parallel on a tensor-parallel rank: norms, residual

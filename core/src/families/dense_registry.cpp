@@ -27,6 +27,7 @@ const std::vector<AdapterEntry>& dense_adapters() {
       {"starcoder2", build_starcoder2},
       {"exaone", build_exaone},
       {"mamba", build_mamba},
+      {"mamba2", build_mamba2},
   };
   return kAdapters;
 }

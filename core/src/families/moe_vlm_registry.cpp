@@ -18,6 +18,7 @@ const std::vector<AdapterEntry>& moe_vlm_adapters() {
       {"olmoe", build_olmoe},
       {"phimoe", build_phimoe},
       {"granitemoe", build_granitemoe},
+      {"jamba", build_jamba},
   };
   return kAdapters;
 }

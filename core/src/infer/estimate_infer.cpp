@@ -122,8 +122,9 @@ double kv_bytes_per_token(const ModelSpec& m, double kv_elem, bool hf_decompress
   const int64_t sliding = t.sliding_window > 0 ? std::min(t.sliding_layers, t.layers) : 0;
   const double sliding_share =
       context > 0 ? std::min<double>(1.0, static_cast<double>(t.sliding_window) / static_cast<double>(context)) : 1.0;
-  // State-space layers (Mamba) cache no keys or values.
-  const int64_t attn_layers = t.layers - std::min(t.ssm_layers, t.layers);
+  // State-space layers (Mamba) cache no keys or values; Falcon-H1's run
+  // attention beside the mixer and do (LayerStack::attention_layers).
+  const int64_t attn_layers = t.attention_layers();
   return per_layer_full * (static_cast<double>(attn_layers - sliding) + static_cast<double>(sliding) * sliding_share);
 }
 
@@ -133,9 +134,45 @@ double ssm_state_bytes_per_sequence(const ModelSpec& m, double elem) {
   // state_size], both in the model's dtype, allocated once for the batch and
   // updated in place; their size does not grow with the context (Gu & Dao
   // 2023 §3.4: constant-size recurrent state at inference).
+  // Mamba2Cache (modeling_mamba2.py): conv_states [layers, batch,
+  // intermediate + 2 x n_groups x state_size, conv_kernel] and ssm_states
+  // [layers, batch, num_heads, head_dim, state_size] in the model's dtype;
+  // num_heads x head_dim = intermediate, so the SSM state is again
+  // intermediate x state_size. The conv window spans conv_dim channels.
   const LayerStack& t = m.text;
-  return static_cast<double>(t.ssm_layers) * static_cast<double>(t.ssm_inner) *
-         static_cast<double>(t.ssm_conv_kernel + t.ssm_state) * elem;
+  return static_cast<double>(t.ssm_layers) *
+         (static_cast<double>(t.conv_dim()) * static_cast<double>(t.ssm_conv_kernel) +
+          static_cast<double>(t.ssm_inner) * static_cast<double>(t.ssm_state)) *
+         elem;
+}
+
+double ssm_prefill_bytes_per_token(const LayerStack& t, int64_t tp) {
+  // One mixer's working set while a prompt runs through it (no grad), in
+  // 16-bit; in_proj is column parallel, so the inner widths split by tp.
+  const double I = static_cast<double>(t.ssm_inner) / static_cast<double>(tp);
+  const double h2 = 2.0 * (2.0 * static_cast<double>(t.hidden));  // the layer input and the norm output
+  switch (t.ssm_kind) {
+    case SsmKind::kMamba:
+    case SsmKind::kJambaMamba:
+      // mamba_ssm selective_scan_fn through HF's cuda_kernels_forward:
+      // in_proj's xz (2 x intermediate), the conv output, dt and the scan
+      // output (intermediate each) and x_proj's output.
+      return h2 + 2.0 * (5.0 * I + static_cast<double>(t.ssm_dt_rank + 2 * t.ssm_state));
+    case SsmKind::kMamba2: {
+      // modeling_mamba2.py cuda_kernels_forward (no cache or generation):
+      // in_proj's zxbcdt (intermediate + conv_dim + heads), the conv output
+      // over conv_dim (causal_conv1d_fn), mamba_chunk_scan_combined's output
+      // and the gated norm's output (intermediate each).
+      const double conv = static_cast<double>(t.conv_dim()) / static_cast<double>(tp);
+      const double heads = static_cast<double>(t.ssm_heads) / static_cast<double>(tp);
+      return h2 + 2.0 * ((I + conv + heads) + conv + 2.0 * I);
+    }
+    case SsmKind::kShortConv:
+      // modeling_lfm2.py Lfm2ShortConv.cuda_kernels_forward: in_proj's BCx
+      // (3 x hidden), B * x, the conv output and C * conv_out (hidden each).
+      return h2 + 2.0 * (3.0 * I + 3.0 * I);
+  }
+  return h2;
 }
 
 namespace {
@@ -278,16 +315,13 @@ Serving serving(const Request& req) {
            "infer.engine \"vllm\" with state-space (Mamba) layers is not modelled yet: vLLM keeps their states in "
            "its own cache blocks; use infer.engine \"hf\"");
     }
-    // A Mamba layer's prefill working set (mamba_ssm selective_scan_fn
-    // through HF's cuda_kernels_forward): in_proj's xz (2 x intermediate),
-    // the conv output, dt and the scan output (intermediate each) and x_proj's
-    // output, in 16-bit; in_proj is column parallel, so all of it splits by tp.
-    const double I = static_cast<double>(t.ssm_inner) / static_cast<double>(tp);
-    const double ssm_tok =
-        2.0 * (2.0 * t.hidden) + 2.0 * (5.0 * I + static_cast<double>(t.ssm_dt_rank + 2 * t.ssm_state));
-    sv.pre_tok = std::max(t.ssm_layers < t.layers ? sv.pre_tok : 0.0, ssm_tok);
+    // A state-space layer's prefill working set (ssm_prefill_bytes_per_token);
+    // a hybrid's attention layers may need more.
+    const double ssm_tok = ssm_prefill_bytes_per_token(t, tp);
+    sv.pre_tok = std::max(t.attention_layers() > 0 ? sv.pre_tok : 0.0, ssm_tok);
     const double elem = sv.fmt->linear_bytes >= 2.0 ? sv.fmt->linear_bytes : 2.0;
     sv.sharded.text.ssm_inner = memory::ceil_div(t.ssm_inner, tp);
+    sv.sharded.text.ssm_conv_dim = memory::ceil_div(t.conv_dim(), tp);
     sv.ssm_seq = ssm_state_bytes_per_sequence(sv.sharded, elem);
   }
   // ---- outside the tensors ------------------------------------------------
@@ -505,12 +539,15 @@ void serving_components(Estimate& e, const Request& req, const Serving& sv, cons
                           Pool::kAllocated});
   if (req.model.text.ssm_layers > 0) {
     const LayerStack& t = req.model.text;
-    e.components.push_back({"ssm_state", "State-space cache (conv + SSM states)", z.ssm,
-                            std::to_string(t.ssm_layers) + " layers x " + fmt_int(sv.sharded.text.ssm_inner) +
-                                " x (conv_kernel " + std::to_string(t.ssm_conv_kernel) + " + state " +
-                                std::to_string(t.ssm_state) + ") x batch " + std::to_string(B) +
-                                ", fixed whatever the context",
-                            Pool::kAllocated});
+    const LayerStack& st = sv.sharded.text;
+    e.components.push_back(
+        {"ssm_state", t.ssm_state > 0 ? "State-space cache (conv + SSM states)" : "Convolution cache (conv states)",
+         z.ssm,
+         std::to_string(t.ssm_layers) + " layers x (conv " + fmt_int(st.conv_dim()) + " x " +
+             std::to_string(t.ssm_conv_kernel) +
+             (t.ssm_state > 0 ? " + state " + fmt_int(st.ssm_inner) + " x " + std::to_string(t.ssm_state) : "") +
+             ") x batch " + std::to_string(B) + ", fixed whatever the context",
+         Pool::kAllocated});
   }
   e.components.push_back({"activations", "Prefill activations (one layer)", z.prefill,
                           "per token " + fmt_int(ceil_bytes(sv.pre_tok)) + " B x " +
@@ -566,9 +603,15 @@ void serving_assumptions(Estimate& e, const Request& req, const Serving& sv) {
   }
   if (sv.hf_mla) e.assumptions.push_back("MLA: transformers caches decompressed keys and values, not the latent");
   if (t.ssm_layers > 0) {
-    e.assumptions.push_back(std::to_string(t.ssm_layers) +
-                            " state-space layers keep a fixed conv + SSM state per sequence (MambaCache), no KV cache; "
-                            "prefill through the mamba_ssm / causal_conv1d kernels");
+    const char* what = t.ssm_kind == SsmKind::kShortConv ? " short-convolution layers keep a fixed conv window"
+                       : t.ssm_kind == SsmKind::kMamba2  ? " Mamba-2 layers keep a fixed conv + SSM state"
+                                                         : " state-space layers keep a fixed conv + SSM state";
+    e.assumptions.push_back(std::to_string(t.ssm_layers) + what + " per sequence in the model dtype" +
+                            (t.ssm_with_attention ? " beside their attention's KV cache"
+                             : t.attention_layers() > 0
+                                 ? "; only the " + std::to_string(t.attention_layers()) + " attention layers cache keys"
+                                 : std::string(", no KV cache")) +
+                            "; prefill through the mamba_ssm / causal_conv1d kernels");
   }
   if (sv.vllm && t.attention == AttnKind::kMla) e.assumptions.push_back("MLA: vLLM caches the compressed latent");
   if (t.sliding_window > 0 && t.sliding_layers > 0) {

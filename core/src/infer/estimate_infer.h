@@ -16,6 +16,9 @@ double kv_bytes_per_token(const ModelSpec& m, double kv_elem, bool hf_decompress
 // State-space (Mamba) cache of one sequence: conv and SSM states of every
 // SSM layer at `elem` bytes per value; 0 without SSM layers.
 double ssm_state_bytes_per_sequence(const ModelSpec& m, double elem);
+// Working set of one state-space mixer during prefill, bytes per token, on a
+// tensor-parallel rank of `tp`.
+double ssm_prefill_bytes_per_token(const LayerStack& t, int64_t tp);
 
 Result<Estimate> estimate_infer(const Request& req);
 

@@ -64,6 +64,7 @@ struct Roles {
   LinearUse mlp_out;               // down/fc2
   std::vector<LinearUse> exp_in;   // routed experts' gate/up
   LinearUse exp_out;               // routed experts' down
+  std::vector<LinearUse> ssm_in;   // state-space in_proj (reads the mixer norm output)
 };
 
 // Whether the base layer keeps its input for backward (a LoRA adapter's own
@@ -93,7 +94,7 @@ Roles find_roles(const Request& req, const TrainablePlan& plan, const LayerStack
     u.quantized = plan.groups[i].quantized;
     const std::string c = g.component;
     if (c == comp::kSsm) {
-      if (g.in_features == st.hidden) r.attn_in.push_back(u);  // Mamba in_proj reads the norm output
+      if (g.in_features == st.hidden) r.ssm_in.push_back(u);  // Mamba in_proj reads the norm output
       continue;
     }
     if (c == comp::kAttention) {
@@ -220,8 +221,11 @@ void attention_block(const LayerCtx& c, int64_t seq, std::vector<SavedItem>& ite
   const int64_t pa = c.pa;
   // 1. Norm before attention.
   norm_site(req, st, c.dt, c.norm_trains, h, items, "attention norm (input, statistics)", true);
-  // 2. Inputs of the q/k/v projections (fused or separate).
-  linear_inputs(req, c.dt, c.roles.attn_in, h, c.attn_in_dtype, items, "q/k/v projection inputs");
+  // 2. Inputs of the q/k/v projections (fused or separate). Falcon-H1's
+  // mixer in_proj reads the same norm output (one saved copy for both).
+  std::vector<LinearUse> readers = c.roles.attn_in;
+  if (st.ssm_with_attention) readers.insert(readers.end(), c.roles.ssm_in.begin(), c.roles.ssm_in.end());
+  linear_inputs(req, c.dt, readers, h, c.attn_in_dtype, items, "q/k/v projection inputs");
   if (st.attention == AttnKind::kMla) {
     // Latent paths: q_a_layernorm / kv_a_layernorm (RMSNorm, fp32 upcast) and
     // the q_b_proj / kv_b_proj inputs (deepseek modeling_deepseek_v2.py).
@@ -337,8 +341,12 @@ void mlp_block(const LayerCtx& c, bool moe_layer, std::vector<SavedItem>& items)
   }
 }
 
-// A Mamba block (modeling_mamba.py MambaBlock): the RMSNorm, in_proj's input
-// when in_proj trains or carries an adapter, and what mamba_ssm's fused
+// A state-space mixer: its norm, in_proj's input when in_proj trains or
+// carries an adapter, and what the fused kernel saves for backward. A
+// parallel hybrid (Falcon-H1) shares the norm and in_proj's input with its
+// attention, counted there.
+//
+// Mamba (modeling_mamba.py MambaBlock): what mamba_ssm's fused
 // MambaInnerFn.forward saves (ops/selective_scan_interface.py, the
 // checkpoint_lvl=1 default that transformers' cuda_kernels_forward uses in
 // training): xz (in_proj's output, 2 x intermediate), x_dbl (x_proj's output,
@@ -347,21 +355,66 @@ void mlp_block(const LayerCtx& c, bool moe_layer, std::vector<SavedItem>& items)
 // backward, and the hidden states of the scan are not stored (Gu & Dao 2023
 // §3.3.2, kernel fusion and recomputation) apart from one fp32 (x, dx) pair
 // of intermediate x state per 2048-token chunk (scan_intermediates).
+//
+// Mamba-2 (modeling_mamba2.py cuda_kernels_forward in training calls
+// mamba_split_conv1d_scan_combined): MambaSplitConv1dScanCombinedFn.forward
+// (mamba_ssm ops/triton/ssd_combined.py) saves zxbcdt (in_proj's output:
+// intermediate + conv_dim + heads), out_x (the scan output before the gated
+// norm, intermediate) and the norm's rstd (fp32, one per group); the conv
+// output, the chunk states and the norm output that out_proj reads are
+// recomputed in backward.
 void ssm_block(const LayerCtx& c, int64_t seq, std::vector<SavedItem>& items) {
   const Request& req = c.req;
   const LayerStack& st = c.st;
   const int64_t h = st.hidden;
   const double I = static_cast<double>(st.ssm_inner);
   const double N = static_cast<double>(st.ssm_state);
-  const double R = static_cast<double>(st.ssm_dt_rank);
   const double pa = static_cast<double>(c.pa);
-  norm_site(req, st, c.dt, c.norm_trains, h, items, "mixer norm (input, statistics)", true);
-  linear_inputs(req, c.dt, c.roles.attn_in, h, c.attn_in_dtype, items, "in_proj input");
-  items.push_back({"SSM mixer: xz, x_dbl, B, C, scan output", pa * (2.0 * I + (R + 2.0 * N) + 2.0 * N + I), false});
-  const double chunks = std::ceil(static_cast<double>(std::max<int64_t>(seq, 1)) / 2048.0);
-  items.push_back({"SSM scan chunk states (fp32)",
-                   4.0 * I * 2.0 * N * chunks / static_cast<double>(std::max<int64_t>(seq, 1)), false});
-  if (c.dropout > 0) items.push_back({"residual dropout masks", 1.0 * h, false});
+  if (!st.ssm_with_attention) {
+    norm_site(req, st, c.dt, c.norm_trains, h, items, "mixer norm (input, statistics)", true);
+    linear_inputs(req, c.dt, c.roles.ssm_in, h, c.attn_in_dtype, items, "in_proj input");
+  }
+  switch (st.ssm_kind) {
+    case SsmKind::kMamba: {
+      const double R = static_cast<double>(st.ssm_dt_rank);
+      items.push_back({"SSM mixer: xz, x_dbl, B, C, scan output", pa * (2.0 * I + (R + 2.0 * N) + 2.0 * N + I), false});
+      const double chunks = std::ceil(static_cast<double>(std::max<int64_t>(seq, 1)) / 2048.0);
+      items.push_back({"SSM scan chunk states (fp32)",
+                       4.0 * I * 2.0 * N * chunks / static_cast<double>(std::max<int64_t>(seq, 1)), false});
+      break;
+    }
+    case SsmKind::kJambaMamba: {
+      // modeling_jamba.py JambaMambaMixer.cuda_kernels_forward runs the
+      // kernels one by one (the dt / B / C RMSNorms sit between them):
+      // causal_conv1d_fn keeps its input (a view of in_proj's xz, so all 2 x
+      // intermediate stay alive), x_proj keeps the conv output, the three
+      // JambaRMSNorms keep x_proj's output upcast to fp32 with their rstd and
+      // normalised outputs (dt_proj's input), selective_scan_fn
+      // (SelectiveScanFn: u, delta, A, B, C, D, z, delta_bias, x, out) keeps
+      // delta (dt_proj's output), the scan output and the fp32 chunk states,
+      // and out_proj keeps the gated output it reads.
+      const double R = static_cast<double>(st.ssm_dt_rank);
+      items.push_back({"Jamba Mamba mixer: xz, conv output, delta, scan output, gated output", pa * 6.0 * I, false});
+      items.push_back(
+          {"Jamba dt / B / C norms (fp32 inputs, rstd, outputs)", (4.0 + pa) * (R + 2.0 * N) + 12.0, false});
+      const double chunks = std::ceil(static_cast<double>(std::max<int64_t>(seq, 1)) / 2048.0);
+      items.push_back({"SSM scan chunk states (fp32)",
+                       4.0 * I * 2.0 * N * chunks / static_cast<double>(std::max<int64_t>(seq, 1)), false});
+      break;
+    }
+    case SsmKind::kMamba2: {
+      const double conv = static_cast<double>(st.conv_dim());
+      const double heads = static_cast<double>(st.ssm_heads);
+      items.push_back({"Mamba-2 mixer: zxbcdt, scan output, norm rstd",
+                       pa * ((I + conv + heads) + I) + 4.0 * static_cast<double>(st.ssm_groups), false});
+      break;
+    }
+    case SsmKind::kShortConv:
+      break;
+  }
+  if (c.dropout > 0 && !st.ssm_with_attention && st.attention_layers() == 0) {
+    items.push_back({"residual dropout masks", 1.0 * h, false});
+  }
 }
 
 // Sequence parallel and the seed's calibration factors, applied to the items.
@@ -437,12 +490,28 @@ LayerActivations layer_activations(const Request& req, const LayerStack& st, con
   c.attn_in_dtype = dt.autocast && !dt.low_precision_params ? 4 : dt.residual;
   c.dropout = t.dropout >= 0 ? t.dropout : st.dropout;
   LayerActivations out;
-  if (st.ssm_layers > 0 && st.ssm_layers >= st.layers) {
+  const int64_t attn_layers = st.attention_layers();
+  if (st.ssm_layers > 0 && attn_layers == 0 && st.intermediate == 0 && st.moe_layers == 0) {
+    // A pure state-space stack (Mamba, Mamba-2): the mixer is the whole layer.
     ssm_block(c, seq, out.items);
     adjust(req, st, out.items);
     return out;
   }
-  attention_block(c, seq, out.items);
+  if (st.ssm_layers > 0 && st.layers > 0) {
+    // A hybrid: the mixers of one layer, as the average over the stack's
+    // layers (attention on attention_layers() of them, the state-space mixer
+    // on ssm_layers), so that layers x per-layer is the stack's total.
+    std::vector<SavedItem> attn, ssm;
+    if (attn_layers > 0) attention_block(c, seq, attn);
+    ssm_block(c, seq, ssm);
+    const double L = static_cast<double>(st.layers);
+    for (auto& i : attn) i.bytes_per_token *= static_cast<double>(attn_layers) / L;
+    for (auto& i : ssm) i.bytes_per_token *= static_cast<double>(std::min(st.ssm_layers, st.layers)) / L;
+    out.items.insert(out.items.end(), attn.begin(), attn.end());
+    out.items.insert(out.items.end(), ssm.begin(), ssm.end());
+  } else {
+    attention_block(c, seq, out.items);
+  }
   mlp_block(c, moe_layer, out.items);
   adjust(req, st, out.items);
   return out;
@@ -465,7 +534,25 @@ double layer_backward_transient(const Request& req, const LayerStack& st, const 
   }
   // Mamba: MambaInnerFn.backward recomputes the conv output and dt and forms
   // dxz, dconv_out, ddelta and the scan's dout (intermediate width each).
-  if (st.ssm_layers > 0) b += 5.0 * dt.compute * static_cast<double>(st.ssm_inner);
+  // Mamba-2: MambaSplitConv1dScanCombinedFn.backward allocates dzxbcdt
+  // (in_proj's width), recomputes the conv output (conv_dim) and the norm
+  // output out_proj's weight gradient reads (intermediate).
+  if (st.ssm_layers > 0) {
+    const double I = static_cast<double>(st.ssm_inner);
+    switch (st.ssm_kind) {
+      case SsmKind::kMamba:
+      case SsmKind::kJambaMamba:
+        b += 5.0 * dt.compute * I;
+        break;
+      case SsmKind::kMamba2:
+        b += dt.compute *
+             ((I + static_cast<double>(st.conv_dim() + st.ssm_heads)) + static_cast<double>(st.conv_dim()) + I);
+        break;
+      case SsmKind::kShortConv:
+        b += 4.0 * dt.compute * I;
+        break;
+    }
+  }
   // The widest MLP gradient: d(act) and d(up) of the intermediate width.
   const int64_t inter = std::max(st.intermediate, st.expert_intermediate * std::max<int64_t>(st.experts_per_token, 1));
   b += 2.0 * dt.compute * inter;

@@ -116,11 +116,9 @@ std::vector<std::string> default_lora_targets(const ModelSpec& m) {
 int64_t instances_on_layers(const ModelSpec& m, const ParamGroup& g, const std::set<int64_t>& layers) {
   const int64_t span = m.layer_span(g);
   if (span == 0) return 0;
-  const int64_t first_moe = m.text.layers - m.text.moe_layers;
   int64_t hit = 0;
   for (int64_t l : layers) {
-    const bool moe = l >= first_moe;
-    if (g.layers == LayerSet::kEvery || (g.layers == LayerSet::kMoe) == moe) ++hit;
+    if (m.text.carries(g.layers, l)) ++hit;
   }
   return g.instances / span * hit;
 }
@@ -344,11 +342,9 @@ TrainablePlan plan_trainable(const Request& req, bool holds_head) {
         plan.first_grad_layer = 0;
       } else if (m.layer_span(g) > 0) {
         // The lowest layer whose copy of this group takes a gradient.
-        const int64_t first_moe = m.text.layers - m.text.moe_layers;
-        auto carries = [&](int64_t l) {
-          return g.layers == LayerSet::kEvery || (g.layers == LayerSet::kMoe) == (l >= first_moe);
-        };
-        int64_t first = g.layers == LayerSet::kMoe ? first_moe : 0;
+        auto carries = [&](int64_t l) { return m.text.carries(g.layers, l); };
+        int64_t first = 0;
+        while (first < m.text.layers && !carries(first)) ++first;
         if (t.method == Method::kFreeze && train_names.count(g.module) == 0 && !train_layers.empty()) {
           first = m.text.layers;
           for (int64_t l : train_layers) {

@@ -25,6 +25,8 @@ Stage whole_model(const Request& req) {
   Stage s;
   s.layers = req.model.text.layers;
   s.moe_layers = req.model.text.moe_layers;
+  s.ssm_layers = req.model.text.count(LayerSet::kSsm, 0, s.layers);
+  s.attention_layers = req.model.text.count(LayerSet::kAttention, 0, s.layers);
   return s;
 }
 
@@ -45,6 +47,9 @@ std::vector<Stage> pipeline_stages(const Request& req) {
     if (vp == 1) {
       s.layers = L / pp + (r < L % pp ? 1 : 0);
       s.moe_layers = moe_in(t, begin, s.layers);
+      s.ssm_layers = t.count(LayerSet::kSsm, begin, s.layers);
+      s.attention_layers = t.count(LayerSet::kAttention, begin, s.layers);
+      s.first_layer = begin;
       begin += s.layers;
       s.in_flight_num = std::min(pp - r, m);
     } else {
@@ -54,6 +59,8 @@ std::vector<Stage> pipeline_stages(const Request& req) {
       for (int64_t c = 0; c < vp; ++c) {
         s.layers += chunk;
         s.moe_layers += moe_in(t, (c * pp + r) * chunk, chunk);
+        s.ssm_layers += t.count(LayerSet::kSsm, (c * pp + r) * chunk, chunk);
+        s.attention_layers += t.count(LayerSet::kAttention, (c * pp + r) * chunk, chunk);
       }
       s.in_flight_num = std::min(2 * (pp - r - 1) + (vp - 1) * pp + 1, m * vp);
       s.in_flight_den = vp;
@@ -72,9 +79,11 @@ Request rank_request(const Request& req, const Stage& stage) {
   std::vector<ParamGroup> kept;
   for (ParamGroup g : m.groups) {
     if (const int64_t span = req.model.layer_span(g); span > 0) {
-      const int64_t here = g.layers == LayerSet::kMoe     ? stage.moe_layers
-                           : g.layers == LayerSet::kDense ? stage.layers - stage.moe_layers
-                                                          : stage.layers;
+      const int64_t here = g.layers == LayerSet::kMoe         ? stage.moe_layers
+                           : g.layers == LayerSet::kDense     ? stage.layers - stage.moe_layers
+                           : g.layers == LayerSet::kSsm       ? stage.ssm_layers
+                           : g.layers == LayerSet::kAttention ? stage.attention_layers
+                                                              : stage.layers;
       int64_t per_layer = g.instances / span;
       // Expert parallel: each rank keeps experts / ep routed experts of every
       // MoE layer (Megatron-core MoELayer num_local_experts; DeepSpeed MoE).
@@ -109,10 +118,26 @@ Request rank_request(const Request& req, const Stage& stage) {
   LayerStack& t = m.text;
   t.layers = stage.layers;
   t.moe_layers = stage.moe_layers;
+  if (t.ssm_layers > 0) {
+    // This rank's share of a state-space stack: its SSM layers, and for an
+    // interleaved hybrid its slice of the per-layer map (vp == 1; model
+    // chunks keep the counts, which is what the estimate reads).
+    if (!t.ssm_at.empty()) {
+      std::vector<bool> slice;
+      if (p.vp == 1) {
+        for (int64_t l = stage.first_layer; l < stage.first_layer + stage.layers; ++l) slice.push_back(t.ssm_layer(l));
+      }
+      t.ssm_at = slice;
+    }
+    t.ssm_layers = stage.ssm_layers;
+  }
   t.heads /= tp;
   t.kv_heads = std::max<int64_t>(1, t.kv_heads / tp);
   t.intermediate = div_up(t.intermediate, tp);
+  t.ssm_conv_dim = div_up(t.conv_dim(), tp);  // before ssm_inner: conv_dim() defaults to it
   t.ssm_inner = div_up(t.ssm_inner, tp);
+  t.ssm_heads = div_up(t.ssm_heads, tp);
+  t.ssm_groups = div_up(t.ssm_groups, tp);
   t.expert_intermediate = div_up(t.expert_intermediate, tp);
   t.shared_expert_intermediate = div_up(t.shared_expert_intermediate, tp);
   m.vocab = div_up(m.vocab, tp);  // vocab-parallel logits and cross-entropy

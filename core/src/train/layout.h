@@ -17,10 +17,13 @@ using memory::sharding_for;
 // One pipeline rank: the layers it holds and the activations it keeps.
 struct Stage {
   int64_t index = 0;
-  bool first = true;       // holds the input embeddings (and the vision tower)
-  bool last = true;        // holds the final norm, lm_head and the loss
-  int64_t layers = 0;      // decoder layers on this rank (all its model chunks)
-  int64_t moe_layers = 0;  // of which sparse (MoE layers are the top ones)
+  bool first = true;             // holds the input embeddings (and the vision tower)
+  bool last = true;              // holds the final norm, lm_head and the loss
+  int64_t layers = 0;            // decoder layers on this rank (all its model chunks)
+  int64_t moe_layers = 0;        // of which sparse (MoE layers are the top ones)
+  int64_t ssm_layers = 0;        // of which run a state-space mixer
+  int64_t attention_layers = 0;  // of which run attention
+  int64_t first_layer = 0;       // the stage's first layer (vp == 1)
   // Activations held at the schedule's peak, in micro-batches of this rank's
   // whole layer set: in_flight_num / in_flight_den (fractional when the
   // interleaved schedule holds some model chunks for more micro-batches).

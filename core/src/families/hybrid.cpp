@@ -1,0 +1,154 @@
+// Hybrid stacks that mix attention layers with state-space mixers: Jamba
+// (Mamba + attention + MoE). Sources: transformers
+// src/transformers/models/jamba/configuration_jamba.py and modeling_jamba.py.
+#include <cmath>
+#include <string>
+
+#include "families/dense_helpers.h"
+#include "families/llama_like.h"
+#include "families/moe_vlm_common.h"
+#include "families/registry_entries.h"
+#include "families/ssm_mixers.h"
+#include "vram/families.h"
+
+namespace vram::detail {
+
+// JambaConfig defaults: vocab 65536, hidden 4096, intermediate 14336, 32
+// layers, 32 heads, 8 KV heads, 262144 positions, untied, num_experts 16,
+// num_experts_per_tok 2, expert_layer_period 2 / offset 1, attn_layer_period
+// 8 / offset 4, mamba_d_state 16, mamba_d_conv 4, mamba_expand 2,
+// mamba_dt_rank "auto" (= ceil(hidden / 16)), mamba_conv_bias True,
+// mamba_proj_bias False.
+// Layer i is attention when i % attn_layer_period == attn_layer_offset, else
+// Mamba (JambaConfig.layers_block_type); its feed_forward is a
+// JambaSparseMoeBlock when i % expert_layer_period == expert_layer_offset and
+// num_experts > 1, else a JambaMLP (layers_num_experts).
+// modeling_jamba.py, per layer: input_layernorm and pre_ff_layernorm
+// (JambaRMSNorm, hidden); JambaAttention q/k/v/o_proj without bias
+// (head_dim = hidden / heads, no rotary: the Mamba layers carry position);
+// JambaMambaMixer in_proj (hidden -> 2 x intermediate, bias
+// mamba_proj_bias), conv1d (depthwise, intermediate x d_conv + bias when
+// mamba_conv_bias), x_proj (intermediate -> dt_rank + 2 x d_state, no bias),
+// dt_proj (dt_rank -> intermediate, with bias), A_log (intermediate x
+// d_state), D (intermediate), out_proj (intermediate -> hidden, bias
+// mamba_proj_bias), dt_layernorm (dt_rank), b_layernorm and c_layernorm
+// (d_state); JambaMLP gate/up/down_proj without bias; the MoE block's router
+// (hidden -> num_experts, no bias) and num_experts JambaMLPs. JambaModel:
+// embed_tokens, layers, final_layernorm; lm_head tied only when
+// tie_word_embeddings.
+void build_jamba(const JsonReader& cfg, ModelSpec& spec) {
+  ConfigKeys k(cfg, spec, "JambaConfig (configuration_jamba.py)");
+  LayerStack& t = spec.text;
+  t.name = "text";
+  spec.vocab = k.size({"vocab_size"}, 65536);
+  t.hidden = k.size({"hidden_size"}, 4096);
+  t.intermediate = k.size({"intermediate_size"}, 14336);
+  t.layers = k.size({"num_hidden_layers"}, 32, 1, 100000);
+  t.heads = k.size({"num_attention_heads"}, 32, 1, 1 << 20);
+  t.kv_heads = k.size({"num_key_value_heads"}, 8, 1, 1 << 20);
+  check_divisible(k.path({"hidden_size"}), t.hidden, k.path({"num_attention_heads"}), t.heads);
+  check_kv_heads(k.path({"num_key_value_heads"}), t.kv_heads, k.path({"num_attention_heads"}), t.heads);
+  t.head_dim = t.hidden / t.heads;
+  t.v_head_dim = t.head_dim;
+  t.attention = attention_kind(t.heads, t.kv_heads);
+  t.mlp = MlpKind::kGated;
+  t.norm = NormKind::kRmsNorm;
+  t.activation = k.str({"hidden_act"}, "silu");
+  t.position_encoding = "none";
+  spec.max_position_embeddings = k.size({"max_position_embeddings"}, 262144);
+  spec.tie_word_embeddings = k.flag("tie_word_embeddings", false);
+  read_dtype(cfg, spec);
+
+  const int64_t attn_period = k.size({"attn_layer_period"}, 8, 1, 100000);
+  const int64_t attn_offset = k.size({"attn_layer_offset"}, 4, 0, 100000);
+  const int64_t exp_period = k.size({"expert_layer_period"}, 2, 1, 100000);
+  const int64_t exp_offset = k.size({"expert_layer_offset"}, 1, 0, 100000);
+  const int64_t experts = k.size({"num_experts"}, 16, 1, 1 << 20);
+  const int64_t top_k = read_experts_per_token(cfg, "num_experts_per_tok", 2, experts, "num_experts");
+  const int64_t L = t.layers, h = t.hidden;
+  t.ssm_at.assign(static_cast<size_t>(L), false);
+  int64_t attn_layers = 0, moe_layers = 0;
+  for (int64_t i = 0; i < L; ++i) {
+    const bool attn = i % attn_period == attn_offset;
+    t.ssm_at[static_cast<size_t>(i)] = !attn;
+    attn_layers += attn ? 1 : 0;
+    moe_layers += experts > 1 && i % exp_period == exp_offset ? 1 : 0;
+  }
+  const int64_t mamba_layers = L - attn_layers;
+
+  // The Mamba mixer.
+  const int64_t expand = k.size({"mamba_expand"}, 2, 1, 1024);
+  const int64_t I = expand * h;
+  const int64_t N = k.size({"mamba_d_state"}, 16);
+  const int64_t K = k.size({"mamba_d_conv"}, 4, 1, 1024);
+  const int64_t auto_rank = (h + 15) / 16;
+  int64_t R = auto_rank;
+  if (const json* r = cfg.get("mamba_dt_rank"); r != nullptr && r->is_string()) {
+    if (r->get<std::string>() != "auto") {
+      fail(errc::kUnknownValue, cfg.child_path("mamba_dt_rank"),
+           cfg.child_path("mamba_dt_rank") + " must be an integer or \"auto\"");
+    }
+  } else {
+    R = k.size({"mamba_dt_rank"}, auto_rank);
+  }
+  const bool proj_bias = k.flag("mamba_proj_bias", false);
+  const bool conv_bias = k.flag("mamba_conv_bias", true);
+  t.ssm_kind = SsmKind::kJambaMamba;
+  t.ssm_layers = mamba_layers;
+  t.ssm_inner = I;
+  t.ssm_state = N;
+  t.ssm_conv_kernel = K;
+  t.ssm_dt_rank = R;
+
+  add_embedding(spec, "embed_tokens", "text", spec.vocab, h);
+  if (attn_layers > 0) {
+    const size_t from = spec.groups.size();
+    add_linear(spec, "q_proj", comp::kAttention, "text", h, t.heads * t.head_dim, false, attn_layers);
+    add_linear(spec, "k_proj", comp::kAttention, "text", h, t.kv_heads * t.head_dim, false, attn_layers);
+    add_linear(spec, "v_proj", comp::kAttention, "text", h, t.kv_heads * t.head_dim, false, attn_layers);
+    add_linear(spec, "o_proj", comp::kAttention, "text", t.heads * t.head_dim, h, false, attn_layers);
+    mark_layers(spec, from, LayerSet::kAttention);
+  }
+  if (mamba_layers > 0) {
+    const size_t from = spec.groups.size();
+    add_linear(spec, "in_proj", comp::kSsm, "text", h, 2 * I, proj_bias, mamba_layers);
+    add_other(spec, "conv1d", comp::kSsm, "text", I * K + (conv_bias ? I : 0), mamba_layers);
+    add_linear(spec, "x_proj", comp::kSsm, "text", I, R + 2 * N, false, mamba_layers);
+    add_linear(spec, "dt_proj", comp::kSsm, "text", R, I, true, mamba_layers);
+    add_other(spec, "A_log", comp::kSsm, "text", I * N, mamba_layers);
+    add_other(spec, "D", comp::kSsm, "text", I, mamba_layers);
+    add_linear(spec, "out_proj", comp::kSsm, "text", I, h, proj_bias, mamba_layers);
+    add_other(spec, "dt_layernorm", comp::kSsm, "text", R, mamba_layers);
+    add_other(spec, "b_layernorm", comp::kSsm, "text", N, mamba_layers);
+    add_other(spec, "c_layernorm", comp::kSsm, "text", N, mamba_layers);
+    mark_layers(spec, from, LayerSet::kSsm);
+  }
+  const int64_t dense_layers = L - moe_layers;
+  if (dense_layers > 0) {
+    const size_t from = spec.groups.size();
+    add_linear(spec, "gate_proj", comp::kMlp, "text", h, t.intermediate, false, dense_layers);
+    add_linear(spec, "up_proj", comp::kMlp, "text", h, t.intermediate, false, dense_layers);
+    add_linear(spec, "down_proj", comp::kMlp, "text", t.intermediate, h, false, dense_layers);
+    mark_layers(spec, from, LayerSet::kDense);
+  }
+  if (moe_layers > 0) {
+    const size_t from = spec.groups.size();
+    add_linear(spec, "router", comp::kRouter, "text", h, experts, false, moe_layers);
+    add_routed_experts(spec, "gate_proj", "up_proj", "down_proj", h, t.intermediate, experts, top_k, moe_layers);
+    mark_layers(spec, from, LayerSet::kMoe);
+    t.experts = experts;
+    t.experts_per_token = top_k;
+    t.expert_intermediate = t.intermediate;
+  }
+  t.moe_layers = moe_layers;
+  add_norm(spec, "input_layernorm", "text", h, false, L);
+  add_norm(spec, "pre_ff_layernorm", "text", h, false, L);
+  add_norm(spec, "final_layernorm", "text", h, false, 1);
+  if (!spec.tie_word_embeddings) add_linear(spec, "lm_head", comp::kLmHead, "text", h, spec.vocab, false, 1);
+  // JambaConfig.sliding_window (None in the published configs) windows every
+  // attention layer when set.
+  t.sliding_window = cfg.int_or("sliding_window", 0, 1, kMaxSize);
+  t.sliding_layers = t.sliding_window > 0 ? attn_layers : 0;
+}
+
+}  // namespace vram::detail
