@@ -307,5 +307,85 @@ TEST(Jamba, TrainingMixesTheMixersAndPipelineStagesSplitThem) {
   EXPECT_GT(component(run(req), "activations"), 0);
 }
 
+// ---- Falcon-H1 -----------------------------------------------------------
+
+json falcon_h1() { return testing::model_config("tiiuae/Falcon-H1-0.5B-Base"); }
+
+// tiiuae/Falcon-H1-0.5B-Base: 521,411,104 (models.json); the same listing
+// gives Falcon-H1-1.5B-Instruct 1,554,863,488 and Falcon-H1-7B-Base
+// 7,585,648,736, whose sizes a public config sweep lists (1.5B: 24 layers,
+// 2048, MLP 4608, 8/2 heads of 128, Mamba 48 x 64, state 256, gated norm,
+// vocab 65537; 7B: 44 layers, 3072, MLP 12288, 12/2 heads of 128, Mamba
+// 24 x 128, state 256, gated norm, vocab 130048).
+TEST(FalconH1, CountsMatchTheCheckpoints) {
+  const ModelSpec s = build(falcon_h1());
+  EXPECT_EQ(s.params_total(), 521411104);
+  EXPECT_TRUE(s.text.ssm_with_attention);
+  EXPECT_EQ(s.text.attention_layers(), 36);
+  EXPECT_EQ(s.text.ssm_layers, 36);
+  const auto by = s.params_by_component();
+  // in_proj 1024 x (1536 + 1792 + 24), conv1d 1792 x 4 + 1792, dt_bias /
+  // A_log / D 24 each, out_proj 1536 x 1024 (mamba_rms_norm false: no norm).
+  EXPECT_EQ(by.at(comp::kSsm), int64_t{36} * (3432448 + 8960 + 72 + 1572864));
+  EXPECT_EQ(by.at(comp::kAttention), int64_t{36} * 1310720);
+
+  json cfg = falcon_h1();
+  const json b15 = {{"hidden_size", 2048},  {"num_hidden_layers", 24}, {"intermediate_size", 4608},
+                    {"head_dim", 128},      {"mamba_n_heads", 48},     {"mamba_d_ssm", 3072},
+                    {"mamba_d_state", 256}, {"mamba_rms_norm", true},  {"vocab_size", 65537}};
+  for (const auto& [key, v] : b15.items()) cfg[key] = v;
+  EXPECT_EQ(build(cfg).params_total(), 1554863488);
+  const json b7 = {{"hidden_size", 3072},       {"num_hidden_layers", 44}, {"intermediate_size", 12288},
+                   {"num_attention_heads", 12}, {"mamba_n_heads", 24},     {"mamba_d_head", 128},
+                   {"vocab_size", 130048}};
+  for (const auto& [key, v] : b7.items()) cfg[key] = v;
+  EXPECT_EQ(build(cfg).params_total(), 7585648736);
+  cfg["mamba_d_head"] = "auto";  // 3072 / 24
+  EXPECT_EQ(build(cfg).params_total(), 7585648736);
+  cfg["mamba_d_head"] = 64;
+  auto r = model_from_config(cfg, "model.config");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().path, "model.config.mamba_n_heads");
+}
+
+// Every layer caches keys and values (2 KV heads x 64 x 2 x 2 B = 512 B per
+// token) and keeps a Mamba-2 state: conv (1536 + 2 x 128) x 4 and SSM 1536 x
+// 128 values per layer per sequence.
+TEST(FalconH1, InferenceKeepsAKvCacheAndAStateInEveryLayer) {
+  const json r = run({{"model", {{"config", falcon_h1()}}},
+                      {"task", "infer"},
+                      {"infer", {{"context_len", 16384}, {"batch", 2}, {"weights_dtype", "bf16"}}}});
+  EXPECT_EQ(r["infer"]["kv_bytes_per_token"].get<int64_t>(), 36 * 512);
+  EXPECT_EQ(component(r, "kv_cache"), int64_t{36} * 512 * 16384 * 2);
+  EXPECT_EQ(component(r, "ssm_state"), int64_t{36} * (1792 * 4 + 1536 * 128) * 2 * 2);
+}
+
+// Training: one shared norm, then both branches on every layer; in_proj and
+// q/k/v each keep their own input (the multipliers make two tensors).
+TEST(FalconH1, TrainingSavesBothBranchesOfEveryLayer) {
+  json req = {
+      {"model", {{"config", falcon_h1()}}},
+      {"task", "train"},
+      {"train",
+       {{"precision", "bf16"}, {"seq_len", 2048}, {"attention", "flash_attention_2"}, {"grad_checkpointing", false}}}};
+  auto parsed = parse_request(req);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  const Request& q = parsed.value();
+  const auto acts =
+      memory::layer_activations(q, q.model.text, memory::plan_trainable(q), memory::dtypes_for(q), 2048, false, true);
+  int norms = 0;
+  double in_proj = -1, qkv_in = -1, mixer = -1;
+  for (const auto& i : acts.items) {
+    if (i.name.find("norm (input") != std::string::npos) ++norms;
+    if (i.name == "in_proj input") in_proj = i.bytes_per_token;
+    if (i.name == "q/k/v projection inputs") qkv_in = i.bytes_per_token;
+    if (i.name.find("Mamba-2 mixer") != std::string::npos) mixer = i.bytes_per_token;
+  }
+  EXPECT_EQ(norms, 2);  // input_layernorm and pre_ff_layernorm
+  EXPECT_EQ(in_proj, 2.0 * 1024);
+  EXPECT_EQ(qkv_in, 2.0 * 1024);
+  EXPECT_EQ(mixer, 2.0 * ((1536 + 1792 + 24) + 1536) + 4.0 * 1);
+}
+
 }  // namespace
 }  // namespace vram

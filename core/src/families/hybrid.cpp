@@ -1,6 +1,7 @@
 // Hybrid stacks that mix attention layers with state-space mixers: Jamba
-// (Mamba + attention + MoE). Sources: transformers
-// src/transformers/models/jamba/configuration_jamba.py and modeling_jamba.py.
+// (Mamba + attention + MoE) and Falcon-H1 (Mamba-2 beside attention in every
+// layer). Sources: transformers src/transformers/models/<family>/
+// configuration_<family>.py and modeling_<family>.py.
 #include <cmath>
 #include <string>
 
@@ -149,6 +150,106 @@ void build_jamba(const JsonReader& cfg, ModelSpec& spec) {
   // attention layer when set.
   t.sliding_window = cfg.int_or("sliding_window", 0, 1, kMaxSize);
   t.sliding_layers = t.sliding_window > 0 ? attn_layers : 0;
+}
+
+// FalconH1Config defaults: vocab 128000, hidden 4096, intermediate 14336, 32
+// layers, 32 heads, 8 KV heads (head_dim when given, else hidden / heads),
+// 8192 positions, untied, attention_bias / mlp_bias / projectors_bias /
+// mamba_proj_bias False, mamba_conv_bias True, mamba_d_ssm 1024 (None:
+// mamba_expand x hidden), mamba_n_heads 128, mamba_d_head "auto" (=
+// mamba_d_ssm / mamba_n_heads), mamba_n_groups 1, mamba_d_state 256,
+// mamba_d_conv 4, mamba_expand 2, mamba_rms_norm False.
+// modeling_falcon_h1.py FalconH1DecoderLayer: input_layernorm and
+// pre_ff_layernorm (hidden); `mamba` (FalconH1Mixer: Mamba2Mixer's tree with
+// in_proj bias mamba_proj_bias, out_proj bias projectors_bias, and the gated
+// norm FalconH1RMSNormGated only when mamba_rms_norm; mup_vector is a
+// non-persistent buffer, not a parameter) and `self_attn` (q/k/v/o_proj,
+// bias attention_bias) run side by side on the same normalised input, and
+// the gated MLP gate/up/down_proj (bias mlp_bias). FalconH1Model:
+// embed_tokens, layers, final_layernorm; lm_head tied only when
+// tie_word_embeddings. Every layer caches keys and values and keeps a
+// Mamba-2 state (FalconHybridMambaAttentionDynamicCache).
+void build_falcon_h1(const JsonReader& cfg, ModelSpec& spec) {
+  ConfigKeys k(cfg, spec, "FalconH1Config (configuration_falcon_h1.py)");
+  LayerStack& t = spec.text;
+  t.name = "text";
+  spec.vocab = k.size({"vocab_size"}, 128000);
+  t.hidden = k.size({"hidden_size"}, 4096);
+  t.intermediate = k.size({"intermediate_size"}, 14336);
+  t.layers = k.size({"num_hidden_layers"}, 32, 1, 100000);
+  t.heads = k.size({"num_attention_heads"}, 32, 1, 1 << 20);
+  t.kv_heads = k.size({"num_key_value_heads"}, 8, 1, 1 << 20);
+  check_kv_heads(k.path({"num_key_value_heads"}), t.kv_heads, k.path({"num_attention_heads"}), t.heads);
+  if (cfg.get("head_dim") != nullptr) {
+    t.head_dim = k.size({"head_dim"}, 0, 1, 1 << 20);
+  } else {
+    check_divisible(k.path({"hidden_size"}), t.hidden, k.path({"num_attention_heads"}), t.heads);
+    t.head_dim = t.hidden / t.heads;
+  }
+  t.v_head_dim = t.head_dim;
+  t.attention = attention_kind(t.heads, t.kv_heads);
+  t.mlp = MlpKind::kGated;
+  t.norm = NormKind::kRmsNorm;
+  t.activation = k.str({"hidden_act"}, "silu");
+  t.position_encoding = "rope";
+  spec.max_position_embeddings = k.size({"max_position_embeddings"}, 8192);
+  spec.tie_word_embeddings = k.flag("tie_word_embeddings", false);
+  read_dtype(cfg, spec);
+
+  Mamba2Shape m;
+  m.hidden = t.hidden;
+  const int64_t expand = k.size({"mamba_expand"}, 2, 1, 1024);
+  if (cfg.has_key("mamba_d_ssm") && !cfg.has("mamba_d_ssm")) {
+    m.inner = expand * t.hidden;  // an explicit null: mamba_expand x hidden
+  } else {
+    m.inner = k.size({"mamba_d_ssm"}, 1024);
+  }
+  m.heads = k.size({"mamba_n_heads"}, 128, 1, 1 << 20);
+  if (const json* d = cfg.get("mamba_d_head"); d != nullptr && d->is_string()) {
+    if (d->get<std::string>() != "auto") {
+      fail(errc::kUnknownValue, cfg.child_path("mamba_d_head"),
+           cfg.child_path("mamba_d_head") + " must be an integer or \"auto\"");
+    }
+    m.head_dim = m.inner / m.heads;
+  } else if (d == nullptr) {
+    spec.notes.push_back("mamba_d_head missing: FalconH1Config's \"auto\" (mamba_d_ssm / mamba_n_heads)");
+    m.head_dim = m.inner / m.heads;
+  } else {
+    m.head_dim = k.size({"mamba_d_head"}, 0, 1, 1 << 20);
+  }
+  // FalconH1Mixer views the scan input (mamba_d_ssm wide) as heads x head_dim.
+  if (m.heads * m.head_dim != m.inner) {
+    fail(errc::kInconsistent, k.path({"mamba_n_heads"}),
+         k.path({"mamba_n_heads"}) + " x mamba_d_head (" + std::to_string(m.heads) + " x " +
+             std::to_string(m.head_dim) + ") must equal mamba_d_ssm (" + std::to_string(m.inner) + ")");
+  }
+  m.groups = k.size({"mamba_n_groups"}, 1, 1, 1 << 20);
+  check_divisible(k.path({"mamba_n_heads"}), m.heads, k.path({"mamba_n_groups"}), m.groups);
+  m.state = k.size({"mamba_d_state"}, 256);
+  m.conv_kernel = k.size({"mamba_d_conv"}, 4, 1, 1024);
+  m.bias = k.flag("mamba_proj_bias", false);
+  m.out_bias = k.flag("projectors_bias", false);
+  m.conv_bias = k.flag("mamba_conv_bias", true);
+  m.gated_norm = k.flag("mamba_rms_norm", false);
+  set_mamba2_stack(t, m, t.layers);
+  t.ssm_with_attention = true;
+
+  const bool attn_bias = k.flag("attention_bias", false);
+  const bool mlp_bias = k.flag("mlp_bias", false);
+  const int64_t L = t.layers, h = t.hidden;
+  add_embedding(spec, "embed_tokens", "text", spec.vocab, h);
+  add_mamba2_mixer(spec, m, L, LayerSet::kEvery);
+  add_linear(spec, "q_proj", comp::kAttention, "text", h, t.heads * t.head_dim, attn_bias, L);
+  add_linear(spec, "k_proj", comp::kAttention, "text", h, t.kv_heads * t.head_dim, attn_bias, L);
+  add_linear(spec, "v_proj", comp::kAttention, "text", h, t.kv_heads * t.head_dim, attn_bias, L);
+  add_linear(spec, "o_proj", comp::kAttention, "text", t.heads * t.head_dim, h, attn_bias, L);
+  add_linear(spec, "gate_proj", comp::kMlp, "text", h, t.intermediate, mlp_bias, L);
+  add_linear(spec, "up_proj", comp::kMlp, "text", h, t.intermediate, mlp_bias, L);
+  add_linear(spec, "down_proj", comp::kMlp, "text", t.intermediate, h, mlp_bias, L);
+  add_norm(spec, "input_layernorm", "text", h, false, L);
+  add_norm(spec, "pre_ff_layernorm", "text", h, false, L);
+  add_norm(spec, "final_layernorm", "text", h, false, 1);
+  if (!spec.tie_word_embeddings) add_linear(spec, "lm_head", comp::kLmHead, "text", h, spec.vocab, false, 1);
 }
 
 }  // namespace vram::detail

@@ -93,7 +93,7 @@ void add_mamba2_mixer(ModelSpec& spec, const Mamba2Shape& m, int64_t instances, 
   add_other(spec, "A_log", comp::kSsm, "text", m.heads, instances);
   add_other(spec, "D", comp::kSsm, "text", m.heads, instances);
   if (m.gated_norm) add_other(spec, "norm", comp::kSsm, "text", m.inner, instances);
-  add_linear(spec, "out_proj", comp::kSsm, "text", m.inner, m.hidden, m.bias, instances);
+  add_linear(spec, "out_proj", comp::kSsm, "text", m.inner, m.hidden, m.out_bias, instances);
   tag(spec, first, layers);
 }
 
@@ -136,6 +136,7 @@ void build_mamba2(const JsonReader& cfg, ModelSpec& spec) {
   m.head_dim = k.size({"head_dim"}, 64, 1, 1 << 20);
   m.groups = k.size({"n_groups"}, 8, 1, 1 << 20);
   m.bias = k.flag("use_bias", false);
+  m.out_bias = m.bias;
   m.conv_bias = k.flag("use_conv_bias", true);
   // Mamba2Mixer views the scan input (intermediate wide) as num_heads x
   // head_dim and repeats each group's B and C over num_heads / n_groups heads.

@@ -19,6 +19,7 @@ const std::vector<AdapterEntry>& moe_vlm_adapters() {
       {"phimoe", build_phimoe},
       {"granitemoe", build_granitemoe},
       {"jamba", build_jamba},
+      {"falcon_h1", build_falcon_h1},
   };
   return kAdapters;
 }

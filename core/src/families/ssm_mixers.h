@@ -19,7 +19,8 @@ struct Mamba2Shape {
   int64_t groups = 0;  // n_groups
   int64_t state = 0;   // state_size
   int64_t conv_kernel = 0;
-  bool bias = false;       // use_bias: in_proj / out_proj
+  bool bias = false;       // use_bias: in_proj (and out_proj unless out_bias says otherwise)
+  bool out_bias = false;   // out_proj's bias (Falcon-H1: projectors_bias)
   bool conv_bias = true;   // use_conv_bias
   bool gated_norm = true;  // MambaRMSNormGated over the inner width (Falcon-H1: mamba_rms_norm)
 };

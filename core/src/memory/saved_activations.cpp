@@ -221,11 +221,8 @@ void attention_block(const LayerCtx& c, int64_t seq, std::vector<SavedItem>& ite
   const int64_t pa = c.pa;
   // 1. Norm before attention.
   norm_site(req, st, c.dt, c.norm_trains, h, items, "attention norm (input, statistics)", true);
-  // 2. Inputs of the q/k/v projections (fused or separate). Falcon-H1's
-  // mixer in_proj reads the same norm output (one saved copy for both).
-  std::vector<LinearUse> readers = c.roles.attn_in;
-  if (st.ssm_with_attention) readers.insert(readers.end(), c.roles.ssm_in.begin(), c.roles.ssm_in.end());
-  linear_inputs(req, c.dt, readers, h, c.attn_in_dtype, items, "q/k/v projection inputs");
+  // 2. Inputs of the q/k/v projections (fused or separate).
+  linear_inputs(req, c.dt, c.roles.attn_in, h, c.attn_in_dtype, items, "q/k/v projection inputs");
   if (st.attention == AttnKind::kMla) {
     // Latent paths: q_a_layernorm / kv_a_layernorm (RMSNorm, fp32 upcast) and
     // the q_b_proj / kv_b_proj inputs (deepseek modeling_deepseek_v2.py).
@@ -343,8 +340,11 @@ void mlp_block(const LayerCtx& c, bool moe_layer, std::vector<SavedItem>& items)
 
 // A state-space mixer: its norm, in_proj's input when in_proj trains or
 // carries an adapter, and what the fused kernel saves for backward. A
-// parallel hybrid (Falcon-H1) shares the norm and in_proj's input with its
-// attention, counted there.
+// parallel hybrid (Falcon-H1) shares the norm with its attention (counted
+// there); in_proj still keeps an input of its own, because
+// FalconH1Mixer.cuda_kernels_forward scales the norm output by
+// ssm_in_multiplier before in_proj (and the layer scales it by
+// attention_in_multiplier before the attention), two new tensors.
 //
 // Mamba (modeling_mamba.py MambaBlock): what mamba_ssm's fused
 // MambaInnerFn.forward saves (ops/selective_scan_interface.py, the
@@ -370,10 +370,8 @@ void ssm_block(const LayerCtx& c, int64_t seq, std::vector<SavedItem>& items) {
   const double I = static_cast<double>(st.ssm_inner);
   const double N = static_cast<double>(st.ssm_state);
   const double pa = static_cast<double>(c.pa);
-  if (!st.ssm_with_attention) {
-    norm_site(req, st, c.dt, c.norm_trains, h, items, "mixer norm (input, statistics)", true);
-    linear_inputs(req, c.dt, c.roles.ssm_in, h, c.attn_in_dtype, items, "in_proj input");
-  }
+  if (!st.ssm_with_attention) norm_site(req, st, c.dt, c.norm_trains, h, items, "mixer norm (input, statistics)", true);
+  linear_inputs(req, c.dt, c.roles.ssm_in, h, c.attn_in_dtype, items, "in_proj input");
   switch (st.ssm_kind) {
     case SsmKind::kMamba: {
       const double R = static_cast<double>(st.ssm_dt_rank);
