@@ -44,6 +44,48 @@ function contentSecurityPolicy() {
   };
 }
 
+// The core's .wasm and its JavaScript glue are requested by the page's
+// script only once that script has been downloaded and run (a few hundred
+// milliseconds on a slow CPU). Preload hints in the HTML start both
+// downloads at once, in parallel with the script; the facade's
+// WebAssembly.compileStreaming(fetch(url)) then takes the preloaded response
+// (a preload `as="fetch"` with `crossorigin` matches a same-origin fetch():
+// HTML Standard, "link type preload"; web.dev "Preload critical assets").
+function preloadCore() {
+  return {
+    name: 'vram-preload-core',
+    apply: 'build',
+    transformIndexHtml: {
+      order: 'post',
+      handler: (_html, ctx) => {
+        const names = Object.keys(ctx.bundle ?? {});
+        const wasm = names.find((n) => /(^|\/)vram_core-[^/]*\.wasm$/.test(n));
+        const glue = names.find((n) => /(^|\/)vram_core-[^/]*\.js$/.test(n));
+        const tags = [];
+        if (wasm)
+          tags.push({
+            tag: 'link',
+            attrs: {
+              rel: 'preload',
+              href: `./${wasm}`,
+              as: 'fetch',
+              type: 'application/wasm',
+              crossorigin: '',
+            },
+            injectTo: 'head',
+          });
+        if (glue)
+          tags.push({
+            tag: 'link',
+            attrs: { rel: 'modulepreload', href: `./${glue}` },
+            injectTo: 'head',
+          });
+        return tags;
+      },
+    },
+  };
+}
+
 // base './' makes every asset URL relative, so the same build works at a
 // GitHub Pages subpath (/<repo>/), at a Hugging Face Space root, and from a
 // local folder served by any static server.
@@ -52,6 +94,7 @@ export default defineConfig({
   plugins: [
     preact(),
     contentSecurityPolicy(),
+    preloadCore(),
     // Installable and offline (issue 18): a web app manifest and a Workbox
     // service worker that precaches the whole build (HTML, JS, CSS, the
     // .wasm, icons; the presets are inside the JS) on the first visit, so a

@@ -6,10 +6,17 @@
 // core's api functions never throw (api.h): they catch every internal failure
 // and return {"error": {"code", "message", "path"}}, so no C++ exception, which
 // would reach JS as a bare number, crosses this boundary.
+//
+// This is the module every visit loads (vram_core.wasm). Importing and
+// exporting framework files (_importFiles, _exportConfig) live in a second
+// module, bindings_io.cpp, that the page loads only when a user imports or
+// exports: with link-time optimisation each module holds only the core code
+// its bindings reach, and import/export (the file kinds, YAML-shaped exports,
+// std::regex and the locale code it pulls in) was 71 KiB of this module's
+// 325 KiB gzip (wasm/CMakeLists.txt has the measurements).
 #include <emscripten/bind.h>
 
 #include "vram/api.h"
-#include "vram/import.h"
 
 EMSCRIPTEN_BINDINGS(vram) {
   emscripten::function("_estimate", &vram::estimate_json);
@@ -20,6 +27,4 @@ EMSCRIPTEN_BINDINGS(vram) {
   emscripten::function("_fields", &vram::fields_json);
   emscripten::function("_layoutOptions", &vram::layout_options_json);
   emscripten::function("_frameworkDefaults", &vram::framework_defaults_json);
-  emscripten::function("_importFiles", &vram::import_json);
-  emscripten::function("_exportConfig", &vram::export_json);
 }

@@ -844,7 +844,10 @@ export interface PlanCandidate {
   /** The `train.grad_checkpointing` of this layout. */
   grad_checkpointing: 'none' | 'full' | 'selective';
   /** Every request field Apply sets (a merge patch): parallel, checkpointing, grad_accum, and precision when the search changed it. */
-  apply: { parallel: ParallelOptions; train: { grad_checkpointing: string; grad_accum: number; precision?: string } };
+  apply: {
+    parallel: ParallelOptions;
+    train: { grad_checkpointing: string; grad_accum: number; precision?: string };
+  };
   /** The verdict (see `FitStatus`) and its words, as everywhere. */
   status: FitStatus;
   words: string;
@@ -978,14 +981,16 @@ export interface Vram {
    * The request a run's own configuration files give (Axolotl, LLaMA-Factory,
    * torchtune, LitGPT, TrainingArguments, PEFT, bitsandbytes, config.json,
    * DeepSpeed, accelerate), each file as its parsed JSON tree, with a report
-   * of every key (core/include/vram/import.h).
+   * of every key (core/include/vram/import.h). Asynchronous: import and
+   * export live in a second module (vram_io.wasm) loaded on first use.
    */
-  importFiles(input: ImportInput): ImportResult;
+  importFiles(input: ImportInput): Promise<ImportResult>;
   /**
    * The file that reproduces a request's training job in a framework:
    * `{...request, export: {format, model_id?}}` -> `{format, file, text}`.
+   * Asynchronous, as importFiles.
    */
-  exportConfig(input: ExportInput): ExportResult;
+  exportConfig(input: ExportInput): Promise<ExportResult>;
 }
 
 /** Which framework's recipe, for which training method. */

@@ -28,59 +28,133 @@ const kBadJson = 'bad_json';
 const kInternal = 'internal';
 const kOutOfRange = 'out_of_range';
 
-let modulePromise = null;
 let vramPromise = null;
 
-// The WebAssembly binary is its own file beside this facade (no longer
-// embedded as base64): `new URL('./x', import.meta.url)` is the pattern Vite
-// turns into a hashed asset URL, and the browser compiles it while it
-// downloads (the Emscripten loader uses WebAssembly.instantiateStreaming when
-// the URL is http(s) and the server sends application/wasm; MDN
-// "WebAssembly.instantiateStreaming()"). Node cannot fetch() a file: URL, so
-// there (Vitest, the bench) the bytes are read from disk, from beside this
-// file, and handed over as `wasmBinary`, which the loader instantiates
-// directly.
-const wasmUrl = new URL('./vram_core.wasm', import.meta.url);
+// The two WebAssembly modules (wasm/CMakeLists.txt): `core`, which every
+// visit loads, and `io` (importing and exporting framework files), loaded on
+// the first importFiles or exportConfig only. Each binary is its own file
+// beside this facade (no longer embedded as base64): `new URL('./x',
+// import.meta.url)` is the pattern Vite turns into a hashed asset URL, and the
+// browser compiles it while it downloads (the Emscripten loader uses
+// WebAssembly.instantiateStreaming when the URL is http(s) and the server
+// sends application/wasm; MDN "WebAssembly.instantiateStreaming()"). Node
+// cannot fetch() a file: URL, so there (Vitest, the bench) the bytes are read
+// from disk, from beside this file, and handed over as `wasmBinary`, which the
+// loader instantiates directly.
+const MODULES = {
+  core: {
+    url: new URL('./vram_core.wasm', import.meta.url),
+    file: 'vram_core.wasm',
+    glue: () => import('./vram_core.mjs'),
+  },
+  io: {
+    url: new URL('./vram_io.wasm', import.meta.url),
+    file: 'vram_io.wasm',
+    glue: () => import('./vram_io.mjs'),
+  },
+};
+const modulePromises = { core: null, io: null };
 
 function inNode() {
   return typeof process !== 'undefined' && Boolean(process.versions?.node);
 }
 
-async function moduleOptions() {
-  if (!inNode()) return { locateFile: () => wasmUrl.href };
+async function moduleBytes(which) {
   // Variables, not literals: neither Vite (which rewrites the literal
   // pattern above to its dev server's address under Vitest) nor a bundler
   // resolves these.
   const fsName = 'node:fs/promises';
-  const wasmName = 'vram_core.wasm';
   const { readFile } = await import(/* @vite-ignore */ fsName);
-  return { wasmBinary: await readFile(new URL(wasmName, import.meta.url)) };
+  return readFile(new URL(MODULES[which].file, import.meta.url));
 }
 
-// Load and instantiate the module on first use and share the promise (squoosh
+let compiledCore = null;
+
+/**
+ * The core's compiled WebAssembly.Module, compiled once per page: while it
+ * downloads where the browser can (WebAssembly.compileStreaming needs the
+ * server's application/wasm; any other type falls back to compiling the
+ * downloaded bytes), from the bytes on disk in Node. The page hands the same
+ * compiled module to its Web Workers (useCompiledCore), which instantiate it
+ * without downloading or compiling it again (a WebAssembly.Module is
+ * structured-cloneable: MDN "WebAssembly.Module").
+ */
+export function compileCore() {
+  if (compiledCore === null) {
+    compiledCore = (async () => {
+      if (inNode()) return WebAssembly.compile(await moduleBytes('core'));
+      const url = MODULES.core.url.href;
+      if (typeof WebAssembly.compileStreaming === 'function') {
+        try {
+          return await WebAssembly.compileStreaming(fetch(url));
+        } catch {
+          // Not served as application/wasm: compile the bytes below.
+        }
+      }
+      const response = await fetch(url);
+      if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
+      return WebAssembly.compile(await response.arrayBuffer());
+    })().catch((cause) => {
+      compiledCore = null;
+      throw cause;
+    });
+  }
+  return compiledCore;
+}
+
+/** In a Web Worker: instantiate the module the page compiled (compileCore's). */
+export function useCompiledCore(module) {
+  if (module instanceof WebAssembly.Module) compiledCore = Promise.resolve(module);
+}
+
+// Emscripten's loader options for a module. The core is instantiated from
+// compileCore's module through the loader's instantiateWasm hook (Emscripten
+// src/preamble.js: "Module['instantiateWasm']"); the io module is loaded by
+// the loader itself, from its URL (or, in Node, its bytes).
+async function moduleOptions(which, fail) {
+  if (which === 'core') {
+    const compiled = await compileCore();
+    return {
+      instantiateWasm(imports, receive) {
+        WebAssembly.instantiate(compiled, imports).then(
+          (instance) => receive(instance, compiled),
+          (cause) => fail(cause),
+        );
+        return {};
+      },
+    };
+  }
+  if (!inNode()) return { locateFile: () => MODULES[which].url.href };
+  return { wasmBinary: await moduleBytes(which) };
+}
+
+// Load and instantiate a module on first use and share the promise (squoosh
 // worker-utils, manifold getManifoldModule). The dynamic import keeps the
-// module's JavaScript out of the page's first bundle until an estimate is
-// needed.
-function loadModule() {
-  if (modulePromise === null) {
-    modulePromise = Promise.all([import('./vram_core.mjs'), moduleOptions()])
-      .then(([{ default: createVramModule }, options]) => createVramModule(options))
+// module's JavaScript out of the page's first bundle until it is needed.
+function loadModule(which = 'core') {
+  if (modulePromises[which] === null) {
+    let fail;
+    const failed = new Promise((_, reject) => {
+      fail = reject;
+    });
+    modulePromises[which] = Promise.all([MODULES[which].glue(), moduleOptions(which, fail)])
+      .then(([{ default: create }, options]) => Promise.race([create(options), failed]))
       .catch((cause) => {
         // Let a later call try again instead of caching the failure forever.
-        forget();
+        forget(which);
         throw new EstimatorError({
           code: kInternal,
           message: `could not load the WebAssembly module: ${describe(cause)}`,
         });
       });
   }
-  return modulePromise;
+  return modulePromises[which];
 }
 
-// Drop the cached module so that the next loadVram() starts a new instance.
-function forget() {
-  modulePromise = null;
-  vramPromise = null;
+// Drop a cached module so that the next call starts a new instance.
+function forget(which) {
+  modulePromises[which] = null;
+  if (which === 'core') vramPromise = null;
 }
 
 function describe(thrown) {
@@ -138,13 +212,14 @@ function toText(value, what) {
 }
 
 // The core's limit on input text (limits::kMaxInputBytes, from version()),
-// read once per module.
+// read once per core module; the io module (which has no _version) takes the
+// same limit from the core module.
 const inputLimits = new WeakMap();
-function maxInputBytes(module) {
-  if (!inputLimits.has(module)) {
-    inputLimits.set(module, JSON.parse(module._version()).limits.max_input_bytes);
+function maxInputBytes(coreModule) {
+  if (!inputLimits.has(coreModule)) {
+    inputLimits.set(coreModule, JSON.parse(coreModule._version()).limits.max_input_bytes);
   }
-  return inputLimits.get(module);
+  return inputLimits.get(coreModule);
 }
 
 // Call one raw binding. core never throws across the boundary (api.h), so
@@ -153,9 +228,9 @@ function maxInputBytes(module) {
 // Text longer than the core's input limit is refused here, before Embind
 // copies it into the module's memory (a UTF-16 length above the limit is
 // more UTF-8 bytes than the limit too); the core checks the bytes again.
-function call(module, name, text) {
-  if (text !== undefined && text.length > maxInputBytes(module)) {
-    const limit = maxInputBytes(module);
+function call(module, name, text, which = 'core', coreModule = module) {
+  if (text !== undefined && text.length > maxInputBytes(coreModule)) {
+    const limit = maxInputBytes(coreModule);
     return JSON.stringify({
       error: {
         code: kOutOfRange,
@@ -167,7 +242,7 @@ function call(module, name, text) {
   try {
     return text === undefined ? module[name]() : module[name](text);
   } catch (cause) {
-    forget();
+    forget(which);
     throw new EstimatorError({
       code: kInternal,
       message: `the WebAssembly module failed: ${describe(cause)}`,
@@ -182,6 +257,12 @@ function fromText(text) {
     throw new EstimatorError(value.error);
   }
   return value;
+}
+
+// One call into the io module (loaded on first use), with the core's input limit.
+async function callIo(name, text) {
+  const [io, core] = await Promise.all([loadModule('io'), loadModule('core')]);
+  return call(io, name, text, 'io', core);
 }
 
 /**
@@ -202,10 +283,11 @@ export function loadVram() {
         fromText(call(module, '_layoutOptions', toText(parallel, 'the parallel object'))),
       frameworkDefaults: (query) =>
         fromText(call(module, '_frameworkDefaults', toText(query, 'the framework query'))),
-      importFiles: (input) =>
-        fromText(call(module, '_importFiles', toText(input, 'the imported files'))),
-      exportConfig: (input) =>
-        fromText(call(module, '_exportConfig', toText(input, 'the request to export'))),
+      // The io module's two calls: asynchronous, as the first one loads it.
+      importFiles: async (input) =>
+        fromText(await callIo('_importFiles', toText(input, 'the imported files'))),
+      exportConfig: async (input) =>
+        fromText(await callIo('_exportConfig', toText(input, 'the request to export'))),
     }));
   }
   return vramPromise;
@@ -250,5 +332,5 @@ export async function fieldsRaw() {
  * import FILE... --json` prints for the same trees.
  */
 export async function importFilesRaw(inputText) {
-  return call(await loadModule(), '_importFiles', String(inputText));
+  return callIo('_importFiles', String(inputText));
 }

@@ -54,16 +54,18 @@ export async function readConfigFile(file) {
  * Runs the core's import over parsed files; when the files name a model with
  * a bundled preset and hold no config.json, the preset's config.json is added
  * as one more file (as `vram-probe import` does) and the import runs again.
- * Returns the core's {request, model, files}; throws EstimatorError.
+ * Resolves to the core's {request, model, files}; rejects with EstimatorError.
+ * Asynchronous: the import lives in the second WebAssembly module
+ * (vram_io.wasm), loaded on the first import.
  */
-export function importParsedFiles(vram, files) {
+export async function importParsedFiles(vram, files) {
   const presets = PRESETS.map((p) => p.id);
-  let result = vram.importFiles({ files, presets });
+  let result = await vram.importFiles({ files, presets });
   const m = result.model;
   if (!result.request.model && m?.preset) {
     const preset = findPreset(m.preset);
     if (preset) {
-      result = vram.importFiles({
+      result = await vram.importFiles({
         files: [...files, { file: `preset:${preset.id}`, content: preset.config }],
         presets,
       });
@@ -130,14 +132,14 @@ export async function importFiles(fileList) {
     lastImport.value = { error: { message: e.message } };
     return;
   }
-  importParsed(vram, parsed);
+  await importParsed(vram, parsed);
 }
 
 /** importFiles for already-parsed {file, content} entries (pasted text). */
-export function importParsed(vram, parsed) {
+export async function importParsed(vram, parsed) {
   let result;
   try {
-    result = importParsedFiles(vram, parsed);
+    result = await importParsedFiles(vram, parsed);
   } catch (e) {
     lastImport.value = { error: { message: e.message, path: e.path, code: e.code } };
     return;

@@ -1,7 +1,7 @@
 // Sharing and reproducing: the link that restores this page, the request JSON
 // the estimator received, and the command that gives the same answer natively.
 
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { estimator, model } from '../../lib/state.js';
 import styles from './style.module.css';
 
@@ -15,13 +15,17 @@ export const EXPORT_FORMATS = [
   { value: 'torchtune', label: 'torchtune recipe YAML' },
 ];
 
-/** The core's export of `request` in `format`: {file, text} or {error}. */
-export function exportOf(vram, request, format, modelId) {
+/**
+ * The core's export of `request` in `format`: resolves to {file, text} or
+ * {error}. Asynchronous: the export lives in the second WebAssembly module
+ * (vram_io.wasm), loaded on the first export.
+ */
+export async function exportOf(vram, request, format, modelId) {
   if (!vram || !request) return { error: 'The estimator is loading.' };
   try {
     const exp = { format };
     if (modelId && modelId.includes('/')) exp.model_id = modelId;
-    return vram.exportConfig({ ...request, export: exp });
+    return await vram.exportConfig({ ...request, export: exp });
   } catch (e) {
     return { error: e.message };
   }
@@ -40,7 +44,20 @@ export function ExportBox({
   const [copied, setCopied] = useState(false);
   const [open, setOpen] = useState(false);
   // Computed only while open: an edit elsewhere makes one estimate call, not an export too.
-  const out = open ? exportOf(estimator.value, request, format, model.value?.id) : null;
+  const [out, setOut] = useState(null);
+  const vram = estimator.value;
+  const modelId = model.value?.id;
+  useEffect(() => {
+    if (!open) {
+      setOut(null);
+      return undefined;
+    }
+    let live = true;
+    exportOf(vram, request, format, modelId).then((o) => live && setOut(o));
+    return () => {
+      live = false;
+    };
+  }, [open, vram, request, format, modelId]);
   return (
     <details class={styles.details} onToggle={(e) => setOpen(e.currentTarget.open)}>
       <summary>{label}</summary>
