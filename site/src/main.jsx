@@ -1,6 +1,7 @@
 import { render } from 'preact';
 import { App } from './components/App/index.jsx';
 import { loadEstimator } from './lib/estimator.js';
+import { warmLane } from './lib/planner.js';
 import './styles/global.css';
 
 // Start fetching and compiling the WebAssembly core before the first render
@@ -8,5 +9,7 @@ import './styles/global.css';
 // first effect after it: the download and the streaming compile overlap the
 // render. The App asks again and gets the same promise.
 loadEstimator().catch(() => {});
+// The estimates' Web Worker boots meanwhile and takes the same compiled module.
+warmLane('estimate');
 
 render(<App />, document.getElementById('app'));

@@ -1,60 +1,85 @@
-// Where the layout planner runs: in a Web Worker (workers/planner.worker.js)
-// with its own WebAssembly instance, so a long search never blocks the page,
-// and a search is cancelled by terminating the worker (the only way to stop a
-// WebAssembly call in progress; the next search starts a fresh worker).
-// Without Worker (Node, the unit tests' happy-dom) the search runs on the
-// page's own estimator after a macrotask, so the "searching" state still
+// Where the estimator's long calls run: in Web Workers
+// (workers/estimator.worker.js), each with its own WebAssembly instance of the
+// module the page compiled once (vram.js compileCore), so an estimate, a
+// suggestion search or a planner search never blocks typing or painting
+// (issue 18: no main-thread task over 50 ms while typing). Three lanes, each
+// its own worker:
+//   estimate  the page's estimate; long-lived (a new request waits for the
+//             one in flight, lib/state.js sends only the newest);
+//   suggest   "what would make it fit": cancelled, by terminating its worker
+//             (the only way to stop a WebAssembly call in progress), when the
+//             request changes;
+//   plan      the layout planner: cancelled the same way by its Cancel button.
+// Without Worker (Node, the unit tests' happy-dom) the call runs on the
+// page's own estimator after a macrotask, so a "searching" state still
 // renders first.
 
 import { wrap } from 'comlink';
-import { EstimatorError } from '../wasm/vram.js';
+import { compileCore, EstimatorError } from '../wasm/vram.js';
 
-let worker = null;
-let remote = null;
+/** Whether calls run in Web Workers here (a browser), or on the page's estimator. */
+export const workersAvailable = typeof Worker !== 'undefined';
 
-function startWorker() {
-  if (typeof Worker === 'undefined') return null;
-  if (!remote) {
-    worker = new Worker(new URL('../workers/planner.worker.js', import.meta.url), {
+const lanes = new Map();
+
+function lane(name) {
+  if (!workersAvailable) return null;
+  let l = lanes.get(name);
+  if (!l) {
+    const worker = new Worker(new URL('../workers/estimator.worker.js', import.meta.url), {
       type: 'module',
-      name: 'planner',
+      name,
     });
-    remote = wrap(worker);
+    const remote = wrap(worker);
+    // The compiled module goes over once; the worker instantiates it.
+    const ready = compileCore().then((module) => remote.init(module));
+    l = { worker, remote, ready };
+    lanes.set(name, l);
   }
-  return remote;
-}
-
-/** Stops the worker and the search it is running, if any. */
-export function stopPlanner() {
-  worker?.terminate();
-  worker = null;
-  remote = null;
+  return l;
 }
 
 /**
- * vram.plan(request) off the main thread: resolves to {result} or {error}
- * (an EstimatorError). `vram` is the page's estimator, used only where there
- * is no Worker.
+ * Starts a lane's worker now (the page does this for the estimate lane at
+ * start-up, so the worker boots while the module downloads and compiles).
  */
-export async function planOffThread(request, vram) {
-  const r = startWorker();
+export function warmLane(name) {
+  lane(name)?.ready.catch(() => {});
+}
+
+/** Stops a lane's worker and the call it is running, if any; the next call starts a fresh one. */
+export function stopLane(name) {
+  const l = lanes.get(name);
+  if (!l) return;
+  l.worker.terminate();
+  lanes.delete(name);
+}
+
+/**
+ * vram[method](request) in lane `name`'s worker: resolves to {result} or
+ * {error} (an EstimatorError). `vram` is the page's estimator, used only
+ * where there is no Worker.
+ */
+export async function callOffThread(name, method, request, vram) {
+  const l = lane(name);
   let answer;
-  if (r) {
+  if (l) {
     try {
-      answer = await r.plan(request);
+      await l.ready;
+      answer = await l.remote[method](request);
     } catch (cause) {
       answer = {
         error: {
           code: 'internal',
-          message: `the planner's worker failed: ${cause?.message ?? cause}`,
+          message: `the estimator's worker failed: ${cause?.message ?? cause}`,
         },
       };
-      stopPlanner();
+      if (lanes.get(name) === l) stopLane(name);
     }
   } else {
     await new Promise((ok) => setTimeout(ok, 0));
     try {
-      answer = { result: vram.plan(request) };
+      answer = { result: vram[method](request) };
     } catch (error) {
       answer = { error };
     }
@@ -62,4 +87,14 @@ export async function planOffThread(request, vram) {
   if (answer.error && !(answer.error instanceof EstimatorError))
     answer = { error: new EstimatorError(answer.error) };
   return answer;
+}
+
+/** vram.plan(request) off the main thread: {result} or {error}. */
+export function planOffThread(request, vram) {
+  return callOffThread('plan', 'plan', request, vram);
+}
+
+/** Stops the planner's worker and the search it is running, if any. */
+export function stopPlanner() {
+  stopLane('plan');
 }

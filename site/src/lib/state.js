@@ -3,11 +3,12 @@
 // the estimator's outcome). Every component reads these; nothing else holds
 // state that the URL must carry.
 
-import { signal, computed } from '@preact/signals';
+import { signal, computed, effect } from '@preact/signals';
 import { coreDefault, fieldInfo } from './fields.js';
 import { getPath, putPath } from './paths.js';
 import { findPreset } from './presets.js';
 import { OPTIMIZERS } from './vocabulary.js';
+import { callOffThread, workersAvailable } from './planner.js';
 
 export const DEFAULT_PRESET = 'meta-llama/Llama-3.2-1B';
 
@@ -696,15 +697,37 @@ export const framework = computed(() => {
 });
 
 /**
+ * The estimate the worker answered last: {request, outcome}, or null before
+ * the first. In a browser every estimate runs in the estimate lane's Web
+ * Worker (lib/planner.js): a Llama-2-70B estimate with its GPU table is 80-100
+ * ms and a DeepSeek-V3 one on 64 GPUs seconds, which on the page's thread
+ * blocked typing (issue 18).
+ */
+export const answered = signal(null);
+
+/** Whether an estimate for a newer request than the one shown is on its way. */
+export const estimating = signal(false);
+
+/**
  * The estimate for the current request: {result} or {error} (an
  * EstimatorError with code, path and message), or null while the estimator or
- * the model is not there yet. A single estimate takes well under a
- * millisecond, so it runs on the main thread.
+ * the model is not there yet. In a browser it is the worker's latest answer
+ * (`answered`), which stays on screen while the next one is computed
+ * (`estimating`); without Worker (Node, the unit tests) the estimate runs
+ * here, synchronously.
  */
 export const outcome = computed(() => {
   const vram = estimator.value;
   const req = request.value;
   if (!vram || !req) return null;
+  if (workersAvailable) {
+    // Another model's estimate is not shown while this one's is computed.
+    const a = answered.value;
+    const same =
+      a &&
+      (a.request.model?.config ?? a.request.model?.size) === (req.model?.config ?? req.model?.size);
+    return same ? a.outcome : null;
+  }
   let result;
   try {
     result = vram.estimate(req);
@@ -715,3 +738,43 @@ export const outcome = computed(() => {
   if (result.model && config) summaries.set(config, result.model);
   return { result };
 });
+
+/** The request the shown outcome answers (in a browser it may lag the form's by one estimate). */
+export const outcomeRequest = computed(() =>
+  workersAvailable ? (answered.value?.request ?? null) : request.value,
+);
+
+// The estimate lane: one request in flight, and only the newest one waiting,
+// so typing four digits makes at most two estimates, not four; an answer a
+// newer request has already replaced is not painted.
+let inFlight = false;
+let waiting = null;
+
+function sendNewest() {
+  if (inFlight || !waiting) return;
+  const { req, vram } = waiting;
+  waiting = null;
+  inFlight = true;
+  callOffThread('estimate', 'estimate', req, vram).then((answer) => {
+    inFlight = false;
+    const config = req.model?.config;
+    if (answer.result?.model && config) summaries.set(config, answer.result.model);
+    if (waiting) {
+      sendNewest();
+      return;
+    }
+    answered.value = { request: req, outcome: answer };
+    estimating.value = false;
+  });
+}
+
+if (workersAvailable) {
+  effect(() => {
+    const vram = estimator.value;
+    const req = request.value;
+    if (!vram || !req) return;
+    waiting = { req, vram };
+    estimating.value = true;
+    sendNewest();
+  });
+}

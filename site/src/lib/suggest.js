@@ -2,9 +2,41 @@
 // current request (vram.suggest, the same as `vram-probe estimate --suggest`)
 // and what one click on a suggestion does to the form.
 
-import { computed } from '@preact/signals';
-import { estimator, outcome, request, settings } from './state.js';
+import { computed, effect, signal } from '@preact/signals';
+import { callOffThread, stopLane, workersAvailable } from './planner.js';
+import { answered, estimator, outcome, request, settings } from './state.js';
 import { putPath } from './paths.js';
+
+/**
+ * In a browser the suggestions run in their own Web Worker (lib/planner.js,
+ * the suggest lane), for the request the shown estimate answers: each
+ * suggestion is a real estimate, seconds for a large model on many GPUs.
+ * {request, outcome} of the last search, or null.
+ */
+const suggested = signal(null);
+
+/** The request whose suggestions are being searched, or null. */
+export const suggestRunning = signal(null);
+
+if (workersAvailable) {
+  effect(() => {
+    const a = answered.value;
+    const vram = estimator.value;
+    const req = a?.request;
+    const fit = a?.outcome?.result?.fit;
+    // A newer estimate makes a search in progress pointless: stop it.
+    if (suggestRunning.peek()) stopLane('suggest');
+    suggestRunning.value = null;
+    if (!vram || !req || req.task !== 'train' || !fit || fit.status === 'fits') return;
+    if (suggested.peek()?.request === req) return;
+    suggestRunning.value = req;
+    callOffThread('suggest', 'suggest', req, vram).then((answer) => {
+      if (suggestRunning.peek() !== req) return;
+      suggestRunning.value = null;
+      suggested.value = { request: req, outcome: answer };
+    });
+  });
+}
 
 /**
  * The suggestions for the page's request: {result} or {error}, or null when
@@ -17,6 +49,10 @@ export const suggestOutcome = computed(() => {
   const fit = outcome.value?.result?.fit;
   if (!vram || !req || req.task !== 'train' || !fit) return null;
   if (fit.status === 'fits') return null;
+  if (workersAvailable) {
+    const s = suggested.value;
+    return s && s.request === answered.value?.request ? s.outcome : null;
+  }
   try {
     return { result: vram.suggest(req) };
   } catch (error) {

@@ -62,6 +62,11 @@ describe('what would make it fit', () => {
       const card = page.getByRole('region', { name: /What would make it fit/ });
       await card.waitFor({ timeout: 60000 });
       const items = card.getByRole('listitem');
+      // The suggestions are searched in a Web Worker: the card says so, then lists them.
+      await items
+        .first()
+        .waitFor({ timeout: 60000 })
+        .catch(() => {});
       assert.ok((await items.count()) >= 1, 'no suggestion listed');
       const first = items.first();
       const title = (await first.locator('strong').textContent()).trim();

@@ -3,7 +3,7 @@
 // its re-estimated peak and its cost, and one click to apply it to the form.
 
 import { bytesTitle, formatGiB, formatPercent } from '../../lib/format.js';
-import { applySuggestion, patchPaths, suggestOutcome } from '../../lib/suggest.js';
+import { applySuggestion, patchPaths, suggestOutcome, suggestRunning } from '../../lib/suggest.js';
 import { verdictOf } from '../../lib/verdict.js';
 import { ErrorNotice } from '../ErrorNotice/index.jsx';
 import styles from './style.module.css';
@@ -56,7 +56,20 @@ function Row({ s, first }) {
 
 export function Suggestions() {
   const o = suggestOutcome.value;
-  if (!o) return null;
+  if (!o) {
+    // Searched in a Web Worker: say so while it runs.
+    if (!suggestRunning.value) return null;
+    return (
+      <section class={styles.card} aria-labelledby="suggest-heading" aria-busy="true">
+        <h2 id="suggest-heading" class={styles.heading}>
+          What would make it fit
+        </h2>
+        <p class={styles.lead} role="status">
+          Estimating each change that could make it fit…
+        </p>
+      </section>
+    );
+  }
   if (o.error)
     return <ErrorNotice title="The suggestions could not use this input" error={o.error} />;
   const r = o.result;
