@@ -283,6 +283,26 @@ describe('the planner panel', () => {
     expect(within(planCard()).queryByRole('table')).toBeNull();
   });
 
+  it('the host RAM box can be emptied again: no plan.host_ram_gib, and the plan says it used the default', async () => {
+    await openPage(`${LLAMA_8B_ON_A100}&hostram=512`);
+    const box = within(planCard()).getByLabelText(/Host RAM per node/);
+    expect(box.value).toBe('512');
+    expect(planRequestFor().plan.host_ram_gib).toBe(512);
+    fireEvent.input(box, { target: { value: '' } });
+    expect(box.value).toBe('');
+    expect(box.getAttribute('aria-invalid')).toBeNull();
+    expect(settings.value.planner.host_ram_gib).toBeNull();
+    expect(planRequestFor().plan).not.toHaveProperty('host_ram_gib');
+    await waitFor(() => expect(window.location.hash).not.toMatch(/hostram=/));
+    fireEvent.click(findButton());
+    await waitFor(() => candidateTable(), { timeout: 20000 });
+    expect(lastPlan().host_ram_default).toBe(true);
+    expect(planCard().textContent).toContain('none given, so the core’s default');
+    // A value typed again is used again.
+    fireEvent.input(box, { target: { value: '256' } });
+    expect(settings.value.planner.host_ram_gib).toBe(256);
+  });
+
   it('is shown for training only', async () => {
     await openPage('#m=preset:meta-llama/Llama-3.2-1B&task=infer');
     expect(screen.queryByRole('region', { name: 'Find a layout' })).toBeNull();

@@ -17,6 +17,8 @@ function Label({ id, label, name }) {
 /**
  * A whole-number box. Invalid text (empty, negative, a fraction) stays in the
  * box with a message and is not passed on, so the estimate never sees NaN.
+ * An `optional` box may be emptied: empty passes null on (the field is not
+ * given), and a null or '' value shows an empty box.
  */
 export function NumberField({
   label,
@@ -28,12 +30,19 @@ export function NumberField({
   step = 1,
   hint,
   integer = true,
+  optional = false,
 }) {
   const id = useId();
-  const [text, setText] = useState(String(value));
+  const unset = value === null || value === undefined || value === '';
+  const [text, setText] = useState(unset ? '' : String(value));
   const [error, setError] = useState('');
   useEffect(() => {
-    if (Number(text) !== value) {
+    if (unset) {
+      if (text.trim() !== '') {
+        setText('');
+        setError('');
+      }
+    } else if (Number(text) !== value) {
       setText(String(value));
       setError('');
     }
@@ -42,6 +51,11 @@ export function NumberField({
   const onInput = (e) => {
     const t = e.currentTarget.value;
     setText(t);
+    if (optional && t.trim() === '') {
+      setError('');
+      onChange(null);
+      return;
+    }
     const n = Number(t);
     const valid =
       t.trim() !== '' &&

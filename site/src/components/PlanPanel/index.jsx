@@ -244,8 +244,9 @@ function PlanTable({ plan, s, gpuLabel }) {
         {plan.global_batch} samples per step (data parallel × micro-batch × accumulation). Best
         first: fits within the 80 % headroom, then fits (CPU offload only within{' '}
         {formatGiB(plan.host_ram_bytes)} GiB of host RAM per node
-        {plan.host_ram_default ? ', the default' : ''}); no CPU offload; the least recomputation and
-        pipeline bubble; the least tensor parallel; the least data-parallel traffic.
+        {plan.host_ram_default ? ': none given, so the core’s default' : ', as given'}
+        ); no CPU offload; the least recomputation and pipeline bubble; the least tensor parallel;
+        the least data-parallel traffic.
       </p>
       {plan.fitting === 0 && (
         <p class={styles.none} role="alert">
@@ -380,7 +381,8 @@ export function PlanPanel() {
           value={s.planner?.host_ram_gib ?? ''}
           min={1}
           max={1048576}
-          hint="Checks CPU offload; unset: 2 × the node's GPU memory"
+          optional
+          hint="Checks CPU offload; empty: 2 × the node's GPU memory"
           onChange={(v) =>
             setSetting('planner.host_ram_gib', Number.isFinite(v) && v > 0 ? v : null)
           }
