@@ -211,13 +211,22 @@ function toText(value, what) {
   return text;
 }
 
+// version()'s text, built once per core module: it never changes for a
+// module, and building it (the GPU catalog, every name list) is the most
+// expensive call a page makes at start-up. The input limit is read from it.
+const versionTexts = new WeakMap();
+function versionText(coreModule) {
+  if (!versionTexts.has(coreModule)) versionTexts.set(coreModule, call(coreModule, '_version'));
+  return versionTexts.get(coreModule);
+}
+
 // The core's limit on input text (limits::kMaxInputBytes, from version()),
 // read once per core module; the io module (which has no _version) takes the
 // same limit from the core module.
 const inputLimits = new WeakMap();
 function maxInputBytes(coreModule) {
   if (!inputLimits.has(coreModule)) {
-    inputLimits.set(coreModule, JSON.parse(coreModule._version()).limits.max_input_bytes);
+    inputLimits.set(coreModule, JSON.parse(versionText(coreModule)).limits.max_input_bytes);
   }
   return inputLimits.get(coreModule);
 }
@@ -277,7 +286,7 @@ export function loadVram() {
       modelInfo: (model) => fromText(call(module, '_modelInfo', toText(model, 'the model'))),
       plan: (request) => fromText(call(module, '_plan', toText(request, 'the request'))),
       suggest: (request) => fromText(call(module, '_suggest', toText(request, 'the request'))),
-      version: () => fromText(call(module, '_version')),
+      version: () => fromText(versionText(module)),
       fields: () => fromText(call(module, '_fields')),
       layoutOptions: (parallel) =>
         fromText(call(module, '_layoutOptions', toText(parallel, 'the parallel object'))),
