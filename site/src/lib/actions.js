@@ -1,7 +1,7 @@
 // What the model box and the URL do to the state: load a preset, fetch from
 // the Hub, take a pasted config, restore from and write to the URL hash.
 
-import { batch, effect } from '@preact/signals';
+import { batch, computed, effect } from '@preact/signals';
 import { utf8Length } from './format.js';
 import { fetchHubConfig, fetchHubTensors, loadToken } from './hub.js';
 import { MAX_INPUT_BYTES } from './limits.js';
@@ -238,8 +238,12 @@ export function restoreFromHash(hash) {
 }
 
 /** The hash for the current state. */
+// Serialised once per change of the state it reads: the URL sync and the
+// share link both ask for it, on every keystroke.
+const linkHash = computed(() => serialize(model.value, settings.value, pinned.value));
+
 export function currentHash() {
-  return serialize(model.value, settings.value, pinned.value);
+  return linkHash.value;
 }
 
 /**
