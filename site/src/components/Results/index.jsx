@@ -1,10 +1,12 @@
 // The right-hand side: the estimate for the current state, or why there is
 // none yet. Never a blank panel and never NaN: every state has words.
 
+import { computed } from '@preact/signals';
 import { useEffect } from 'preact/hooks';
 import { currentHash } from '../../lib/actions.js';
 import {
   estimator,
+  estimating,
   estimatorLoadError,
   model,
   modelStatus,
@@ -44,6 +46,8 @@ function MarkFirstEstimate() {
   }, []);
   return null;
 }
+
+const busy = computed(() => (estimating.value ? 'true' : 'false'));
 
 function Waiting({ children }) {
   return (
@@ -89,8 +93,11 @@ export function Results() {
     );
   }
   const r = o.result;
+  // aria-busy while the worker computes the estimate of a newer request (the
+  // last one stays on screen meanwhile): the signal is bound to the attribute
+  // (@preact/signals), so the flag does not re-render the results.
   return (
-    <div class={styles.stack} aria-live="polite">
+    <div class={styles.stack} aria-live="polite" aria-busy={busy}>
       <MarkFirstEstimate />
       <PeakCard result={r} />
       {training && <Suggestions />}
