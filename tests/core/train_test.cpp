@@ -374,6 +374,22 @@ TEST_F(TrainTest, OpLevelSelectiveCheckpointingKeepsEverySecondMatmul) {
   EXPECT_EQ(moe["error"]["code"], "unsupported");
 }
 
+// DoRA (peft tuners/lora/dora.py DoraLinearLayer.forward) keeps, per adapted
+// Linear and token, the base layer's output (bf16, 2 B) and lora_B's output
+// (fp32 adapters, 4 B) for the magnitude's gradient. Llama-3.2-1B, q_proj
+// (2,048 out) and v_proj (512 out), 16 layers, 512 tokens.
+TEST_F(TrainTest, DoraKeepsTheBaseAndAdapterOutputsOfEveryAdaptedLinear) {
+  json lora = {{"method", "lora"},
+               {"precision", "bf16"},
+               {"seq_len", 512},
+               {"lora", {{"rank", 16}, {"targets", {"q_proj", "v_proj"}}, {"adapter_fp32", true}}}};
+  json dora = lora;
+  dora["lora"]["use_dora"] = true;
+  EXPECT_EQ(component(run(request("meta-llama/Llama-3.2-1B", dora)), "activations") -
+                component(run(request("meta-llama/Llama-3.2-1B", lora)), "activations"),
+            int64_t{16} * 512 * (2 + 4) * (2048 + 512));
+}
+
 TEST_F(TrainTest, LoraNeedsLessThanFullFineTuning) {
   for (const char* id : {"meta-llama/Llama-3.1-8B", "Qwen/Qwen2.5-7B", "google/gemma-2-2b", "facebook/opt-125m"}) {
     const int64_t full = peak(run(request(id, {{"method", "full"}})));

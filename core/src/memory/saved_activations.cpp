@@ -53,6 +53,7 @@ struct LinearUse {
   bool trains = false;     // base weight trains
   bool lora = false;       // adapter attached
   bool quantized = false;  // 4-bit
+  int64_t out = 0;         // output features (DoRA keeps tensors of this width)
 };
 
 // The per-layer Linear modules of one stack by role, found by component and
@@ -92,6 +93,7 @@ Roles find_roles(const Request& req, const TrainablePlan& plan, const LayerStack
     u.trains = plan.groups[i].trainable && layer_trains;
     u.lora = plan.groups[i].lora;
     u.quantized = plan.groups[i].quantized;
+    u.out = g.out_features;
     const std::string c = g.component;
     if (c == comp::kSsm) {
       if (g.in_features == st.hidden) r.ssm_in.push_back(u);  // Mamba in_proj reads the norm output
@@ -167,6 +169,19 @@ double linear_inputs(const Request& req, const Dtypes& dt, const std::vector<Lin
         shared_saved = true;
       }
       bytes += (lora.adapter_fp32 ? 4.0 : 2.0) * static_cast<double>(lora.rank);
+      if (lora.use_dora) {
+        // DoRA (peft tuners/lora/dora.py DoraLinearLayer.forward):
+        // result_dora = (mag_norm_scale - 1) * base_result
+        //               + mag_norm_scale * lora_result * scaling,
+        // where mag_norm_scale = magnitude / ||W + s BA|| (the norm
+        // detached) depends on the trainable magnitude, so both products
+        // keep their other factor for backward: the base layer's output
+        // (compute dtype) and lora_B's output (the adapter dtype; bf16
+        // under autocast), each `out` values per token.
+        const double base_out = dt.autocast ? 2.0 : static_cast<double>(dt.compute);
+        const double lora_out = dt.autocast ? 2.0 : (lora.adapter_fp32 ? 4.0 : static_cast<double>(dt.compute));
+        bytes += (base_out + lora_out) * static_cast<double>(u.out);
+      }
     }
   }
   if (bytes > 0) items.push_back({site, bytes, false});
