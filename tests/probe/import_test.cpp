@@ -80,6 +80,33 @@ TEST(ImportAxolotl, Qlora1bExampleGivesItsRequestAndTheLlama32Preset) {
   EXPECT_EQ(WithoutModel(r["request"]), expected) << r["request"].dump(2);
 }
 
+// A TRL recipe (alignment-handbook, read by TRL's TrlParser): ModelConfig's
+// model and LoRA keys and SFTConfig's trainer keys in one YAML.
+TEST(ImportTrl, AlignmentHandbookQloraRecipeGivesItsRequestAndTheMistralPreset) {
+  const json r = Import({Fixture("alignment_handbook_zephyr-7b_sft_qlora.yaml")});
+  ExpectEveryKeyExplained(r);
+  EXPECT_EQ(r["files"][0]["kind"], "trainer");
+  EXPECT_TRUE(r["files"][0]["not_understood"].empty()) << r["files"][0].dump(2);
+  EXPECT_EQ(r["model"]["id"], "mistralai/Mistral-7B-v0.1");
+  EXPECT_EQ(r["model"]["preset"], "mistralai/Mistral-7B-v0.1");
+  const json expected = json::parse(R"({
+    "task": "train",
+    "train": {
+      "framework": "hf", "method": "qlora", "seq_len": 2048, "micro_batch": 4, "grad_accum": 2,
+      "lora": {"rank": 16, "alpha": 16, "dropout": 0.05,
+               "targets": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]},
+      "grad_checkpointing": "full", "attention": "flash_attention_2"
+    }
+  })");
+  EXPECT_EQ(WithoutModel(r["request"]), expected) << r["request"].dump(2);
+  // A float32 load under bf16 autocast is the amp recipe; an 8-bit load is said, not hidden.
+  const std::string f32 = testing::TempDir() + "/trl_f32.yaml";
+  std::ofstream(f32) << "per_device_train_batch_size: 1\nbf16: true\ntorch_dtype: float32\nload_in_8bit: true\n";
+  const json r32 = Import({f32});
+  EXPECT_EQ(r32["request"]["train"]["precision"], "amp_bf16") << r32.dump(2);
+  EXPECT_EQ(NotUnderstoodKeys(r32["files"][0]), std::vector<std::string>{"load_in_8bit"});
+}
+
 TEST(ImportLlamaFactory, QloraOtfqExampleGivesItsRequest) {
   const json r = Import({Fixture("llama_factory_llama3_lora_sft_otfq.yaml")});
   ExpectEveryKeyExplained(r);

@@ -1021,6 +1021,52 @@ void map_litgpt(FileContext& ctx) {
 
 // ---------------------------------------------------------------- HF Trainer
 
+// TRL's ModelConfig (trl/trainer/model_config.py), which TrlParser reads from
+// the same YAML as SFTConfig (`trl sft --config recipe.yaml`; the
+// alignment-handbook recipes): how the model is loaded and its LoRA.
+static void map_trl_model_config(FileContext& ctx) {
+  if (ctx.has("model_name_or_path")) ctx.name_model("model_name_or_path", str(*ctx.at("model_name_or_path")));
+  if (ctx.has("use_peft")) ctx.set("use_peft", "#adapter", truthy(*ctx.at("use_peft")) ? "lora" : "full");
+  if (ctx.has("load_in_4bit")) ctx.set("load_in_4bit", "#quant4", truthy(*ctx.at("load_in_4bit")));
+  if (ctx.has("load_in_8bit") && truthy(*ctx.at("load_in_8bit"))) {
+    ctx.not_understood("load_in_8bit", "8-bit base weights (LLM.int8) are not modelled for training");
+  } else if (ctx.at("load_in_8bit") != nullptr) {
+    ctx.use("load_in_8bit");
+  }
+  // ModelConfig's own LoRA defaults (r 16, alpha 32, dropout 0.05) apply only
+  // with use_peft; keys given are used as given.
+  set_int(ctx, "lora_r", "train.lora.rank");
+  set_num(ctx, "lora_alpha", "train.lora.alpha");
+  set_num(ctx, "lora_dropout", "train.lora.dropout");
+  set_targets(ctx, "lora_target_modules");
+  set_bool(ctx, "use_dora", "train.lora.use_dora");
+  set_bool(ctx, "use_bnb_nested_quant", "train.quant.double_quant");
+  if (ctx.at("use_rslora") != nullptr)
+    ctx.use("use_rslora", "rsLoRA changes the adapter's scaling, not what is stored");
+  if (ctx.at("bnb_4bit_quant_type") != nullptr) {
+    ctx.use("bnb_4bit_quant_type", "nf4 and fp4 store the same 4 bits and one absmax per block");
+  }
+  if (ctx.has("lora_modules_to_save")) {
+    ctx.not_understood("lora_modules_to_save", "fully trained modules next to the adapters are not modelled");
+  }
+  if (ctx.has("attn_implementation")) set_attention(ctx, "attn_implementation", str(*ctx.at("attn_implementation")));
+  // torch_dtype (dtype in newer TRL): the dtype the weights are loaded in.
+  for (const char* k : {"torch_dtype", "dtype"}) {
+    if (!ctx.has(k)) continue;
+    const std::string d = lower(str(*ctx.at(k)));
+    const bool bf16 = ctx.has("bf16") && truthy(*ctx.at("bf16"));
+    if (d == "bfloat16" || d == "auto") {
+      ctx.use(k, "16-bit weights: the hf recipe's dtype");
+    } else if (d == "float32") {
+      ctx.set(k, "train.precision", bf16 ? "amp_bf16" : "fp32");
+    } else if (d == "float16") {
+      ctx.set(k, "train.precision", "fp16");
+    } else {
+      ctx.not_understood(k, "weights dtype " + d + " is not one the estimate models");
+    }
+  }
+}
+
 // transformers TrainingArguments.to_json_string() (training_args.py), TRL
 // SFTConfig (trl/trainer/sft_config.py) and Seq2SeqTrainingArguments keys.
 void map_trainer(FileContext& ctx) {
@@ -1070,109 +1116,36 @@ void map_trainer(FileContext& ctx) {
   if (ctx.has("ddp_bucket_cap_mb")) {
     ctx.not_understood("ddp_bucket_cap_mb", "DDP's bucket size is modelled at torch's default (25 MiB)");
   }
+  map_trl_model_config(ctx);
   if (ctx.has("model_init_kwargs")) {
     ctx.not_understood("model_init_kwargs",
                        "how the model is loaded (torch_dtype, quantization) belongs in its "
                        "config.json or a quantization_config file");
   }
   const auto ds = deepspeed_irrelevant();
-  const auto own = keys({"output_dir",
-                         "overwrite_output_dir",
-                         "do_*",
-                         "eval*",
-                         "prediction_loss_only",
-                         "per_device_eval_batch_size",
-                         "per_gpu_*",
-                         "learning_rate",
-                         "weight_decay",
-                         "adam_*",
-                         "max_grad_norm",
-                         "num_train_epochs",
-                         "max_steps",
-                         "lr_scheduler*",
-                         "warmup_*",
-                         "log_*",
-                         "logging_*",
-                         "save_*",
-                         "no_cuda",
-                         "use_cpu",
-                         "use_mps_device",
-                         "seed",
-                         "data_seed",
-                         "jit_mode_eval",
-                         "use_ipex",
-                         "fp16_opt_level",
-                         "half_precision_backend",
-                         "bf16_full_eval",
-                         "fp16_full_eval",
-                         "tf32",
-                         "local_rank",
-                         "ddp_backend",
-                         "tpu_*",
-                         "debug",
-                         "dataloader_*",
-                         "past_index",
-                         "run_name",
-                         "disable_tqdm",
-                         "remove_unused_columns",
-                         "label_*",
-                         "load_best_model_at_end",
-                         "metric_for_best_model",
-                         "greater_is_better",
-                         "ignore_data_skip",
-                         "fsdp_min_num_params",
-                         "fsdp_transformer_layer_cls_to_wrap",
-                         "accelerator_config",
-                         "optim_args",
-                         "group_by_length",
-                         "length_column_name",
-                         "report_to",
-                         "ddp_find_unused_parameters",
-                         "ddp_broadcast_buffers",
-                         "skip_memory_metrics",
-                         "use_legacy_prediction_loop",
-                         "push_to_hub*",
-                         "resume_from_checkpoint",
-                         "hub_*",
-                         "gradient_checkpointing_kwargs",
-                         "include_*",
-                         "fp16_backend",
-                         "mp_parameters",
-                         "auto_find_batch_size",
-                         "full_determinism",
-                         "torchdynamo",
-                         "ray_scope",
-                         "ddp_timeout",
-                         "torch_compile_*",
-                         "dispatch_batches",
-                         "split_batches",
-                         "neftune_noise_alpha",
-                         "optim_target_modules",
-                         "batch_eval_metrics",
-                         "restore_callback_states_from_checkpoint",
-                         "average_tokens_across_devices",
-                         "use_liger",
-                         "liger_kernel_config",
-                         "torch_empty_cache_steps",
-                         "sortish_sampler",
-                         "predict_with_generate",
-                         "generation_*",
-                         "dataset_*",
-                         "model_init_kwargs",
-                         "chat_template_path",
-                         "completion_only_loss",
-                         "assistant_only_loss",
-                         "eos_token",
-                         "pad_token",
-                         "pad_to_multiple_of",
-                         "num_of_sequences",
-                         "chars_per_token",
-                         "use_cache",
-                         "trackio_*",
-                         "project",
-                         "parallelism_config",
-                         "fsdp_config",
-                         "tp_size"});
+  const auto own =
+      keys({"output_dir", "overwrite_output_dir", "do_*", "eval*", "prediction_loss_only", "per_device_eval_batch_size",
+            "per_gpu_*", "learning_rate", "weight_decay", "adam_*", "max_grad_norm", "num_train_epochs", "max_steps",
+            "lr_scheduler*", "warmup_*", "log_*", "logging_*", "save_*", "no_cuda", "use_cpu", "use_mps_device", "seed",
+            "data_seed", "jit_mode_eval", "use_ipex", "fp16_opt_level", "half_precision_backend", "bf16_full_eval",
+            "fp16_full_eval", "tf32", "local_rank", "ddp_backend", "tpu_*", "debug", "dataloader_*", "past_index",
+            "run_name", "disable_tqdm", "remove_unused_columns", "label_*", "load_best_model_at_end",
+            "metric_for_best_model", "greater_is_better", "ignore_data_skip", "fsdp_min_num_params",
+            "fsdp_transformer_layer_cls_to_wrap", "accelerator_config", "optim_args", "group_by_length",
+            "length_column_name", "report_to", "ddp_find_unused_parameters", "ddp_broadcast_buffers",
+            "skip_memory_metrics", "use_legacy_prediction_loop", "push_to_hub*", "resume_from_checkpoint", "hub_*",
+            "gradient_checkpointing_kwargs", "include_*", "fp16_backend", "mp_parameters", "auto_find_batch_size",
+            "full_determinism", "torchdynamo", "ray_scope", "ddp_timeout", "torch_compile_*", "dispatch_batches",
+            "split_batches", "neftune_noise_alpha", "optim_target_modules", "batch_eval_metrics",
+            "restore_callback_states_from_checkpoint", "average_tokens_across_devices", "use_liger",
+            "liger_kernel_config", "torch_empty_cache_steps", "sortish_sampler", "predict_with_generate",
+            "generation_*", "dataset_*", "model_init_kwargs", "chat_template_path", "completion_only_loss",
+            "assistant_only_loss", "eos_token", "pad_token", "pad_to_multiple_of", "num_of_sequences",
+            "chars_per_token", "use_cache", "trackio_*", "project", "parallelism_config", "fsdp_config", "tp_size",
+            // TRL ModelConfig / ScriptArguments and the alignment-handbook's
+            // data arguments: where the model and data come from.
+            "model_revision", "trust_remote_code", "lora_task_type", "chat_template",
+            "gradient_checkpointing_use_reentrant", "ignore_bias_buffers"});
   ctx.finish([&](const std::string& k) {
     // An inline DeepSpeed config: its own list, by the key under "deepspeed.".
     if (k.rfind("deepspeed.", 0) == 0) {
