@@ -107,6 +107,20 @@ TEST(ImportTrl, AlignmentHandbookQloraRecipeGivesItsRequestAndTheMistralPreset) 
   EXPECT_EQ(NotUnderstoodKeys(r32["files"][0]), std::vector<std::string>{"load_in_8bit"});
 }
 
+// PEFT's own adapter_config.json of its MetaMathQA benchmark (the run behind
+// validation row 1): target_modules null leaves PEFT's default targets.
+TEST(ImportPeft, MethodComparisonAdapterConfigGivesItsLora) {
+  const json r = Import({Fixture("peft_metamathqa_llama-3.2-3B-rank32_adapter_config.json")});
+  ExpectEveryKeyExplained(r);
+  EXPECT_EQ(r["files"][0]["kind"], "peft");
+  EXPECT_TRUE(r["files"][0]["not_understood"].empty()) << r["files"][0].dump(2);
+  const json expected = json::parse(R"({
+    "task": "train",
+    "train": {"method": "lora", "lora": {"rank": 32, "alpha": 64, "dropout": 0, "use_dora": false}}
+  })");
+  EXPECT_EQ(r["request"], expected) << r["request"].dump(2);
+}
+
 TEST(ImportLlamaFactory, QloraOtfqExampleGivesItsRequest) {
   const json r = Import({Fixture("llama_factory_llama3_lora_sft_otfq.yaml")});
   ExpectEveryKeyExplained(r);

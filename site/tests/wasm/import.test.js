@@ -44,6 +44,8 @@ const cases = [
   ['litgpt_llama-3.2-1B_qlora.yaml'],
   ['llama_factory_llama3_lora_sft_otfq.yaml'],
   ['peft_adapter_config.json'],
+  ['peft_metamathqa_llama-3.2-3B-rank32_adapter_config.json'],
+  ['alignment_handbook_zephyr-7b_sft_qlora.yaml'],
   ['accelerate_fsdp.yaml'],
   ['trl_accelerate_deepspeed_zero3.yaml'],
   ['transformers_ds_config_zero3.json'],
