@@ -48,6 +48,15 @@ function MarkFirstEstimate() {
 }
 
 const busy = computed(() => (estimating.value ? 'true' : 'false'));
+// Read through computed signals, so that a keystroke (a new settings object)
+// re-renders the results only when the task changes, not on every edit: the
+// results themselves change when the worker's answer arrives.
+const training = computed(() => settings.value.task === 'train');
+
+/** The share card, reading the request and link itself: a keystroke re-renders it alone. */
+function LiveSharePanel({ result }) {
+  return <SharePanel request={request.value} result={result} link={shareLink()} />;
+}
 
 function Waiting({ children }) {
   return (
@@ -79,16 +88,15 @@ export function Results() {
   if (!estimator.value) return <Waiting>Loading the estimator (WebAssembly)…</Waiting>;
   const o = outcome.value;
   if (!o) return <Waiting>Estimating…</Waiting>;
-  const link = shareLink();
   // The planner is for training; it also helps when the form's layout is the error.
-  const training = settings.value.task === 'train';
+  const train = training.value;
   if (o.error) {
     return (
       <div class={styles.stack}>
         <ErrorNotice error={o.error} />
-        {training && <PlanPanel />}
+        {train && <PlanPanel />}
         <CompareCard result={null} />
-        <SharePanel request={request.value} link={link} />
+        <LiveSharePanel result={null} />
       </div>
     );
   }
@@ -100,7 +108,7 @@ export function Results() {
     <div class={styles.stack} aria-live="polite" aria-busy={busy}>
       <MarkFirstEstimate />
       <PeakCard result={r} />
-      {training && <Suggestions />}
+      {train && <Suggestions />}
       <Warnings warnings={r.warnings} />
       {r.parallel?.stages?.length > 0 && (
         <StagesTable
@@ -112,7 +120,7 @@ export function Results() {
       {r.infer && <ServingPanel infer={r.infer} />}
       <PinCompare result={r} />
       <CompareCard result={r} />
-      {training && <PlanPanel />}
+      {train && <PlanPanel />}
       {r.phases?.length > 0 && (
         <PhaseTimeline
           phases={r.phases}
@@ -134,7 +142,7 @@ export function Results() {
       </div>
       <Assumptions assumptions={r.assumptions} />
       <FrameworkNotes framework={r.framework} />
-      <SharePanel request={request.value} result={r} link={link} />
+      <LiveSharePanel result={r} />
     </div>
   );
 }
