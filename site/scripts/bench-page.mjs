@@ -254,8 +254,18 @@ try {
   const throttled = [];
   for (let i = 0; i < THROTTLED_RUNS; i++) throttled.push(await coldLoad(browser, base, 4));
   const size = sizes(plain[0].resources, base);
-  const type1 = await typing(browser, base, 1);
-  const type4 = await typing(browser, base, 4);
+  // Typing is timed in wall-clock long tasks, which other processes on a
+  // shared machine stretch: the median of several sessions.
+  const typingMedian = async (throttle) => {
+    const runs = [];
+    for (let i = 0; i < THROTTLED_RUNS; i++) runs.push(await typing(browser, base, throttle));
+    return {
+      longest: median(runs.map((r) => r.longest)),
+      count: median(runs.map((r) => r.count)),
+    };
+  };
+  const type1 = await typingMedian(1);
+  const type4 = await typingMedian(4);
   const plan1 = await plan64(browser, base, 1);
   const plan4 = await plan64(browser, base, 4);
 
@@ -312,10 +322,10 @@ try {
       true,
     ),
     row(
-      'longest main-thread task while typing into max_seq_length (Llama-2-70B, 8 GPUs)',
+      `longest main-thread task while typing into max_seq_length (Llama-2-70B, 8 GPUs; median of ${THROTTLED_RUNS} sessions)`,
       `${ms(type1.longest)} (${type1.count} over 50 ms)`,
       '≤ 50 ms',
-      type1.count === 0,
+      type1.longest <= 50,
     ),
     row('same, 4× CPU throttling', `${ms(type4.longest)} (${type4.count} over 50 ms)`, '—', true),
     row(
