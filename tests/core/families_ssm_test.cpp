@@ -387,5 +387,84 @@ TEST(FalconH1, TrainingSavesBothBranchesOfEveryLayer) {
   EXPECT_EQ(mixer, 2.0 * ((1536 + 1792 + 24) + 1536) + 4.0 * 1);
 }
 
+// ---- LFM2 ----------------------------------------------------------------
+
+json lfm2() { return testing::model_config("LiquidAI/LFM2-1.2B"); }
+
+// LiquidAI/LFM2-1.2B: 1,170,340,608 (Hub safetensors metadata, models.json);
+// the same table gives LFM2-350M 354,483,968 (1024 wide, 16 / 8 heads,
+// block_ff_dim 6656 -> 4608) and LFM2-700M 742,489,344 (1536 wide, 24 / 8
+// heads, block_ff_dim 10240 -> 6912).
+TEST(Lfm2, CountsMatchTheCheckpoints) {
+  const ModelSpec s = build(lfm2());
+  EXPECT_EQ(s.params_total(), 1170340608);
+  EXPECT_TRUE(s.tie_word_embeddings);
+  EXPECT_EQ(s.text.intermediate, 8192);  // int(2 x 12288 / 3), a multiple of 256
+  EXPECT_EQ(s.text.ssm_layers, 10);
+  EXPECT_EQ(s.text.attention_layers(), 6);
+  EXPECT_FALSE(s.text.ssm_layer(2));
+  EXPECT_TRUE(s.text.ssm_layer(3));
+  const auto by = s.params_by_component();
+  // in_proj 2048 x 6144, conv 2048 x 3, out_proj 2048 x 2048.
+  EXPECT_EQ(by.at(comp::kSsm), int64_t{10} * 16783360);
+  // q 2048 x 2048, k / v 2048 x 512, out_proj 2048 x 2048 (q/k norms are norms).
+  EXPECT_EQ(by.at(comp::kAttention), int64_t{6} * (10485888 - 128));
+
+  json cfg = lfm2();
+  for (const char* key : {"head_dim", "intermediate_size"}) cfg.erase(key);
+  cfg["hidden_size"] = 1024;
+  cfg["num_attention_heads"] = 16;
+  cfg["block_ff_dim"] = 6656;
+  EXPECT_EQ(build(cfg).params_total(), 354483968);
+  cfg["hidden_size"] = 1536;
+  cfg["num_attention_heads"] = 24;
+  cfg["block_ff_dim"] = 10240;
+  EXPECT_EQ(build(cfg).params_total(), 742489344);
+  // layer_types says the same as full_attn_idxs.
+  json listed = lfm2();
+  listed.erase("full_attn_idxs");
+  listed["layer_types"] = json::array();
+  for (int i = 0; i < 16; ++i) {
+    const bool attn = i == 2 || i == 5 || i == 8 || i == 10 || i == 12 || i == 14;
+    listed["layer_types"].push_back(attn ? "full_attention" : "conv");
+  }
+  EXPECT_EQ(build(listed).params_total(), 1170340608);
+  listed["layer_types"][0] = "mamba";
+  auto r = model_from_config(listed, "model.config");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().path, "model.config.layer_types[0]");
+}
+
+// The 6 attention layers cache keys and values (8 KV heads x 64 x 2 x 2 B =
+// 2,048 B per token each); Lfm2HybridConvCache keeps a hidden x conv_L_cache
+// window on all 16 layers, whatever the context.
+TEST(Lfm2, InferenceCachesKeysOnAttentionLayersAndAConvWindowOnEveryLayer) {
+  const json r = run({{"model", {{"config", lfm2()}}},
+                      {"task", "infer"},
+                      {"infer", {{"context_len", 32768}, {"batch", 4}, {"weights_dtype", "bf16"}}}});
+  EXPECT_EQ(r["infer"]["kv_bytes_per_token"].get<int64_t>(), 6 * 2048);
+  EXPECT_EQ(component(r, "kv_cache"), int64_t{6} * 2048 * 32768 * 4);
+  EXPECT_EQ(component(r, "ssm_state"), int64_t{16} * 2048 * 3 * 2 * 4);
+}
+
+// Training: the short conv keeps BCx (3 x hidden), B*x, the conv output and
+// the gated output per token, on 10 of 16 layers.
+TEST(Lfm2, TrainingSavesTheShortConvTensors) {
+  json req = {{"model", {{"config", lfm2()}}},
+              {"task", "train"},
+              {"train", {{"precision", "bf16"}, {"seq_len", 4096}, {"grad_checkpointing", false}}}};
+  auto parsed = parse_request(req);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  const Request& q = parsed.value();
+  const auto acts =
+      memory::layer_activations(q, q.model.text, memory::plan_trainable(q), memory::dtypes_for(q), 4096, false, true);
+  double conv = -1;
+  for (const auto& i : acts.items) {
+    if (i.name.find("short conv") != std::string::npos) conv = i.bytes_per_token;
+  }
+  EXPECT_DOUBLE_EQ(conv, 2.0 * 6 * 2048 * 10 / 16);
+  EXPECT_GT(component(run(req), "activations"), 0);
+}
+
 }  // namespace
 }  // namespace vram

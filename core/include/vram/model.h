@@ -148,11 +148,16 @@ struct LayerStack {
   // (Falcon-H1): those layers keep a KV cache as well. Otherwise the
   // attention layers are the `layers - ssm_layers` others.
   bool ssm_with_attention = false;
+  // Layers whose cache holds the conv / SSM state, when not the SSM layers:
+  // transformers' Lfm2HybridConvCache allocates a conv window on every layer,
+  // attention layers included. 0 = ssm_layers.
+  int64_t ssm_state_layers = 0;
   // Per layer, whether it runs the SSM mixer (hybrids that interleave them:
   // Jamba's attn_layer_period, LFM2's layer_types). Empty: the SSM layers are
   // the top ssm_layers of the stack (all of them in a pure SSM model).
   std::vector<bool> ssm_at;
   int64_t conv_dim() const { return ssm_conv_dim > 0 ? ssm_conv_dim : ssm_inner; }
+  int64_t state_layers() const { return ssm_state_layers > 0 ? ssm_state_layers : ssm_layers; }
   // Layers that keep keys and values.
   int64_t attention_layers() const;
   bool ssm_layer(int64_t l) const;

@@ -1,7 +1,7 @@
 // Hybrid stacks that mix attention layers with state-space mixers: Jamba
-// (Mamba + attention + MoE) and Falcon-H1 (Mamba-2 beside attention in every
-// layer). Sources: transformers src/transformers/models/<family>/
-// configuration_<family>.py and modeling_<family>.py.
+// (Mamba + attention + MoE), Falcon-H1 (Mamba-2 beside attention in every
+// layer) and LFM2 (gated short convolutions between attention layers). Sources: transformers
+// src/transformers/models/<family>/ configuration_<family>.py and modeling_<family>.py.
 #include <cmath>
 #include <string>
 
@@ -249,6 +249,140 @@ void build_falcon_h1(const JsonReader& cfg, ModelSpec& spec) {
   add_norm(spec, "input_layernorm", "text", h, false, L);
   add_norm(spec, "pre_ff_layernorm", "text", h, false, L);
   add_norm(spec, "final_layernorm", "text", h, false, 1);
+  if (!spec.tie_word_embeddings) add_linear(spec, "lm_head", comp::kLmHead, "text", h, spec.vocab, false, 1);
+}
+
+// Lfm2Config defaults (configuration_lfm2.py): vocab 65536, hidden 2560,
+// intermediate_size 12288 (the config's "block_ff_dim" wins when present),
+// 32 layers, 32 heads, 8 KV heads, 128000 positions, tie_word_embeddings True
+// ("tie_embedding" wins when present), conv_bias False, conv_L_cache 3,
+// block_multiple_of 256, block_ffn_dim_multiplier 1.0,
+// block_auto_adjust_ff_dim True; layer_types, else "full_attention" on the
+// full_attn_idxs layers and "conv" on the rest, else attention everywhere.
+// modeling_lfm2.py Lfm2DecoderLayer: operator_norm and ffn_norm (hidden);
+// Lfm2Attention (attention layers) q/k/v_proj, out_proj without bias and
+// q_layernorm / k_layernorm over head_dim (head_dim when given, else hidden /
+// heads); Lfm2ShortConv (conv layers) in_proj (hidden -> 3 x hidden), a
+// depthwise conv (hidden x conv_L_cache) and out_proj, biases conv_bias;
+// Lfm2MLP w1 / w3 / w2 without bias, of width int(2 x ff / 3), then
+// int(multiplier x width) rounded up to block_multiple_of (when the
+// multiplier is not None), when block_auto_adjust_ff_dim. Lfm2Model:
+// embed_tokens, layers, embedding_norm (the final norm); lm_head tied only
+// when tie_word_embeddings.
+void build_lfm2(const JsonReader& cfg, ModelSpec& spec) {
+  ConfigKeys k(cfg, spec, "Lfm2Config (configuration_lfm2.py)");
+  LayerStack& t = spec.text;
+  t.name = "text";
+  spec.vocab = k.size({"vocab_size"}, 65536);
+  t.hidden = k.size({"hidden_size"}, 2560);
+  t.layers = k.size({"num_hidden_layers"}, 32, 1, 100000);
+  t.heads = k.size({"num_attention_heads"}, 32, 1, 1 << 20);
+  t.kv_heads = k.size({"num_key_value_heads"}, 8, 1, 1 << 20);
+  check_kv_heads(k.path({"num_key_value_heads"}), t.kv_heads, k.path({"num_attention_heads"}), t.heads);
+  if (cfg.get("head_dim") != nullptr) {
+    t.head_dim = k.size({"head_dim"}, 0, 1, 1 << 20);
+  } else {
+    check_divisible(k.path({"hidden_size"}), t.hidden, k.path({"num_attention_heads"}), t.heads);
+    t.head_dim = t.hidden / t.heads;
+  }
+  t.v_head_dim = t.head_dim;
+  t.attention = attention_kind(t.heads, t.kv_heads);
+  t.mlp = MlpKind::kGated;
+  t.norm = NormKind::kRmsNorm;
+  t.qk_norm = true;
+  t.activation = "silu";
+  t.position_encoding = "rope";
+  spec.max_position_embeddings = k.size({"max_position_embeddings"}, 128000);
+  spec.tie_word_embeddings =
+      cfg.has("tie_embedding") ? cfg.bool_or("tie_embedding", true) : k.flag("tie_word_embeddings", true);
+  read_dtype(cfg, spec);
+
+  // The MLP width (Lfm2MLP.__init__).
+  int64_t ff = cfg.has("block_ff_dim") ? cfg.int_or("block_ff_dim", 12288) : k.size({"intermediate_size"}, 12288);
+  if (k.flag("block_auto_adjust_ff_dim", true)) {
+    ff = 2 * ff / 3;
+    if (!(cfg.has_key("block_ffn_dim_multiplier") && !cfg.has("block_ffn_dim_multiplier"))) {
+      const double mult = cfg.num_or("block_ffn_dim_multiplier", 1.0, 1e-6, 1e6);
+      const int64_t multiple = k.size({"block_multiple_of"}, 256);
+      ff = static_cast<int64_t>(mult * static_cast<double>(ff));
+      ff = multiple * ((ff + multiple - 1) / multiple);
+    }
+  }
+  if (ff < 1) {
+    fail(errc::kOutOfRange, k.path({"intermediate_size"}),
+         "the LFM2 MLP width derived from " + k.path({"intermediate_size"}) + " is " + std::to_string(ff));
+  }
+  t.intermediate = ff;
+
+  // Which layers attend.
+  const int64_t L = t.layers, h = t.hidden;
+  t.ssm_at.assign(static_cast<size_t>(L), true);
+  if (cfg.get("layer_types") != nullptr) {
+    const auto types = cfg.str_list_or("layer_types", {});
+    if (static_cast<int64_t>(types.size()) != L) {
+      fail(errc::kInconsistent, cfg.child_path("layer_types"),
+           cfg.child_path("layer_types") + " has " + std::to_string(types.size()) + " entries for " +
+               std::to_string(L) + " layers");
+    }
+    for (size_t i = 0; i < types.size(); ++i) {
+      if (types[i] != "conv" && types[i] != "full_attention") {
+        fail(errc::kUnknownValue, cfg.child_path("layer_types") + "[" + std::to_string(i) + "]",
+             cfg.child_path("layer_types") + "[" + std::to_string(i) + "] is " + vram::quoted(types[i]) +
+                 "; LFM2 layers are \"conv\" or \"full_attention\"");
+      }
+      t.ssm_at[i] = types[i] == "conv";
+    }
+  } else if (const json* idx = cfg.get("full_attn_idxs"); idx != nullptr) {
+    const std::string p = cfg.child_path("full_attn_idxs");
+    if (!idx->is_array()) fail(errc::kWrongType, p, p + " must be a list of layer indices");
+    for (size_t i = 0; i < idx->size(); ++i) {
+      const json& e = (*idx)[i];
+      if (!e.is_number_integer() || e.get<int64_t>() < 0 || e.get<int64_t>() >= L) {
+        fail(errc::kOutOfRange, p + "[" + std::to_string(i) + "]",
+             p + "[" + std::to_string(i) + "] must be a layer index in 0.." + std::to_string(L - 1));
+      }
+      t.ssm_at[static_cast<size_t>(e.get<int64_t>())] = false;
+    }
+  } else {
+    spec.notes.push_back("layer_types and full_attn_idxs missing: Lfm2Config makes every layer attention");
+    t.ssm_at.assign(static_cast<size_t>(L), false);
+  }
+  int64_t conv_layers = 0;
+  for (bool c : t.ssm_at) conv_layers += c ? 1 : 0;
+  const int64_t attn_layers = L - conv_layers;
+  const bool conv_bias = k.flag("conv_bias", false);
+  t.ssm_kind = SsmKind::kShortConv;
+  t.ssm_layers = conv_layers;
+  t.ssm_inner = h;
+  t.ssm_conv_dim = h;
+  t.ssm_state = 0;
+  t.ssm_conv_kernel = k.size({"conv_L_cache"}, 3, 1, 1024);
+  t.ssm_state_layers = conv_layers > 0 ? L : 0;
+
+  add_embedding(spec, "embed_tokens", "text", spec.vocab, h);
+  if (attn_layers > 0) {
+    const size_t from = spec.groups.size();
+    add_linear(spec, "q_proj", comp::kAttention, "text", h, t.heads * t.head_dim, false, attn_layers);
+    add_linear(spec, "k_proj", comp::kAttention, "text", h, t.kv_heads * t.head_dim, false, attn_layers);
+    add_linear(spec, "v_proj", comp::kAttention, "text", h, t.kv_heads * t.head_dim, false, attn_layers);
+    add_linear(spec, "out_proj", comp::kAttention, "text", t.heads * t.head_dim, h, false, attn_layers);
+    add_norm(spec, "q_layernorm", "text", t.head_dim, false, attn_layers);
+    add_norm(spec, "k_layernorm", "text", t.head_dim, false, attn_layers);
+    mark_layers(spec, from, LayerSet::kAttention);
+  }
+  if (conv_layers > 0) {
+    const size_t from = spec.groups.size();
+    add_linear(spec, "in_proj", comp::kSsm, "text", h, 3 * h, conv_bias, conv_layers);
+    add_other(spec, "conv", comp::kSsm, "text", h * t.ssm_conv_kernel + (conv_bias ? h : 0), conv_layers);
+    add_linear(spec, "out_proj", comp::kSsm, "text", h, h, conv_bias, conv_layers);
+    mark_layers(spec, from, LayerSet::kSsm);
+  }
+  add_linear(spec, "w1", comp::kMlp, "text", h, ff, false, L);
+  add_linear(spec, "w3", comp::kMlp, "text", h, ff, false, L);
+  add_linear(spec, "w2", comp::kMlp, "text", ff, h, false, L);
+  add_norm(spec, "operator_norm", "text", h, false, L);
+  add_norm(spec, "ffn_norm", "text", h, false, L);
+  add_norm(spec, "embedding_norm", "text", h, false, 1);
   if (!spec.tie_word_embeddings) add_linear(spec, "lm_head", comp::kLmHead, "text", h, spec.vocab, false, 1);
 }
 

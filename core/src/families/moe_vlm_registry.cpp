@@ -20,6 +20,7 @@ const std::vector<AdapterEntry>& moe_vlm_adapters() {
       {"granitemoe", build_granitemoe},
       {"jamba", build_jamba},
       {"falcon_h1", build_falcon_h1},
+      {"lfm2", build_lfm2},
   };
   return kAdapters;
 }

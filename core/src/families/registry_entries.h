@@ -48,6 +48,7 @@ void build_mamba2(const JsonReader& cfg, ModelSpec& spec);
 // Hybrids of attention and state-space layers (hybrid.cpp).
 void build_jamba(const JsonReader& cfg, ModelSpec& spec);
 void build_falcon_h1(const JsonReader& cfg, ModelSpec& spec);
+void build_lfm2(const JsonReader& cfg, ModelSpec& spec);
 
 // Mixture-of-experts, latent attention and vision-language families
 // (mixtral.cpp, qwen_moe.cpp, deepseek.cpp, gemma3.cpp, llava.cpp, qwen2_vl.cpp,

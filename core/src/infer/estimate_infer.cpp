@@ -139,8 +139,11 @@ double ssm_state_bytes_per_sequence(const ModelSpec& m, double elem) {
   // [layers, batch, num_heads, head_dim, state_size] in the model's dtype;
   // num_heads x head_dim = intermediate, so the SSM state is again
   // intermediate x state_size. The conv window spans conv_dim channels.
+  // Lfm2HybridConvCache (modeling_lfm2.py) allocates conv_cache [batch,
+  // hidden, conv_L_cache] for each of num_hidden_layers, attention layers
+  // included (LayerStack::state_layers), in the model's dtype.
   const LayerStack& t = m.text;
-  return static_cast<double>(t.ssm_layers) *
+  return static_cast<double>(t.state_layers()) *
          (static_cast<double>(t.conv_dim()) * static_cast<double>(t.ssm_conv_kernel) +
           static_cast<double>(t.ssm_inner) * static_cast<double>(t.ssm_state)) *
          elem;
@@ -543,7 +546,7 @@ void serving_components(Estimate& e, const Request& req, const Serving& sv, cons
     e.components.push_back(
         {"ssm_state", t.ssm_state > 0 ? "State-space cache (conv + SSM states)" : "Convolution cache (conv states)",
          z.ssm,
-         std::to_string(t.ssm_layers) + " layers x (conv " + fmt_int(st.conv_dim()) + " x " +
+         std::to_string(t.state_layers()) + " layers x (conv " + fmt_int(st.conv_dim()) + " x " +
              std::to_string(t.ssm_conv_kernel) +
              (t.ssm_state > 0 ? " + state " + fmt_int(st.ssm_inner) + " x " + std::to_string(t.ssm_state) : "") +
              ") x batch " + std::to_string(B) + ", fixed whatever the context",

@@ -423,6 +423,11 @@ void ssm_block(const LayerCtx& c, int64_t seq, std::vector<SavedItem>& items) {
       break;
     }
     case SsmKind::kShortConv:
+      // modeling_lfm2.py Lfm2ShortConv.cuda_kernels_forward: B * x keeps B
+      // and x, views of in_proj's BCx (3 x hidden, alive whole);
+      // causal_conv1d_fn keeps its input B * x; C * conv_out keeps conv_out
+      // (C is BCx again); out_proj keeps the contiguous copy of the product.
+      items.push_back({"short conv: BCx, B*x, conv output, gated output", pa * (3.0 * I + I + I + I), false});
       break;
   }
   if (c.dropout > 0 && !st.ssm_with_attention && st.attention_layers() == 0) {
@@ -562,6 +567,7 @@ double layer_backward_transient(const Request& req, const LayerStack& st, const 
              ((I + static_cast<double>(st.conv_dim() + st.ssm_heads)) + static_cast<double>(st.conv_dim()) + I);
         break;
       case SsmKind::kShortConv:
+        // dBCx (3 x hidden) and the gradient of the conv output (hidden).
         b += 4.0 * dt.compute * I;
         break;
     }

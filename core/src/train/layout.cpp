@@ -129,6 +129,8 @@ Request rank_request(const Request& req, const Stage& stage) {
       }
       t.ssm_at = slice;
     }
+    // A cache on every layer (LFM2) follows the rank's layers.
+    if (t.ssm_state_layers > 0) t.ssm_state_layers = stage.layers;
     t.ssm_layers = stage.ssm_layers;
   }
   t.heads /= tp;
