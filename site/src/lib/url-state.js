@@ -102,9 +102,54 @@ export const URL_LIMITS = {
   text: 1024,
   number: 32,
   config: Math.ceil(MAX_INPUT_BYTES / 3) * 4,
+  // imp=: the request fields an imported file set that the form has no box
+  // for (settings.imported), as base64url JSON.
+  imported: 8192,
 };
 URL_LIMITS.pin = Math.ceil((URL_LIMITS.config + 65536) / 3) * 4;
 Object.freeze(URL_LIMITS);
+
+// Request fields an import may set without a box on the form: any field of
+// the core's table (fields.json) that the link's own keys do not carry.
+const IMPORTABLE = new Set(
+  TABLE_FIELDS.filter((f) => !f.url && f.path.includes('.')).map((f) => f.path),
+);
+
+/** settings.imported as a link value ('' when empty or too long). */
+export function importedForUrl(imported) {
+  const entries = Object.entries(imported ?? {}).filter(([path]) => IMPORTABLE.has(path));
+  if (!entries.length) return '';
+  const enc = toBase64Url(JSON.stringify(Object.fromEntries(entries)));
+  return enc.length <= URL_LIMITS.imported ? enc : '';
+}
+
+/**
+ * A link's imp= value back to settings.imported: only fields of the core's
+ * table, each a number, a boolean, a short string or a list of short
+ * strings (the core checks the values themselves); anything else drops the
+ * whole value, so an edited link cannot smuggle keys the core would refuse.
+ */
+export function importedFromUrl(value) {
+  let obj;
+  try {
+    obj = JSON.parse(fromBase64Url(value));
+  } catch {
+    return null;
+  }
+  if (!obj || typeof obj !== 'object' || Array.isArray(obj)) return null;
+  const short = (v) => typeof v === 'string' && v.length <= 256;
+  const ok = (v) =>
+    (typeof v === 'number' && Number.isFinite(v)) ||
+    typeof v === 'boolean' ||
+    short(v) ||
+    (Array.isArray(v) && v.length <= 64 && v.every(short));
+  const out = {};
+  for (const [path, v] of Object.entries(obj)) {
+    if (!IMPORTABLE.has(path) || !ok(v)) return null;
+    out[path] = v;
+  }
+  return out;
+}
 
 /** The DeepSpeed config text as a link value, or '' when invalid or too long. */
 export function deepspeedForUrl(text) {
@@ -158,6 +203,8 @@ export function serialize(model, settings, pin = null) {
     if (v === '' || v === undefined || v === null) continue;
     q.set(key, kind === 'bool' ? (v ? '1' : '0') : String(v));
   }
+  const imp = importedForUrl(settings.imported);
+  if (imp) q.set('imp', imp);
   if (pin?.model && pin.settings) {
     const inner = toBase64Url(serialize(pin.model, pin.settings).slice(1));
     if (inner.length <= URL_LIMITS.pin) q.set('pin', inner);
@@ -215,6 +262,11 @@ export function parse(hash, { nested = false } = {}) {
     given.push(path);
   }
   if (q.has('gib') && !q.has('gpu')) settings.gpu.mode = 'custom';
+  const imp = q.get('imp');
+  if (imp && imp.length <= URL_LIMITS.imported) {
+    const fields = importedFromUrl(imp);
+    if (fields) settings.imported = fields;
+  }
 
   let model = null;
   const m = q.get('m');

@@ -1,13 +1,35 @@
 import { fireEvent, screen, waitFor, within } from '@testing-library/preact';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { defaultSettings } from '../../src/lib/state.js';
-import { parse, serialize } from '../../src/lib/url-state.js';
+import { importedFromUrl, parse, serialize, toBase64Url } from '../../src/lib/url-state.js';
 import { MODELS } from './fixtures.js';
 import { loadRealEstimator, openPage, peakBytes, peakChangedFrom } from './helpers.jsx';
 import { cleanup } from '@testing-library/preact';
 
 beforeAll(async () => {
   await loadRealEstimator();
+});
+
+describe('imported fields in the link', () => {
+  it('carries what an import set that the form has no box for, and refuses anything else', () => {
+    const settings = defaultSettings();
+    settings.imported = {
+      'train.lora.dropout': 0.05,
+      'train.quant.quantizer': 'torchao_unchunked',
+      'train.lora.use_dora': true,
+    };
+    const hash = serialize({ source: 'preset', id: 'meta-llama/Llama-3.2-1B' }, settings);
+    expect(hash).toContain('imp=');
+    expect(parse(hash).settings.imported).toEqual(settings.imported);
+    // A key the core's table does not have, or one the link carries itself, drops the value.
+    expect(importedFromUrl(toBase64Url(JSON.stringify({ 'train.nope': 1 })))).toBeNull();
+    expect(importedFromUrl(toBase64Url(JSON.stringify({ 'train.seq_len': 4096 })))).toBeNull();
+    expect(
+      importedFromUrl(toBase64Url(JSON.stringify({ 'train.lora.dropout': { x: 1 } }))),
+    ).toBeNull();
+    expect(importedFromUrl('not base64 json')).toBeNull();
+    expect(parse('#imp=%%%').settings.imported).toEqual({});
+  });
 });
 
 describe('the state in the URL', () => {
