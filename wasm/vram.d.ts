@@ -409,6 +409,22 @@ export interface StackFacts {
   };
   /** Sliding-window attention: `layers` of the stack attend to at most `window` tokens. */
   sliding_window?: { window: number; layers: number };
+  /**
+   * State-space / short-convolution mixers (Mamba, Mamba-2, Jamba, Falcon-H1, LFM2): `layers` run the
+   * mixer, `attention_layers` attend (beside the mixer when `with_attention`, Falcon-H1); every one of
+   * `state_layers` caches conv_dim x conv_kernel + inner x state values per sequence instead of keys.
+   */
+  ssm?: {
+    kind: 'mamba' | 'mamba2' | 'jamba_mamba' | 'short_conv';
+    layers: number;
+    attention_layers: number;
+    with_attention: boolean;
+    inner: number;
+    state: number;
+    conv_kernel: number;
+    conv_dim: number;
+    state_layers: number;
+  };
 }
 
 /** The model summary: `modelInfo(model)`, and `result.model` of an estimate. */

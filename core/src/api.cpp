@@ -67,6 +67,21 @@ json stack_json(const LayerStack& s) {
                 {"qk_nope_head_dim", s.qk_nope_head_dim}};
   }
   if (s.sliding_window > 0) j["sliding_window"] = {{"window", s.sliding_window}, {"layers", s.sliding_layers}};
+  if (s.ssm_layers > 0) {
+    const char* kind = s.ssm_kind == SsmKind::kMamba2       ? "mamba2"
+                       : s.ssm_kind == SsmKind::kJambaMamba ? "jamba_mamba"
+                       : s.ssm_kind == SsmKind::kShortConv  ? "short_conv"
+                                                            : "mamba";
+    j["ssm"] = {{"kind", kind},
+                {"layers", s.ssm_layers},
+                {"attention_layers", s.attention_layers()},
+                {"with_attention", s.ssm_with_attention},
+                {"inner", s.ssm_inner},
+                {"state", s.ssm_state},
+                {"conv_kernel", s.ssm_conv_kernel},
+                {"conv_dim", s.conv_dim()},
+                {"state_layers", s.state_layers()}};
+  }
   return j;
 }
 

@@ -445,6 +445,13 @@ TEST(Lfm2, InferenceCachesKeysOnAttentionLayersAndAConvWindowOnEveryLayer) {
   EXPECT_EQ(r["infer"]["kv_bytes_per_token"].get<int64_t>(), 6 * 2048);
   EXPECT_EQ(component(r, "kv_cache"), int64_t{6} * 2048 * 32768 * 4);
   EXPECT_EQ(component(r, "ssm_state"), int64_t{16} * 2048 * 3 * 2 * 4);
+  // The model summary says so (api.cpp stack_json "ssm").
+  const json ssm = r["model"]["facts"]["ssm"];
+  EXPECT_EQ(ssm["kind"], "short_conv");
+  EXPECT_EQ(ssm["layers"], 10);
+  EXPECT_EQ(ssm["attention_layers"], 6);
+  EXPECT_EQ(ssm["state_layers"], 16);
+  EXPECT_EQ(ssm["conv_dim"], 2048);
 }
 
 // Training: the short conv keeps BCx (3 x hidden), B*x, the conv output and
