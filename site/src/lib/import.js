@@ -5,7 +5,6 @@
 // CLI give the same request for the same files.
 
 import { batch, signal } from '@preact/signals';
-import { parse as parseYaml } from 'yaml';
 import { choosePreset, loadHubModel } from './actions.js';
 import { coreDefault } from './fields.js';
 import { getPath, putPath } from './paths.js';
@@ -23,13 +22,19 @@ import {
 /** Largest file read (core/include/vram/import.h kMaxImportBytes: 10 MiB). */
 export const MAX_IMPORT_BYTES = 10 * 1024 * 1024;
 
-/** A file's text as the JSON tree the core reads; throws an Error naming the file and the line. */
-export function parseConfigText(name, text) {
+/**
+ * A file's text as the JSON tree the core reads; rejects with an Error naming
+ * the file and the line. The YAML reader (about 30 KiB gzip of the page's
+ * first bundle, README "Speed and size") is imported on the first file that
+ * is not JSON.
+ */
+export async function parseConfigText(name, text) {
   try {
     return JSON.parse(text);
   } catch {
     // not JSON: YAML
   }
+  const { parse: parseYaml } = await import('yaml');
   try {
     return parseYaml(text);
   } catch (e) {
@@ -47,7 +52,7 @@ export async function readConfigFile(file) {
       `${file.name} is ${file.size} bytes, over the import limit of ${MAX_IMPORT_BYTES} (10 MiB)`,
     );
   }
-  return { file: file.name, content: parseConfigText(file.name, await file.text()) };
+  return { file: file.name, content: await parseConfigText(file.name, await file.text()) };
 }
 
 /**

@@ -94,14 +94,15 @@ export function ImportCard() {
     (_first, all) => importFiles(all),
     (t) => pasteText(t),
   );
-  function pasteText(t) {
+  async function pasteText(t) {
+    let content;
     try {
-      importParsed(estimator.value, [
-        { file: 'pasted text', content: parseConfigText('pasted text', t) },
-      ]);
+      content = await parseConfigText('pasted text', t);
     } catch (e) {
       lastImport.value = { error: { message: e.message } };
+      return;
     }
+    await importParsed(estimator.value, [{ file: 'pasted text', content }]);
   }
   return (
     <section class={styles.card} aria-labelledby="import-heading">
