@@ -240,6 +240,10 @@ std::vector<FieldSpec> build() {
              {"kv_cache_dtype", "--kv-dtype", "kvdt", "KV-cache dtype"}),
       integer("infer.prompt_len", nullptr, 1, l::kMaxSeq,
               {"Prompt length", "--prompt-len", "prompt", "tokens prefilled at once; absent: context_len"}),
+      integer("infer.images_per_prompt", 0, 0, 1024,
+              {"Images per prompt", "--images-per-prompt", "img",
+               "VLMs: images in each sequence's prompt (Mllama: their keys/values in the cross-attention layers; "
+               "the vision tower's prefill)"}),
       choice("infer.engine", d::kEngine, {"hf", "vllm", "litgpt"}, {},
              {"Engine", "--engine", "eng",
               "transformers generate, vLLM's paged KV cache, or LitGPT generate (preallocated cache; with "

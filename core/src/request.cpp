@@ -206,6 +206,7 @@ void parse_infer(const JsonReader& i, Request& req) {
          i.child_path("prompt_len") + " (" + std::to_string(o.prompt_len) + ") exceeds " + i.child_path("context_len") +
              " (" + std::to_string(o.context_len) + ")");
   }
+  o.images_per_prompt = i.int_or("images_per_prompt", 0, 0, 1024);
   o.weights_dtype = i.str_or("weights_dtype", defaults::kWeightsDtype);
   o.kv_dtype = i.str_or("kv_dtype", defaults::kKvDtype);
   o.engine = enum_value(i, "engine", field("infer.engine")).value_or(defaults::kEngine);

@@ -354,7 +354,7 @@ Training:  --method full|lora|qlora|freeze   --lora  --qlora (shortcuts)
            --trainable-modules lm_head,layers.31  (method freeze)  --images-per-sample N (VLMs)
 Inference: --batch N  --context-len N  --prompt-len N  --weights-dtype bf16|fp8|int8|gptq|awq|nf4|nf4-dq
            --kv-dtype bf16|fp8  --engine hf|vllm  --gpu-memory-utilization X  --max-num-seqs N
-           --max-num-batched-tokens N  --block-size N
+           --max-num-batched-tokens N  --block-size N  --images-per-prompt N (VLMs: images in each prompt)
 Parallel:  --gpus N  --dp N  --tp N  --pp N  --cp N  --zero 0-3  --fsdp full_shard|shard_grad_op|hybrid_shard|no_shard
            --gpus-per-node N | --nodes N  --offload-optimizer true  --offload-params true  --sequence-parallel true
            --ep N (expert parallel, MoE; divides the experts and dp x cp)  --vp N (virtual stages per rank, pp > 1)

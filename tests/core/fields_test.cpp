@@ -170,6 +170,7 @@ const std::map<std::string, std::function<json(const Request&)>>& readers() {
       {"infer.context_len", [](const Request& r) { return r.infer.context_len; }},
       {"infer.weights_dtype", [](const Request& r) { return r.infer.weights_dtype; }},
       {"infer.kv_dtype", [](const Request& r) { return r.infer.kv_dtype; }},
+      {"infer.images_per_prompt", [](const Request& r) { return r.infer.images_per_prompt; }},
       {"infer.engine", [](const Request& r) { return r.infer.engine; }},
       {"infer.gpu_memory_utilization", [](const Request& r) { return r.infer.gpu_memory_utilization; }},
       {"infer.block_size", [](const Request& r) { return r.infer.block_size; }},

@@ -101,6 +101,11 @@ struct LayerStack {
   bool qk_norm = false;          // per-head q/k norms (Qwen3, Gemma3)
   int64_t norms_per_layer = 2;   // norm sites per layer (Gemma2/3 use 4)
   bool cross_attention = false;  // T5 decoder
+  // Image cross-attention layers (Mllama cross_attention_layers): of the
+  // `layers`, these attend only to the vision tokens, not to the text, so they
+  // cache keys/values of the images (VisionInput::cross_tokens_per_image
+  // each) instead of the context's.
+  int64_t image_cross_layers = 0;
   // How positions enter the model: "rope", "alibi" (BLOOM, Falcon-RW: a per-head
   // bias added to the attention scores, which rules out some fused kernels),
   // "learned" (GPT-2, OPT, BERT: a position embedding table), "relative_bias"
@@ -184,6 +189,9 @@ struct VisionInput {
   // spatial_merge^2 of them into one language-model token.
   bool dynamic_resolution = false;
   int64_t spatial_merge = 1;
+  // Cross-attention VLMs (Mllama): vision tokens each image-cross-attention
+  // layer keeps keys/values of, per image (tiles x patches incl. CLS).
+  int64_t cross_tokens_per_image = 0;
 };
 
 // What a safetensors checkpoint holds, from its tensor list (vram/checkpoint.h):
@@ -228,6 +236,11 @@ struct ModelSpec {
   LayerStack text;                       // the language model (decoder or encoder-only)
   std::vector<LayerStack> extra_stacks;  // vision tower, T5 encoder
   VisionInput vision;                    // set for VLMs
+  // Encoder-decoders whose encoder input has a fixed length (Whisper: 1500
+  // audio positions for a 30 s window): the decoder's cross-attention caches
+  // that many positions per sequence, whatever the prompt. 0 = the encoder
+  // reads the prompt (T5).
+  int64_t encoder_positions = 0;
 
   std::vector<ParamGroup> groups;
   CheckpointSummary checkpoint;  // set when the request carries model.safetensors

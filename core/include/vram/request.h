@@ -90,6 +90,7 @@ struct InferOptions {
   int64_t batch = defaults::kInferBatch;        // concurrent sequences
   int64_t context_len = defaults::kContextLen;  // tokens per sequence (prompt + generated)
   int64_t prompt_len = 0;                       // prefill length; 0 = context_len
+  int64_t images_per_prompt = 0;                // VLMs: images in each sequence's prompt
   std::string weights_dtype = defaults::kWeightsDtype;
   std::string kv_dtype = defaults::kKvDtype;
   std::string engine = defaults::kEngine;  // "hf" (transformers generate) | "vllm" (paged) | "litgpt"

@@ -21,6 +21,12 @@ const std::vector<AdapterEntry>& moe_vlm_adapters() {
       {"jamba", build_jamba},
       {"falcon_h1", build_falcon_h1},
       {"lfm2", build_lfm2},
+      {"mllama", build_mllama},
+      {"qwen2_5_vl", build_qwen2_5_vl},
+      {"paligemma", build_paligemma},
+      {"llama4", build_llama4},
+      {"llama4_text", build_llama4_text},
+      {"whisper", build_whisper},
   };
   return kAdapters;
 }

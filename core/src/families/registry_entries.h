@@ -64,6 +64,13 @@ void build_llava(const JsonReader& cfg, ModelSpec& spec);
 void build_qwen2_vl(const JsonReader& cfg, ModelSpec& spec);
 void build_gpt_oss(const JsonReader& cfg, ModelSpec& spec);
 void build_olmoe(const JsonReader& cfg, ModelSpec& spec);
+// Cross-attention and other vision / audio models (mllama.cpp).
+void build_mllama(const JsonReader& cfg, ModelSpec& spec);
+void build_qwen2_5_vl(const JsonReader& cfg, ModelSpec& spec);  // qwen2_vl.cpp
+void build_paligemma(const JsonReader& cfg, ModelSpec& spec);   // paligemma.cpp
+void build_llama4(const JsonReader& cfg, ModelSpec& spec);      // llama4.cpp
+void build_llama4_text(const JsonReader& cfg, ModelSpec& spec);
+void build_whisper(const JsonReader& cfg, ModelSpec& spec);  // whisper.cpp
 
 struct AdapterEntry;
 // Dense decoders, encoders and encoder-decoders (dense_registry.cpp).

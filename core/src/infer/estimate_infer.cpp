@@ -123,8 +123,10 @@ double kv_bytes_per_token(const ModelSpec& m, double kv_elem, bool hf_decompress
   const double sliding_share =
       context > 0 ? std::min<double>(1.0, static_cast<double>(t.sliding_window) / static_cast<double>(context)) : 1.0;
   // State-space layers (Mamba) cache no keys or values; Falcon-H1's run
-  // attention beside the mixer and do (LayerStack::attention_layers).
-  const int64_t attn_layers = t.attention_layers();
+  // attention beside the mixer and do (LayerStack::attention_layers); image
+  // cross-attention layers (Mllama) cache the images' instead
+  // (image_serving).
+  const int64_t attn_layers = t.attention_layers() - std::min(t.image_cross_layers, t.attention_layers());
   return per_layer_full * (static_cast<double>(attn_layers - sliding) + static_cast<double>(sliding) * sliding_share);
 }
 
@@ -195,7 +197,10 @@ struct Serving {
   double kv_tok_full = 0;
   double cross_tok = 0;
   double pre_tok = 0;
-  double ssm_seq = 0;  // state-space cache bytes per sequence (Mamba), on one rank
+  double ssm_seq = 0;        // state-space cache bytes per sequence (Mamba), on one rank
+  double image_seq = 0;      // image cross-attention keys/values per sequence (Mllama), on one rank
+  int64_t image_tokens = 0;  // language-model tokens the prompt's images add to each sequence
+  double vision_pre = 0;     // the vision / audio encoder's prefill working set per sequence
   // bitsandbytes 4-bit: 16-bit copies of the largest quantised weight that a
   // multi-token forward holds while it dequantises (0 for other formats).
   int64_t dequant = 0;
@@ -239,6 +244,47 @@ int64_t weights_per_gpu(const ModelSpec& m, const Format& fmt, int64_t tp, bool 
     weights = bytes::add(weights, ceil_div(bytes::mul(one, g.instances, kWeights), share), kWeights);
   }
   return weights;
+}
+
+// Images in the prompt (infer.images_per_prompt). Mllama's cross-attention
+// layers (modeling_mllama.py MllamaTextCrossAttention) project the vision
+// tokens to keys and values once, at prefill, and keep them in the cache
+// (past_key_value.update for the layer) for every decoding step: per sequence
+// images x cross_tokens_per_image x image_cross_layers x 2 x kv heads x
+// head_dim, whatever the context length. The vision tower runs once per
+// image at prefill; its largest layer's working set over the image's tower
+// tokens (residual, norm output, q/k/v/out and fc1 / activation outputs in
+// 16-bit; SDPA, no score matrix) is held while it runs.
+void image_serving(const Request& req, Serving& sv) {
+  const ModelSpec& m = req.model;
+  const int64_t images = req.infer.images_per_prompt;
+  if (images <= 0) return;
+  const LayerStack* vs = m.stack("vision");
+  if (vs == nullptr) {
+    fail(errc::kInconsistent, "infer.images_per_prompt",
+         "infer.images_per_prompt (" + std::to_string(images) + ") needs a vision-language model; " +
+             vram::quoted(m.model_type) + " has no vision tower");
+  }
+  const LayerStack& t = m.text;
+  if (t.image_cross_layers > 0) {
+    if (sv.vllm || sv.litgpt) {
+      fail(errc::kUnsupported, "infer.engine",
+           "infer.engine " + vram::quoted(req.infer.engine) +
+               " with image cross-attention layers (Mllama) is not modelled: use infer.engine \"hf\"");
+    }
+    sv.image_seq = static_cast<double>(images) * static_cast<double>(m.vision.cross_tokens_per_image) *
+                   static_cast<double>(t.image_cross_layers) * 2.0 * static_cast<double>(sv.sharded.text.kv_heads) *
+                   static_cast<double>(t.head_dim) * sv.kv_elem;
+  }
+  // Token-prefix VLMs (LLaVA, PaliGemma, Gemma 3, Idefics3): each image
+  // becomes tokens_per_image language-model tokens in the prompt, on top of
+  // context_len's text; dynamic-resolution towers (Qwen2-VL) give a count
+  // that depends on each image's size, so the request counts them itself.
+  sv.image_tokens = bytes::mul(images, m.vision.tokens_per_image, "image tokens per sequence");
+  const int64_t tower_tokens = m.vision.encoder_tokens_per_image;
+  const double vis_tok =
+      2.0 * (6.0 * static_cast<double>(vs->hidden)) + 2.0 * 2.0 * static_cast<double>(vs->intermediate);
+  sv.vision_pre = vis_tok * static_cast<double>(tower_tokens) * static_cast<double>(images);
 }
 
 // Validates the serving fields (Failure names the field) and computes the costs.
@@ -327,6 +373,14 @@ Serving serving(const Request& req) {
     sv.sharded.text.ssm_conv_dim = memory::ceil_div(t.conv_dim(), tp);
     sv.ssm_seq = ssm_state_bytes_per_sequence(sv.sharded, elem);
   }
+  image_serving(req, sv);
+  // A fixed-length encoder (Whisper) runs once per sequence at prefill over
+  // its encoder_positions; its largest layer's working set as for a tower.
+  if (const LayerStack* es = m.stack("encoder"); es != nullptr && m.encoder_positions > 0) {
+    const double enc_tok =
+        2.0 * (6.0 * static_cast<double>(es->hidden)) + 2.0 * 2.0 * static_cast<double>(es->intermediate);
+    sv.vision_pre = std::max(sv.vision_pre, enc_tok * static_cast<double>(m.encoder_positions));
+  }
   // ---- outside the tensors ------------------------------------------------
   sv.gpu = req.gpu.name.empty() ? nullptr : find_gpu(req.gpu.name);
   sv.fx.cublas = memory::cublas_bytes(req, 1);
@@ -384,31 +438,38 @@ int64_t dequant_bytes(const Serving& sv, int64_t batch, int64_t tokens) { return
 Sizes hf_generate(Estimate& e, const Request& req, const Serving& sv) {
   const InferOptions& o = req.infer;
   const int64_t B = o.batch;
-  const int64_t ctx = o.context_len;
-  const int64_t prompt = o.prompt_len > 0 ? o.prompt_len : ctx;
+  const int64_t ctx = o.context_len + sv.image_tokens;
+  const int64_t prompt = (o.prompt_len > 0 ? o.prompt_len : o.context_len) + sv.image_tokens;
   Sizes z;
   const int64_t tokens = bytes::mul(B, ctx, "tokens in the KV cache");
   const int64_t prompt_tokens = bytes::mul(B, prompt, "prompt tokens");
-  z.kv = ceil_bytes((sv.kv_tok_at(ctx) * static_cast<double>(ctx) + sv.cross_tok * static_cast<double>(prompt)) *
+  // The encoder's length: the prompt (T5), or fixed (Whisper's 1500 audio positions).
+  const int64_t enc_len = req.model.encoder_positions > 0 ? req.model.encoder_positions : prompt;
+  z.kv = ceil_bytes((sv.kv_tok_at(ctx) * static_cast<double>(ctx) + sv.cross_tok * static_cast<double>(enc_len)) *
                         static_cast<double>(B),
                     kKv);
   z.ssm = ceil_bytes(sv.ssm_seq * static_cast<double>(B), "the state-space cache");
+  const int64_t image_kv = ceil_bytes(sv.image_seq * static_cast<double>(B), kKv);
+  z.kv = bytes::add(z.kv, image_kv, kKv);
   const int64_t cat_copy = ceil_bytes(
       sv.kv_tok_full / static_cast<double>(std::max<int64_t>(req.model.text.layers, 1)) * static_cast<double>(tokens),
       kKv);
-  z.prefill = ceil_bytes(sv.pre_tok * static_cast<double>(prompt_tokens), "the prefill activations");
+  z.prefill =
+      ceil_bytes(std::max(sv.pre_tok * static_cast<double>(prompt_tokens), sv.vision_pre * static_cast<double>(B)),
+                 "the prefill activations");
   z.logits = bytes::mul(B, ceil_div(req.model.vocab, sv.tp), 2 + 4, "the logits");
   const int64_t W = sv.fx.weights;
   e.phases.push_back(make_phase(req, sv, "weights_loaded", "weights loaded", {{"weights", W}}, 0));
-  e.phases.push_back(
-      make_phase(req, sv, "prefill", "prefill (prompt through the model)",
-                 {{"weights", W},
-                  {"kv_cache", ceil_bytes(sv.kv_tok_at(prompt) * static_cast<double>(prompt_tokens), kKv)},
-                  {"ssm_state", z.ssm},
-                  {"activations", z.prefill},
-                  {"dequant", dequant_bytes(sv, B, prompt)},
-                  {"logits", z.logits}},
-                 0));
+  e.phases.push_back(make_phase(
+      req, sv, "prefill", "prefill (prompt through the model)",
+      {{"weights", W},
+       {"kv_cache",
+        bytes::add(ceil_bytes(sv.kv_tok_at(prompt) * static_cast<double>(prompt_tokens), kKv), image_kv, kKv)},
+       {"ssm_state", z.ssm},
+       {"activations", z.prefill},
+       {"dequant", dequant_bytes(sv, B, prompt)},
+       {"logits", z.logits}},
+      0));
   e.phases.push_back(make_phase(req, sv, "decode", "decoding at full context",
                                 {{"weights", W},
                                  {"kv_cache", bytes::add(z.kv, cat_copy, kKv)},
@@ -431,8 +492,8 @@ Sizes hf_generate(Estimate& e, const Request& req, const Serving& sv) {
 Sizes litgpt_generate(Estimate& e, const Request& req, const Serving& sv) {
   const InferOptions& o = req.infer;
   const int64_t B = o.batch;
-  const int64_t ctx = o.context_len;
-  const int64_t prompt = o.prompt_len > 0 ? o.prompt_len : ctx;
+  const int64_t ctx = o.context_len + sv.image_tokens;
+  const int64_t prompt = (o.prompt_len > 0 ? o.prompt_len : o.context_len) + sv.image_tokens;
   const int64_t vocab = ceil_div(req.model.vocab, sv.tp);
   Sizes z;
   z.kv = ceil_bytes(sv.kv_tok_at(ctx) * static_cast<double>(ctx) * static_cast<double>(B), kKv);
@@ -494,7 +555,7 @@ Sizes vllm_serving(Estimate& e, const Request& req, const Serving& sv) {
   const int64_t page = ceil_bytes(sv.kv_tok_full * static_cast<double>(o.block_size), kKv);
   const int64_t blocks = page > 0 ? pool / page : 0;
   z.kv = blocks * page;
-  const int64_t ctx = o.context_len;
+  const int64_t ctx = o.context_len + sv.image_tokens;
   const int64_t B = o.batch;
   const int64_t blocks_per_seq = ceil_div(ctx, o.block_size);
   // max_context_len never exceeds the model's max_position_embeddings
@@ -527,8 +588,8 @@ void serving_components(Estimate& e, const Request& req, const Serving& sv, cons
   const Fixed& fx = sv.fx;
   const bool vllm = sv.vllm;
   const int64_t B = o.batch;
-  const int64_t ctx = o.context_len;
-  const int64_t prompt = o.prompt_len > 0 ? o.prompt_len : ctx;
+  const int64_t ctx = o.context_len + sv.image_tokens;
+  const int64_t prompt = (o.prompt_len > 0 ? o.prompt_len : o.context_len) + sv.image_tokens;
   const std::string tp_note = sv.tp > 1 ? " / tp " + std::to_string(sv.tp) : "";
   e.components.push_back({"weights", "Weights", fx.weights,
                           fmt_int(req.model.params_total()) + " params; linears as " + sv.fmt->source + tp_note,
@@ -538,7 +599,10 @@ void serving_components(Estimate& e, const Request& req, const Serving& sv, cons
                                      " tokens filling gpu_memory_utilization " +
                                      std::to_string(o.gpu_memory_utilization).substr(0, 4)
                                : fmt_int(ceil_bytes(sv.kv_tok_at(ctx), kKv)) + " B/token x batch " + std::to_string(B) +
-                                     " x context " + std::to_string(ctx),
+                                     " x context " + std::to_string(ctx) +
+                                     (sv.image_seq > 0 ? " + images " + fmt_int(ceil_bytes(sv.image_seq, kKv)) +
+                                                             " B/sequence x batch " + std::to_string(B)
+                                                       : ""),
                           Pool::kAllocated});
   if (req.model.text.ssm_layers > 0) {
     const LayerStack& t = req.model.text;
@@ -617,6 +681,37 @@ void serving_assumptions(Estimate& e, const Request& req, const Serving& sv) {
                             "; prefill through the mamba_ssm / causal_conv1d kernels");
   }
   if (sv.vllm && t.attention == AttnKind::kMla) e.assumptions.push_back("MLA: vLLM caches the compressed latent");
+  if (t.image_cross_layers > 0) {
+    const VisionInput& vi = req.model.vision;
+    e.assumptions.push_back(
+        req.infer.images_per_prompt > 0
+            ? std::to_string(t.image_cross_layers) + " image cross-attention layers cache keys/values of " +
+                  std::to_string(req.infer.images_per_prompt) + " image(s) x " +
+                  std::to_string(vi.cross_tokens_per_image) +
+                  " vision tokens per sequence, whatever the context (no text keys/values in those layers)"
+            : "infer.images_per_prompt 0 (default): text-only prompts, so the " + std::to_string(t.image_cross_layers) +
+                  " image cross-attention layers cache nothing; set it for prompts with images");
+  }
+  if (sv.image_tokens > 0) {
+    e.assumptions.push_back(std::to_string(req.infer.images_per_prompt) + " image(s) per prompt add " +
+                            std::to_string(sv.image_tokens) + " tokens to each sequence's prompt and context (" +
+                            std::to_string(req.model.vision.tokens_per_image) + " per image)");
+  } else if (req.infer.images_per_prompt > 0 && req.model.vision.dynamic_resolution) {
+    e.assumptions.push_back(
+        "dynamic-resolution vision tower: an image's tokens depend on its size "
+        "((H/patch) x (W/patch) / merge^2), so they are not added: count them in context_len");
+  }
+  if (req.model.encoder_positions > 0) {
+    e.assumptions.push_back(
+        "encoder-decoder with a fixed-length encoder: " + std::to_string(req.model.encoder_positions) +
+        " encoder positions per sequence (Whisper: 30 s of audio), cached by every decoder layer's "
+        "cross-attention whatever the context; the encoder's working set at prefill is the larger "
+        "of it and the decoder's");
+  } else if (sv.vision_pre > 0) {
+    e.assumptions.push_back("vision tower at prefill: " + std::to_string(req.infer.images_per_prompt) +
+                            " image(s) per sequence x " + std::to_string(req.model.vision.encoder_tokens_per_image) +
+                            " tower tokens; prefill activations are the larger of it and the text prefill");
+  }
   if (t.sliding_window > 0 && t.sliding_layers > 0) {
     e.assumptions.push_back(std::to_string(t.sliding_layers) + " sliding-window layers cache at most " +
                             std::to_string(t.sliding_window) + " tokens");
@@ -655,7 +750,8 @@ Result<Estimate> estimate_infer(const Request& req) {
     e.facts.push_back({"tp", sv.tp});
     serving_components(e, req, sv, z);
     serving_assumptions(e, req, sv);
-    e.tokens_per_micro_batch = bytes::mul(req.infer.batch, req.infer.context_len, "tokens in the KV cache");
+    e.tokens_per_micro_batch =
+        bytes::mul(req.infer.batch, req.infer.context_len + sv.image_tokens, "tokens in the KV cache");
     return e;
   } catch (const Failure& f) {
     return f.error();

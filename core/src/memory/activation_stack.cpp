@@ -70,6 +70,53 @@ int64_t vision_bytes(const Request& req, const TrainablePlan& plan, const Dtypes
                     "vision tower activations");
 }
 
+// A fixed-length encoder (Whisper): every sample runs encoder_positions
+// positions through the "encoder" stack; saved like the vision tower's when
+// any of its weights (or adapters) takes a gradient.
+int64_t encoder_bytes(const Request& req, const TrainablePlan& plan, const Dtypes& dt, int64_t micro_batch) {
+  const ModelSpec& m = req.model;
+  const LayerStack* es = m.stack("encoder");
+  if (es == nullptr || m.encoder_positions <= 0 || !plan.vision_needs_grad) return 0;
+  const int64_t n = bytes::mul(micro_batch, m.encoder_positions, "encoder positions");
+  const LayerActivations ea = layer_activations(req, *es, plan, dt, m.encoder_positions, false, true);
+  return bytes::mul(to_bytes(ea.per_token() * static_cast<double>(n), "encoder activations"), es->layers,
+                    "encoder activations");
+}
+
+// Image cross-attention (Mllama, modeling_mllama.py
+// MllamaTextCrossAttention): per cross-attention layer k = k_norm(k_proj(x)),
+// v = v_proj(x) over the projected vision tokens x (cross_attention_states,
+// text hidden each, one tensor shared by every such layer), for
+// images_per_sample x cross_tokens_per_image tokens per sample. SDPA saves k
+// and v for the query's gradient (kv heads x head_dim each); k_norm saves its
+// input when k_proj's output needs a gradient (k_proj trains, or x needs
+// one); x itself is saved (once) by k_proj / v_proj when either trains or
+// carries a LoRA adapter, or when the tower or projector trains. Under full
+// checkpointing a layer keeps only its inputs (x) and recomputes the rest.
+int64_t image_cross_bytes(const Request& req, const TrainablePlan& plan, const Dtypes& dt, int64_t micro_batch) {
+  const ModelSpec& m = req.model;
+  const LayerStack& st = m.text;
+  const TrainOptions& t = req.train;
+  if (st.image_cross_layers <= 0 || t.images_per_sample <= 0 || plan.first_grad_layer >= st.layers) return 0;
+  bool k_trains = false, x_saved = plan.vision_needs_grad;
+  for (size_t i = 0; i < m.groups.size() && i < plan.groups.size(); ++i) {
+    const ParamGroup& g = m.groups[i];
+    if (g.stack != "text" || (g.module != "k_proj" && g.module != "v_proj")) continue;
+    const GroupPlan& gp = plan.groups[i];
+    if (gp.trainable || gp.lora) x_saved = true;
+    if (g.module == "k_proj" && gp.trainable) k_trains = true;
+  }
+  const double tokens = static_cast<double>(micro_batch) * static_cast<double>(t.images_per_sample) *
+                        static_cast<double>(m.vision.cross_tokens_per_image);
+  const double elem = dt.autocast ? 2.0 : static_cast<double>(dt.compute);
+  const double kv = static_cast<double>(st.kv_heads * st.head_dim);
+  const bool full = t.checkpointing == Checkpointing::kFull;
+  const double per_layer = full ? 0.0 : (2.0 + ((k_trains || plan.vision_needs_grad) ? 1.0 : 0.0)) * kv;
+  const double shared = (x_saved || full) ? static_cast<double>(st.hidden) : 0.0;
+  const double per_token = elem * (shared + per_layer * static_cast<double>(st.image_cross_layers));
+  return to_bytes(per_token * tokens, "image cross-attention activations");
+}
+
 }  // namespace
 
 ActivationStack activation_stack(const Request& req, const TrainablePlan& plan, const Dtypes& dt, const StateSizes& sz,
@@ -149,7 +196,9 @@ ActivationStack activation_stack(const Request& req, const TrainablePlan& plan, 
     a.moe_pieces = layer_pieces(moe_act, selective, N);
   }
   a.head = to_bytes(head_per_token(req, plan, dt, pos.last) * static_cast<double>(N), "the head's saved inputs");
-  a.vision = vision_bytes(req, plan, dt, micro_batch);
+  a.vision = bytes::add(vision_bytes(req, plan, dt, micro_batch), encoder_bytes(req, plan, dt, micro_batch),
+                        "encoder activations");
+  a.image_kv = image_cross_bytes(req, plan, dt, micro_batch);
   // Activation offloading (torch.autograd.graph.save_on_cpu, or the
   // "offload" gradient checkpointing of axolotl / Unsloth): saved tensors
   // of the layer stack live in pinned host memory; the GPU holds the layer

@@ -105,7 +105,8 @@ Timeline training_step(const RankBasis& b, const StepTerms& t) {
   if (pb.gathered > 0) fwd.push_back(tl.alloc("gathered_params", "gathered parameters", pb.gathered));
   if (pb.dispatch > 0) fwd.push_back(tl.alloc("moe_dispatch", "expert-parallel dispatch", pb.dispatch));
   if (pb.cp_kv > 0) fwd.push_back(tl.alloc("cp_kv_exchange", "K/V receive buffers", 2 * pb.cp_kv));
-  const Timeline::Id vision = tl.alloc("activations", "vision tower activations", a.vision);
+  const Timeline::Id vision = tl.alloc("activations", "vision tower / audio encoder activations", a.vision);
+  const Timeline::Id image_kv = tl.alloc("activations", "image cross-attention inputs, keys and values", a.image_kv);
   std::vector<Timeline::Id> layers = forward_layers(tl, a, L, moe_layers);
   const Timeline::Id head = tl.alloc("activations", "final norm and lm_head inputs", a.head);
   tl.mark("forward", "end of forward");
@@ -226,6 +227,7 @@ Timeline training_step(const RankBasis& b, const StepTerms& t) {
   // ---- optimizer step -------------------------------------------------------
   tl.free(tied);
   tl.free(vision);
+  tl.free(image_kv);
   for (Timeline::Id id : fwd) tl.free(id);
   // Stepped in backward: nothing is left to step here.
   const Timeline::Id temp = tl.alloc("optimizer_temporaries", "optimizer step temporaries", in_bwd ? 0 : sz.opt_temp,
