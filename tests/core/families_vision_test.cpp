@@ -103,6 +103,7 @@ TEST(Mllama, CrossLayerListOnlyMovesNormsAndGates) {
 TEST(Mllama, SelfAttentionLayersAloneCacheTheText) {
   const json r = estimate_ok(infer_req(mllama11b(), 4096, 1, 0));
   EXPECT_EQ(fact(r, "kv_bytes_per_token").get<int64_t>(), 131072);
+  EXPECT_EQ(fact(r, "kv_bytes_per_token_per_layer").get<int64_t>(), 4096);
   EXPECT_EQ(component_bytes(r, "kv_cache"), int64_t{131072} * 4096);
 }
 

@@ -452,7 +452,10 @@ Sizes hf_generate(Estimate& e, const Request& req, const Serving& sv) {
   const int64_t image_kv = ceil_bytes(sv.image_seq * static_cast<double>(B), kKv);
   z.kv = bytes::add(z.kv, image_kv, kKv);
   const int64_t cat_copy = ceil_bytes(
-      sv.kv_tok_full / static_cast<double>(std::max<int64_t>(req.model.text.layers, 1)) * static_cast<double>(tokens),
+      // one layer's share; image cross-attention layers (Mllama) hold no text
+      sv.kv_tok_full /
+          static_cast<double>(std::max<int64_t>(req.model.text.layers - req.model.text.image_cross_layers, 1)) *
+          static_cast<double>(tokens),
       kKv);
   z.prefill =
       ceil_bytes(std::max(sv.pre_tok * static_cast<double>(prompt_tokens), sv.vision_pre * static_cast<double>(B)),
@@ -741,7 +744,7 @@ Result<Estimate> estimate_infer(const Request& req) {
     }
     // vLLM's device use is its budget, whatever the cache holds.
     if (sv.vllm && !e.phases.empty() && e.warnings.empty()) e.peak_phase = "serving";
-    const int64_t layers = std::max<int64_t>(req.model.text.layers, 1);
+    const int64_t layers = std::max<int64_t>(req.model.text.layers - req.model.text.image_cross_layers, 1);
     e.facts.insert(e.facts.begin(), {"kv_bytes_per_token", ceil_bytes(sv.kv_tok_full, kKv)});
     e.facts.insert(e.facts.begin() + 1,
                    {"kv_bytes_per_token_per_layer", ceil_bytes(sv.kv_tok_full / static_cast<double>(layers), kKv)});
