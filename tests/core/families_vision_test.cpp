@@ -380,5 +380,36 @@ TEST(Whisper, TrainingSavesTheEncoderOverFifteenHundredPositions) {
   EXPECT_GT(per_sample, int64_t{1500} * 32 * 1280 * 2 * 10);
 }
 
+// ---- Idefics3 (SmolVLM) -----------------------------------------------------------
+
+json smolvlm256() { return testing::model_config("HuggingFaceTB/SmolVLM-256M-Instruct"); }
+
+// 256,484,928 = SigLIP-B/16-512 86,433,024 + connector 7,077,888 + text
+// 162,974,016 (untied head).
+TEST(Idefics3, SmolVlm256mMatchesCheckpoint) {
+  const ModelSpec s = build(smolvlm256());
+  EXPECT_EQ(s.params_total(), 256484928);
+  EXPECT_EQ(part(s, comp::kProjector), 768 * 16 * 576);
+  const int64_t layer = 4 * (768 * 768 + 768) + 4 * 768 + (768 * 3072 + 3072) + (3072 * 768 + 768);
+  EXPECT_EQ(part(s, comp::kVision), 3 * 16 * 16 * 768 + 768 + 1024 * 768 + 12 * layer + 2 * 768);
+  EXPECT_FALSE(s.tie_word_embeddings);
+  EXPECT_EQ(part(s, comp::kLmHead), 49280 * 576);
+  // (512 / 16)^2 / 4^2 = 64 text tokens a tile.
+  EXPECT_EQ(s.vision.tokens_per_image, 64);
+}
+
+// The composite's tie_word_embeddings decides: tied, the head is the embedding.
+TEST(Idefics3, TiedCompositeDropsTheHead) {
+  json cfg = smolvlm256();
+  cfg["tie_word_embeddings"] = true;
+  EXPECT_EQ(build(cfg).params_total(), 256484928 - 49280 * 576);
+}
+
+TEST(Idefics3, ScaleFactorMustDivideThePatchGrid) {
+  json cfg = smolvlm256();
+  cfg["scale_factor"] = 5;
+  EXPECT_EQ(error_of(cfg).path, "model.config.scale_factor");
+}
+
 }  // namespace
 }  // namespace vram

@@ -27,6 +27,7 @@ const std::vector<AdapterEntry>& moe_vlm_adapters() {
       {"llama4", build_llama4},
       {"llama4_text", build_llama4_text},
       {"whisper", build_whisper},
+      {"idefics3", build_idefics3},
   };
   return kAdapters;
 }

@@ -70,7 +70,8 @@ void build_qwen2_5_vl(const JsonReader& cfg, ModelSpec& spec);  // qwen2_vl.cpp
 void build_paligemma(const JsonReader& cfg, ModelSpec& spec);   // paligemma.cpp
 void build_llama4(const JsonReader& cfg, ModelSpec& spec);      // llama4.cpp
 void build_llama4_text(const JsonReader& cfg, ModelSpec& spec);
-void build_whisper(const JsonReader& cfg, ModelSpec& spec);  // whisper.cpp
+void build_whisper(const JsonReader& cfg, ModelSpec& spec);   // whisper.cpp
+void build_idefics3(const JsonReader& cfg, ModelSpec& spec);  // idefics3.cpp
 
 struct AdapterEntry;
 // Dense decoders, encoders and encoder-decoders (dense_registry.cpp).
