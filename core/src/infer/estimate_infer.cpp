@@ -597,16 +597,20 @@ void serving_components(Estimate& e, const Request& req, const Serving& sv, cons
   e.components.push_back({"weights", "Weights", fx.weights,
                           fmt_int(req.model.params_total()) + " params; linears as " + sv.fmt->source + tp_note,
                           Pool::kAllocated});
-  e.components.push_back({"kv_cache", "KV cache", z.kv,
-                          vllm ? "blocks of " + std::to_string(o.block_size) +
-                                     " tokens filling gpu_memory_utilization " +
-                                     std::to_string(o.gpu_memory_utilization).substr(0, 4)
-                               : fmt_int(ceil_bytes(sv.kv_tok_at(ctx), kKv)) + " B/token x batch " + std::to_string(B) +
-                                     " x context " + std::to_string(ctx) +
-                                     (sv.image_seq > 0 ? " + images " + fmt_int(ceil_bytes(sv.image_seq, kKv)) +
-                                                             " B/sequence x batch " + std::to_string(B)
-                                                       : ""),
-                          Pool::kAllocated});
+  e.components.push_back(
+      {"kv_cache", "KV cache", z.kv,
+       vllm ? "blocks of " + std::to_string(o.block_size) + " tokens filling gpu_memory_utilization " +
+                  std::to_string(o.gpu_memory_utilization).substr(0, 4)
+            : fmt_int(ceil_bytes(sv.kv_tok_at(ctx), kKv)) + " B/token x batch " + std::to_string(B) + " x context " +
+                  std::to_string(ctx) +
+                  (sv.image_seq > 0 ? " + images " + fmt_int(ceil_bytes(sv.image_seq, kKv)) + " B/sequence x batch " +
+                                          std::to_string(B)
+                                    : "") +
+                  (sv.cross_tok > 0 && req.model.encoder_positions > 0
+                       ? " + cross-attention " + fmt_int(ceil_bytes(sv.cross_tok, kKv)) + " B/encoder position x " +
+                             std::to_string(req.model.encoder_positions) + " x batch " + std::to_string(B)
+                       : ""),
+       Pool::kAllocated});
   if (req.model.text.ssm_layers > 0) {
     const LayerStack& t = req.model.text;
     const LayerStack& st = sv.sharded.text;
@@ -619,9 +623,15 @@ void serving_components(Estimate& e, const Request& req, const Serving& sv, cons
              ") x batch " + std::to_string(B) + ", fixed whatever the context",
          Pool::kAllocated});
   }
+  // The vision / audio encoder's working set when it is the larger (image_serving).
+  const bool tower_prefill =
+      !vllm && sv.vision_pre * static_cast<double>(B) > sv.pre_tok * static_cast<double>(bytes::mul(B, prompt));
   e.components.push_back({"activations", "Prefill activations (one layer)", z.prefill,
-                          "per token " + fmt_int(ceil_bytes(sv.pre_tok)) + " B x " +
-                              std::to_string(vllm ? o.max_num_batched_tokens : bytes::mul(B, prompt)) + " tokens",
+                          tower_prefill
+                              ? "vision / audio encoder at prefill: " + fmt_int(ceil_bytes(sv.vision_pre)) +
+                                    " B per sequence x batch " + std::to_string(B)
+                              : "per token " + fmt_int(ceil_bytes(sv.pre_tok)) + " B x " +
+                                    std::to_string(vllm ? o.max_num_batched_tokens : bytes::mul(B, prompt)) + " tokens",
                           Pool::kAllocated});
   if (sv.dequant > 0) {
     e.components.push_back({"dequant", "4-bit weights dequantised by a multi-token forward", sv.dequant,
