@@ -111,7 +111,8 @@ test-sanitize: sanitize
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j$(JOBS)
 
-fuzz-seeds: $(ASAN_BUILD)/CMakeCache.txt
+# The import seeds read YAML with the page's npm `yaml` package.
+fuzz-seeds: $(ASAN_BUILD)/CMakeCache.txt site/node_modules/.package-lock.json
 	node tests/fuzz/seeds.mjs $(ASAN_BUILD)/fuzz
 
 # Every target of $(ASAN_BUILD)/fuzz/targets.txt for FUZZ_SECONDS / (number of

@@ -1,14 +1,18 @@
 // Seed corpora and the dictionary for the libFuzzer targets (tests/fuzz),
 // built from the tests' own inputs: the model configs of tests/fixtures/models,
 // the validation requests of tests/fixtures/validation (as vram_validate
-// assembles them), the site tests' request builder (site/tests/wasm/requests.js)
-// and the core's field table (site/src/lib/fields.json, `make fields`).
+// assembles them), the site tests' request builder (site/tests/wasm/requests.js),
+// the framework files of tests/fixtures/import (YAML read with the page's npm
+// `yaml` package, so site/node_modules must be installed: `make deps`) and the
+// core's field table (site/src/lib/fields.json, `make fields`).
 //
 //   node tests/fuzz/seeds.mjs <out-dir>
-// writes <out-dir>/seeds/<target>/NNNN.json and <out-dir>/vram.dict.
+// writes <out-dir>/seeds/<target>/NNNN.json and <out-dir>/vram.dict. A seed
+// given as a string is written as it is (import_file's raw YAML and JSON).
 //
 // A new target (tests/fuzz/CMakeLists.txt) adds one entry to SEEDS below.
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { repoRoot, trainRequest } from '../../site/tests/wasm/requests.js';
 
@@ -29,6 +33,35 @@ const validation = readJson('tests/fixtures/validation/requests.json').map((row)
   ...row.request,
   model: { config: readJson(`tests/fixtures/validation/${row.config_file}`) },
 }));
+
+// The framework files `vram-probe import` and the page's import read, as
+// text (import_file: the CLI's JSON-else-YAML reading) and as the trees the
+// page hands the core (import: vram::import_json), alone and in the pairs a
+// run has (a recipe with its DeepSpeed JSON, a recipe with its model's
+// config.json).
+const { parse: parseYaml } = createRequire(join(repoRoot, 'site/package.json'))('yaml');
+const importDir = 'tests/fixtures/import';
+const importFiles = readdirSync(join(repoRoot, importDir))
+  .filter((f) => /\.(ya?ml|json)$/.test(f))
+  .sort()
+  .map((file) => {
+    const text = readFileSync(join(repoRoot, importDir, file), 'utf8');
+    return { file, text, content: file.endsWith('.json') ? JSON.parse(text) : parseYaml(text) };
+  });
+const importFile = (name) => importFiles.find((f) => f.file === name);
+const asImport = (...files) => ({ files: files.map(({ file, content }) => ({ file, content })) });
+const importSeeds = [
+  ...importFiles.map((f) => asImport(f)),
+  asImport(importFile('axolotl_qlora-1b.yml'), importFile('transformers_ds_config_zero3.json')),
+  asImport(
+    importFile('trl_accelerate_deepspeed_zero3.yaml'),
+    importFile('transformers_docs_zero3_auto.json'),
+  ),
+  asImport(importFile('peft_adapter_config.json'), {
+    file: 'config.json',
+    content: readJson(`${modelsDir}/HuggingFaceTB__SmolLM2-135M.json`),
+  }),
+];
 
 // Every enum value of the field table once, on a small model's request.
 function setPath(o, path, value) {
@@ -97,6 +130,8 @@ const SEEDS = {
     ['deepspeed', 'fsdp', 'megatron'].map((fw) => planRequest(c, fw)),
   ),
   layout: parallels,
+  import: importSeeds,
+  import_file: importFiles.map((f) => f.text),
   framework_defaults: fields
     .find((f) => f.path === 'train.framework')
     .values.flatMap((framework) =>
@@ -111,7 +146,7 @@ for (const [target, docs] of Object.entries(SEEDS)) {
   docs.forEach((doc, i) =>
     writeFileSync(
       join(dir, `${String(i).padStart(4, '0')}.json`),
-      JSON.stringify(doc, null, i % 2 ? 2 : 0),
+      typeof doc === 'string' ? doc : JSON.stringify(doc, null, i % 2 ? 2 : 0),
     ),
   );
 }
@@ -135,6 +170,7 @@ const walk = (v) => {
   else if (typeof v === 'string' && v.length <= 40) words.add(v);
 };
 configs.forEach(walk);
+importFiles.forEach((f) => walk(f.content));
 const escape = (s) => s.replace(/\\/g, '\\\\').replace(/"/g, '\\"');
 const tokens = [...words].sort().map((w) => `"${escape(JSON.stringify(w))}"`);
 for (const t of [
