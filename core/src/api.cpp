@@ -15,6 +15,7 @@
 #include "vram/optimizers.h"
 #include "vram/plan.h"
 #include "vram/request.h"
+#include "vram/utf8.h"
 
 #ifndef VRAM_VERSION
 #define VRAM_VERSION "0.0.0"
@@ -257,7 +258,11 @@ json result_json(const Request& req, const Estimate& e) {
 
 }  // namespace
 
-json error_json(const Error& e) { return {{"error", {{"code", e.code}, {"message", e.message}, {"path", e.path}}}}; }
+// The message and path may quote the input (a parse error's "last read"
+// bytes, a key): made valid UTF-8 so that dumping the error never throws.
+json error_json(const Error& e) {
+  return {{"error", {{"code", e.code}, {"message", valid_utf8(e.message)}, {"path", valid_utf8(e.path)}}}};
+}
 
 namespace {
 

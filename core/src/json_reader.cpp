@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "vram/fields.h"
+#include "vram/utf8.h"
 
 namespace vram {
 
@@ -327,6 +328,60 @@ std::string reason(const std::string& what) {
 }
 
 }  // namespace
+
+std::string valid_utf8(const std::string& text) {
+  // WHATWG Encoding Standard, "UTF-8 decoder": bytes needed, the bounds of the
+  // next continuation byte, and the start of the sequence being read (copied
+  // as it is when it completes).
+  static const std::string kReplacement = "\xEF\xBF\xBD";  // U+FFFD
+  std::string out;
+  out.reserve(text.size());
+  int needed = 0;
+  int seen = 0;
+  unsigned char lower = 0x80;
+  unsigned char upper = 0xBF;
+  size_t start = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto b = static_cast<unsigned char>(text[i]);
+    if (needed == 0) {
+      start = i;
+      if (b <= 0x7F) {
+        out += static_cast<char>(b);
+      } else if (b >= 0xC2 && b <= 0xDF) {
+        needed = 1;
+      } else if (b >= 0xE0 && b <= 0xEF) {
+        if (b == 0xE0) lower = 0xA0;
+        if (b == 0xED) upper = 0x9F;
+        needed = 2;
+      } else if (b >= 0xF0 && b <= 0xF4) {
+        if (b == 0xF0) lower = 0x90;
+        if (b == 0xF4) upper = 0x8F;
+        needed = 3;
+      } else {
+        out += kReplacement;
+      }
+      continue;
+    }
+    if (b < lower || b > upper) {
+      // The sequence so far is one maximal subpart: one U+FFFD, then this
+      // byte starts afresh.
+      needed = seen = 0;
+      lower = 0x80;
+      upper = 0xBF;
+      out += kReplacement;
+      --i;
+      continue;
+    }
+    lower = 0x80;
+    upper = 0xBF;
+    if (++seen == needed) {
+      out.append(text, start, i + 1 - start);
+      needed = seen = 0;
+    }
+  }
+  if (needed != 0) out += kReplacement;
+  return out;
+}
 
 void check_input_size(uint64_t bytes, const std::string& path) {
   if (bytes > static_cast<uint64_t>(limits::kMaxInputBytes)) {

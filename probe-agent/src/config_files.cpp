@@ -9,6 +9,7 @@
 #include "cli_input.h"
 #include "vram/fields.h"
 #include "vram/import.h"
+#include "vram/utf8.h"
 
 namespace vram::cli {
 
@@ -104,7 +105,11 @@ json yaml_to_json(const std::string& text, const std::string& file) {
   }
 }
 
-json config_tree(const std::string& text, const std::string& file) {
+json config_tree(const std::string& raw, const std::string& file) {
+  // The page reads a dropped file with File.text(), which decodes UTF-8 and
+  // replaces ill-formed bytes with U+FFFD; so does this, and no string in the
+  // tree is one nlohmann::json cannot dump.
+  const std::string text = valid_utf8(raw);
   // JSON first (the page's JSON.parse, then YAML). The callback sees each
   // object and array as it opens, so a deep document is refused before it is
   // built (as parse_json_text does for requests); a syntax error means "not

@@ -11,6 +11,7 @@
 #include "vram/api.h"
 #include "vram/json_reader.h"
 #include "vram/request.h"
+#include "vram/utf8.h"
 
 namespace vram {
 namespace {
@@ -26,6 +27,45 @@ Error error_of(const json& out) {
 }
 
 Error text_error(const std::string& text) { return error_of(json::parse(estimate_json(text))); }
+
+// ---- ill-formed UTF-8 ------------------------------------------------------
+
+// Found by fuzz_layout: a syntax error's message quotes the bytes last read,
+// and a message that is not UTF-8 made error_json(...).dump() throw
+// (nlohmann type_error 316) out of every *_json entry point, an abort natively
+// and in WASM. tests/fuzz/regressions/layout/ keeps the input.
+TEST(StrictInput, IllFormedUtf8InTheInputGivesAnErrorNotAThrow) {
+  const std::string input = std::string(R"({"gpus":8,"tp":2,"pp":2)") + std::string(20, '\xff') + "}";
+  for (const std::string& out : {estimate_json(input), layout_options_json(input), plan_json(input),
+                                 model_info_json(input), estimate_json("\xc3")}) {
+    const json j = json::parse(out, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << out;
+    ASSERT_TRUE(j.contains("error")) << out;
+    EXPECT_EQ(j["error"]["code"], "bad_json") << out;
+    EXPECT_NO_THROW(j.dump());
+  }
+  const Error e = text_error(input);
+  EXPECT_NE(e.message.find("line 1, column"), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("\xEF\xBF\xBD"), std::string::npos) << e.message;  // U+FFFD for the bytes
+}
+
+TEST(StrictInput, ValidUtf8ReplacesEachMaximalSubpartAsTheWhatwgDecoderDoes) {
+  // Valid text is unchanged, 1- to 4-byte sequences alike.
+  const std::string ok = "a\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80z";  // a é € 😀 z
+  EXPECT_EQ(valid_utf8(ok), ok);
+  const std::string r = "\xEF\xBF\xBD";
+  // A lone continuation byte, a bad lead, a truncated sequence (one U+FFFD
+  // for its maximal subpart, then the next byte starts afresh), an overlong
+  // E0 80, a surrogate ED A0 and a code point over U+10FFFF (F4 90): the
+  // outputs of TextDecoder('utf-8') for the same bytes.
+  EXPECT_EQ(valid_utf8("\x80"), r);
+  EXPECT_EQ(valid_utf8("\xFF\xC0"), r + r);
+  EXPECT_EQ(valid_utf8("\xE2\x82z"), r + "z");
+  EXPECT_EQ(valid_utf8("\xE0\x80\x80"), r + r + r);
+  EXPECT_EQ(valid_utf8("\xED\xA0\x80"), r + r + r);
+  EXPECT_EQ(valid_utf8("\xF4\x90\x80\x80"), r + r + r + r);
+  EXPECT_EQ(valid_utf8("x\xF0\x9F\x98"), "x" + r);
+}
 
 // ---- unknown fields --------------------------------------------------------
 

@@ -381,7 +381,13 @@ TEST(ImportFileJson, AnswersOneJsonObjectForAnyText) {
   // garbage and an empty file each give a result or an error, never a throw.
   const json recipe = json::parse(vram::cli::import_file_json("base_model: x/y\nmicro_batch_size: 2\n"));
   EXPECT_EQ(recipe["request"]["train"]["micro_batch"], 2) << recipe.dump();
-  for (const char* text : {"[1, 2]", "a: [", "", "\"just a string\"", "{\"hello\": 1}"}) {
+  // Ill-formed UTF-8 becomes U+FFFD, as the page's File.text() makes it: a
+  // tree nlohmann::json can dump, and the same tree on both sides.
+  const json latin1 =
+      json::parse(vram::cli::import_file_json("base_model: x/y\nmicro_batch_size: 2\nwandb_name: caf\xe9\n"));
+  EXPECT_EQ(latin1["request"]["train"]["micro_batch"], 2) << latin1.dump();
+  EXPECT_EQ(vram::cli::config_tree("k: caf\xe9", "t.yml")["k"], "caf\xEF\xBF\xBD");
+  for (const char* text : {"[1, 2]", "a: [", "", "\"just a string\"", "{\"hello\": 1}", "\xff\xfe: [\xc3"}) {
     const json r = json::parse(vram::cli::import_file_json(text));
     ASSERT_TRUE(r.contains("error")) << text;
     EXPECT_NE(r["error"]["code"], "internal") << text << " " << r.dump();
