@@ -257,6 +257,7 @@ TEST(Jamba, InferenceCachesKeysOnTheAttentionLayersAndAStateOnTheRest) {
                       {"task", "infer"},
                       {"infer", {{"context_len", 8192}, {"batch", 2}, {"weights_dtype", "bf16"}}}});
   EXPECT_EQ(r["infer"]["kv_bytes_per_token"].get<int64_t>(), 4 * 4096);
+  EXPECT_EQ(r["infer"]["kv_bytes_per_token_per_layer"].get<int64_t>(), 4096);  // per attention layer
   EXPECT_EQ(component(r, "kv_cache"), int64_t{4} * 4096 * 8192 * 2);
   EXPECT_EQ(component(r, "ssm_state"), int64_t{28} * 8192 * (4 + 16) * 2 * 2);
 }

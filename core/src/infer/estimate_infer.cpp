@@ -754,7 +754,11 @@ Result<Estimate> estimate_infer(const Request& req) {
     }
     // vLLM's device use is its budget, whatever the cache holds.
     if (sv.vllm && !e.phases.empty() && e.warnings.empty()) e.peak_phase = "serving";
-    const int64_t layers = std::max<int64_t>(req.model.text.layers - req.model.text.image_cross_layers, 1);
+    // Per layer that caches keys: a hybrid's state-space layers and
+    // Mllama's cross-attention layers (a fixed cache of their own) hold none.
+    const int64_t kv_layers = req.model.text.attention_layers() - req.model.text.image_cross_layers;
+    const int64_t layers =
+        std::max<int64_t>(kv_layers > 0 ? kv_layers : req.model.text.layers - req.model.text.image_cross_layers, 1);
     e.facts.insert(e.facts.begin(), {"kv_bytes_per_token", ceil_bytes(sv.kv_tok_full, kKv)});
     e.facts.insert(e.facts.begin() + 1,
                    {"kv_bytes_per_token_per_layer", ceil_bytes(sv.kv_tok_full / static_cast<double>(layers), kKv)});

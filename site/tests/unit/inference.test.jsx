@@ -49,6 +49,17 @@ describe('inference engines and the serving answers', () => {
     );
   });
 
+  it('for Jamba shows the KV cache per attention layer and the fixed state cache', async () => {
+    await openPage('#m=preset:ai21labs/AI21-Jamba-1.5-Mini&task=infer');
+    // 4 of 32 layers attend: 8 KV heads x 128 x 2 (K and V) x 2 B each.
+    expect(stat('KV cache per token').getAttribute('data-bytes')).toBe(String(4 * 4096));
+    expect(stat('KV cache per token per attention layer').textContent).toBe('4 KiB');
+    // 28 Mamba layers x 8192 x (conv 4 + state 16) x 2 B, for 1 sequence.
+    expect(stat('State cache (conv + SSM), fixed').getAttribute('data-bytes')).toBe(
+      String(28 * 8192 * 20 * 2),
+    );
+  });
+
   it('with vLLM on a catalog GPU shows the core’s max concurrent sequences and KV blocks', async () => {
     await openPage(`${LLAMA31}&ctx=8192`);
     const before = peakBytes();

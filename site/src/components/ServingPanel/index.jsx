@@ -42,10 +42,22 @@ export function ServingPanel({ infer }) {
           bytes={infer.kv_bytes_per_token}
         />
         <Stat
-          label="KV cache per token per layer"
+          label={
+            Number.isFinite(infer.ssm_state_bytes)
+              ? 'KV cache per token per attention layer'
+              : 'KV cache per token per layer'
+          }
           value={formatBytes(infer.kv_bytes_per_token_per_layer)}
           bytes={infer.kv_bytes_per_token_per_layer}
         />
+        {Number.isFinite(infer.ssm_state_bytes) && (
+          <Stat
+            label="State cache (conv + SSM), fixed"
+            value={`${formatGiB(infer.ssm_state_bytes)} GiB`}
+            bytes={infer.ssm_state_bytes}
+            note="same at any context"
+          />
+        )}
         <Stat
           label={vllm ? 'KV cache allocated' : 'KV cache at full context'}
           value={`${formatGiB(infer.kv_cache_bytes)} GiB`}
