@@ -180,8 +180,14 @@ std::vector<FieldSpec> build() {
              {"optim", "--optimizer", "optim", "HF Trainer optim name"}),
       choice("train.grad_checkpointing", d::kCheckpointing, {"none", "full", "selective", "selective_op"}, {},
              {"gradient_checkpointing", "--grad-checkpoint", "gc", "also a bool: true = full, false = none"}),
-      choice("train.attention", d::kAttention, {"eager", "sdpa", "flash_attention_2"}, kAttentionAliases,
-             {"attn_implementation", "--attention", "attn", "the attention kernel"}),
+      choice(
+          "train.attention", d::kAttention, {"eager", "sdpa", "flash_attention_2", "xformers"}, kAttentionAliases,
+          {"attn_implementation", "--attention", "attn",
+           "the attention kernel (xformers: memory-efficient attention, as Unsloth runs it without FlashAttention)"}),
+      choice("train.kernels", d::kKernels, {"standard", "unsloth"}, {},
+             {"Layer kernels", "--kernels", "",
+              "standard: HF modules + PEFT LoRA layers; unsloth: Unsloth's fused LoRA "
+              "MLP/QKV/O autograd functions, Triton RMSNorm, in-place RoPE and cross-entropy (Llama-family layers)"}),
       boolean("train.fused_loss", false,
               {"Fused cross-entropy", "--fused-loss", "fused", "Liger fused linear cross-entropy"}),
       boolean("train.fused_norm", false, {"Fused RMSNorm", "", "", "Liger / apex fused RMSNorm (--liger sets it)"}),

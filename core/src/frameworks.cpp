@@ -164,9 +164,25 @@ Framework unsloth() {
            "unsloth unsloth/models/llama.py FastLlamaModel.from_pretrained BitsAndBytesConfig(bnb_4bit_use_"
            "double_quant=True)",
            {"qlora"}},
+          // Only the adapters are cast (to fp32); embeddings, norms and lm_head
+          // keep the loaded 16-bit dtype, unlike PEFT's
+          // prepare_model_for_kbit_training (same in unsloth 2024.1,
+          // unsloth/models/_utils.py prepare_model_for_kbit_training at
+          // 2f55935f: requires_grad only, no casts).
+          {"train.quant.prepare_kbit",
+           false,
+           "unsloth-zoo unsloth_zoo/training_utils.py prepare_model_for_training: only lora_A/B upcast",
+           {"qlora"}},
+          {"train.kernels", "unsloth",
+           "unsloth unsloth/models/llama.py FastLlamaModel.patch_peft_model: LoRA_MLP / LoRA_QKV / LoRA_W "
+           "(kernels/fast_lora.py) when lora_dropout == 0 and bias == 'none'; fast_rms_layernorm, in-place RoPE, "
+           "fast_cross_entropy_loss"},
       },
       {"below a max sequence length of 512, 'unsloth' checkpointing does not offload",
-       "attention: FlashAttention 2 when installed, else SDPA (estimated as the request's attention)"}};
+       "attention: FlashAttention 2 when installed, else xformers, else SDPA (utils/attention_dispatch.py "
+       "select_attention_backend; estimated as the request's attention)",
+       "the fused kernels are modelled for Llama-family layers (RMSNorm, SwiGLU); other families use the standard "
+       "layers' saved tensors"}};
 }
 
 // Axolotl at 067b021c (src/axolotl/utils/schemas/*.py, src/axolotl/loaders/*.py).

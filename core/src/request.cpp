@@ -56,6 +56,18 @@ const char* to_string(AttentionImpl a) {
       return "sdpa";
     case AttentionImpl::kFlash2:
       return "flash_attention_2";
+    case AttentionImpl::kXformers:
+      return "xformers";
+  }
+  return "?";
+}
+
+const char* to_string(Kernels k) {
+  switch (k) {
+    case Kernels::kStandard:
+      return "standard";
+    case Kernels::kUnsloth:
+      return "unsloth";
   }
   return "?";
 }
@@ -98,7 +110,9 @@ E enum_named(const std::string& name, const E (&all)[N]) {
 constexpr Method kAllMethods[] = {Method::kFull, Method::kLora, Method::kQlora, Method::kFreeze};
 constexpr Precision kAllPrecisions[] = {Precision::kFp32,    Precision::kBf16,    Precision::kFp16,
                                         Precision::kAmpBf16, Precision::kAmpFp16, Precision::kMixedBf16};
-constexpr AttentionImpl kAllAttention[] = {AttentionImpl::kEager, AttentionImpl::kSdpa, AttentionImpl::kFlash2};
+constexpr AttentionImpl kAllAttention[] = {AttentionImpl::kEager, AttentionImpl::kSdpa, AttentionImpl::kFlash2,
+                                           AttentionImpl::kXformers};
+constexpr Kernels kAllKernels[] = {Kernels::kStandard, Kernels::kUnsloth};
 constexpr Checkpointing kAllCheckpointing[] = {Checkpointing::kNone, Checkpointing::kFull, Checkpointing::kSelective,
                                                Checkpointing::kSelectiveOp};
 
@@ -149,6 +163,7 @@ void parse_train(const JsonReader& t, Request& req) {
   }
   o.attention = pick(t, "attention", "train.attention", kAllAttention, default_of("train.attention", kAllAttention),
                      &o.attention_given);
+  o.kernels = pick(t, "kernels", "train.kernels", kAllKernels, default_of("train.kernels", kAllKernels));
   o.fused_loss = t.bool_or("fused_loss", false);
   o.fused_norm = t.bool_or("fused_norm", false);
   o.sdpa_gqa_native = t.bool_or("sdpa_gqa_native", false);

@@ -345,8 +345,10 @@ Training:  --method full|lora|qlora|freeze   --lora  --qlora (shortcuts)
            --optimizer NAME (HF optim names: adamw_torch, adamw_torch_fused, adamw_bnb_8bit, paged_adamw_8bit,
                              adafactor, sgd, sgd_momentum, lion_32bit, ...)
            --grad-checkpoint true|false|selective|selective_op  --flashattn true|false
-           --attention eager|sdpa|flash_attention_2
+           --attention eager|sdpa|flash_attention_2|xformers
            --fused-loss true|false  --liger true|false (fused loss + fused norms)
+           --kernels standard|unsloth (unsloth: Unsloth's fused LoRA / RMSNorm / RoPE / cross-entropy kernels;
+                     --framework unsloth sets it)
            --activation-offload true|false  --optimizer-in-backward true|false
            --compile true|false (torch.compile: accepted, not modelled; the estimate stays eager mode's)
            --lora-rank N  --lora-alpha X  --lora-dropout X  --lora-target-modules q_proj,v_proj|all-linear

@@ -54,6 +54,10 @@ inline constexpr const char* kOptimizer = "adamw_torch_fused";
 inline constexpr const char* kCheckpointing = "none";  // TrainingArguments gradient_checkpointing = False
 // transformers picks SDPA when torch has it (attn_implementation=None).
 inline constexpr const char* kAttention = "sdpa";
+// Whose layers run the model: "standard" = each op's own autograd (HF
+// transformers modules + PEFT LoRA layers); "unsloth" = Unsloth's patched
+// Llama-family layers (saved_activations.cpp cites what they keep).
+inline constexpr const char* kKernels = "standard";
 // torch.compile off: transformers training_args.py TrainingArguments.torch_compile
 // = False; torchtune's recipes compile: False
 // (recipes/configs/llama3_1/8B_*_single_device.yaml at bd2a0fc7); LitGPT's

@@ -27,7 +27,9 @@ enum class Precision {
   kMixedBf16,  // bf16 weights and grads + fp32 master weights and states (DeepSpeed/Megatron/FSDP style)
 };
 
-enum class AttentionImpl { kEager, kSdpa, kFlash2 };
+enum class AttentionImpl { kEager, kSdpa, kFlash2, kXformers };
+// Whose layer implementations the training step runs (train.kernels).
+enum class Kernels { kStandard, kUnsloth };
 // kSelective: Megatron --recompute-granularity selective (only the attention
 // score path is recomputed); kSelectiveOp: torchtitan's op-level selective
 // checkpointing (memory/recipe.h op_sac_layer).
@@ -68,9 +70,10 @@ struct TrainOptions {
   Checkpointing checkpointing = Checkpointing::kNone;
   AttentionImpl attention = AttentionImpl::kSdpa;
   bool attention_given = false;
-  bool fused_loss = false;       // Liger / cut-cross-entropy fused linear cross-entropy
-  bool fused_norm = false;       // Liger / apex fused RMSNorm kernels
-  bool sdpa_gqa_native = false;  // SDPA enable_gqa path (no padding mask, torch >= 2.5)
+  Kernels kernels = Kernels::kStandard;  // Unsloth's fused LoRA / norm / loss kernels
+  bool fused_loss = false;               // Liger / cut-cross-entropy fused linear cross-entropy
+  bool fused_norm = false;               // Liger / apex fused RMSNorm kernels
+  bool sdpa_gqa_native = false;          // SDPA enable_gqa path (no padding mask, torch >= 2.5)
   bool optimizer_in_backward = false;
   bool activation_offload = false;    // saved activations kept in host memory
   bool compile = defaults::kCompile;  // torch.compile: accepted, not modelled (a warning says so)
@@ -220,6 +223,7 @@ std::optional<Error> layout_error(const Request& req);
 const char* to_string(Precision p);
 const char* to_string(Method m);
 const char* to_string(AttentionImpl a);
+const char* to_string(Kernels k);
 const char* to_string(Checkpointing c);
 
 }  // namespace vram

@@ -40,7 +40,12 @@ double head_per_token(const Request& req, const TrainablePlan& plan, const Dtype
     if (m.groups[i].component == std::string(comp::kLmHead) && plan.groups[i].trainable) head_trains = true;
   }
   double tok = 0;
-  if (last && (any_layer_grad || head_trains)) tok += 4.0 * m.text.hidden + 4.0;  // final RMSNorm fp32 input
+  if (last && (any_layer_grad || head_trains)) {
+    // Final RMSNorm: HF's keeps its fp32 upcast input; the fused ones (Liger,
+    // Unsloth's Fast_RMS_Layernorm) keep X as it is and the fp32 rstd.
+    const bool fused = req.train.fused_norm || req.train.kernels == Kernels::kUnsloth;
+    tok += (fused ? static_cast<double>(dt.residual) : 4.0) * m.text.hidden + 4.0;
+  }
   if (last && head_trains) tok += (dt.autocast ? 2.0 : dt.compute) * m.text.hidden;
   if (const HeadLora& hl = plan.head_lora; last && hl.on) {
     // LoRA on the head (peft tuners/lora/layer.py Linear.forward): x =

@@ -96,6 +96,35 @@ LossBuffers loss_buffers(const Request& req, const Dtypes& dt, int64_t grads_hea
     out.backward_pieces = out.forward_pieces;
     loss_formula =
         "fused linear cross-entropy: chunk " + fmt_int(chunk) + " x V " + fmt_int(V) + " logits + grad_input N x h";
+  } else if (lm_loss && t.kernels == Kernels::kUnsloth) {
+    // Unsloth kernels/cross_entropy_loss.py Fast_CrossEntropyLoss (015bdef0):
+    // forward reads the logits as they are (vocabularies above MAX_FUSED_SIZE
+    // 65,536 go through _chunked_cross_entropy_forward, no fp32 copy) and
+    // keeps them with an fp32 loss and logsumexp per row
+    // (ctx.save_for_backward(logits, logsumexp, labels)); backward writes the
+    // gradient into the saved logits and returns them (no N x V gradient of
+    // its own). Release 2024.1 (2f55935f) cast vocabularies above 65,536 to
+    // fp32 first (fast_cross_entropy_loss: logits.float()); not modelled.
+    // The model returns those 16-bit logits (CausalLM_fast_forward), and the
+    // HF Trainer's Accelerate wrapper under fp16 / bf16, which Unsloth's
+    // notebooks always set, converts every 16-bit output to fp32
+    // (accelerate accelerator.py prepare_model: model.forward =
+    // convert_outputs_to_fp32(autocast_context(...))): an N x V fp32 copy
+    // alive from the end of forward until compute_loss drops the outputs,
+    // before backward.
+    const double nv = static_cast<double>(N) * static_cast<double>(V) * logit_factor;
+    const int64_t logits_b = to_bytes(nv * static_cast<double>(logits_elem), kLoss);
+    const int64_t copy_b = logits_elem == 4 ? 0 : to_bytes(nv * 4.0, kLoss);
+    const int64_t rows = to_bytes(8.0 * static_cast<double>(N), kLoss);
+    out.forward_pieces = {{logits_b, 1}, {rows, 1}};
+    if (copy_b > 0) out.forward_pieces.push_back({copy_b, 1});
+    out.backward_pieces = {{logits_b, 1}, {rows, 1}};
+    loss_fwd = bytes::add(bytes::add(logits_b, rows, kLoss), copy_b, kLoss);
+    loss_bwd = bytes::add(logits_b, rows, kLoss);
+    loss_formula = "Unsloth Fast_CrossEntropyLoss: N " + fmt_int(N) + " x V " + fmt_int(V) + " x (" +
+                   std::to_string(logits_elem) + " logits + " + std::to_string(copy_b > 0 ? 4 : 0) +
+                   " Accelerate's fp32 copy of the returned logits) in forward; backward writes the gradient into "
+                   "the saved logits; + fp32 loss and logsumexp per token";
   } else if (lm_loss) {
     const int64_t upcast = logits_elem == 4 ? 0 : 4;
     loss_fwd = to_bytes(static_cast<double>(N) * V * (logits_elem + upcast + 4) * logit_factor, kLoss);

@@ -26,8 +26,31 @@
 // - Under torch.autocast each Linear casts an fp32 input to bf16 itself, and
 //   the cast copy is what it saves (autocast_mode.cpp: only leaf weights are
 //   cached), so fp32 inputs feeding k linears cost k bf16 copies.
+// - Unsloth's patched Llama-family layers (train.kernels unsloth; unslothai/
+//   unsloth at 015bdef0, the same in release 2024.1 at 2f55935f):
+//   kernels/fast_lora.py LoRA_MLP.forward saves X, e = gate(X) and g = up(X)
+//   (ctx.save_for_backward(gateA, gateB, upA, upB, downA, downB, X, e, g)):
+//   the SwiGLU product h = silu(e) * g, down_proj's input, is recomputed in
+//   backward, and no LoRA intermediate is kept (X @ A is recomputed);
+//   LoRA_QKV.forward saves X only; LoRA_W.forward (o_proj) saves X, which
+//   is the attention output itself unless SDPA's transpose made a copy. The
+//   adapters are cast to X's dtype (A.to(dtype)), so no fp32 copy of X.
+//   FastLlamaModel.patch_peft_model applies them only when lora_dropout == 0
+//   and bias == 'none', per block (q/k/v, o, gate/up/down) whose linears
+//   all carry LoRA (not DoRA); other blocks keep PEFT's layers.
+//   kernels/rms_layernorm.py Fast_RMS_Layernorm.forward saves X (its input,
+//   the residual stream's dtype) and r (fp32 rstd per row), as Liger does.
+//   kernels/rope_embedding.py Fast_RoPE_Embedding rotates Q and K in place
+//   and saves only cos/sin (shared caches), so q and k after rotary are the
+//   projections' outputs. Attention (utils/attention_dispatch.py
+//   run_attention): flash_attn saves q, k, v (kv heads), out and lse;
+//   xformers in training expands K and V to every head (K_mod.reshape(bsz,
+//   kv_seq_len, n_heads, head_dim) when requires_grad) and keeps those;
+//   SDPA uses enable_gqa when torch has it (sdpa_gqa_native) and returns
+//   out.transpose(1, 2), which the o_proj reshape copies.
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 
 #include "memory/recipe.h"
 
@@ -73,6 +96,28 @@ struct Roles {
 // bitsandbytes < 0.43.2 (train.quant.saves_input).
 bool base_saves_input(const Request& req, const LinearUse& u) {
   return u.quantized ? req.train.quant.saves_input : u.trains;
+}
+
+// Whether Unsloth's fused LoRA autograd function replaces PEFT's layers for
+// a block whose linears are `block` (llama.py FastLlamaModel.patch_peft_model:
+// lora_dropout == 0, bias 'none', every linear of the block has lora_A and no
+// lora_magnitude_vector).
+bool unsloth_patched(const Request& req, std::initializer_list<const std::vector<LinearUse>*> blocks,
+                     const LinearUse* extra = nullptr) {
+  const TrainOptions& t = req.train;
+  if (t.kernels != Kernels::kUnsloth || t.lora.dropout > 0 || t.lora.use_dora) return false;
+  bool any = false;
+  for (const auto* b : blocks) {
+    for (const auto& u : *b) {
+      if (!u.lora || (u.trains && !u.quantized)) return false;
+      any = true;
+    }
+  }
+  if (extra != nullptr) {
+    if (!extra->lora || (extra->trains && !extra->quantized)) return false;
+    any = true;
+  }
+  return any;
 }
 
 bool is_output_name(const std::string& n) {
@@ -197,8 +242,9 @@ void norm_site(const Request& req, const LayerStack& st, const Dtypes& dt, bool 
     // native_layer_norm saves input, mean and rstd (fp32 under autocast).
     const double in = dt.autocast && !dt.low_precision_params ? 4.0 : static_cast<double>(dt.residual);
     b = in * width + 8.0;
-  } else if (req.train.fused_norm) {
-    b = static_cast<double>(dt.residual) * width + 4.0;  // Liger rms_norm: X and RSTD
+  } else if (req.train.fused_norm || req.train.kernels == Kernels::kUnsloth) {
+    // Liger rms_norm and Unsloth's Fast_RMS_Layernorm: X and the fp32 rstd.
+    b = static_cast<double>(dt.residual) * width + 4.0;
   } else {
     // HF RMSNorm: fp32 input (4 B) + rsqrt (4 B per token); the normalised
     // value is saved for `weight *` only when the weight trains. Gemma keeps
@@ -236,8 +282,13 @@ void attention_block(const LayerCtx& c, int64_t seq, std::vector<SavedItem>& ite
   const int64_t pa = c.pa;
   // 1. Norm before attention.
   norm_site(req, st, c.dt, c.norm_trains, h, items, "attention norm (input, statistics)", true);
-  // 2. Inputs of the q/k/v projections (fused or separate).
-  linear_inputs(req, c.dt, c.roles.attn_in, h, c.attn_in_dtype, items, "q/k/v projection inputs");
+  // 2. Inputs of the q/k/v projections (fused or separate); Unsloth's
+  // LoRA_QKV keeps only X, as it arrives.
+  if (st.attention != AttnKind::kMla && unsloth_patched(req, {&c.roles.attn_in})) {
+    items.push_back({"q/k/v projection inputs", static_cast<double>(c.attn_in_dtype) * h, false});
+  } else {
+    linear_inputs(req, c.dt, c.roles.attn_in, h, c.attn_in_dtype, items, "q/k/v projection inputs");
+  }
   if (st.attention == AttnKind::kMla) {
     // Latent paths: q_a_layernorm / kv_a_layernorm (RMSNorm, fp32 upcast) and
     // the q_b_proj / kv_b_proj inputs (deepseek modeling_deepseek_v2.py).
@@ -249,8 +300,10 @@ void attention_block(const LayerCtx& c, int64_t seq, std::vector<SavedItem>& ite
     items.push_back({"latent q/kv norms and up-projection inputs", b, false});
   }
   // 3. Attention core.
-  const bool repeat_kv =
-      kvh < a && (t.attention == AttentionImpl::kEager || (t.attention == AttentionImpl::kSdpa && !t.sdpa_gqa_native));
+  // xformers' memory-efficient attention is trained on K and V expanded to
+  // every head (unsloth utils/attention_dispatch.py run_attention, XFORMERS).
+  const bool repeat_kv = kvh < a && (t.attention == AttentionImpl::kEager || t.attention == AttentionImpl::kXformers ||
+                                     (t.attention == AttentionImpl::kSdpa && !t.sdpa_gqa_native));
   const int64_t kv_heads_saved = (repeat_kv || st.attention == AttnKind::kMla) ? a : kvh;
   const double q_bytes = static_cast<double>(pa) * a * d;
   const double k_bytes = static_cast<double>(pa) * kv_heads_saved * d;
@@ -291,8 +344,9 @@ void attention_block(const LayerCtx& c, int64_t seq, std::vector<SavedItem>& ite
     if (t.attention == AttentionImpl::kSdpa && o_saves)
       items.push_back({"o_proj input (contiguous copy)", out_bytes, false});
   }
-  if (o.lora && !(o.trains && !o.quantized)) {
-    // the adapter's fp32 copy of its input (see linear_inputs)
+  if (o.lora && !(o.trains && !o.quantized) && !unsloth_patched(req, {}, &o)) {
+    // the adapter's fp32 copy of its input (see linear_inputs); Unsloth's
+    // LoRA_W casts the adapters to the input's dtype instead
     if (req.train.lora.adapter_fp32) items.push_back({"o_proj adapter input (fp32 copy)", 4.0 * a * dv, false});
   }
   if (c.dropout > 0) items.push_back({"residual dropout masks", 2.0 * h, false});
@@ -311,6 +365,14 @@ void mlp_block(const LayerCtx& c, bool moe_layer, std::vector<SavedItem>& items)
   const double act_saves = activation_saves(st.activation);
   auto gated_mlp = [&](int64_t inter, double tokens_factor, const char* label, bool experts) {
     // gate/up read the norm output; act(gate) * up; down reads the product.
+    const auto& ins = experts ? c.roles.exp_in : c.roles.mlp_in;
+    const LinearUse& outs = experts ? c.roles.exp_out : c.roles.mlp_out;
+    if (!experts && unsloth_patched(req, {&ins}, &outs)) {
+      // Unsloth LoRA_MLP: X, e and g; h = act(e) * g is recomputed.
+      const double b = static_cast<double>(c.attn_in_dtype) * h + 2.0 * static_cast<double>(pa) * inter;
+      items.push_back({std::string(label) + " (Unsloth LoRA_MLP: X, e, g)", b * tokens_factor, false});
+      return;
+    }
     std::vector<SavedItem> tmp;
     const double in = linear_inputs(req, c.dt, experts ? c.roles.exp_in : c.roles.mlp_in, h, c.attn_in_dtype, tmp, "");
     const LinearUse down = experts ? c.roles.exp_out : c.roles.mlp_out;

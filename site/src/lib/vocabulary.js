@@ -71,6 +71,7 @@ export const ATTENTIONS = [
   { value: 'sdpa', label: 'sdpa' },
   { value: 'flash_attention_2', label: 'flash_attention_2' },
   { value: 'eager', label: 'eager (keeps s² scores)' },
+  { value: 'xformers', label: 'xformers (K/V expanded to every head)' },
 ];
 
 // gradient_checkpointing=True recomputes every layer in backward (full);
