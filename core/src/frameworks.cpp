@@ -181,8 +181,8 @@ Framework unsloth() {
       {"below a max sequence length of 512, 'unsloth' checkpointing does not offload",
        "attention: FlashAttention 2 when installed, else xformers, else SDPA (utils/attention_dispatch.py "
        "select_attention_backend; estimated as the request's attention)",
-       "the fused kernels are modelled for Llama-family layers (RMSNorm, SwiGLU); other families use the standard "
-       "layers' saved tensors"}};
+       "the fused LoRA functions are modelled as for Llama layers on every gated-MLP family; Unsloth's exceptions "
+       "(biased q/k/v as in Qwen2 left unpatched, Falcon-H1's MLP) are not"}};
 }
 
 // Axolotl at 067b021c (src/axolotl/utils/schemas/*.py, src/axolotl/loaders/*.py).
