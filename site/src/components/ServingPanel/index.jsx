@@ -53,7 +53,7 @@ export function ServingPanel({ infer }) {
         {Number.isFinite(infer.ssm_state_bytes) && (
           <Stat
             label="State cache (conv + SSM), fixed"
-            value={`${formatGiB(infer.ssm_state_bytes)} GiB`}
+            value={formatBytes(infer.ssm_state_bytes)}
             bytes={infer.ssm_state_bytes}
             note="same at any context"
           />
