@@ -64,7 +64,9 @@ json to_json(const YAML::Node& n, const std::string& file, int depth) {
       return nullptr;
     case YAML::NodeType::Scalar:
       // "!" is the tag of a quoted (non-plain) scalar: always a string.
-      return n.Tag() == "!" ? json(n.Scalar()) : resolve_plain(n.Scalar());
+      // yaml-cpp can hand back bytes that are not UTF-8 even from UTF-8 text
+      // (found by fuzz_import_file): every scalar and key is made valid.
+      return n.Tag() == "!" ? json(valid_utf8(n.Scalar())) : resolve_plain(valid_utf8(n.Scalar()));
     case YAML::NodeType::Sequence: {
       json a = json::array();
       for (const auto& item : n) a.push_back(to_json(item, file, depth + 1));
@@ -77,7 +79,7 @@ json to_json(const YAML::Node& n, const std::string& file, int depth) {
           fail(errc::kBadJson, file,
                file + " line " + std::to_string(kv.first.Mark().line + 1) + ": a mapping key must be a scalar");
         }
-        o[kv.first.Scalar()] = to_json(kv.second, file, depth + 1);
+        o[valid_utf8(kv.first.Scalar())] = to_json(kv.second, file, depth + 1);
       }
       return o;
     }

@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -374,6 +375,19 @@ TEST(ImportRead, DeepNestingIsAnErrorNamingTheFileForJsonAndYaml) {
   // 64 levels are fine.
   const json ok = vram::cli::config_tree(std::string(63, '[') + std::string(63, ']'), "ok.json");
   EXPECT_TRUE(ok.is_array());
+}
+
+// Found by fuzz_import_file: yaml-cpp turned a NUL in an accelerate config's
+// key into bytes that are not UTF-8, and dumping the tree threw (an abort in
+// `vram-probe import`). Every YAML scalar and key is now made valid UTF-8.
+TEST(ImportFileJson, YamlCppBytesThatAreNotUtf8AreReplaced) {
+  std::ifstream in(std::string(VRAM_FIXTURES_DIR) + "/../fuzz/regressions/import_file/nul-in-a-yaml-key",
+                   std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(text.size(), 100u);
+  const json r = json::parse(vram::cli::import_file_json(text));
+  EXPECT_FALSE(r.contains("error")) << r.dump().substr(0, 300);
+  EXPECT_NO_THROW(r.dump());
 }
 
 TEST(ImportFileJson, AnswersOneJsonObjectForAnyText) {
