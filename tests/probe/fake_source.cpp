@@ -2,11 +2,27 @@
 
 #include <unistd.h>
 
+#include <fstream>
 #include <string>
 
 #include "measure/process_tree.h"
 
 namespace vram::probe {
+
+namespace {
+
+// A zombie (exited, not yet reaped) has released its GPU memory, and NVML
+// lists no process for it: proc(5) state 'Z' after the last ')' of stat.
+bool IsZombie(std::uint32_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!stat || !std::getline(stat, line)) return true;  // gone already
+  const std::size_t close = line.rfind(')');
+  return close != std::string::npos && line.find_first_not_of(' ', close + 1) != std::string::npos &&
+         line[line.find_first_not_of(' ', close + 1)] == 'Z';
+}
+
+}  // namespace
 
 Result<GpuFacts> FakeSource::Device(unsigned index) {
   if (index >= gpus_.size()) {
@@ -57,7 +73,7 @@ Result<std::vector<ProcessMemory>> FakeSource::Processes(unsigned index) {
         continue;
       }
       for (std::uint32_t child : ChildPids(static_cast<std::uint32_t>(getpid()))) {
-        processes.push_back(ProcessMemory{child, p.used_bytes});
+        if (!IsZombie(child)) processes.push_back(ProcessMemory{child, p.used_bytes});
       }
     }
   }
