@@ -174,6 +174,10 @@ std::vector<FieldSpec> build() {
               {"softmax keeps its input (PyTorch <= 1.10)", "", "",
                "PyTorch <= 1.10 softmax / log_softmax also saved their input: one more score matrix per eager "
                "attention layer"}),
+      boolean("train.keeps_previous_logits", d::kKeepsPreviousLogits,
+              {"loop keeps the previous step's logits", "", "",
+               "LitGPT: the previous step's logits, and with train.quant.saves_input every 4-bit Linear's input, "
+               "stay allocated through the next forward"}),
       choice("train.precision", d::kPrecision, {"fp32", "bf16", "fp16", "amp_bf16", "amp_fp16", "mixed_bf16"},
              kPrecisionAliases, {"Precision", "--dtype", "prec", "the named precision recipe"}),
       choice("train.optimizer", d::kOptimizer, optimizer_names(), optimizer_aliases(),

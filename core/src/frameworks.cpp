@@ -129,6 +129,9 @@ Framework litgpt() {
                {"qlora"}},
               {"train.grad_checkpointing", "none", lora + "): activation checkpointing only with FSDP on several GPUs"},
               {"train.attention", "sdpa", "litgpt litgpt/model.py CausalSelfAttention.scaled_dot_product_attention"},
+              {"train.keeps_previous_logits", true,
+               "litgpt litgpt/finetune/lora.py fit(): `logits = model(input_ids, lm_head_chunk_size=128)` holds the "
+               "previous step's logits and graph until the next model() returns"},
           },
           {"loss: chunked_cross_entropy in 128-token chunks, every chunk's logits kept for backward (counted as the "
            "standard loss)",

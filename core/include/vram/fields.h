@@ -44,6 +44,11 @@ inline constexpr bool kZeroGradSetToNone = true;
 // self.scalar_type()); pytorch issue #64000, PR #65242, relanded as #66018).
 // PyTorch <= 1.10 also kept the input (`self`, the formula's last argument).
 inline constexpr bool kSoftmaxSavesInput = false;
+// A loop that returns or drops its step's loss and logits (transformers
+// Trainer training_step returns loss.detach()) frees the autograd graph after
+// backward. LitGPT's fit() keeps `logits = model(...)` (litgpt/finetune/lora.py
+// at 43c44323) until the next step's model() returns, and with it the graph.
+inline constexpr bool kKeepsPreviousLogits = false;
 // The contract's example sequence length (docs/schema.md) and Llama-2's context.
 inline constexpr int64_t kSeqLen = 2048;
 // Pure bf16: the model loaded with torch_dtype=bfloat16, as most fine-tuning

@@ -61,8 +61,9 @@ struct TrainOptions {
   int64_t micro_batch = defaults::kMicroBatch;
   int64_t seq_len = defaults::kSeqLen;
   int64_t grad_accum = defaults::kGradAccum;
-  bool zero_grad_set_to_none = defaults::kZeroGradSetToNone;  // false: gradients stay allocated between steps
-  bool softmax_saves_input = defaults::kSoftmaxSavesInput;    // torch <= 1.10: softmax also keeps its input
+  bool zero_grad_set_to_none = defaults::kZeroGradSetToNone;    // false: gradients stay allocated between steps
+  bool softmax_saves_input = defaults::kSoftmaxSavesInput;      // torch <= 1.10: softmax also keeps its input
+  bool keeps_previous_logits = defaults::kKeepsPreviousLogits;  // the loop holds last step's logits (and graph)
   Precision precision = Precision::kBf16;
   bool precision_given = false;
   std::string optimizer = defaults::kOptimizer;

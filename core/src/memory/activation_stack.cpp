@@ -224,6 +224,20 @@ ActivationStack activation_stack(const Request& req, const TrainablePlan& plan, 
   a.backward_temp = bytes::add(to_bytes(layer_backward_transient(req, st, dt) * static_cast<double>(N), kBackward),
                                sz.qlora_dequant, kBackward);
   a.dx = bytes::mul(static_cast<int64_t>(dt.residual), N, h, "the hidden-state gradient");
+  if (t.keeps_previous_logits && pos.last) {
+    // LitGPT fit() (litgpt/finetune/lora.py at 43c44323): `logits = model(
+    // input_ids, lm_head_chunk_size=128)` keeps last step's logits (model
+    // dtype) until this step's model() returns, and through their grad_fn
+    // the graph, whose MatMul4Bit nodes still hold their inputs in
+    // ctx.tensors (bitsandbytes < 0.43.2; backward releases only saved
+    // variables). The lm_head chunks' inputs are views of the final norm
+    // output, which they keep alive too.
+    constexpr const char* kPrev = "the previous step's logits and 4-bit inputs";
+    a.logits = bytes::mul(static_cast<int64_t>(dt.compute), N, req.model.vocab, kPrev);
+    double kept = quant_kept_inputs(req, st, plan, dt) * static_cast<double>(a.saved_dense + a.saved_moe);
+    if (req.train.quant.saves_input && sz.head_dequant > 0) kept += static_cast<double>(dt.compute) * h;
+    a.prev_kept_inputs = to_bytes(kept * static_cast<double>(N), kPrev);
+  }
   return a;
 }
 

@@ -30,20 +30,25 @@ struct StagePosition {
 };
 
 struct ActivationStack {
-  int64_t first_grad_layer = 0;     // layers below it save nothing
-  int64_t saved_dense = 0;          // dense layers that save activations
-  int64_t saved_moe = 0;            // MoE layers that save activations (the top ones)
-  int64_t layers = 0;               // all saved layers, after in-flight micro-batches
-  int64_t layer_dense = 0;          // one dense layer (checkpointed: its input)
-  int64_t layer_moe = 0;            // one MoE layer
-  int64_t one_layer = 0;            // one layer re-run under full checkpointing
-  int64_t layer_max = 0;            // the largest layer (offload keeps two resident)
-  int64_t head = 0;                 // final norm and lm_head inputs
-  int64_t vision = 0;               // vision tower
-  int64_t image_kv = 0;             // image cross-attention inputs, keys and values (Mllama)
-  bool offload = false;             // saved tensors in pinned host memory
-  int64_t backward_temp = 0;        // one layer's backward temporaries (+ one dequantised 4-bit weight)
-  int64_t dx = 0;                   // the hidden-state gradient flowing down
+  int64_t first_grad_layer = 0;  // layers below it save nothing
+  int64_t saved_dense = 0;       // dense layers that save activations
+  int64_t saved_moe = 0;         // MoE layers that save activations (the top ones)
+  int64_t layers = 0;            // all saved layers, after in-flight micro-batches
+  int64_t layer_dense = 0;       // one dense layer (checkpointed: its input)
+  int64_t layer_moe = 0;         // one MoE layer
+  int64_t one_layer = 0;         // one layer re-run under full checkpointing
+  int64_t layer_max = 0;         // the largest layer (offload keeps two resident)
+  int64_t head = 0;              // final norm and lm_head inputs
+  int64_t vision = 0;            // vision tower
+  int64_t image_kv = 0;          // image cross-attention inputs, keys and values (Mllama)
+  bool offload = false;          // saved tensors in pinned host memory
+  int64_t backward_temp = 0;     // one layer's backward temporaries (+ one dequantised 4-bit weight)
+  int64_t dx = 0;                // the hidden-state gradient flowing down
+  // train.keeps_previous_logits: the previous step's logits, and the 4-bit
+  // Linear inputs its graph still holds (bitsandbytes < 0.43.2 ctx.tensors),
+  // alive through the next forward; `logits` is also the new step's logits.
+  int64_t prev_kept_inputs = 0;
+  int64_t logits = 0;
   std::vector<Piece> dense_pieces;  // one dense layer's saved tensors
   std::vector<Piece> moe_pieces;    // one MoE layer's saved tensors
   std::string formula;

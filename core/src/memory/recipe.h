@@ -92,6 +92,13 @@ struct LayerActivations {
 LayerActivations layer_activations(const Request& req, const LayerStack& stack, const TrainablePlan& plan,
                                    const Dtypes& dt, int64_t seq, bool moe_layer, bool layer_trains);
 
+// Bytes per token of one layer's 4-bit Linear inputs that bitsandbytes <
+// 0.43.2 keeps in MatMul4Bit's ctx.tensors (train.quant.saves_input): a ctx
+// attribute, not a saved variable, so backward does not release it and it
+// lives as long as the graph does. 0 when nothing is 4-bit or the input is
+// not kept.
+double quant_kept_inputs(const Request& req, const LayerStack& stack, const TrainablePlan& plan, const Dtypes& dt);
+
 // Op-level selective activation checkpointing (torchtitan
 // activation_checkpoint mode "selective", selective_ac_option "op"): what one
 // checkpointed layer keeps, bytes per token, as the allocations it makes.

@@ -597,6 +597,24 @@ LayerActivations layer_activations(const Request& req, const LayerStack& st, con
   return out;
 }
 
+double quant_kept_inputs(const Request& req, const LayerStack& st, const TrainablePlan& plan, const Dtypes& dt) {
+  if (!req.train.quant.saves_input) return 0;
+  const Roles r = find_roles(req, plan, st, true);
+  const double p = static_cast<double>(dt.compute);  // Linear4bit.forward: x.to(compute_dtype)
+  const auto quantized = [](const std::vector<LinearUse>& readers) {
+    return std::any_of(readers.begin(), readers.end(), [](const LinearUse& u) { return u.quantized; });
+  };
+  const int64_t dv = st.v_head_dim > 0 ? st.v_head_dim : st.head_dim;
+  double b = 0;
+  // q/k/v and gate/up read the norm outputs (one tensor each, shared by the
+  // readers; a parallel block's MLP reads the attention norm's output).
+  if (quantized(r.attn_in)) b += p * static_cast<double>(st.hidden);
+  if (r.attn_out.quantized) b += p * static_cast<double>(st.heads * dv);
+  if (quantized(r.mlp_in) && !(st.parallel_block && quantized(r.attn_in))) b += p * static_cast<double>(st.hidden);
+  if (r.mlp_out.quantized) b += p * static_cast<double>(st.intermediate);
+  return b;
+}
+
 double layer_backward_transient(const Request& req, const LayerStack& st, const Dtypes& dt) {
   // Gradient of the hidden state flowing down (residual grad + the branch
   // grad being formed): 2 tensors of h in the residual dtype.

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "memory/allocator_replay.h"
+#include "memory/bytes.h"
 #include "memory/overheads.h"
 
 namespace vram::train {
@@ -105,11 +106,27 @@ Timeline training_step(const RankBasis& b, const StepTerms& t) {
   if (pb.gathered > 0) fwd.push_back(tl.alloc("gathered_params", "gathered parameters", pb.gathered));
   if (pb.dispatch > 0) fwd.push_back(tl.alloc("moe_dispatch", "expert-parallel dispatch", pb.dispatch));
   if (pb.cp_kv > 0) fwd.push_back(tl.alloc("cp_kv_exchange", "K/V receive buffers", 2 * pb.cp_kv));
+  // train.keeps_previous_logits (LitGPT): last step's logits and the 4-bit
+  // inputs their graph holds stay until model() returns this step's logits,
+  // while the last lm_head chunk may still hold its dequantised weight
+  // (activation_stack.cpp).
+  const Timeline::Id prev =
+      a.logits > 0 ? tl.alloc("activations", "previous step's logits and 4-bit Linear inputs (kept by the loop)",
+                              bytes::add(a.logits, a.prev_kept_inputs, "the previous step's logits"))
+                   : Timeline::Id{-1};
   const Timeline::Id vision = tl.alloc("activations", "vision tower / audio encoder activations", a.vision);
   const Timeline::Id image_kv = tl.alloc("activations", "image cross-attention inputs, keys and values", a.image_kv);
   std::vector<Timeline::Id> layers = forward_layers(tl, a, L, moe_layers);
   const Timeline::Id head = tl.alloc("activations", "final norm and lm_head inputs", a.head);
   tl.mark("forward", "end of forward");
+  if (prev >= 0) {
+    const Timeline::Id nl = tl.alloc("loss_buffers", "logits returned by model()", a.logits);
+    const Timeline::Id d = tl.alloc("dequant", "4-bit lm_head dequantised", sz.head_dequant);
+    tl.mark("forward", "end of forward (model() returns; the previous step's logits are still held)");
+    tl.free(d);
+    tl.free(nl);
+    tl.free(prev);
+  }
 
   // ---- loss ----------------------------------------------------------------
   // LoRA on the head: its logits-sized forward tensors, gone (but for the
