@@ -390,6 +390,14 @@ TEST_F(TrainTest, DoraKeepsTheBaseAndAdapterOutputsOfEveryAdaptedLinear) {
             int64_t{16} * 512 * (2 + 4) * (2048 + 512));
 }
 
+// QLoRA says the compute dtype the run gave (fp16 on a T4), not always bf16.
+TEST_F(TrainTest, QloraNamesItsHalfPrecision) {
+  const json r = run(request("meta-llama/Llama-3.2-1B", {{"method", "qlora"}, {"precision", "fp16"}}));
+  bool found = false;
+  for (const auto& a : r["assumptions"]) found = found || a.get<std::string>().rfind("precision fp16 (QLoRA", 0) == 0;
+  EXPECT_TRUE(found) << r["assumptions"].dump();
+}
+
 TEST_F(TrainTest, LoraNeedsLessThanFullFineTuning) {
   for (const char* id : {"meta-llama/Llama-3.1-8B", "Qwen/Qwen2.5-7B", "google/gemma-2-2b", "facebook/opt-125m"}) {
     const int64_t full = peak(run(request(id, {{"method", "full"}})));

@@ -186,8 +186,17 @@ void step_assumptions(Estimate& e, const RankBasis& b) {
   const ModelSpec& m = req.model;
   const TrainOptions& t = req.train;
   const OptimizerInfo& opt = *b.opt;
+  // QLoRA computes in the 4-bit layers' 16-bit compute dtype (dtypes_for):
+  // fp16 when the run says fp16, else bf16; both take the same bytes.
+  const bool half = t.precision == Precision::kFp16 || t.precision == Precision::kAmpFp16;
+  const std::string qlora_precision =
+      std::string(half ? "fp16" : "bf16") + " (QLoRA: 16-bit compute over 4-bit weights" +
+      (t.precision_given && !half && t.precision != Precision::kBf16
+           ? std::string("; ") + to_string(t.precision) + " applies to nothing else the estimate counts"
+           : std::string()) +
+      ")";
   e.assumptions.push_back(
-      std::string("precision ") + to_string(t.method == Method::kQlora ? Precision::kBf16 : t.precision) +
+      std::string("precision ") + (t.method == Method::kQlora ? qlora_precision : std::string(to_string(t.precision))) +
       (t.precision_given ? "" : " (default: transformers v5 loads the checkpoint dtype, dtype=\"auto\")"));
   e.assumptions.push_back(std::string("optimizer ") + opt.name +
                           (t.optimizer_given ? "" : " (default: HF Trainer optim in current transformers)"));
