@@ -182,9 +182,9 @@ ActivationStack activation_stack(const Request& req, const TrainablePlan& plan, 
     const int64_t per = to_bytes(opl.per_token() * static_cast<double>(N) * ckpt_factor, kSaved);
     a.layers = bytes::mul(per, grad_layers, kSaved);
     a.one_layer = std::max<int64_t>(a.layer_dense - per, 0);
-    a.formula = fmt_int(grad_layers) + " layers x " + fmt_int(N) + " tokens x " +
-                fmt_int(to_bytes(opl.per_token(), kSaved)) +
-                " B (op-level selective checkpointing: layer input, wq / wv / w1 / w2 outputs, attention output)";
+    a.formula =
+        fmt_int(grad_layers) + " layers x " + fmt_int(N) + " tokens x " + fmt_int(to_bytes(opl.per_token(), kSaved)) +
+        " B (op-level selective checkpointing: layer input, the 1st, 3rd, ... matmul outputs, attention output)";
     a.layer_dense = per;
     a.layer_moe = per;
     a.dense_pieces = a.moe_pieces = layer_pieces(opl, false, N);
