@@ -192,6 +192,11 @@ std::vector<FieldSpec> build() {
              {"Layer kernels", "--kernels", "",
               "standard: HF modules + PEFT LoRA layers; unsloth: Unsloth's fused LoRA "
               "MLP/QKV/O autograd functions, Triton RMSNorm, in-place RoPE and cross-entropy (Llama-family layers)"}),
+      choice("train.padding", d::kPadding, {"max_length", "packed", "longest"},
+             {{"pad_to_max_length", "max_length"}, {"packing", "packed"}, {"pad_to_longest", "longest"}},
+             {"padding / packing", "--padding", "pad",
+              "max_length or packed: every step is micro_batch x seq_len; longest: padded to the longest sample "
+              "of each batch, so steps vary in length (up to seq_len) and the allocator caches the blocks of each"}),
       boolean("train.fused_loss", false,
               {"Fused cross-entropy", "--fused-loss", "fused", "Liger fused linear cross-entropy"}),
       boolean("train.fused_norm", false, {"Fused RMSNorm", "", "", "Liger / apex fused RMSNorm (--liger sets it)"}),

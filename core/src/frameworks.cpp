@@ -51,6 +51,10 @@ Framework torchtune() {
               {"train.optimizer_in_backward", true, cfg + "full_single_device.yaml optimizer_in_bwd: True", {"full"}},
               {"train.compile", false,
                cfg + "*_single_device.yaml compile: False (with True the estimate stays eager mode's, not modelled)"},
+              {"train.padding", "longest",
+               cfg + "*_single_device.yaml dataset.packed: False -> recipes/lora_finetune_single_device.py "
+                     "_setup_data collates with torchtune/data/_collate.py padded_collate_sft (pads to the longest "
+                     "sequence in the batch)"},
           },
           {"loss: LinearCrossEntropyLoss computes the output projection and an fp32 cross-entropy in 8 chunks of the "
            "tokens that are not ignored; counted as the standard loss (all chunks' results stay alive until "
@@ -136,7 +140,11 @@ Framework litgpt() {
           {"loss: chunked_cross_entropy in 128-token chunks, every chunk's logits kept for backward (counted as the "
            "standard loss)",
            "with --quantize, loading replays bitsandbytes' quantiser, not Lightning's fp16-first one (load is not "
-           "the peak)"}};
+           "the peak)",
+           "batches are padded to the longest sample (litgpt/data/base.py get_sft_collate_fn); train.padding stays "
+           "max_length because the shorter-step replay is validated only with activation checkpointing (LitGPT "
+           "checkpoints nothing on one GPU); choose train.padding longest for a reserved figure that keeps the "
+           "cache of shorter batches"}};
 }
 
 // Unsloth at 015bdef0 (unsloth/models/llama.py FastLlamaModel), unsloth-zoo at ce232d6c.

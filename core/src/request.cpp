@@ -62,6 +62,18 @@ const char* to_string(AttentionImpl a) {
   return "?";
 }
 
+const char* to_string(Padding p) {
+  switch (p) {
+    case Padding::kMaxLength:
+      return "max_length";
+    case Padding::kPacked:
+      return "packed";
+    case Padding::kLongest:
+      return "longest";
+  }
+  return "?";
+}
+
 const char* to_string(Kernels k) {
   switch (k) {
     case Kernels::kStandard:
@@ -113,6 +125,7 @@ constexpr Precision kAllPrecisions[] = {Precision::kFp32,    Precision::kBf16,  
 constexpr AttentionImpl kAllAttention[] = {AttentionImpl::kEager, AttentionImpl::kSdpa, AttentionImpl::kFlash2,
                                            AttentionImpl::kXformers};
 constexpr Kernels kAllKernels[] = {Kernels::kStandard, Kernels::kUnsloth};
+constexpr Padding kAllPadding[] = {Padding::kMaxLength, Padding::kPacked, Padding::kLongest};
 constexpr Checkpointing kAllCheckpointing[] = {Checkpointing::kNone, Checkpointing::kFull, Checkpointing::kSelective,
                                                Checkpointing::kSelectiveOp};
 
@@ -165,6 +178,8 @@ void parse_train(const JsonReader& t, Request& req) {
   o.attention = pick(t, "attention", "train.attention", kAllAttention, default_of("train.attention", kAllAttention),
                      &o.attention_given);
   o.kernels = pick(t, "kernels", "train.kernels", kAllKernels, default_of("train.kernels", kAllKernels));
+  o.padding =
+      pick(t, "padding", "train.padding", kAllPadding, default_of("train.padding", kAllPadding), &o.padding_given);
   o.fused_loss = t.bool_or("fused_loss", false);
   o.fused_norm = t.bool_or("fused_norm", false);
   o.sdpa_gqa_native = t.bool_or("sdpa_gqa_native", false);

@@ -346,6 +346,8 @@ Training:  --method full|lora|qlora|freeze   --lora  --qlora (shortcuts)
                              adafactor, sgd, sgd_momentum, lion_32bit, ...)
            --grad-checkpoint true|false|selective|selective_op  --flashattn true|false
            --attention eager|sdpa|flash_attention_2|xformers
+           --padding max_length|packed|longest (longest: batches padded to their longest sample vary in length,
+                     and the allocator replay keeps the blocks of each; torchtune and LitGPT default to it)
            --fused-loss true|false  --liger true|false (fused loss + fused norms)
            --kernels standard|unsloth (unsloth: Unsloth's fused LoRA / RMSNorm / RoPE / cross-entropy kernels;
                      --framework unsloth sets it)

@@ -43,6 +43,22 @@ void BM_EstimateTrainJson70b(benchmark::State& state) {
 }
 BENCHMARK(BM_EstimateTrainJson70b);
 
+// The same with train.padding longest: 7 shorter steps replayed before the
+// two full-length ones (estimate_train.cpp shorter_steps).
+void BM_EstimateTrainJson70bPadded(benchmark::State& state) {
+  const std::string text = vram::json({{"model", {{"config", kLlama70b}}},
+                                       {"task", "train"},
+                                       {"train",
+                                        {{"method", "lora"},
+                                         {"micro_batch", 1},
+                                         {"seq_len", 4096},
+                                         {"grad_checkpointing", true},
+                                         {"padding", "longest"}}}})
+                               .dump();
+  for (auto _ : state) benchmark::DoNotOptimize(vram::estimate_json(text));
+}
+BENCHMARK(BM_EstimateTrainJson70bPadded);
+
 void BM_EstimateTrainWithFitSearch70b(benchmark::State& state) {
   const std::string text = vram::json({{"model", {{"config", kLlama70b}}},
                                        {"task", "train"},

@@ -145,6 +145,7 @@ const std::map<std::string, std::function<json(const Request&)>>& readers() {
       {"train.grad_checkpointing", [](const Request& r) { return to_string(r.train.checkpointing); }},
       {"train.attention", [](const Request& r) { return to_string(r.train.attention); }},
       {"train.kernels", [](const Request& r) { return to_string(r.train.kernels); }},
+      {"train.padding", [](const Request& r) { return to_string(r.train.padding); }},
       {"train.fused_loss", [](const Request& r) { return r.train.fused_loss; }},
       {"train.fused_norm", [](const Request& r) { return r.train.fused_norm; }},
       {"train.sdpa_gqa_native", [](const Request& r) { return r.train.sdpa_gqa_native; }},

@@ -7,9 +7,11 @@
 #include <cmath>
 
 #include "fixtures.h"
+#include "memory/allocator_replay.h"
 #include "train/layout.h"
 #include "train/step.h"
 #include "vram/api.h"
+#include "vram/gpus.h"
 #include "vram/request.h"
 
 namespace vram {
@@ -227,6 +229,96 @@ TEST_F(ReservedTest, ABadAllocatorSettingNamesTheField) {
   const json small = estimate(request({}, {{"max_split_size_mb", 20}}));
   ASSERT_TRUE(small.contains("error"));
   EXPECT_EQ(small["error"]["path"], "allocator.max_split_size_mb");
+}
+
+// Steps of other lengths before the measured ones (train.padding longest),
+// worked from CUDACachingAllocator.cpp: requests above kMinLargeAlloc
+// (10 MiB) get a segment of their size rounded up to kRoundLarge (2 MiB)
+// (get_allocation_size); a free 40 MiB block cannot serve 80 MiB, so the
+// 80 MiB step makes a segment of its own and the 40 MiB one stays cached.
+Timeline weights_and_step(int64_t step_bytes) {
+  Timeline tl;
+  tl.alloc("weights", "w", 100 * memory::kMiB);
+  tl.begin_step();
+  const auto a = tl.alloc("activations", "a", step_bytes);
+  tl.mark("forward", "forward");
+  tl.free(a);
+  return tl;
+}
+
+TEST(AllocatorReplay, AShorterStepFirstLeavesItsSegmentCached) {
+  const Timeline full = weights_and_step(80 * memory::kMiB);
+  const Timeline shorter = weights_and_step(40 * memory::kMiB);
+  const auto moments = memory::replay(full);
+  const auto alone = memory::replay_reserved(full, moments, {}, {});
+  EXPECT_EQ(alone.peak_reserved, 180 * memory::kMiB);
+  const auto after = memory::replay_reserved(full, moments, {}, {}, -1, {&shorter});
+  EXPECT_EQ(after.peak_reserved, 220 * memory::kMiB);
+  EXPECT_EQ(after.reserved[0], 220 * memory::kMiB);
+  // The shorter step's load part is the main timeline's: not allocated twice.
+  EXPECT_EQ(after.peak_allocated, 180 * memory::kMiB);
+}
+
+// With the card's bound, the 80 MiB segment does not fit next to the cached
+// 40 MiB one: malloc frees the cached blocks (release_cached_blocks) and
+// retries, as PyTorch does before raising OutOfMemoryError.
+TEST(AllocatorReplay, ACardBoundFreesTheCacheAndRetriesInsteadOfGrowing) {
+  const Timeline full = weights_and_step(80 * memory::kMiB);
+  const Timeline shorter = weights_and_step(40 * memory::kMiB);
+  const auto moments = memory::replay(full);
+  memory::DeviceLimits limits;
+  limits.capacity = 200 * memory::kMiB;
+  const auto bound = memory::replay_reserved(full, moments, {}, limits, -1, {&shorter});
+  EXPECT_EQ(bound.ooms, 0);
+  EXPECT_EQ(bound.retries, 1);
+  EXPECT_EQ(bound.peak_reserved, 180 * memory::kMiB);
+  // Too small even after the retry: an OOM, counted.
+  limits.capacity = 150 * memory::kMiB;
+  EXPECT_GT(memory::replay_reserved(full, moments, {}, limits, -1, {&shorter}).ooms, 0);
+}
+
+// train.padding longest: the reserved view grows (more segment sizes are
+// cached), the allocated view does not move, the result says what it assumed.
+TEST_F(ReservedTest, PaddingToTheLongestReservesMoreAndAllocatesTheSame) {
+  json train = {{"method", "lora"}, {"micro_batch", 2}, {"seq_len", 2048}, {"grad_checkpointing", "full"}};
+  const json fixed = estimate(request(train));
+  train["padding"] = "longest";
+  const json varied = estimate(request(train));
+  ASSERT_FALSE(varied.contains("error")) << varied.dump();
+  EXPECT_EQ(varied["peak_allocated_bytes"], fixed["peak_allocated_bytes"]);
+  EXPECT_GT(varied["peak_reserved_bytes"].get<int64_t>(), fixed["peak_reserved_bytes"].get<int64_t>());
+  const std::string assumptions = varied["assumptions"].dump();
+  EXPECT_NE(assumptions.find("padding longest"), std::string::npos);
+  EXPECT_NE(fixed["assumptions"].dump().find("padding max_length"), std::string::npos);
+  // packed is one shape per step, as max_length.
+  train["padding"] = "packed";
+  EXPECT_EQ(estimate(request(train))["peak_reserved_bytes"], fixed["peak_reserved_bytes"]);
+  train["padding"] = "longst";
+  const json bad = estimate(request(train));
+  ASSERT_TRUE(bad.contains("error"));
+  EXPECT_EQ(bad["error"]["path"], "train.padding");
+}
+
+// On a card, the replay is bounded by what the allocator may take there: the
+// cache of shorter steps is freed when the longest needs the room, so the
+// reserved view never passes the card while the step itself fits.
+TEST_F(ReservedTest, OnACardTheReservedViewStaysWithinIt) {
+  json train = {{"method", "full"}, {"micro_batch", 4}, {"seq_len", 2048}, {"padding", "longest"}};
+  json r = request(train);
+  const json free_run = estimate(r);
+  const int64_t alloc = free_run["peak_allocated_bytes"].get<int64_t>();
+  const int64_t reserved = free_run["peak_reserved_bytes"].get<int64_t>();
+  ASSERT_GT(reserved, alloc);
+  // A custom card halfway between the live tensors and the unbounded reserved
+  // view (+ the 512 MiB context): the step fits only if the cache gives way.
+  const double usable = static_cast<double>((alloc + reserved) / 2 + (512LL << 20));
+  const double gib = usable / (1.0 - kDriverReserveFraction) / static_cast<double>(1LL << 30);
+  r["gpu"] = {{"memory_gib", gib}};
+  const json on_card = estimate(r);
+  ASSERT_FALSE(on_card.contains("error")) << on_card.dump();
+  EXPECT_LT(on_card["peak_reserved_bytes"].get<int64_t>(), reserved);
+  EXPECT_EQ(on_card["peak_allocated_bytes"].get<int64_t>(), alloc);
+  EXPECT_TRUE(on_card["fit"]["fits"].get<bool>()) << on_card["fit"].dump();
 }
 
 // A given fragmentation factor replaces the replay (the old calibration path).

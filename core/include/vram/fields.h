@@ -63,6 +63,14 @@ inline constexpr const char* kAttention = "sdpa";
 // transformers modules + PEFT LoRA layers); "unsloth" = Unsloth's patched
 // Llama-family layers (saved_activations.cpp cites what they keep).
 inline constexpr const char* kKernels = "standard";
+// How a batch's samples become one tensor: "max_length" (padded to seq_len)
+// and "packed" (concatenated to seq_len) give every step the same shape;
+// "longest" (padded to the longest sample of the batch: transformers
+// DataCollatorWithPadding padding=True, torchtune padded_collate) gives
+// every step its own length. The default keeps one shape per step, the
+// figure the estimate gave before the field existed; frameworks that pad
+// to the longest set it (frameworks.cpp).
+inline constexpr const char* kPadding = "max_length";
 // torch.compile off: transformers training_args.py TrainingArguments.torch_compile
 // = False; torchtune's recipes compile: False
 // (recipes/configs/llama3_1/8B_*_single_device.yaml at bd2a0fc7); LitGPT's

@@ -34,6 +34,9 @@ enum class Kernels { kStandard, kUnsloth };
 // score path is recomputed); kSelectiveOp: torchtitan's op-level selective
 // checkpointing (memory/recipe.h op_sac_layer).
 enum class Checkpointing { kNone, kFull, kSelective, kSelectiveOp };
+// train.padding (vram/fields.h kPadding): kLongest varies the batch length
+// from step to step.
+enum class Padding { kMaxLength, kPacked, kLongest };
 
 struct LoraOptions {
   // Defaults and their sources: vram/fields.h.
@@ -71,10 +74,12 @@ struct TrainOptions {
   Checkpointing checkpointing = Checkpointing::kNone;
   AttentionImpl attention = AttentionImpl::kSdpa;
   bool attention_given = false;
-  Kernels kernels = Kernels::kStandard;  // Unsloth's fused LoRA / norm / loss kernels
-  bool fused_loss = false;               // Liger / cut-cross-entropy fused linear cross-entropy
-  bool fused_norm = false;               // Liger / apex fused RMSNorm kernels
-  bool sdpa_gqa_native = false;          // SDPA enable_gqa path (no padding mask, torch >= 2.5)
+  Kernels kernels = Kernels::kStandard;   // Unsloth's fused LoRA / norm / loss kernels
+  Padding padding = Padding::kMaxLength;  // how batches are shaped (seq_len is the longest)
+  bool padding_given = false;
+  bool fused_loss = false;       // Liger / cut-cross-entropy fused linear cross-entropy
+  bool fused_norm = false;       // Liger / apex fused RMSNorm kernels
+  bool sdpa_gqa_native = false;  // SDPA enable_gqa path (no padding mask, torch >= 2.5)
   bool optimizer_in_backward = false;
   bool activation_offload = false;    // saved activations kept in host memory
   bool compile = defaults::kCompile;  // torch.compile: accepted, not modelled (a warning says so)
@@ -226,5 +231,6 @@ const char* to_string(Method m);
 const char* to_string(AttentionImpl a);
 const char* to_string(Kernels k);
 const char* to_string(Checkpointing c);
+const char* to_string(Padding p);
 
 }  // namespace vram

@@ -9,47 +9,72 @@ namespace vram::memory {
 
 namespace {
 
+// One timeline's live mallocs, per tensor.
+struct TensorHandles {
+  std::vector<std::vector<Handle>> handles;
+  std::vector<char> live;
+  explicit TensorHandles(const Timeline& t) : handles(t.tensors().size()), live(t.tensors().size(), 0) {}
+};
+
 struct Replayer {
-  const Timeline& tl;
   CachingAllocator alloc;
-  std::vector<std::vector<Handle>> handles;  // per tensor, its live mallocs
-  std::vector<char> live;                    // per tensor
   bool track_creators = false;
-  std::unordered_map<uint64_t, int32_t> creator;  // segment address -> tensor
+  std::unordered_map<uint64_t, const char*> creator;  // segment address -> tensor name
 
-  Replayer(const Timeline& t, const AllocatorConfig& c, const DeviceLimits& l)
-      : tl(t), alloc(c, l), handles(t.tensors().size()), live(t.tensors().size(), 0) {}
+  Replayer(const AllocatorConfig& c, const DeviceLimits& l) : alloc(c, l) {}
 
-  void malloc_piece(int32_t tensor, int64_t bytes) {
+  void malloc_piece(const Tensor& t, std::vector<Handle>& into, int64_t bytes) {
     const int64_t before = alloc.stats().num_device_alloc;
     const Handle h = alloc.malloc(bytes);
     if (h <= 0) return;  // an OOM is counted by the allocator
-    handles[static_cast<size_t>(tensor)].push_back(h);
+    into.push_back(h);
     // A new segment (or newly mapped pages) starts at this block.
-    if (track_creators && alloc.stats().num_device_alloc != before) creator[alloc.address(h)] = tensor;
+    if (track_creators && alloc.stats().num_device_alloc != before) creator[alloc.address(h)] = t.name;
   }
 
-  void apply(const Event& ev) {
+  void apply(const Timeline& tl, TensorHandles& st, const Event& ev) {
     const auto i = static_cast<size_t>(ev.index);
     const Tensor& t = tl.tensors()[i];
     if (t.residence == Residence::kManaged) return;
     if (ev.op == Event::Op::kAlloc) {
-      live[i] = 1;
+      st.live[i] = 1;
       if (t.pieces.empty()) {
-        if (t.bytes > 0) malloc_piece(ev.index, t.bytes);
+        if (t.bytes > 0) malloc_piece(t, st.handles[i], t.bytes);
         return;
       }
       for (const Piece& p : t.pieces) {
-        for (int64_t k = 0; k < p.count && p.bytes > 0; ++k) malloc_piece(ev.index, p.bytes);
+        for (int64_t k = 0; k < p.count && p.bytes > 0; ++k) malloc_piece(t, st.handles[i], p.bytes);
       }
       return;
     }
     // A tensor loaded before the step and freed during it (optimizer in
     // backward's gradients) is freed once.
-    if (!live[i]) return;
-    live[i] = 0;
-    for (Handle h : handles[i]) alloc.free(h);
-    handles[i].clear();
+    if (!st.live[i]) return;
+    st.live[i] = 0;
+    for (Handle h : st.handles[i]) alloc.free(h);
+    st.handles[i].clear();
+  }
+
+  // The step part of another timeline, once: a tensor its load part
+  // allocated belongs to the main timeline's load and is left alone.
+  void run_step_of(const Timeline& tl) {
+    TensorHandles st(tl);
+    const auto& events = tl.events();
+    const size_t begin = std::min(tl.step_begin(), events.size());
+    std::vector<char> loaded(tl.tensors().size(), 0);
+    for (size_t e = 0; e < begin; ++e) {
+      if (events[e].op == Event::Op::kAlloc) loaded[static_cast<size_t>(events[e].index)] = 1;
+    }
+    for (size_t e = begin; e < events.size(); ++e) {
+      const Event& ev = events[e];
+      if (ev.op == Event::Op::kMark || loaded[static_cast<size_t>(ev.index)]) continue;
+      apply(tl, st, ev);
+    }
+    // A step frees what it allocates; anything left is freed here so the
+    // next step starts from the load alone.
+    for (auto& hs : st.handles) {
+      for (Handle h : hs) alloc.free(h);
+    }
   }
 };
 
@@ -67,8 +92,10 @@ AllocatorConfig allocator_config(const AllocatorOptions& o) {
 }
 
 ReservedReplay replay_reserved(const Timeline& timeline, const std::vector<Moment>& moments,
-                               const AllocatorConfig& config, const DeviceLimits& limits, int detail_moment) {
-  Replayer r(timeline, config, limits);
+                               const AllocatorConfig& config, const DeviceLimits& limits, int detail_moment,
+                               const std::vector<const Timeline*>& before) {
+  Replayer r(config, limits);
+  TensorHandles main(timeline);
   r.track_creators = detail_moment >= 0;
   ReservedReplay out;
   out.reserved.assign(moments.size(), 0);
@@ -77,13 +104,14 @@ ReservedReplay replay_reserved(const Timeline& timeline, const std::vector<Momen
   const auto& events = timeline.events();
   const size_t begin = std::min(timeline.step_begin(), events.size());
   for (size_t e = 0; e < begin; ++e) {
-    if (events[e].op != Event::Op::kMark) r.apply(events[e]);
+    if (events[e].op != Event::Op::kMark) r.apply(timeline, main, events[e]);
   }
+  for (const Timeline* other : before) r.run_step_of(*other);
   for (int pass = 0; pass < 2; ++pass) {
     for (size_t e = begin; e < events.size(); ++e) {
       const Event& ev = events[e];
       if (ev.op != Event::Op::kMark) {
-        r.apply(ev);
+        r.apply(timeline, main, ev);
         continue;
       }
       if (pass == 0) continue;
@@ -97,9 +125,7 @@ ReservedReplay replay_reserved(const Timeline& timeline, const std::vector<Momen
         const int64_t unused = s.total_size - s.allocated_size;
         if (unused <= 0) continue;
         auto c = r.creator.find(s.address);
-        const std::string name = c == r.creator.end()
-                                     ? "segments of several tensors"
-                                     : std::string(timeline.tensors()[static_cast<size_t>(c->second)].name);
+        const std::string name = c == r.creator.end() ? "segments of several tensors" : std::string(c->second);
         by_name[name] += unused;
       }
       out.causes.assign(by_name.begin(), by_name.end());
@@ -113,6 +139,7 @@ ReservedReplay replay_reserved(const Timeline& timeline, const std::vector<Momen
   out.segments = st.segment.all.current;
   out.device_allocs = st.num_device_alloc;
   out.ooms = st.num_ooms;
+  out.retries = st.num_alloc_retries;
   return out;
 }
 

@@ -4,7 +4,12 @@
 //
 // The load part of the timeline runs once; the step runs twice, so the
 // second step finds the blocks the first one cached, as every step after the
-// first does in training (the estimate is of a steady-state step). Every
+// first does in training (the estimate is of a steady-state step). Steps of
+// other shapes can run before those two (`before`: a dataset padded to the
+// longest sample of each batch gives every step its own length, and the
+// allocator keeps the blocks of each: CUDACachingAllocator.cpp returns
+// segments to the device only in release_cached_blocks, on empty_cache() or
+// when a cudaMalloc fails). Every
 // piece of a tensor is its own malloc on the default stream; managed tensors
 // (paged optimizer states) bypass the allocator.
 #pragma once
@@ -28,6 +33,8 @@ struct ReservedReplay {
   int64_t segments = 0;        // segments at the end
   int64_t device_allocs = 0;   // cudaMalloc (or page-mapping) calls
   int64_t ooms = 0;            // failed mallocs (with a capacity)
+  int64_t retries = 0;         // mallocs that freed the whole cache and retried (with a capacity)
+  int64_t capacity = 0;        // the bound it ran under (DeviceLimits::capacity; 0 = none); set by the caller
   // At the moment `detail_moment`: cached free bytes by the tensor whose
   // malloc created the segment they sit in, largest first: which tensor sizes
   // cause the fragmentation.
@@ -40,7 +47,11 @@ struct ReservedReplay {
 AllocatorConfig allocator_config(const AllocatorOptions& o);
 
 // `detail_moment` indexes `moments` (-1: no detail, the fast path searches use).
+// `before`: steps replayed once each, in order, after the load and before
+// the two steps of `timeline`; only their step part runs (the load is
+// `timeline`'s), and each must free what it allocates, as a step does.
 ReservedReplay replay_reserved(const Timeline& timeline, const std::vector<Moment>& moments,
-                               const AllocatorConfig& config, const DeviceLimits& limits, int detail_moment = -1);
+                               const AllocatorConfig& config, const DeviceLimits& limits, int detail_moment = -1,
+                               const std::vector<const Timeline*>& before = {});
 
 }  // namespace vram::memory

@@ -27,14 +27,60 @@ std::string token_driver(const TrainOptions& t) {
   return t.micro_batch > t.seq_len ? "train.micro_batch" : "train.seq_len";
 }
 
+// train.padding longest: batches come in every length up to seq_len, and
+// the caching allocator keeps the segments each length made
+// (CUDACachingAllocator.cpp gives segments back only in
+// release_cached_blocks: on empty_cache() or when a cudaMalloc fails). A
+// step no longer than one before it is served from the cache by splitting
+// its blocks (best fit, should_split); a step longer than every one before
+// it (a record) needs new segments for its larger tensors. So the replay
+// runs the records before the two full-length steps. Their lengths are the
+// expected records of uniformly random batch lengths in (0, s]: the record
+// after r is uniform on (r, s], so on average (r + s) / 2, which gives
+// s(1 - 2^-k); a run of n steps sees about ln n records (the harmonic
+// number H_n), 7 for about a thousand steps. The request does not know the
+// dataset's length histogram: this is a stated stand-in for it
+// (README "Validation": torchtune's padded Alpaca rows 43-48).
+constexpr int64_t kPaddedRecords = 7;
+
+std::vector<memory::Timeline> shorter_steps(const RankBasis& b, int64_t micro_batch) {
+  std::vector<memory::Timeline> out;
+  const Request& req = *b.req;
+  if (req.train.padding != Padding::kLongest) return out;
+  int64_t previous = 0;
+  for (int64_t k = 1; k <= kPaddedRecords; ++k) {
+    Request shorter = req;
+    // s(1 - 2^-k), rounded up: s - floor(s / 2^k).
+    shorter.train.seq_len = req.train.seq_len - (req.train.seq_len >> k);
+    if (shorter.train.seq_len >= req.train.seq_len || shorter.train.seq_len <= previous) continue;
+    previous = shorter.train.seq_len;
+    RankBasis sb = b;
+    sb.req = &shorter;
+    out.push_back(training_step(sb, step_terms(sb, micro_batch)));
+  }
+  return out;
+}
+
+// What the caching allocator may take on the request's card: what a process
+// can use (fit.h Card::capacity) less the CUDA context and NCCL's buffers,
+// which are allocated outside it; 0 (no limit) without a card.
+int64_t allocator_capacity(const RankBasis& b, int64_t card_capacity) {
+  const int64_t left = card_capacity - b.context - b.nccl.bytes;
+  return card_capacity > 0 && left > 0 ? left : 0;
+}
+
 // Phases from the replayed moments: the allocated view (live tensors), the
 // reserved view (the caching-allocator replay, or a given fragmentation
 // factor) and the device view (plus what lives outside the allocator: CUDA
 // context, managed optimizer states, NCCL). `detail` gets the allocator
-// replay's facts when it ran.
-void assemble_phases(Estimate& e, const RankBasis& b, const memory::Timeline& tl,
+// replay's facts when it ran. `card_capacity` (fit.h Card::capacity, 0 =
+// no card) bounds the replay: when a new segment would not fit, the
+// allocator frees its cached blocks and retries, as on the card; a step
+// that fails even then does not fit, and is replayed without the bound to
+// show what it would need.
+void assemble_phases(Estimate& e, const RankBasis& b, int64_t micro_batch, const memory::Timeline& tl,
                      const std::vector<memory::Moment>& moments, memory::ReservedReplay* detail,
-                     ReservedView view = ReservedView::kReplay) {
+                     ReservedView view = ReservedView::kReplay, int64_t card_capacity = 0) {
   std::optional<double> frag = b.req->overheads.fragmentation;
   if (view == ReservedView::kLiveTensors && !frag) frag = 0.0;
   memory::ReservedReplay rr;
@@ -46,7 +92,19 @@ void assemble_phases(Estimate& e, const RankBasis& b, const memory::Timeline& tl
         peak_moment = static_cast<int>(i);
       }
     }
-    rr = memory::replay_reserved(tl, moments, b.allocator, {}, detail != nullptr ? peak_moment : -1);
+    const std::vector<memory::Timeline> shorter = shorter_steps(b, micro_batch);
+    std::vector<const memory::Timeline*> before;
+    for (const auto& s : shorter) before.push_back(&s);
+    const int detail_moment = detail != nullptr ? peak_moment : -1;
+    memory::DeviceLimits limits;
+    limits.capacity = allocator_capacity(b, card_capacity);
+    rr = memory::replay_reserved(tl, moments, b.allocator, limits, detail_moment, before);
+    rr.capacity = limits.capacity;
+    if (rr.ooms > 0) {
+      const int64_t ooms = rr.ooms;
+      rr = memory::replay_reserved(tl, moments, b.allocator, {}, detail_moment, before);
+      rr.ooms = ooms;  // on the card; the figures are the unbounded replay's
+    }
     e.peak_reserved_bytes = rr.peak_reserved;
   }
   int64_t max_alloc = 0;
@@ -99,11 +157,23 @@ std::string allocator_formula(const RankBasis& b, const memory::ReservedReplay& 
            " x allocated (given; replaces the allocator replay)";
   }
   const memory::AllocatorConfig& cfg = b.allocator;
-  std::string f = "PyTorch caching allocator replayed over load + 2 steps (CUDACachingAllocator.cpp";
+  const bool varied = req.train.padding == Padding::kLongest;
+  std::string f =
+      std::string("PyTorch caching allocator replayed over load + ") +
+      (varied ? "steps at seq_len x (1 - 2^-k), k = 1..7 (padded to the longest: the expected record lengths) + "
+                "2 full-length steps"
+              : "2 steps") +
+      " (CUDACachingAllocator.cpp";
   if (cfg.expandable_segments) f += ", expandable_segments";
   if (cfg.max_split_size != memory::kNoMaxSplitSize)
     f += ", max_split_size_mb " + std::to_string(cfg.max_split_size >> 20);
   f += "): " + fmt_int(rr.segments) + " segments, " + fmt_int(rr.device_allocs) + " device allocations";
+  if (rr.capacity > 0) {
+    f += "; bounded by the card's " + fmt_int(rr.capacity) + " B left to the allocator";
+    if (rr.retries > 0) f += ", where it freed its cache and retried " + fmt_int(rr.retries) + " times";
+  } else if (rr.ooms > 0) {
+    f += "; more than the card holds even after freeing the cache: replayed without the card's bound";
+  }
   if (!rr.causes.empty()) {
     f += "; cached free bytes at the allocation peak sit in segments made for";
     for (size_t i = 0; i < rr.causes.size() && i < 3; ++i) {
@@ -203,6 +273,17 @@ void step_assumptions(Estimate& e, const RankBasis& b) {
   e.assumptions.push_back(std::string("attention ") + to_string(t.attention) +
                           (t.attention_given ? "" : " (default: transformers attn_implementation)"));
   e.assumptions.push_back("steady-state step (step >= 2): optimizer states exist during forward and backward");
+  if (t.padding == Padding::kLongest) {
+    e.assumptions.push_back(
+        "padding longest: batches vary in length up to seq_len; the allocator replay runs steps at seq_len x "
+        "(1 - 2^-k), k = 1..7 (the expected record lengths of uniformly random batch lengths) before the "
+        "full-length steps, and keeps the blocks each cached");
+  } else {
+    e.assumptions.push_back(std::string("padding ") + to_string(t.padding) + ": every step is micro_batch x seq_len" +
+                            (t.padding_given ? ""
+                                             : " (default; train.padding longest if batches are padded to their "
+                                               "longest sample)"));
+  }
   if (!t.zero_grad_set_to_none && t.grad_accum == 1 && !t.optimizer_in_backward) {
     e.assumptions.push_back(
         "zero_grad(set_to_none=False) (PyTorch < 2.0's default): gradients stay allocated, zeroed, through forward");
@@ -273,10 +354,10 @@ bool step_fits(const RankBasis& basis, int64_t micro_batch, int64_t capacity, bo
   const memory::Timeline tl = training_step(basis, terms);
   const std::vector<memory::Moment> moments = memory::replay(tl);
   Estimate live;
-  assemble_phases(live, basis, tl, moments, nullptr, ReservedView::kLiveTensors);
+  assemble_phases(live, basis, micro_batch, tl, moments, nullptr, ReservedView::kLiveTensors);
   if (!fit::runs_on(live.peak_bytes, allow_paging ? live.managed_bytes : 0, capacity)) return false;
   Estimate e;
-  assemble_phases(e, basis, tl, moments, nullptr);
+  assemble_phases(e, basis, micro_batch, tl, moments, nullptr, ReservedView::kReplay, capacity);
   return fit::runs_on(e.peak_bytes, allow_paging ? e.managed_bytes : 0, capacity);
 } catch (const Failure& f) {
   // A micro-batch whose figures exceed limits::kMaxBytes fits no GPU (the
@@ -299,7 +380,8 @@ Result<Estimate> estimate_rank(const Request& req, const Request& global, const 
     e.params_trainable = basis.plan.base_trainable + basis.plan.lora_params;
     const memory::Timeline tl = training_step(basis, terms);
     memory::ReservedReplay alloc;
-    assemble_phases(e, basis, tl, memory::replay(tl), &alloc, view);
+    const std::optional<fit::Card> card = fit::chosen_gpu(global);
+    assemble_phases(e, basis, req.train.micro_batch, tl, memory::replay(tl), &alloc, view, card ? card->capacity : 0);
     memory::state_components(e.components, req, global.parallel, basis.plan, basis.dt, *basis.opt, basis.sh,
                              basis.state);
     step_components(e, basis, terms, alloc, memory::component_peaks(tl));

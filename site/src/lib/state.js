@@ -65,6 +65,7 @@ export const DEFAULT_SETTINGS = Object.freeze({
     optimizer: f('train.optimizer'),
     grad_checkpointing: f('train.grad_checkpointing'),
     attention: f('train.attention'),
+    padding: f('train.padding'),
     fused_loss: f('train.fused_loss'),
     activation_offload: f('train.activation_offload'),
     optimizer_in_backward: f('train.optimizer_in_backward'),
@@ -251,6 +252,7 @@ export const FRAMEWORK_FORM_PATHS = Object.freeze([
   'train.optimizer',
   'train.grad_checkpointing',
   'train.attention',
+  'train.padding',
   'train.fused_loss',
   'train.activation_offload',
   'train.optimizer_in_backward',
@@ -512,6 +514,8 @@ export function buildRequest(s, config, catalog = [], experts = 0, fwForm = {}) 
     if (fromDs.micro_batch !== undefined) delete req.train.micro_batch;
     if (fromDs.grad_accum !== undefined) delete req.train.grad_accum;
     if (fromDs.precision !== undefined) delete req.train.precision;
+    // Sent when not the core's default, so the core lists the default it applied.
+    if (t.padding && t.padding !== coreDefault('train.padding')) req.train.padding = t.padding;
     if (t.activation_offload) req.train.activation_offload = true;
     if (t.optimizer_in_backward) req.train.optimizer_in_backward = true;
     if (t.compile) req.train.compile = true;

@@ -17,6 +17,7 @@ import { defaultSettings, parseDeepspeed } from './state.js';
 import {
   ATTENTIONS,
   CHECKPOINTING,
+  PADDINGS,
   ENGINES,
   FSDP_STRATEGIES,
   FSDP_VERSIONS,
@@ -43,6 +44,7 @@ const CHOICES = {
   'train.precision': PRECISIONS,
   'train.grad_checkpointing': CHECKPOINTING,
   'train.attention': ATTENTIONS,
+  'train.padding': PADDINGS,
   'infer.engine': ENGINES,
   'infer.weights_dtype': WEIGHT_DTYPES,
   'infer.kv_dtype': KV_DTYPES,

@@ -74,6 +74,16 @@ export const ATTENTIONS = [
   { value: 'xformers', label: 'xformers (K/V expanded to every head)' },
 ];
 
+// How batches are shaped (train.padding): padding to max_length and packing
+// give every step micro_batch x seq_len; padding to the longest sample of
+// each batch (DataCollatorWithPadding, torchtune padded_collate_sft) gives
+// every step its own length, and the allocator caches the blocks of each.
+export const PADDINGS = [
+  { value: 'max_length', label: 'padded to max length' },
+  { value: 'packed', label: 'packed' },
+  { value: 'longest', label: 'padded to longest in batch' },
+];
+
 // gradient_checkpointing=True recomputes every layer in backward (full);
 // selective recomputes only the attention score path (Megatron's
 // --recompute-granularity selective); selective_op is torchtitan's op-level

@@ -15,6 +15,7 @@ import { getPath } from '../../lib/paths.js';
 import {
   ATTENTIONS,
   CHECKPOINTING,
+  PADDINGS,
   ENGINES,
   KV_DTYPES,
   LORA_TARGET_PRESETS,
@@ -186,6 +187,14 @@ function TrainingFields({ t }) {
           options={ATTENTIONS}
           onChange={(v) => setSetting('train.attention', v)}
           hint={fwHint('train.attention')}
+        />
+        <SelectField
+          label="Batches"
+          name="padding"
+          value={t.padding}
+          options={PADDINGS}
+          onChange={(v) => setSetting('train.padding', v)}
+          hint={fwHint('train.padding')}
         />
         <SelectField
           label="Gradient checkpointing"
