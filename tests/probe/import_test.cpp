@@ -75,10 +75,46 @@ TEST(ImportAxolotl, Qlora1bExampleGivesItsRequestAndTheLlama32Preset) {
       "framework": "axolotl", "method": "qlora", "seq_len": 2048, "micro_batch": 2, "grad_accum": 4,
       "lora": {"rank": 32, "alpha": 16, "dropout": 0.05,
                "targets": ["gate_proj", "down_proj", "up_proj", "q_proj", "v_proj", "k_proj", "o_proj"]},
-      "optimizer": "adamw_bnb_8bit", "grad_checkpointing": "full", "attention": "flash_attention_2"
+      "optimizer": "adamw_bnb_8bit", "grad_checkpointing": "full", "attention": "flash_attention_2",
+      "padding": "packed"
     }
   })");
   EXPECT_EQ(WithoutModel(r["request"]), expected) << r["request"].dump(2);
+}
+
+// How each framework's file says its batches are shaped becomes
+// train.padding: packed fills the sequence length, padding to the longest
+// sample varies it from step to step (the allocator replay keeps each
+// length's blocks), padding to the sequence length does not.
+TEST(ImportPadding, EachKindsPackingAndPaddingKeysSetTrainPadding) {
+  struct Case {
+    const char* text;
+    const char* padding;  // nullptr: not set
+  };
+  const Case cases[] = {
+      {"base_model: x\nsample_packing: true\npad_to_sequence_len: true\n", "packed"},
+      {"base_model: x\nsample_packing: false\npad_to_sequence_len: true\n", "max_length"},
+      {"base_model: x\nsample_packing: false\n", "longest"},
+      {"model_name_or_path: x\nstage: sft\nfinetuning_type: lora\npacking: true\n", "packed"},
+      {"model_name_or_path: x\nstage: sft\nfinetuning_type: lora\npacking: false\n", "longest"},
+      {"model_name_or_path: x\nstage: sft\nfinetuning_type: lora\nneat_packing: true\npacking: false\n", "packed"},
+  };
+  for (const Case& c : cases) {
+    const std::string path = ::testing::TempDir() + "/padding_case.yaml";
+    {
+      std::ofstream out(path);
+      out << c.text;
+    }
+    const json r = Import({path});
+    ASSERT_FALSE(r.contains("error")) << c.text << r.dump(2);
+    ExpectEveryKeyExplained(r);
+    const json& t = r["request"]["train"];
+    if (c.padding == nullptr) {
+      EXPECT_FALSE(t.contains("padding")) << c.text;
+    } else {
+      EXPECT_EQ(t.value("padding", ""), c.padding) << c.text << r.dump(2);
+    }
+  }
 }
 
 // A TRL recipe (alignment-handbook, read by TRL's TrlParser): ModelConfig's

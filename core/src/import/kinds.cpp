@@ -457,8 +457,25 @@ void map_axolotl(FileContext& ctx) {
   set_int(ctx, "sequence_len", "train.seq_len");
   set_int(ctx, "micro_batch_size", "train.micro_batch");
   set_int(ctx, "gradient_accumulation_steps", "train.grad_accum");
-  for (const char* k : {"sample_packing", "pad_to_sequence_len"}) {
-    if (ctx.at(k) != nullptr) ctx.use(k, "every sample counts sequence_len tokens, packed or padded");
+  // axolotl core/builders/causal.py: packed samples fill sequence_len;
+  // pad_to_sequence_len pads every batch to it; otherwise its collator
+  // (DataCollatorForSeq2Seq, padding=True) pads to the longest in the batch.
+  if (ctx.has("sample_packing") && truthy(*ctx.at("sample_packing"))) {
+    ctx.set("sample_packing", "train.padding", "packed");
+    if (ctx.at("pad_to_sequence_len") != nullptr) ctx.use("pad_to_sequence_len", "packed batches fill sequence_len");
+  } else if (ctx.has("pad_to_sequence_len") && truthy(*ctx.at("pad_to_sequence_len"))) {
+    ctx.set("pad_to_sequence_len", "train.padding", "max_length");
+    if (ctx.at("sample_packing") != nullptr) ctx.use("sample_packing");
+  } else if (ctx.has("sample_packing") || ctx.has("pad_to_sequence_len")) {
+    const char* k = ctx.has("sample_packing") ? "sample_packing" : "pad_to_sequence_len";
+    ctx.set(k, "train.padding", "longest");
+    for (const char* other : {"sample_packing", "pad_to_sequence_len"}) {
+      if (std::string(other) != k && ctx.at(other) != nullptr) ctx.use(other);
+    }
+  } else {
+    for (const char* k : {"sample_packing", "pad_to_sequence_len"}) {
+      if (ctx.at(k) != nullptr) ctx.use(k);
+    }
   }
   set_int(ctx, "lora_r", "train.lora.rank");
   set_num(ctx, "lora_alpha", "train.lora.alpha");
@@ -656,8 +673,18 @@ void map_llama_factory(FileContext& ctx) {
     ctx.not_understood("use_unsloth", "Unsloth inside LLaMA-Factory: choose the unsloth framework instead");
   }
   set_bool(ctx, "torch_compile", "train.compile");
-  for (const char* k : {"packing", "neat_packing"}) {
-    if (ctx.at(k) != nullptr) ctx.use(k, "every sample counts cutoff_len tokens, packed or padded");
+  // LLaMA-Factory data/collator.py: packed (or neat-packed) samples fill
+  // cutoff_len; unpacked batches are padded to their longest sample.
+  if (ctx.has("neat_packing") && truthy(*ctx.at("neat_packing"))) {
+    ctx.set("neat_packing", "train.padding", "packed");
+    if (ctx.at("packing") != nullptr) ctx.use("packing", "neat_packing packs");
+  } else {
+    if (ctx.has("packing")) {
+      ctx.set("packing", "train.padding", truthy(*ctx.at("packing")) ? "packed" : "longest");
+    } else if (ctx.at("packing") != nullptr) {
+      ctx.use("packing");
+    }
+    if (ctx.at("neat_packing") != nullptr) ctx.use("neat_packing");
   }
   if (ctx.has("deepspeed")) ctx.refer("deepspeed", "deepspeed");
   ctx.finish(keys({"do_train",
@@ -825,7 +852,11 @@ void map_torchtune(FileContext& ctx) {
       ctx.use("tokenizer.max_seq_len", "no cap: the sequence length comes from the form");
     }
   }
-  if (ctx.has("dataset.packed")) ctx.use("dataset.packed", "every sample counts max_seq_len tokens, packed or padded");
+  // torchtune recipes: packed datasets fill max_seq_len (padded_collate_packed);
+  // otherwise padded_collate_sft pads to the longest sample of the batch.
+  if (ctx.has("dataset.packed")) {
+    ctx.set("dataset.packed", "train.padding", truthy(*ctx.at("dataset.packed")) ? "packed" : "longest");
+  }
   if (ctx.has("optimizer._component_")) {
     // torch.optim.AdamW (fused: True -> the fused kernel), bitsandbytes.optim.*.
     const std::string o = str(*ctx.at("optimizer._component_"));
@@ -1080,8 +1111,20 @@ void map_trainer(FileContext& ctx) {
   set_bool(ctx, "torch_compile", "train.compile");
   // SFTConfig: max_length (TRL >= 0.20, default 1024) or max_seq_length (older).
   for (const char* k : {"max_length", "max_seq_length"}) set_int(ctx, k, "train.seq_len");
-  for (const char* k : {"packing", "padding_free"}) {
-    if (ctx.at(k) != nullptr) ctx.use(k, "every sample counts max_length tokens, packed or padded");
+  // TRL SFTConfig: packing fills max_length; padding_free concatenates the
+  // batch's samples without padding (its length varies with the batch);
+  // otherwise the collator pads to the longest sample of the batch.
+  if (ctx.has("packing") && truthy(*ctx.at("packing"))) {
+    ctx.set("packing", "train.padding", "packed");
+    if (ctx.at("padding_free") != nullptr) ctx.use("padding_free", "packed batches fill max_length");
+  } else if (ctx.has("padding_free") && truthy(*ctx.at("padding_free"))) {
+    ctx.set("padding_free", "train.padding", "longest");
+    if (ctx.at("packing") != nullptr) ctx.use("packing");
+  } else if (ctx.has("packing")) {
+    ctx.set("packing", "train.padding", "longest");
+    if (ctx.at("padding_free") != nullptr) ctx.use("padding_free");
+  } else if (ctx.at("padding_free") != nullptr) {
+    ctx.use("padding_free");
   }
   if (ctx.has("use_liger_kernel")) {
     set_bool(ctx, "use_liger_kernel", "train.fused_loss");
