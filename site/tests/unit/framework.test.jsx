@@ -58,4 +58,30 @@ describe('the framework select', () => {
     fireEvent.change(screen.getByLabelText(/train\.framework/), { target: { value: 'hf' } });
     await waitFor(() => expect(peakBytes()).toBe(hf));
   });
+
+  it('torchtune pads to the longest sample: its recipe fills the Batches select, the core lists it, the link keeps a change', async () => {
+    cleanup();
+    await openPage('#m=preset:Qwen/Qwen3-0.6B&method=lora');
+    expect(screen.getByLabelText(/Batches/).value).toBe('max_length');
+    fireEvent.change(screen.getByLabelText(/train\.framework/), { target: { value: 'torchtune' } });
+    await waitFor(() => expect(settings.value.train.padding).toBe('longest'));
+    expect(screen.getByLabelText(/Batches/).value).toBe('longest');
+    await waitFor(() =>
+      expect(
+        screen.getByText(/torchtune defaults in this estimate/).closest('details').textContent,
+      ).toContain('train.padding'),
+    );
+    const padded = peakBytes();
+    // Packed batches keep one shape per step: the allocator caches less.
+    fireEvent.change(screen.getByLabelText(/Batches/), { target: { value: 'packed' } });
+    const packed = await peakChangedFrom(padded);
+    expect(packed).toBeLessThan(padded);
+    await waitFor(() => expect(window.location.hash).toContain('pad=packed'));
+    const link = window.location.hash;
+    cleanup();
+    window.history.replaceState(null, '', window.location.pathname);
+    await openPage(link);
+    expect(screen.getByLabelText(/Batches/).value).toBe('packed');
+    expect(peakBytes()).toBe(packed);
+  });
 });
