@@ -79,9 +79,9 @@ export const ATTENTIONS = [
 // each batch (DataCollatorWithPadding, torchtune padded_collate_sft) gives
 // every step its own length, and the allocator caches the blocks of each.
 export const PADDINGS = [
-  { value: 'max_length', label: 'padded to max length' },
+  { value: 'max_length', label: 'padded to max_length' },
   { value: 'packed', label: 'packed' },
-  { value: 'longest', label: 'padded to longest in batch' },
+  { value: 'longest', label: 'padded to longest' },
 ];
 
 // gradient_checkpointing=True recomputes every layer in backward (full);
