@@ -199,6 +199,24 @@ ActivationStack activation_stack(const Request& req, const TrainablePlan& plan, 
         ") per token";
     a.dense_pieces = layer_pieces(dense_act, selective, N);
     a.moe_pieces = layer_pieces(moe_act, selective, N);
+    if (!selective && !a.offload && a.saved_moe == 0 && !dense_act.ops.empty() &&
+        pos.in_flight_num == pos.in_flight_den) {
+      int64_t kept = 0;
+      size_t last_keep = 0;
+      for (const ForwardOp& o : dense_act.ops) {
+        const int64_t b =
+            bytes::add(to_bytes(o.bytes_per_token * static_cast<double>(N), kSaved), o.bytes_fixed, kSaved);
+        if (o.kind == ForwardOp::Kind::kKeep) {
+          kept += b;
+          last_keep = a.layer_ops.size();
+        }
+        a.layer_ops.push_back({o.kind, b, o.slot});
+      }
+      // Per-tensor rounding: the last kept tensor takes the difference, so
+      // the kept tensors add up to the layer's figure.
+      a.layer_ops[last_keep].bytes += a.layer_dense - kept;
+      if (a.layer_ops[last_keep].bytes <= 0) a.layer_ops.clear();
+    }
   }
   a.head = to_bytes(head_per_token(req, plan, dt, pos.last) * static_cast<double>(N), "the head's saved inputs");
   a.vision = bytes::add(vision_bytes(req, plan, dt, micro_batch), encoder_bytes(req, plan, dt, micro_batch),

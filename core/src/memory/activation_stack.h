@@ -51,6 +51,18 @@ struct ActivationStack {
   int64_t logits = 0;
   std::vector<Piece> dense_pieces;  // one dense layer's saved tensors
   std::vector<Piece> moe_pieces;    // one MoE layer's saved tensors
+  // One dense layer's forward in source order (LayerActivations::ops in
+  // bytes for this micro-batch), when it is known tensor by tensor: the
+  // timeline then allocates each kept tensor and temporary as the layer
+  // does, so the allocator replay sees the temporaries' freed blocks split
+  // by the next tensors. Its kKeep bytes add up to layer_dense. Empty: each
+  // layer is one allocation of dense_pieces.
+  struct Op {
+    ForwardOp::Kind kind = ForwardOp::Kind::kKeep;
+    int64_t bytes = 0;
+    int slot = -1;
+  };
+  std::vector<Op> layer_ops;
   std::string formula;
 
   // GPU-resident bytes of `stack_bytes` of saved layers (offload keeps the

@@ -81,8 +81,24 @@ struct SavedItem {
   bool score_path = false;
 };
 
+// One step of a layer's forward in source order, for the allocator replay:
+// a tensor the layer keeps for backward, a temporary placed in `slot`, or the
+// release of the temporary in `slot` (which may have been placed by the layer
+// below). Sizes are bytes per token plus fixed bytes (a dequantised weight).
+struct ForwardOp {
+  enum class Kind { kKeep, kTemp, kRelease };
+  Kind kind = Kind::kKeep;
+  double bytes_per_token = 0;
+  int64_t bytes_fixed = 0;
+  int slot = -1;
+};
+
 struct LayerActivations {
   std::vector<SavedItem> items;
+  // The layer's forward as the allocator sees it, when it is known tensor by
+  // tensor (Unsloth's patched Llama layers); its kKeep sizes add up to
+  // per_token(). Empty otherwise: the items are replayed as one allocation each.
+  std::vector<ForwardOp> ops;
   double per_token() const;
   double per_token_without_scores() const;
 };

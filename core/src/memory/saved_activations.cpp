@@ -497,6 +497,100 @@ void ssm_block(const LayerCtx& c, int64_t seq, std::vector<SavedItem>& items) {
   }
 }
 
+// Unsloth's patched Llama layer, tensor by tensor in the order its forward
+// allocates and frees them (unslothai/unsloth release 2024.1 at 3a9b2dee:
+// models/llama.py LlamaDecoderLayer_fast_forward and
+// LlamaAttention_fast_forward, kernels/fast_lora.py LoRA_QKV / LoRA_W /
+// LoRA_MLP.forward and matmul_lora, kernels/utils.py fast_dequantize,
+// kernels/swiglu.py swiglu_fg_kernel). What it keeps is what attention_block
+// and mlp_block count; the temporaries are what the caching allocator also
+// sees: per projection matmul_lora dequantises the 4-bit weight into a new
+// [out, in] tensor (freed after X @ W) and forms the LoRA term
+// (X @ A) @ (s * B) as a new [tokens, out] tensor before adding it; k and v
+// leave LoRA_QKV at their kv-head width and are freed once the xformers path
+// has reshaped them to every head; o_proj's output is freed after the
+// residual add; LoRA_MLP's h = swiglu(e, g) ([tokens, intermediate]) lives
+// until down_proj has run, and the MLP output until the next layer's
+// residual add. Sub-MiB tensors (rstd, X @ A, the cast adapters) go to the
+// small pool and are left out but for the kept rstd and log-sum-exp.
+void unsloth_forward_ops(const LayerCtx& c, LayerActivations& out) {
+  const Request& req = c.req;
+  const LayerStack& st = c.st;
+  const TrainOptions& t = req.train;
+  if (t.attention != AttentionImpl::kXformers || st.mlp != MlpKind::kGated || st.attention == AttnKind::kMla ||
+      st.parallel_block || st.cross_attention || st.ssm_layers > 0 || c.dropout > 0 || st.hidden_split > 1 ||
+      c.roles.attn_in.size() != 3)
+    return;
+  if (!unsloth_patched(req, {&c.roles.attn_in}) || !unsloth_patched(req, {}, &c.roles.attn_out) ||
+      !unsloth_patched(req, {&c.roles.mlp_in}, &c.roles.mlp_out))
+    return;
+  using K = ForwardOp::Kind;
+  const double h = static_cast<double>(st.hidden);
+  const double a = static_cast<double>(st.heads);
+  const double kvh = static_cast<double>(st.kv_heads);
+  const double d = static_cast<double>(st.head_dim);
+  const double dv = static_cast<double>(st.v_head_dim > 0 ? st.v_head_dim : st.head_dim);
+  const double inter = static_cast<double>(st.intermediate);
+  const double pa = static_cast<double>(c.pa);
+  const double res = static_cast<double>(c.dt.residual);
+  const double ain = static_cast<double>(c.attn_in_dtype);
+  const bool repeat_kv = st.kv_heads < st.heads;
+  enum Slot { kW = 0, kLora = 1, kK = 2, kV = 3, kO = 4, kH = 5, kMlpOut = 6 };
+  std::vector<ForwardOp>& ops = out.ops;
+  auto keep = [&](double per_token) { ops.push_back({K::kKeep, per_token, 0, -1}); };
+  auto temp = [&](int slot, double per_token, int64_t fixed = 0) { ops.push_back({K::kTemp, per_token, fixed, slot}); };
+  auto release = [&](int slot) { ops.push_back({K::kRelease, 0, 0, slot}); };
+  // matmul_lora(X, W, W_quant, A, B, s): W = fast_dequantize(W.t()) (4-bit
+  // only), out = X @ W, del W, out += (X @ A) @ (s * B). `out_kept`: the
+  // output is kept for backward, else placed in `out_slot`.
+  auto matmul_lora = [&](const LinearUse& u, double in, double width, bool out_kept, int out_slot) {
+    const int64_t w = u.quantized ? static_cast<int64_t>(std::ceil(static_cast<double>(c.dt.compute) * width * in)) : 0;
+    if (w > 0) temp(kW, 0, w);
+    if (out_kept) {
+      keep(pa * width);
+    } else {
+      temp(out_slot, pa * width);
+    }
+    if (w > 0) release(kW);
+    temp(kLora, pa * width);
+    release(kLora);
+  };
+  // Attention half: norm (X in, rstd), LoRA_QKV (X; Q kept, K and V until
+  // the reshape), xformers (K, V at every head, output, log-sum-exp), LoRA_W.
+  keep(res * h);     // the layer input, Fast_RMS_Layernorm's X
+  release(kMlpOut);  // the layer below's MLP output, after its residual add made this input
+  keep(4.0);         // rstd
+  keep(ain * h);     // normed X, LoRA_QKV's X
+  matmul_lora(c.roles.attn_in[0], h, a * d, true, -1);
+  matmul_lora(c.roles.attn_in[1], h, kvh * d, !repeat_kv, kK);
+  matmul_lora(c.roles.attn_in[2], h, kvh * dv, !repeat_kv, kV);
+  if (repeat_kv) {
+    keep(pa * a * d);  // K.reshape(bsz, q_len, n_heads, head_dim)
+    release(kK);
+    keep(pa * a * dv);  // V
+    release(kV);
+  }
+  keep(pa * a * dv);  // xformers output, also LoRA_W's X
+  keep(4.0 * a);      // log-sum-exp
+  matmul_lora(c.roles.attn_out, a * dv, h, false, kO);
+  // MLP half: residual add, norm, LoRA_MLP (X, e, g kept; h; the output).
+  keep(res * h);  // residual + attention: Fast_RMS_Layernorm's X
+  release(kO);
+  keep(4.0);
+  keep(ain * h);  // LoRA_MLP's X
+  matmul_lora(c.roles.mlp_in[0], h, inter, true, -1);
+  matmul_lora(c.roles.mlp_in.size() > 1 ? c.roles.mlp_in[1] : c.roles.mlp_in[0], h, inter, true, -1);
+  temp(kH, pa * inter);  // swiglu_fg_kernel's h
+  matmul_lora(c.roles.mlp_out, inter, h, false, kMlpOut);
+  release(kH);
+  // The same tensors as the items, or no program at all.
+  double kept = 0;
+  for (const ForwardOp& o : ops) {
+    if (o.kind == K::kKeep) kept += o.bytes_per_token;
+  }
+  if (std::abs(kept - out.per_token()) > 1e-6 * std::max(1.0, kept)) ops.clear();
+}
+
 // Sequence parallel and the seed's calibration factors, applied to the items.
 void adjust(const Request& req, const LayerStack& st, std::vector<SavedItem>& items) {
   // Sequence parallel (Korthikanti et al. 2022 §4.2.2): the parts tensor
@@ -594,6 +688,7 @@ LayerActivations layer_activations(const Request& req, const LayerStack& st, con
   }
   mlp_block(c, moe_layer, out.items);
   adjust(req, st, out.items);
+  if (!moe_layer && t.kernels == Kernels::kUnsloth) unsloth_forward_ops(c, out);
   return out;
 }
 

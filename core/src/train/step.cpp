@@ -2,6 +2,7 @@
 #include "train/step.h"
 
 #include <algorithm>
+#include <map>
 
 #include "memory/allocator_replay.h"
 #include "memory/bytes.h"
@@ -44,13 +45,17 @@ StepTerms step_terms(const RankBasis& b, int64_t micro_batch) {
 namespace {
 
 // Forward: the layer stack's saved tensors, bottom layer first. Returns the
-// tensor of each saved layer (index i - first_grad_layer), or the one
-// resident window when activations are offloaded.
-std::vector<Timeline::Id> forward_layers(Timeline& tl, const memory::ActivationStack& a, int64_t L,
-                                         int64_t moe_layers) {
-  std::vector<Timeline::Id> ids;
+// tensors of each saved layer (index i - first_grad_layer), or the one
+// resident window when activations are offloaded. With a per-tensor layer
+// program (ActivationStack::layer_ops) each kept tensor is its own tensor
+// and the temporaries are allocated and freed where the layer does; the
+// temporaries still held when the stack ends (the top layer's MLP output,
+// freed by the final residual add) are left in `pending`.
+std::vector<std::vector<Timeline::Id>> forward_layers(Timeline& tl, const memory::ActivationStack& a, int64_t L,
+                                                      int64_t moe_layers, std::vector<Timeline::Id>& pending) {
+  std::vector<std::vector<Timeline::Id>> ids;
   if (a.offload) {
-    ids.push_back(tl.alloc("activations", "saved activations resident on the GPU (offloaded)", a.resident(a.layers)));
+    ids.push_back({tl.alloc("activations", "saved activations resident on the GPU (offloaded)", a.resident(a.layers))});
     return ids;
   }
   auto saved = [&](int64_t i) { return i >= L - moe_layers ? a.layer_moe : a.layer_dense; };
@@ -58,12 +63,39 @@ std::vector<Timeline::Id> forward_layers(Timeline& tl, const memory::ActivationS
   // total, so the sum is the stack's exact (in-flight rounded) size.
   int64_t above = 0;
   for (int64_t i = a.first_grad_layer + 1; i < L; ++i) above += saved(i);
+  std::map<int, Timeline::Id> slots;  // the temporaries alive, by slot
   for (int64_t i = a.first_grad_layer; i < L; ++i) {
     const bool moe = i >= L - moe_layers;
     const int64_t bytes = i == a.first_grad_layer ? a.layers - above : saved(i);
-    ids.push_back(tl.alloc("activations", "saved activations", bytes, moe ? a.moe_pieces : a.dense_pieces,
-                           memory::Residence::kAllocated, static_cast<int32_t>(i)));
+    const auto layer = static_cast<int32_t>(i);
+    if (moe || a.layer_ops.empty()) {
+      ids.push_back({tl.alloc("activations", "saved activations", bytes, moe ? a.moe_pieces : a.dense_pieces,
+                              memory::Residence::kAllocated, layer)});
+      continue;
+    }
+    std::vector<Timeline::Id> kept;
+    size_t last_keep = 0;
+    for (size_t k = 0; k < a.layer_ops.size(); ++k) {
+      if (a.layer_ops[k].kind == memory::ForwardOp::Kind::kKeep) last_keep = k;
+    }
+    for (size_t k = 0; k < a.layer_ops.size(); ++k) {
+      const memory::ActivationStack::Op& op = a.layer_ops[k];
+      if (op.kind == memory::ForwardOp::Kind::kKeep) {
+        // The last kept tensor absorbs the bottom layer's difference.
+        const int64_t b = k == last_keep ? op.bytes + (bytes - a.layer_dense) : op.bytes;
+        kept.push_back(tl.alloc("activations", "saved activations", b, {}, memory::Residence::kAllocated, layer));
+      } else if (op.kind == memory::ForwardOp::Kind::kTemp) {
+        if (auto it = slots.find(op.slot); it != slots.end()) tl.free(it->second);
+        slots[op.slot] = tl.alloc("activations", "forward temporaries (freed within the layer)", op.bytes, {},
+                                  memory::Residence::kAllocated, layer);
+      } else if (auto it = slots.find(op.slot); it != slots.end()) {
+        tl.free(it->second);
+        slots.erase(it);
+      }
+    }
+    ids.push_back(std::move(kept));
   }
+  for (const auto& [slot, id] : slots) pending.push_back(id);
   return ids;
 }
 
@@ -116,8 +148,10 @@ Timeline training_step(const RankBasis& b, const StepTerms& t) {
                    : Timeline::Id{-1};
   const Timeline::Id vision = tl.alloc("activations", "vision tower / audio encoder activations", a.vision);
   const Timeline::Id image_kv = tl.alloc("activations", "image cross-attention inputs, keys and values", a.image_kv);
-  std::vector<Timeline::Id> layers = forward_layers(tl, a, L, moe_layers);
+  std::vector<Timeline::Id> pending;
+  std::vector<std::vector<Timeline::Id>> layers = forward_layers(tl, a, L, moe_layers, pending);
   const Timeline::Id head = tl.alloc("activations", "final norm and lm_head inputs", a.head);
+  for (Timeline::Id id : pending) tl.free(id);
   tl.mark("forward", "end of forward");
   if (prev >= 0) {
     const Timeline::Id nl = tl.alloc("loss_buffers", "logits returned by model()", a.logits);
@@ -216,9 +250,9 @@ Timeline training_step(const RankBasis& b, const StepTerms& t) {
     // Layer i's saved tensors are freed; its gradients appear.
     a_rem -= moe ? a.layer_moe : a.layer_dense;
     if (a.offload) {
-      layers[0] = tl.resize(layers[0], a.resident(a_rem));
+      layers[0][0] = tl.resize(layers[0][0], a.resident(a_rem));
     } else {
-      tl.free(layers[static_cast<size_t>(i - a.first_grad_layer)]);
+      for (Timeline::Id id : layers[static_cast<size_t>(i - a.first_grad_layer)]) tl.free(id);
     }
     if (!kept && !in_bwd) {
       step_grads.push_back(tl.alloc("gradients", "layer gradients", sz.grads_layer, {}, memory::Residence::kAllocated,
@@ -234,7 +268,7 @@ Timeline training_step(const RankBasis& b, const StepTerms& t) {
   }
   const int64_t tied_tmp = req.model.tie_word_embeddings && sz.grads_embed > 0 ? sz.grads_embed : 0;
   const Timeline::Id tied = tl.alloc("layer_backward", "tied embedding gradient temporary", tied_tmp);
-  if (a.offload) tl.free(layers[0]);
+  if (a.offload) tl.free(layers[0][0]);
   tl.mark("backward", "during backward (peak of the layer sweep)");
   if (in_bwd) {
     for (Timeline::Id id : step_grads) step_in_backward(id);  // embeddings and the rest
