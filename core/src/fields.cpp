@@ -178,6 +178,11 @@ std::vector<FieldSpec> build() {
               {"loop keeps the previous step's logits", "", "",
                "LitGPT: the previous step's logits, and with train.quant.saves_input every 4-bit Linear's input, "
                "stay allocated through the next forward"}),
+      boolean("train.returns_kv_cache", d::kReturnsKvCache,
+              {"model() returns the key/value cache in training", "", "",
+               "Unsloth before 2024.2 (use_cache from the config, not turned off in training): each layer's keys and "
+               "values stay allocated until the loss returns, and under fp16 / bf16 the Trainer's Accelerate wrapper "
+               "copies them to fp32 (modelled with train.kernels unsloth)"}),
       choice("train.precision", d::kPrecision, {"fp32", "bf16", "fp16", "amp_bf16", "amp_fp16", "mixed_bf16"},
              kPrecisionAliases, {"Precision", "--dtype", "prec", "the named precision recipe"}),
       choice("train.optimizer", d::kOptimizer, optimizer_names(), optimizer_aliases(),

@@ -229,6 +229,35 @@ TEST(UnslothKernels, TheTemporariesStayOutOfTheAllocatedViewButFragmentTheCache)
   EXPECT_GT(r["peak_reserved_bytes"].get<int64_t>() - r["peak_allocated_bytes"].get<int64_t>(), int64_t{512} << 20);
 }
 
+// train.returns_kv_cache (Unsloth 2024.1: use_cache stays on in training, so
+// LlamaAttention_fast_forward returns (K, V) after the rotary and
+// LlamaModel_fast_forward returns them as past_key_values). By hand for row
+// 53: K and V at kv-head width, N x 256 x 2 = 4,194,304 B each, are no longer
+// freed after the xformers reshape but held by the cache: + 22 x 2 x
+// 4,194,304 = 184,549,376 B of activations until the loss; the Trainer's
+// Accelerate wrapper copies each to fp32 when model() returns: + 22 x 2 x
+// 8,388,608 = 369,098,752 B next to the logits' copy. Both go when
+// compute_loss returns, before backward.
+TEST(UnslothKernels, ReturnedKeyValueCacheIsHeldToTheLossAndCopiedToFp32) {
+  json with = row53();
+  with["train"]["returns_kv_cache"] = true;
+  const json r0 = testing::estimate_ok(row53());
+  const json r1 = testing::estimate_ok(with);
+  EXPECT_EQ(activations(r1) - activations(r0), int64_t{22} * 2 * 4194304);
+  EXPECT_EQ(phase_part(r1, "loss", "loss_buffers") - phase_part(r0, "loss", "loss_buffers"), int64_t{22} * 2 * 8388608);
+  EXPECT_EQ(r1["peak_allocated_bytes"].get<int64_t>() - r0["peak_allocated_bytes"].get<int64_t>(),
+            int64_t{22} * 2 * (4194304 + 8388608));
+  // Gone before backward.
+  EXPECT_EQ(phase_part(r1, "backward_start", "activations"), phase_part(r0, "backward_start", "activations"));
+  EXPECT_EQ(phase_part(r1, "backward_start", "loss_buffers"), phase_part(r0, "backward_start", "loss_buffers"));
+  // Under gradient checkpointing Unsloth turns use_cache off.
+  json ckpt = with;
+  ckpt["train"]["grad_checkpointing"] = "full";
+  json ckpt0 = row53();
+  ckpt0["train"]["grad_checkpointing"] = "full";
+  EXPECT_EQ(testing::estimate_ok(ckpt)["peak_allocated_bytes"], testing::estimate_ok(ckpt0)["peak_allocated_bytes"]);
+}
+
 TEST(UnslothKernels, UnknownKernelsValueNamesTheField) {
   json req = qlora({{"kernels", "liger"}});
   const json r = estimate(req);

@@ -49,6 +49,7 @@ inline constexpr bool kSoftmaxSavesInput = false;
 // backward. LitGPT's fit() keeps `logits = model(...)` (litgpt/finetune/lora.py
 // at 43c44323) until the next step's model() returns, and with it the graph.
 inline constexpr bool kKeepsPreviousLogits = false;
+inline constexpr bool kReturnsKvCache = false;
 // The contract's example sequence length (docs/schema.md) and Llama-2's context.
 inline constexpr int64_t kSeqLen = 2048;
 // Pure bf16: the model loaded with torch_dtype=bfloat16, as most fine-tuning

@@ -218,6 +218,34 @@ ActivationStack activation_stack(const Request& req, const TrainablePlan& plan, 
       if (a.layer_ops[last_keep].bytes <= 0) a.layer_ops.clear();
     }
   }
+  if (t.returns_kv_cache && t.kernels == Kernels::kUnsloth && t.checkpointing == Checkpointing::kNone) {
+    // Unsloth 2024.1 models/llama.py: LlamaModel_fast_forward takes use_cache
+    // from the config (true for Llama) and only turns it off under gradient
+    // checkpointing; every layer's LlamaAttention_fast_forward returns
+    // (K, V) after the rotary, at kv-head width; the model returns them as
+    // past_key_values, and the Trainer's Accelerate wrapper converts every
+    // 16-bit output to fp32 (accelerate utils/operations.py convert_to_fp32
+    // recurses into the tuples).
+    constexpr const char* kKv = "the returned key/value cache";
+    const int64_t pa = dt.autocast ? 2 : dt.compute;
+    const int64_t dv = st.v_head_dim > 0 ? st.v_head_dim : st.head_dim;
+    const int64_t k1 = bytes::mul(bytes::mul(N, st.kv_heads * st.head_dim, kKv), pa, kKv);
+    const int64_t v1 = bytes::mul(bytes::mul(N, st.kv_heads * dv, kKv), pa, kKv);
+    const bool in_ops = std::any_of(a.layer_ops.begin(), a.layer_ops.end(),
+                                    [](const ActivationStack::Op& o) { return o.kind == ForwardOp::Kind::kReturn; });
+    const bool expanded = st.kv_heads < st.heads && t.attention != AttentionImpl::kFlash2 &&
+                          !(t.attention == AttentionImpl::kSdpa && t.sdpa_gqa_native);
+    if (expanded) {
+      const int64_t kv = bytes::mul(bytes::add(k1, v1, kKv), L, kKv);
+      if (!in_ops) a.returned_kv = kv;
+      a.formula += " + " + fmt_int(L) + " layers x K and V at kv-head width (" + fmt_int(bytes::add(k1, v1, kKv)) +
+                   " B) returned by model() until the loss (train.returns_kv_cache)";
+    }
+    if (pa == 2) {
+      a.kv_fp32_pieces = {{2 * k1, L}, {2 * v1, L}};
+      a.returned_kv_fp32 = bytes::mul(bytes::add(2 * k1, 2 * v1, kKv), L, kKv);
+    }
+  }
   a.head = to_bytes(head_per_token(req, plan, dt, pos.last) * static_cast<double>(N), "the head's saved inputs");
   a.vision = bytes::add(vision_bytes(req, plan, dt, micro_batch), encoder_bytes(req, plan, dt, micro_batch),
                         "encoder activations");

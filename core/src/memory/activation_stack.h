@@ -63,6 +63,14 @@ struct ActivationStack {
     int slot = -1;
   };
   std::vector<Op> layer_ops;
+  // train.returns_kv_cache (Unsloth before 2024.2): the keys and values
+  // model() returns, alive until the loss has been computed: those not among
+  // the saved tensors (kv-head width, when attention is trained on K and V
+  // expanded to every head; in layer_ops as kReturn, else one tensor here),
+  // and Accelerate's fp32 copy of every one of them under fp16 / bf16.
+  int64_t returned_kv = 0;
+  int64_t returned_kv_fp32 = 0;  // kv_fp32_pieces' sum
+  std::vector<Piece> kv_fp32_pieces;
   std::string formula;
 
   // GPU-resident bytes of `stack_bytes` of saved layers (offload keeps the

@@ -84,9 +84,10 @@ struct SavedItem {
 // One step of a layer's forward in source order, for the allocator replay:
 // a tensor the layer keeps for backward, a temporary placed in `slot`, or the
 // release of the temporary in `slot` (which may have been placed by the layer
-// below). Sizes are bytes per token plus fixed bytes (a dequantised weight).
+// below), or a tensor model() returns (held until the loss has been
+// computed). Sizes are bytes per token plus fixed bytes (a dequantised weight).
 struct ForwardOp {
-  enum class Kind { kKeep, kTemp, kRelease };
+  enum class Kind { kKeep, kTemp, kRelease, kReturn };
   Kind kind = Kind::kKeep;
   double bytes_per_token = 0;
   int64_t bytes_fixed = 0;

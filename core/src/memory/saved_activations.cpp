@@ -540,14 +540,21 @@ void unsloth_forward_ops(const LayerCtx& c, LayerActivations& out) {
   auto keep = [&](double per_token) { ops.push_back({K::kKeep, per_token, 0, -1}); };
   auto temp = [&](int slot, double per_token, int64_t fixed = 0) { ops.push_back({K::kTemp, per_token, fixed, slot}); };
   auto release = [&](int slot) { ops.push_back({K::kRelease, 0, 0, slot}); };
+  // train.returns_kv_cache (2024.1: use_cache from the config in training):
+  // `past_key_value = (K, V) if use_cache else None` after the rotary, so
+  // LoRA_QKV's k and v outputs are held by the returned cache, not freed
+  // after the reshape.
+  const bool returned = t.returns_kv_cache && t.checkpointing == Checkpointing::kNone;
   // matmul_lora(X, W, W_quant, A, B, s): W = fast_dequantize(W.t()) (4-bit
   // only), out = X @ W, del W, out += (X @ A) @ (s * B). `out_kept`: the
-  // output is kept for backward, else placed in `out_slot`.
+  // output is kept for backward, else placed in `out_slot` (-2: returned).
   auto matmul_lora = [&](const LinearUse& u, double in, double width, bool out_kept, int out_slot) {
     const int64_t w = u.quantized ? static_cast<int64_t>(std::ceil(static_cast<double>(c.dt.compute) * width * in)) : 0;
     if (w > 0) temp(kW, 0, w);
     if (out_kept) {
       keep(pa * width);
+    } else if (out_slot == -2) {
+      ops.push_back({K::kReturn, pa * width, 0, -1});
     } else {
       temp(out_slot, pa * width);
     }
@@ -562,11 +569,11 @@ void unsloth_forward_ops(const LayerCtx& c, LayerActivations& out) {
   keep(4.0);         // rstd
   keep(ain * h);     // normed X, LoRA_QKV's X
   matmul_lora(c.roles.attn_in[0], h, a * d, true, -1);
-  matmul_lora(c.roles.attn_in[1], h, kvh * d, !repeat_kv, kK);
-  matmul_lora(c.roles.attn_in[2], h, kvh * dv, !repeat_kv, kV);
+  matmul_lora(c.roles.attn_in[1], h, kvh * d, !repeat_kv, returned ? -2 : kK);
+  matmul_lora(c.roles.attn_in[2], h, kvh * dv, !repeat_kv, returned ? -2 : kV);
   if (repeat_kv) {
-    keep(pa * a * d);  // K.reshape(bsz, q_len, n_heads, head_dim)
-    release(kK);
+    keep(pa * a * d);   // K.reshape(bsz, q_len, n_heads, head_dim)
+    release(kK);        // (nothing when the cache holds it)
     keep(pa * a * dv);  // V
     release(kV);
   }

@@ -198,8 +198,12 @@ void step_components(Estimate& e, const RankBasis& b, const StepTerms& t, const 
                "hidden-state grads, attention backward workspace" +
                    std::string(req.train.checkpointing == Checkpointing::kFull ? ", one recomputed layer" : ""),
                Pool::kAllocated});
-  c.push_back(
-      {"loss_buffers", "Logits and loss buffers", peak_of(peaks, "loss_buffers"), t.loss.formula, Pool::kAllocated});
+  c.push_back({"loss_buffers", "Logits and loss buffers", peak_of(peaks, "loss_buffers"),
+               t.loss.formula + (t.act.returned_kv_fp32 > 0
+                                     ? "; + Accelerate's fp32 copy of the returned key/value cache (" +
+                                           fmt_int(t.act.returned_kv_fp32) + " B, train.returns_kv_cache)"
+                                     : ""),
+               Pool::kAllocated});
   if (const int64_t d = peak_of(peaks, "dequant"); d > 0) {
     c.push_back({"dequant", "4-bit lm_head dequantised (forward and backward)", d,
                  "fp16 + bf16 copies of lm_head (Lightning quantises from fp16; MatMul4Bit casts to bf16)",

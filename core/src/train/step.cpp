@@ -50,9 +50,11 @@ namespace {
 // program (ActivationStack::layer_ops) each kept tensor is its own tensor
 // and the temporaries are allocated and freed where the layer does; the
 // temporaries still held when the stack ends (the top layer's MLP output,
-// freed by the final residual add) are left in `pending`.
+// freed by the final residual add) are left in `pending`, and what model()
+// returns (train.returns_kv_cache) in `returned`.
 std::vector<std::vector<Timeline::Id>> forward_layers(Timeline& tl, const memory::ActivationStack& a, int64_t L,
-                                                      int64_t moe_layers, std::vector<Timeline::Id>& pending) {
+                                                      int64_t moe_layers, std::vector<Timeline::Id>& pending,
+                                                      std::vector<Timeline::Id>& returned) {
   std::vector<std::vector<Timeline::Id>> ids;
   if (a.offload) {
     ids.push_back({tl.alloc("activations", "saved activations resident on the GPU (offloaded)", a.resident(a.layers))});
@@ -84,6 +86,9 @@ std::vector<std::vector<Timeline::Id>> forward_layers(Timeline& tl, const memory
         // The last kept tensor absorbs the bottom layer's difference.
         const int64_t b = k == last_keep ? op.bytes + (bytes - a.layer_dense) : op.bytes;
         kept.push_back(tl.alloc("activations", "saved activations", b, {}, memory::Residence::kAllocated, layer));
+      } else if (op.kind == memory::ForwardOp::Kind::kReturn) {
+        returned.push_back(tl.alloc("activations", "key/value cache returned by model() (use_cache)", op.bytes, {},
+                                    memory::Residence::kAllocated, layer));
       } else if (op.kind == memory::ForwardOp::Kind::kTemp) {
         if (auto it = slots.find(op.slot); it != slots.end()) tl.free(it->second);
         slots[op.slot] = tl.alloc("activations", "forward temporaries (freed within the layer)", op.bytes, {},
@@ -148,8 +153,10 @@ Timeline training_step(const RankBasis& b, const StepTerms& t) {
                    : Timeline::Id{-1};
   const Timeline::Id vision = tl.alloc("activations", "vision tower / audio encoder activations", a.vision);
   const Timeline::Id image_kv = tl.alloc("activations", "image cross-attention inputs, keys and values", a.image_kv);
-  std::vector<Timeline::Id> pending;
-  std::vector<std::vector<Timeline::Id>> layers = forward_layers(tl, a, L, moe_layers, pending);
+  std::vector<Timeline::Id> pending, returned;
+  std::vector<std::vector<Timeline::Id>> layers = forward_layers(tl, a, L, moe_layers, pending, returned);
+  if (a.returned_kv > 0)
+    returned.push_back(tl.alloc("activations", "key/value cache returned by model() (use_cache)", a.returned_kv));
   const Timeline::Id head = tl.alloc("activations", "final norm and lm_head inputs", a.head);
   for (Timeline::Id id : pending) tl.free(id);
   tl.mark("forward", "end of forward");
@@ -177,6 +184,10 @@ Timeline training_step(const RankBasis& b, const StepTerms& t) {
         tl.alloc("gradients", "lm_head gradient (fused loss)", t.loss.early_head_grads, b.pieces.grads_head));
   }
   Timeline::Id loss = tl.alloc("loss_buffers", "logits and loss", t.loss.forward, t.loss.forward_pieces);
+  // train.returns_kv_cache: Accelerate's fp32 copy of the returned keys and
+  // values, made with the logits' copy as model() returns.
+  const Timeline::Id kv32 = tl.alloc("loss_buffers", "Accelerate's fp32 copy of the returned key/value cache",
+                                     a.returned_kv_fp32, a.kv_fp32_pieces);
   // A 4-bit lm_head (Lightning's quantiser) is dequantised by MatMul4Bit
   // while it computes the logits, and again in backward while their
   // gradient is alive (grad_A = grad_output @ dequantize_4bit(B)).
@@ -188,6 +199,9 @@ Timeline training_step(const RankBasis& b, const StepTerms& t) {
   };
   head_dequant("loss", "loss (lm_head forward: its 4-bit weight dequantised)");
   tl.mark("loss", "loss (cross-entropy forward)");
+  // compute_loss returns: the outputs (and the cache in them) are dropped.
+  tl.free(kv32);
+  for (Timeline::Id id : returned) tl.free(id);
   loss = tl.resize(loss, t.loss.backward, t.loss.backward_pieces);
   tl.mark("backward_start", "start of backward (loss backward)");
   head_dequant("backward_start", "start of backward (lm_head backward: its 4-bit weight dequantised)");
