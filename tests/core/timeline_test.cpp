@@ -137,6 +137,53 @@ TEST_F(TrainingStepTest, EveryLayerSavesInForwardAndIsFreedTopFirstInBackward) {
   EXPECT_EQ(sum, terms.act.layers);
 }
 
+// The load's order decides which cached segments the 16-bit weights split.
+// bitsandbytes (HF: from_pretrained loads the embeddings first) allocates
+// them before quantising; torchtune builds the decoder layers before
+// nn.Embedding and output_proj (lora_llama3); April 2024 torchtune built one
+// layer, then the embedding and output, then 15 deep copies of the layer
+// through the NF4 clone override (quantised again), freeing the template.
+TEST_F(TrainingStepTest, TheLoadAllocatesThe16BitWeightsWhereTheFrameworkBuildsThem) {
+  struct Order {
+    int quantised_before = 0;  // 4-bit weights allocated before the 16-bit ones
+    int quantised_after = 0;
+    int freed_in_load = 0;  // 4-bit weights freed before the step
+  };
+  auto order = [](const char* quantizer) {
+    const Request req = parse({{"method", "qlora"}, {"quant", {{"quantizer", quantizer}}}});
+    const auto basis = train::rank_basis(req, req, train::whole_model(req));
+    const Timeline tl = train::training_step(basis, train::step_terms(basis, 1));
+    Order o;
+    bool seen_weights = false;
+    for (size_t e = 0; e < tl.step_begin(); ++e) {
+      const Event& ev = tl.events()[e];
+      if (ev.op == Event::Op::kMark) continue;
+      const std::string name = tl.tensors()[static_cast<size_t>(ev.index)].name;
+      if (name == "weights" && ev.op == Event::Op::kAlloc) seen_weights = true;
+      if (name != "4-bit weights") continue;
+      if (ev.op == Event::Op::kFree) {
+        ++o.freed_in_load;
+      } else {
+        ++(seen_weights ? o.quantised_after : o.quantised_before);
+      }
+    }
+    return o;
+  };
+  // Llama-3.2-1B: 16 layers x 7 quantised linears (lm_head is tied, not quantised).
+  const Order bnb = order("bitsandbytes");
+  EXPECT_EQ(bnb.quantised_before, 0);
+  EXPECT_EQ(bnb.quantised_after, 112);
+  EXPECT_EQ(bnb.freed_in_load, 0);
+  const Order chunked = order("torchao");
+  EXPECT_EQ(chunked.quantised_before, 112);
+  // The checkpoint copy-in quantises one weight of each shape into a
+  // temporary NF4Tensor: allocated after, freed at once.
+  EXPECT_EQ(chunked.freed_in_load, chunked.quantised_after);
+  const Order april = order("torchao_unchunked");
+  EXPECT_EQ(april.quantised_before, 7);  // the template layer
+  EXPECT_EQ(april.freed_in_load, 7 + april.quantised_after - 112);
+}
+
 // The estimate's phases are the replay of the step: the same bytes.
 TEST_F(TrainingStepTest, TheEstimatesPhasesAreTheReplayOfTheStep) {
   const json train = {{"method", "lora"}, {"micro_batch", 4}, {"seq_len", 1024}, {"grad_accum", 2}};

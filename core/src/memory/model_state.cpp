@@ -392,6 +392,7 @@ StatePieces state_pieces(const Request& req, const TrainablePlan& plan, const Dt
   for (const auto& q : quantized) rounds = std::max(rounds, q.count);
   const int64_t groups = std::max<int64_t>(1, static_cast<int64_t>(quantized.size()));
   const int64_t step = std::max<int64_t>(1, ceil_div(rounds * groups, kMaxQuantLoads));
+  out.quant_groups = quantized.size();
   for (int64_t r = 0; r < rounds; r += step) {
     for (const auto& q : quantized) {
       const int64_t k = std::min(step, q.count - r);
@@ -413,7 +414,7 @@ namespace {
 // device, as the load does it (for `count` weights: one set of temporaries,
 // their packed tensors together); the packed results stay when `keep`, every
 // temporary goes.
-void quantise_on_load(Timeline& tl, const StatePieces::QuantLoad& q, const QuantOptions& quant, bool keep) {
+Timeline::Id quantise_on_load(Timeline& tl, const StatePieces::QuantLoad& q, const QuantOptions& quant, bool keep) {
   const int64_t n = q.numel;
   // The 16-bit weight on the device: bitsandbytes nn/modules.py
   // Params4bit._quantize (w = self.data.contiguous().to(device)); torchtune's
@@ -461,6 +462,7 @@ void quantise_on_load(Timeline& tl, const StatePieces::QuantLoad& q, const Quant
   }
   if (!keep) tl.free(packed);
   tl.free(w);
+  return packed;
 }
 
 }  // namespace
@@ -471,16 +473,47 @@ StateTensors load_state(Timeline& tl, const OptimizerInfo& opt, const RankState&
   StateTensors out;
   int64_t packed = 0;
   for (const auto& q : pieces.quant_load) packed += q.packed * q.count;
-  out.weights =
-      tl.alloc("weights", "weights", sz.weights + sz.weights_quantized + sz.lora_weights - packed, pieces.weights);
+  const int64_t other_weights = sz.weights + sz.weights_quantized + sz.lora_weights - packed;
   // The 4-bit weights are quantised on the device one at a time; the caching
   // allocator keeps the segments their temporaries took (the reserved memory a
   // QLoRA run shows from the load on). torchao quantises twice: when
   // torchtune builds the model (to_nf4 of the initialised weight) and when the
   // checkpoint is copied in (NF4Tensor copy_ quantises the incoming tensor
   // into a new NF4Tensor, copied into the parameter and freed).
-  for (const auto& q : pieces.quant_load) {
-    quantise_on_load(tl, q, quant, /*keep=*/true);
+  if (!quant.torchao) {
+    out.weights = tl.alloc("weights", "weights", other_weights, pieces.weights);
+    for (const auto& q : pieces.quant_load) quantise_on_load(tl, q, quant, /*keep=*/true);
+  } else if (!quant.torchao_unchunked) {
+    // torchtune builds the decoder layers first and the token embedding and
+    // output projection after them (torchtune/models/llama3/
+    // _component_builders.py lora_llama3: the layers loop, then
+    // nn.Embedding, then output_proj): the 16-bit weights come after the
+    // 4-bit weights' quantisation, carved from the cached temporaries'
+    // segments.
+    for (const auto& q : pieces.quant_load) quantise_on_load(tl, q, quant, /*keep=*/true);
+    out.weights = tl.alloc("weights", "weights", other_weights, pieces.weights);
+  } else {
+    // April 2024 (torchtune 0914d5c, models/llama2/_component_builders.py
+    // lora_llama2): one decoder layer is built and quantised, then
+    // nn.Embedding and output_proj, then TransformerDecoder deep-copies the
+    // layer num_layers times (modules/transformer.py _get_clones), and each
+    // NF4 weight's copy runs torchtune's clone override
+    // (utils/_register_nf4_dispatch_ops.py clone: to_nf4(get_original_weight())),
+    // a second quantisation; the template layer goes when the builder
+    // returns. The dequantisation's own locals (int64 nibbles) fit in the
+    // cache the quantisation leaves and are not replayed. Against torchtune's
+    // logged 9.13 GB (8.50 GiB) reserved after init (qlora_finetune.rst) the
+    // load replays to 8.43 GiB; built with the 16-bit weights first it was
+    // 7.58 GiB.
+    std::vector<Timeline::Id> layer_template;
+    const size_t groups = std::min(pieces.quant_groups, pieces.quant_load.size());
+    for (size_t i = 0; i < groups; ++i) {
+      const StatePieces::QuantLoad& q = pieces.quant_load[i];
+      layer_template.push_back(quantise_on_load(tl, {q.numel, q.packed, 1}, quant, /*keep=*/true));
+    }
+    out.weights = tl.alloc("weights", "weights", other_weights, pieces.weights);
+    for (const auto& q : pieces.quant_load) quantise_on_load(tl, q, quant, /*keep=*/true);
+    for (Timeline::Id id : layer_template) tl.free(id);
   }
   if (quant.torchao) {
     // The copy-in pass allocates and frees everything it touches, so once a

@@ -91,6 +91,8 @@ struct StatePieces {
     int64_t count = 1;
   };
   std::vector<QuantLoad> quant_load;
+  // The 4-bit weights of one decoder layer: quant_load's first entries.
+  size_t quant_groups = 0;
 };
 StatePieces state_pieces(const Request& req, const TrainablePlan& plan, const Dtypes& dt, const OptimizerInfo& opt,
                          const Sharding& sh, const RankState& rs);
