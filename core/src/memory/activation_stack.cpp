@@ -269,6 +269,7 @@ ActivationStack activation_stack(const Request& req, const TrainablePlan& plan, 
   constexpr const char* kBackward = "one layer's backward temporaries";
   a.backward_temp = bytes::add(to_bytes(layer_backward_transient(req, st, dt) * static_cast<double>(N), kBackward),
                                sz.qlora_dequant, kBackward);
+  a.backward_dequant = sz.qlora_dequant;
   a.dx = bytes::mul(static_cast<int64_t>(dt.residual), N, h, "the hidden-state gradient");
   if (t.keeps_previous_logits && pos.last) {
     // LitGPT fit() (litgpt/finetune/lora.py at 43c44323): `logits = model(

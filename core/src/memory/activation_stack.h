@@ -43,7 +43,9 @@ struct ActivationStack {
   int64_t image_kv = 0;          // image cross-attention inputs, keys and values (Mllama)
   bool offload = false;          // saved tensors in pinned host memory
   int64_t backward_temp = 0;     // one layer's backward temporaries (+ one dequantised 4-bit weight)
-  int64_t dx = 0;                // the hidden-state gradient flowing down
+  int64_t backward_dequant =
+      0;           // the dequantised 4-bit weight in backward_temp: its own allocation, whatever the length
+  int64_t dx = 0;  // the hidden-state gradient flowing down
   // train.keeps_previous_logits: the previous step's logits, and the 4-bit
   // Linear inputs its graph still holds (bitsandbytes < 0.43.2 ctx.tensors),
   // alive through the next forward; `logits` is also the new step's logits.

@@ -244,7 +244,11 @@ Timeline training_step(const RankBasis& b, const StepTerms& t) {
     const bool moe = i >= L - moe_layers;
     const int64_t recompute =
         o.checkpointing == Checkpointing::kFull || o.checkpointing == Checkpointing::kSelectiveOp ? a.one_layer : 0;
-    std::vector<Piece> temp = {{a.backward_temp, 1}, {a.dx, 1}};
+    // The dequantised weight is allocated apart from the length-dependent
+    // temporaries (its size is the weight's): with batches of varying length
+    // its cached block fits the next step's exactly.
+    std::vector<Piece> temp = {{a.backward_temp - a.backward_dequant, 1}, {a.dx, 1}};
+    if (a.backward_dequant > 0) temp.push_back({a.backward_dequant, 1});
     if (recompute > 0) temp.push_back({recompute, 1});
     const Timeline::Id work =
         tl.alloc("layer_backward", "one layer's backward temporaries", a.backward_temp + recompute + a.dx,
