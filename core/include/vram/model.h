@@ -126,6 +126,11 @@ struct LayerStack {
   int64_t qk_nope_head_dim = 0;
 
   // Sliding-window attention: `sliding_layers` of the layers attend to at most
+  // The router runs in fp32 on an fp32 copy of the hidden state and scores
+  // with a sigmoid (DeepseekV3TopkRouter, Glm4MoeTopkRouter:
+  // F.linear(hidden_states.type(torch.float32), self.weight.type(torch.float32))
+  // then .sigmoid()), instead of a Linear in the model dtype and a softmax.
+  bool router_fp32 = false;
   // `sliding_window` previous tokens (0 = none).
   int64_t sliding_window = 0;
   int64_t sliding_layers = 0;

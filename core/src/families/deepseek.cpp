@@ -114,6 +114,9 @@ void add_mlps(const JsonReader& cfg, ModelSpec& spec, const DeepseekDefaults& d,
   t.experts_per_token = k;
   t.expert_intermediate = moe_layers > 0 ? moe_inter : 0;
   t.shared_expert_intermediate = moe_layers > 0 ? moe_inter * shared : 0;
+  // DeepseekV3TopkRouter.forward: F.linear(hidden_states.type(torch.float32),
+  // self.weight.type(torch.float32)).sigmoid() (V2's gate is a Linear + softmax).
+  t.router_fp32 = d.v3 && moe_layers > 0;
 }
 
 void build_deepseek(const JsonReader& cfg, ModelSpec& spec, const DeepseekDefaults& d) {

@@ -28,6 +28,7 @@ const std::vector<AdapterEntry>& moe_vlm_adapters() {
       {"llama4_text", build_llama4_text},
       {"whisper", build_whisper},
       {"idefics3", build_idefics3},
+      {"glm4_moe", build_glm4_moe},
   };
   return kAdapters;
 }

@@ -89,6 +89,7 @@ struct Roles {
   std::vector<LinearUse> exp_in;   // routed experts' gate/up
   LinearUse exp_out;               // routed experts' down
   std::vector<LinearUse> ssm_in;   // state-space in_proj (reads the mixer norm output)
+  bool router_trains = false;      // the MoE router's weight (a Linear or a bare Parameter) trains
 };
 
 // Whether the base layer keeps its input for backward (a LoRA adapter's own
@@ -133,6 +134,9 @@ Roles find_roles(const Request& req, const TrainablePlan& plan, const LayerStack
   const auto& groups = req.model.groups;
   for (size_t i = 0; i < groups.size(); ++i) {
     const ParamGroup& g = groups[i];
+    if (g.stack == st.name && g.component == comp::kRouter && plan.groups[i].trainable && layer_trains) {
+      r.router_trains = true;
+    }
     if (g.stack != st.name || g.kind != ModuleKind::kLinear || g.instances < 2) continue;
     LinearUse u;
     u.trains = plan.groups[i].trainable && layer_trains;
@@ -390,7 +394,21 @@ void mlp_block(const LayerCtx& c, bool moe_layer, std::vector<SavedItem>& items)
     // is gathered once per chosen expert (saved by the expert's linears) and
     // the expert output is saved by the routing-weight multiply.
     const double k = static_cast<double>(st.experts_per_token);
-    items.push_back({"router logits + softmax", static_cast<double>(pa + 4) * st.experts, false});
+    if (st.router_fp32) {
+      // DeepseekV3TopkRouter / Glm4MoeTopkRouter.forward:
+      // F.linear(hidden_states.type(torch.float32), self.weight.type(torch.float32))
+      // keeps the fp32 copy of the hidden state for the router weight's
+      // gradient (only when that weight trains: a bare nn.Parameter, never a
+      // LoRA target) and sigmoid keeps its fp32 output; the top-k choice runs
+      // under no_grad. The k-sized index and normalisation tensors are not
+      // counted (as for the softmax router), nor the fp32 copy of the router
+      // weight F.linear keeps for the input's gradient (experts x hidden x 4 B
+      // per MoE layer and step, not per token).
+      const double in = c.roles.router_trains ? 4.0 * static_cast<double>(h) : 0.0;
+      items.push_back({"router (fp32 input copy, sigmoid scores)", in + 4.0 * static_cast<double>(st.experts), false});
+    } else {
+      items.push_back({"router logits + softmax", static_cast<double>(pa + 4) * st.experts, false});
+    }
     items.push_back({"expert inputs and weighted outputs", k * 2.0 * pa * h, false});
     gated_mlp(st.expert_intermediate, k, "expert MLP activations (x experts per token)", true);
     if (st.shared_expert_intermediate > 0) gated_mlp(st.shared_expert_intermediate, 1.0, "shared expert MLP", false);

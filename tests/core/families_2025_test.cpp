@@ -1,0 +1,161 @@
+// Issue 14's 2025 architectures: exact counts against the published
+// checkpoints (sources in tests/fixtures/models.json) and what each changes in
+// memory. GLM-4.5 (glm4_moe): dense first layers, a DeepSeek-V3-style MoE with
+// a shared expert and an fp32 sigmoid router, a multi-token-prediction layer
+// the checkpoint stores and transformers never builds.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "fixtures.h"
+#include "memory/recipe.h"
+#include "vram/api.h"
+#include "vram/families.h"
+#include "vram/request.h"
+
+namespace vram {
+namespace {
+
+ModelSpec build(const json& cfg) {
+  auto r = model_from_config(cfg, "model.config");
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().path + ": " + r.error().message);
+  return r.ok() ? r.value() : ModelSpec{};
+}
+json run(const json& req) {
+  json r = estimate(req);
+  EXPECT_FALSE(r.contains("error")) << r.dump();
+  return r;
+}
+int64_t component(const json& r, const std::string& key) {
+  for (const auto& c : r["components"]) {
+    if (c["key"] == key) return c["bytes"].get<int64_t>();
+  }
+  ADD_FAILURE() << "no component " << key;
+  return -1;
+}
+int64_t by_component(const ModelSpec& s, const char* name) {
+  const auto by = s.params_by_component();
+  const auto it = by.find(name);
+  return it == by.end() ? 0 : it->second;
+}
+bool has_note(const ModelSpec& s, const std::string& needle) {
+  for (const auto& n : s.notes) {
+    if (n.find(needle) != std::string::npos) return true;
+  }
+  return false;
+}
+// Bytes per token of the saved item whose name contains `needle` in one
+// layer of `req`'s text stack (-1 when there is none).
+double saved_item(const json& req, bool moe_layer, const std::string& needle) {
+  auto parsed = parse_request(req);
+  EXPECT_TRUE(parsed.ok()) << (parsed.ok() ? "" : parsed.error().message);
+  if (!parsed.ok()) return -1;
+  const Request& q = parsed.value();
+  const auto acts = memory::layer_activations(q, q.model.text, memory::plan_trainable(q), memory::dtypes_for(q),
+                                              q.train.seq_len, moe_layer, true);
+  for (const auto& i : acts.items) {
+    if (i.name.find(needle) != std::string::npos) return i.bytes_per_token;
+  }
+  return -1;
+}
+
+// ---- GLM-4.5 (glm4_moe) ----------------------------------------------------
+
+json glm_air() { return testing::model_config("zai-org/GLM-4.5-Air"); }
+
+// zai-org/GLM-4.5-Air: 106,852,245,504 in memory (models.json): the Hub's
+// safetensors total of 110,468,824,832 adds the MTP layer 46 (3,616,573,440)
+// and 46 x 128 fp32 router-bias buffers.
+TEST(Glm4Moe, GlmAirMatchesTheCheckpointWithoutItsMtpLayer) {
+  const ModelSpec s = build(glm_air());
+  EXPECT_EQ(s.params_total(), 106852245504);
+  EXPECT_EQ(s.params_total() + 3616573440 + 46 * 128, 110468824832);
+  EXPECT_EQ(s.text.moe_layers, 45);  // layer 0 keeps a dense MLP (first_k_dense_replace 1)
+  EXPECT_EQ(s.text.experts, 128);
+  EXPECT_EQ(s.text.experts_per_token, 8);
+  EXPECT_EQ(s.text.shared_expert_intermediate, 1408);
+  EXPECT_EQ(s.text.head_dim, 128);  // 96 heads x 128 = 12288, three times the hidden size
+  EXPECT_FALSE(s.text.qk_norm);
+  EXPECT_TRUE(s.text.router_fp32);
+  // q/k/v carry biases, o_proj none: 4096 x (12288 + 2 x 1024) + 14336 + 12288 x 4096.
+  EXPECT_EQ(by_component(s, comp::kAttention), int64_t{46} * 109066240);
+  // The router is a bare nn.Parameter of 128 x 4096 per MoE layer.
+  EXPECT_EQ(by_component(s, comp::kRouter), int64_t{45} * 128 * 4096);
+  EXPECT_EQ(by_component(s, comp::kExperts), int64_t{45} * 128 * 3 * 4096 * 1408);
+  // The dense MLP of layer 0 and the shared expert of the 45 others.
+  EXPECT_EQ(by_component(s, comp::kMlp), int64_t{3} * 4096 * 10944 + int64_t{45} * 3 * 4096 * 1408);
+  // 8 of 128 experts per token: 13,424,123,904 active; the card's "12B
+  // active" leaves out the 1,241,513,984 embedding and head parameters.
+  EXPECT_EQ(s.params_active(), 13424123904);
+  EXPECT_TRUE(has_note(s, "num_nextn_predict_layers 1"));
+  EXPECT_TRUE(has_note(s, "e_score_correction_bias"));
+}
+
+// zai-org/GLM-4.5 (355B): the Hub total 358,337,791,296 = 352,797,814,784 in
+// memory + its MTP layer 92 (5,539,962,112) + 90 x 160 router biases. It has
+// three dense layers, 160 experts of 1536 and per-head q/k norms.
+TEST(Glm4Moe, Glm45ByItsSizesWithQkNorms) {
+  json cfg = glm_air();
+  cfg["hidden_size"] = 5120;
+  cfg["num_hidden_layers"] = 92;
+  cfg["intermediate_size"] = 12288;
+  cfg["moe_intermediate_size"] = 1536;
+  cfg["n_routed_experts"] = 160;
+  cfg["first_k_dense_replace"] = 3;
+  cfg["use_qk_norm"] = true;
+  const ModelSpec s = build(cfg);
+  EXPECT_EQ(s.params_total(), 352797814784);
+  EXPECT_EQ(s.params_total() + 5539962112 + 90 * 160, 358337791296);
+  EXPECT_TRUE(s.text.qk_norm);
+  EXPECT_EQ(s.text.moe_layers, 89);
+  // Without use_qk_norm the 92 x 2 x 128 norm weights go.
+  cfg["use_qk_norm"] = false;
+  EXPECT_EQ(build(cfg).params_total(), 352797814784 - 92 * 2 * 128);
+  // A router cannot pick more experts than exist.
+  cfg["num_experts_per_tok"] = 200;
+  auto r = model_from_config(cfg, "model.config");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().path, "model.config.num_experts_per_tok");
+}
+
+// Serving: the MTP layer is not loaded, so bf16 weights are 2 B x the
+// in-memory count; the cache holds 8 KV heads x 128 per layer (the 96 query
+// heads are 3x the hidden width and are not cached): 46 x 2 x 8 x 128 x 2 B.
+TEST(Glm4Moe, InferenceLoadsNoMtpLayerAndCachesEightKvHeads) {
+  const json r = run({{"model", {{"config", glm_air()}}},
+                      {"task", "infer"},
+                      {"infer", {{"context_len", 8192}, {"batch", 2}, {"weights_dtype", "bf16"}}},
+                      {"gpu", {{"memory_gib", 1024}}}});
+  EXPECT_EQ(r["infer"]["kv_bytes_per_token"].get<int64_t>(), 46 * 2 * 8 * 128 * 2);
+  EXPECT_EQ(component(r, "kv_cache"), int64_t{46} * 2 * 8 * 128 * 2 * 8192 * 2);
+  EXPECT_EQ(component(r, "weights"), int64_t{2} * 106852245504);
+}
+
+// Training: the fp32 sigmoid router keeps an fp32 copy of each token's
+// hidden state when its weight trains (full fine-tuning) and its fp32 scores
+// always; a LoRA run leaves the bare-Parameter router frozen. Mixtral's
+// Linear + softmax router keeps bf16 logits and their fp32 softmax.
+TEST(Glm4Moe, TrainingKeepsTheFp32RouterInput) {
+  const json full = {{"model", {{"config", glm_air()}}},
+                     {"task", "train"},
+                     {"train", {{"precision", "bf16"}, {"seq_len", 1024}, {"grad_checkpointing", false}}}};
+  EXPECT_DOUBLE_EQ(saved_item(full, true, "router (fp32"), 4.0 * 4096 + 4.0 * 128);
+  EXPECT_EQ(saved_item(full, true, "router logits + softmax"), -1);
+  EXPECT_GT(saved_item(full, true, "shared expert MLP"), 0);
+  json lora = full;
+  lora["train"]["method"] = "lora";
+  EXPECT_DOUBLE_EQ(saved_item(lora, true, "router (fp32"), 4.0 * 128);
+  // DeepSeek-V3 runs the same router; Mixtral's is unchanged.
+  json dsv3 = full;
+  dsv3["model"]["config"] = testing::model_config("deepseek-ai/DeepSeek-V3");
+  EXPECT_DOUBLE_EQ(saved_item(dsv3, true, "router (fp32"), 4.0 * 7168 + 4.0 * 256);
+  json mixtral = full;
+  mixtral["model"]["config"] = testing::model_config("mistralai/Mixtral-8x7B-v0.1");
+  EXPECT_DOUBLE_EQ(saved_item(mixtral, true, "router logits + softmax"), (2.0 + 4.0) * 8);
+  // The whole estimate runs, with LoRA on the attention and every expert.
+  lora["train"]["lora"] = {{"rank", 8}, {"targets", "all-linear"}};
+  EXPECT_GT(component(run(lora), "activations"), 0);
+}
+
+}  // namespace
+}  // namespace vram
