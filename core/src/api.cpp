@@ -54,6 +54,7 @@ json stack_json(const LayerStack& s) {
   if (s.v_head_dim != s.head_dim) j["v_head_dim"] = s.v_head_dim;
   if (s.parallel_block) j["parallel_block"] = true;
   if (s.qk_norm) j["qk_norm"] = true;
+  if (s.attn_output_gate) j["attn_output_gate"] = true;
   if (s.experts > 0) {
     j["moe"] = {{"layers", s.moe_layers},
                 {"experts", s.experts},
@@ -69,10 +70,11 @@ json stack_json(const LayerStack& s) {
   }
   if (s.sliding_window > 0) j["sliding_window"] = {{"window", s.sliding_window}, {"layers", s.sliding_layers}};
   if (s.ssm_layers > 0) {
-    const char* kind = s.ssm_kind == SsmKind::kMamba2       ? "mamba2"
-                       : s.ssm_kind == SsmKind::kJambaMamba ? "jamba_mamba"
-                       : s.ssm_kind == SsmKind::kShortConv  ? "short_conv"
-                                                            : "mamba";
+    const char* kind = s.ssm_kind == SsmKind::kMamba2          ? "mamba2"
+                       : s.ssm_kind == SsmKind::kJambaMamba    ? "jamba_mamba"
+                       : s.ssm_kind == SsmKind::kShortConv     ? "short_conv"
+                       : s.ssm_kind == SsmKind::kGatedDeltaNet ? "gated_deltanet"
+                                                               : "mamba";
     j["ssm"] = {{"kind", kind},
                 {"layers", s.ssm_layers},
                 {"attention_layers", s.attention_layers()},

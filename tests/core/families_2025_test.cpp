@@ -2,7 +2,10 @@
 // checkpoints (sources in tests/fixtures/models.json) and what each changes in
 // memory. GLM-4.5 (glm4_moe): dense first layers, a DeepSeek-V3-style MoE with
 // a shared expert and an fp32 sigmoid router, a multi-token-prediction layer
-// the checkpoint stores and transformers never builds.
+// the checkpoint stores and transformers never builds. Qwen3-Next
+// (qwen3_next): gated DeltaNet layers that keep a fixed conv window and an
+// fp32 recurrent state instead of keys and values, gated attention on one
+// layer in four, 512 experts on every layer.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -154,6 +157,105 @@ TEST(Glm4Moe, TrainingKeepsTheFp32RouterInput) {
   EXPECT_DOUBLE_EQ(saved_item(mixtral, true, "router logits + softmax"), (2.0 + 4.0) * 8);
   // The whole estimate runs, with LoRA on the attention and every expert.
   lora["train"]["lora"] = {{"rank", 8}, {"targets", "all-linear"}};
+  EXPECT_GT(component(run(lora), "activations"), 0);
+}
+
+// ---- Qwen3-Next (qwen3_next) ----------------------------------------------
+
+json qwen3_next() { return testing::model_config("Qwen/Qwen3-Next-80B-A3B-Instruct"); }
+
+// Qwen/Qwen3-Next-80B-A3B-Instruct: 79,674,391,296 in memory (models.json);
+// the Hub's safetensors total of 81,324,862,720 adds the mtp.* module
+// (1,650,471,424), which Qwen3-Coder-Next's checkpoint leaves out (79,674,391,296).
+TEST(Qwen3Next, CountMatchesTheCheckpointWithoutItsMtpModule) {
+  const ModelSpec s = build(qwen3_next());
+  EXPECT_EQ(s.params_total(), 79674391296);
+  EXPECT_EQ(s.params_total() + 1650471424, 81324862720);
+  EXPECT_EQ(s.text.ssm_layers, 36);
+  EXPECT_EQ(s.text.attention_layers(), 12);
+  EXPECT_TRUE(s.text.ssm_layer(0));
+  EXPECT_FALSE(s.text.ssm_layer(3));  // (3 + 1) % full_attention_interval == 0
+  EXPECT_TRUE(s.text.attn_output_gate);
+  EXPECT_EQ(s.text.moe_layers, 48);
+  // Gated DeltaNet: in_proj_qkvz 2048 x 12288, in_proj_ba 2048 x 64, conv1d
+  // 8192 x 4, dt_bias and A_log 32 each, out_proj 4096 x 2048 (its gated norm
+  // of 128 is a norm).
+  EXPECT_EQ(by_component(s, comp::kSsm), int64_t{36} * (33718464 - 128));
+  // Gated attention: q_proj writes query and gate (2 x 16 x 256).
+  EXPECT_EQ(by_component(s, comp::kAttention), int64_t{12} * (27263488 - 512));
+  EXPECT_EQ(by_component(s, comp::kExperts), int64_t{48} * 512 * 3 * 2048 * 512);
+  EXPECT_EQ(by_component(s, comp::kRouter), int64_t{48} * (512 * 2048 + 2048));
+  // 10 of 512 experts per token.
+  EXPECT_EQ(s.params_active(), 3874929408);
+  EXPECT_TRUE(has_note(s, "mtp.*"));
+  // layer_types says the same as full_attention_interval.
+  json listed = qwen3_next();
+  listed.erase("full_attention_interval");
+  listed["layer_types"] = json::array();
+  for (int i = 0; i < 48; ++i) listed["layer_types"].push_back(i % 4 == 3 ? "full_attention" : "linear_attention");
+  EXPECT_EQ(build(listed).params_total(), 79674391296);
+  listed["layer_types"][5] = "mamba";
+  auto r = model_from_config(listed, "model.config");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().path, "model.config.layer_types[5]");
+  json odd = qwen3_next();
+  odd["linear_num_value_heads"] = 24;
+  odd["linear_num_key_heads"] = 16;
+  r = model_from_config(odd, "model.config");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().path, "model.config.linear_num_value_heads");
+}
+
+// Serving: 12 attention layers cache 2 KV heads x 256 (24 KiB per token in
+// bf16); the 36 gated DeltaNet layers keep a conv window over q, k and v
+// (8192 x 4, bf16) and a 32 x 128 x 128 recurrent state in fp32 per sequence
+// (74.25 MiB for the batch of one), the same at any context.
+TEST(Qwen3Next, InferenceKeepsKeysOnAQuarterOfTheLayersAndAnFp32StateOnTheRest) {
+  const int64_t per_seq = int64_t{36} * (8192 * 4 * 2 + 4096 * 128 * 4);
+  EXPECT_EQ(per_seq, 77856768);
+  for (int64_t ctx : {4096, 65536}) {
+    const json r = run({{"model", {{"config", qwen3_next()}}},
+                        {"task", "infer"},
+                        {"infer", {{"context_len", ctx}, {"batch", 2}, {"weights_dtype", "bf16"}}},
+                        {"gpu", {{"memory_gib", 1024}}}});
+    EXPECT_EQ(r["infer"]["kv_bytes_per_token"].get<int64_t>(), 12 * 2 * 2 * 256 * 2);
+    EXPECT_EQ(component(r, "kv_cache"), int64_t{12} * 2 * 2 * 256 * 2 * ctx * 2);
+    EXPECT_EQ(component(r, "ssm_state"), per_seq * 2);
+    EXPECT_EQ(component(r, "weights"), int64_t{2} * 79674391296);
+  }
+  // vLLM keeps hybrid states in its own blocks: not modelled, refused.
+  const json v = estimate({{"model", {{"config", qwen3_next()}}},
+                           {"task", "infer"},
+                           {"infer", {{"engine", "vllm"}}},
+                           {"gpu", {{"memory_gib", 1024}}}});
+  ASSERT_TRUE(v.contains("error"));
+  EXPECT_EQ(v["error"]["path"], "infer.engine");
+}
+
+// Training: a gated DeltaNet layer keeps the conv input (8192), the
+// l2-normalised q and k repeated to 32 heads (2 x 4096), a copy of v (4096),
+// beta (32), the 64-wide intra-chunk matrix per head (2048), the gated norm's
+// input and gate and out_proj's input (3 x 4096), in bf16, plus fp32
+// statistics (6 x 32 x 4 B); the attention layers keep sigmoid(gate) and the
+// gated product o_proj reads. Both are averaged over the stack (36 and 12 of
+// 48 layers).
+TEST(Qwen3Next, TrainingSavesTheDeltaNetKernelTensorsAndTheOutputGate) {
+  const json req = {
+      {"model", {{"config", qwen3_next()}}},
+      {"task", "train"},
+      {"train",
+       {{"precision", "bf16"}, {"seq_len", 2048}, {"attention", "flash_attention_2"}, {"grad_checkpointing", false}}}};
+  EXPECT_DOUBLE_EQ(saved_item(req, true, "gated DeltaNet: conv input"),
+                   2.0 * (8192 + 2 * 32 * 128 + 4096 + 32 + 64 * 32 + 3 * 4096) * 36 / 48);
+  EXPECT_DOUBLE_EQ(saved_item(req, true, "gated DeltaNet fp32"), 4.0 * 6 * 32 * 36 / 48);
+  // sigmoid(gate) and the gated product, 16 heads x 256 each in bf16.
+  EXPECT_DOUBLE_EQ(saved_item(req, true, "attention output gate"), 2.0 * 2 * 16 * 256 * 12 / 48);
+  EXPECT_GT(saved_item(req, true, "shared expert MLP"), 0);
+  // The whole estimate runs, full and with LoRA on every linear.
+  EXPECT_GT(component(run(req), "activations"), 0);
+  json lora = req;
+  lora["train"]["method"] = "lora";
+  lora["train"]["lora"] = {{"rank", 16}, {"targets", "all-linear"}};
   EXPECT_GT(component(run(lora), "activations"), 0);
 }
 

@@ -80,6 +80,11 @@ enum class SsmKind {
   kJambaMamba,  // Jamba's Mamba: the same mixer with RMSNorms on dt, B and C, run unfused
   kMamba2,      // SSD with per-head scalar A, grouped B / C, gated RMSNorm (Dao & Gu 2024)
   kShortConv,   // LFM2: in_proj -> B, C, x; causal depthwise conv of B*x; C * conv; out_proj
+  // Gated DeltaNet (Yang et al. 2024; Qwen3-Next's linear attention):
+  // in_proj_qkvz / in_proj_ba; a causal depthwise conv over q, k and v; the
+  // chunked gated delta rule with a heads x key x value recurrent state; a
+  // gated RMSNorm by z; out_proj.
+  kGatedDeltaNet,
 };
 
 // One transformer stack (decoder, vision encoder, T5 encoder).
@@ -97,8 +102,11 @@ struct LayerStack {
   AttnKind attention = AttnKind::kMha;
   std::string activation;  // hidden_act ("silu", "gelu_pytorch_tanh")
   bool causal = true;
-  bool parallel_block = false;   // attention and MLP read the same input (GPT-J/NeoX/Phi/Falcon)
-  bool qk_norm = false;          // per-head q/k norms (Qwen3, Gemma3)
+  bool parallel_block = false;  // attention and MLP read the same input (GPT-J/NeoX/Phi/Falcon)
+  bool qk_norm = false;         // per-head q/k norms (Qwen3, Gemma3)
+  // The attention output is multiplied by sigmoid(gate) before o_proj, the
+  // gate coming from q_proj's second half (Qwen3-Next Qwen3NextAttention).
+  bool attn_output_gate = false;
   int64_t norms_per_layer = 2;   // norm sites per layer (Gemma2/3 use 4)
   bool cross_attention = false;  // T5 decoder
   // Image cross-attention layers (Mllama cross_attention_layers): of the
@@ -118,6 +126,11 @@ struct LayerStack {
   int64_t experts_per_token = 0;
   int64_t expert_intermediate = 0;
   int64_t shared_expert_intermediate = 0;  // total width of always-on shared experts (0 = none)
+  // The router runs in fp32 on an fp32 copy of the hidden state and scores
+  // with a sigmoid (DeepseekV3TopkRouter, Glm4MoeTopkRouter:
+  // F.linear(hidden_states.type(torch.float32), self.weight.type(torch.float32))
+  // then .sigmoid()), instead of a Linear in the model dtype and a softmax.
+  bool router_fp32 = false;
 
   // Multi-head latent attention (DeepSeek V2/V3).
   int64_t q_lora_rank = 0;  // 0 = direct q_proj
@@ -126,11 +139,6 @@ struct LayerStack {
   int64_t qk_nope_head_dim = 0;
 
   // Sliding-window attention: `sliding_layers` of the layers attend to at most
-  // The router runs in fp32 on an fp32 copy of the hidden state and scores
-  // with a sigmoid (DeepseekV3TopkRouter, Glm4MoeTopkRouter:
-  // F.linear(hidden_states.type(torch.float32), self.weight.type(torch.float32))
-  // then .sigmoid()), instead of a Linear in the model dtype and a softmax.
-  bool router_fp32 = false;
   // `sliding_window` previous tokens (0 = none).
   int64_t sliding_window = 0;
   int64_t sliding_layers = 0;
@@ -152,8 +160,8 @@ struct LayerStack {
   // convolve the inner width; Mamba-2 convolves x, B and C together
   // (intermediate + 2 x n_groups x state_size). 0 = ssm_inner.
   int64_t ssm_conv_dim = 0;
-  int64_t ssm_heads = 0;   // Mamba-2 num_heads (dt, A, D per head)
-  int64_t ssm_groups = 0;  // Mamba-2 n_groups (B and C per group)
+  int64_t ssm_heads = 0;   // Mamba-2 num_heads (dt, A, D per head); gated DeltaNet value heads
+  int64_t ssm_groups = 0;  // Mamba-2 n_groups (B and C per group); gated DeltaNet key heads
   // Every SSM layer also runs attention in parallel on the same input
   // (Falcon-H1): those layers keep a KV cache as well. Otherwise the
   // attention layers are the `layers - ssm_layers` others.

@@ -29,6 +29,7 @@ const std::vector<AdapterEntry>& moe_vlm_adapters() {
       {"whisper", build_whisper},
       {"idefics3", build_idefics3},
       {"glm4_moe", build_glm4_moe},
+      {"qwen3_next", build_qwen3_next},
   };
   return kAdapters;
 }

@@ -144,11 +144,18 @@ double ssm_state_bytes_per_sequence(const ModelSpec& m, double elem) {
   // Lfm2HybridConvCache (modeling_lfm2.py) allocates conv_cache [batch,
   // hidden, conv_L_cache] for each of num_hidden_layers, attention layers
   // included (LayerStack::state_layers), in the model's dtype.
+  // Gated DeltaNet (modeling_qwen3_next.py Qwen3NextGatedDeltaNet): the
+  // conv window over q, k and v (conv_dim x conv_kernel, F.pad of the model
+  // dtype input) and a recurrent state of value heads x key x value per
+  // layer, which the chunk kernel returns in fp32 (torch_chunk_gated_delta_rule
+  // computes it in float32; fla's chunk_gated_delta_rule returns final_state
+  // in fp32) and the cache keeps as returned: ssm_inner (value width) x
+  // ssm_state (key head width) x 4 B.
   const LayerStack& t = m.text;
+  const double state_elem = t.ssm_kind == SsmKind::kGatedDeltaNet ? 4.0 : elem;
   return static_cast<double>(t.state_layers()) *
-         (static_cast<double>(t.conv_dim()) * static_cast<double>(t.ssm_conv_kernel) +
-          static_cast<double>(t.ssm_inner) * static_cast<double>(t.ssm_state)) *
-         elem;
+         (static_cast<double>(t.conv_dim()) * static_cast<double>(t.ssm_conv_kernel) * elem +
+          static_cast<double>(t.ssm_inner) * static_cast<double>(t.ssm_state) * state_elem);
 }
 
 double ssm_prefill_bytes_per_token(const LayerStack& t, int64_t tp) {
@@ -176,6 +183,18 @@ double ssm_prefill_bytes_per_token(const LayerStack& t, int64_t tp) {
       // modeling_lfm2.py Lfm2ShortConv.cuda_kernels_forward: in_proj's BCx
       // (3 x hidden), B * x, the conv output and C * conv_out (hidden each).
       return h2 + 2.0 * (3.0 * I + 3.0 * I);
+    case SsmKind::kGatedDeltaNet: {
+      // modeling_qwen3_next.py Qwen3NextGatedDeltaNet.forward: in_proj_qkvz's
+      // and in_proj_ba's outputs (conv_dim + value width + 2 x value heads),
+      // the concatenated q/k/v and the conv output (conv_dim each), q and k
+      // repeated to the value heads and l2-normalised in the kernel (2 x 2 x
+      // value heads x key width), the kernel output, the gate copy and the
+      // gated norm's output (value width each).
+      const double conv = static_cast<double>(t.conv_dim()) / static_cast<double>(tp);
+      const double heads = static_cast<double>(t.ssm_heads) / static_cast<double>(tp);
+      const double qk = 2.0 * heads * static_cast<double>(t.ssm_state);
+      return h2 + 2.0 * ((conv + I + 2.0 * heads) + 2.0 * conv + 2.0 * qk + 3.0 * I);
+    }
   }
   return h2;
 }
@@ -619,7 +638,9 @@ void serving_components(Estimate& e, const Request& req, const Serving& sv, cons
          z.ssm,
          std::to_string(t.state_layers()) + " layers x (conv " + fmt_int(st.conv_dim()) + " x " +
              std::to_string(t.ssm_conv_kernel) +
-             (t.ssm_state > 0 ? " + state " + fmt_int(st.ssm_inner) + " x " + std::to_string(t.ssm_state) : "") +
+             (t.ssm_state > 0 ? std::string(t.ssm_kind == SsmKind::kGatedDeltaNet ? " + fp32 state " : " + state ") +
+                                    fmt_int(st.ssm_inner) + " x " + std::to_string(t.ssm_state)
+                              : "") +
              ") x batch " + std::to_string(B) + ", fixed whatever the context",
          Pool::kAllocated});
   }
@@ -685,13 +706,19 @@ void serving_assumptions(Estimate& e, const Request& req, const Serving& sv) {
   if (t.ssm_layers > 0) {
     const char* what = t.ssm_kind == SsmKind::kShortConv ? " short-convolution layers keep a fixed conv window"
                        : t.ssm_kind == SsmKind::kMamba2  ? " Mamba-2 layers keep a fixed conv + SSM state"
-                                                         : " state-space layers keep a fixed conv + SSM state";
-    e.assumptions.push_back(std::to_string(t.ssm_layers) + what + " per sequence in the model dtype" +
+                       : t.ssm_kind == SsmKind::kGatedDeltaNet
+                           ? " gated DeltaNet layers keep a fixed conv window and an fp32 "
+                             "recurrent state (value heads x key x value)"
+                           : " state-space layers keep a fixed conv + SSM state";
+    e.assumptions.push_back(std::to_string(t.ssm_layers) + what + " per sequence" +
+                            (t.ssm_kind == SsmKind::kGatedDeltaNet ? "" : " in the model dtype") +
                             (t.ssm_with_attention ? " beside their attention's KV cache"
                              : t.attention_layers() > 0
                                  ? "; only the " + std::to_string(t.attention_layers()) + " attention layers cache keys"
                                  : std::string(", no KV cache")) +
-                            "; prefill through the mamba_ssm / causal_conv1d kernels");
+                            (t.ssm_kind == SsmKind::kGatedDeltaNet
+                                 ? "; prefill through the flash-linear-attention / causal_conv1d kernels"
+                                 : "; prefill through the mamba_ssm / causal_conv1d kernels"));
   }
   if (sv.vllm && t.attention == AttnKind::kMla) e.assumptions.push_back("MLA: vLLM caches the compressed latent");
   if (t.image_cross_layers > 0) {

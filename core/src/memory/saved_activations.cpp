@@ -348,6 +348,19 @@ void attention_block(const LayerCtx& c, int64_t seq, std::vector<SavedItem>& ite
     if (t.attention == AttentionImpl::kSdpa && o_saves)
       items.push_back({"o_proj input (contiguous copy)", out_bytes, false});
   }
+  if (st.attn_output_gate) {
+    // modeling_qwen3_next.py Qwen3NextAttention.forward: attn_output =
+    // attn_output * torch.sigmoid(gate) before o_proj. The product keeps
+    // sigmoid(gate) (which sigmoid's backward reads too) and the attention
+    // output (FlashAttention's saved output as a view; under SDPA the
+    // contiguous copy and under eager the transposed copy, counted above only
+    // when o_proj keeps it); o_proj then keeps the gated product instead of
+    // the attention output.
+    double g = out_bytes;
+    if (o_saves) g += out_bytes;
+    if ((t.attention == AttentionImpl::kSdpa || t.attention == AttentionImpl::kEager) && !o_saves) g += out_bytes;
+    items.push_back({"attention output gate (sigmoid(gate), gated output)", g, false});
+  }
   if (o.lora && !(o.trains && !o.quantized) && !unsloth_patched(req, {}, &o)) {
     // the adapter's fp32 copy of its input (see linear_inputs); Unsloth's
     // LoRA_W casts the adapters to the input's dtype instead
@@ -509,6 +522,32 @@ void ssm_block(const LayerCtx& c, int64_t seq, std::vector<SavedItem>& items) {
       // (C is BCx again); out_proj keeps the contiguous copy of the product.
       items.push_back({"short conv: BCx, B*x, conv output, gated output", pa * (3.0 * I + I + I + I), false});
       break;
+    case SsmKind::kGatedDeltaNet: {
+      // modeling_qwen3_next.py Qwen3NextGatedDeltaNet.forward on the fast
+      // path (causal-conv1d and flash-linear-attention installed): the
+      // concatenated q/k/v (conv_dim) is what causal_conv1d_fn keeps; beta =
+      // b.sigmoid() and g = -exp(A_log) * softplus(a.float() + dt_bias) (fp32:
+      // softplus keeps its input and the product its output); q and k are
+      // repeated to the value heads; fla's ChunkGatedDeltaRuleFunction.forward
+      // (ops/gated_delta_rule/chunk.py) keeps the l2-normalised q and k with
+      // their fp32 rstd, a contiguous copy of v (input_guard), the fp32
+      // chunk-local cumsum of g, beta and A, the solved 64 x 64 intra-chunk
+      // matrix (64 values per head and token in k's dtype); FusedRMSNormGated
+      // keeps its input (the kernel output), the gate z (a copy: z.reshape of
+      // in_proj_qkvz's slice) and an fp32 rstd per head; out_proj keeps the
+      // normalised output. The recurrent states of the chunks are recomputed
+      // in backward.
+      const double conv = static_cast<double>(st.conv_dim());
+      const double H = static_cast<double>(st.ssm_heads);
+      const double qk = 2.0 * H * N;  // ssm_state is the key head width
+      items.push_back(
+          {"gated DeltaNet: conv input, l2-normed q and k, v, beta, A, gated norm input and gate, "
+           "out_proj input",
+           pa * (conv + qk + I + H + 64.0 * H + 3.0 * I), false});
+      items.push_back(
+          {"gated DeltaNet fp32 statistics (q/k rstd, g cumsum, softplus, norm rstd)", 4.0 * 6.0 * H, false});
+      break;
+    }
   }
   if (c.dropout > 0 && !st.ssm_with_attention && st.attention_layers() == 0) {
     items.push_back({"residual dropout masks", 1.0 * h, false});
@@ -769,6 +808,11 @@ double layer_backward_transient(const Request& req, const LayerStack& st, const 
       case SsmKind::kShortConv:
         // dBCx (3 x hidden) and the gradient of the conv output (hidden).
         b += 4.0 * dt.compute * I;
+        break;
+      case SsmKind::kGatedDeltaNet:
+        // The gradient of in_proj_qkvz's output (conv_dim + value width),
+        // of the conv input and of the kernel output (chunk_gated_delta_rule_bwd's dq, dk, dv).
+        b += dt.compute * ((static_cast<double>(st.conv_dim()) + I) + static_cast<double>(st.conv_dim()) + I);
         break;
     }
   }
