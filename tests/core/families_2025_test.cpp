@@ -5,7 +5,9 @@
 // the checkpoint stores and transformers never builds. Qwen3-Next
 // (qwen3_next): gated DeltaNet layers that keep a fixed conv window and an
 // fp32 recurrent state instead of keys and values, gated attention on one
-// layer in four, 512 experts on every layer.
+// layer in four, 512 experts on every layer. Qwen3-VL (qwen3_vl): a
+// dynamic-resolution tower with learned position embeddings and three
+// DeepStack mergers beside the final one, over a Qwen3 text model.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -257,6 +259,79 @@ TEST(Qwen3Next, TrainingSavesTheDeltaNetKernelTensorsAndTheOutputGate) {
   lora["train"]["method"] = "lora";
   lora["train"]["lora"] = {{"rank", 16}, {"targets", "all-linear"}};
   EXPECT_GT(component(run(lora), "activations"), 0);
+}
+
+// ---- Qwen3-VL (qwen3_vl) ---------------------------------------------------
+
+json qwen3_vl() { return testing::model_config("Qwen/Qwen3-VL-8B-Instruct"); }
+
+// Qwen/Qwen3-VL-8B-Instruct: 8,767,123,696 (Hub safetensors, models.json):
+// the tower 576,388,336 (the mergers' 4 x 37.8 M included) and the Qwen3-8B
+// text model 8,190,735,360.
+TEST(Qwen3Vl, CountMatchesTheCheckpoint) {
+  const ModelSpec s = build(qwen3_vl());
+  EXPECT_EQ(s.params_total(), 8767123696);
+  int64_t tower = 0;
+  for (const auto& g : s.groups) tower += g.stack == "text" ? 0 : g.total();
+  EXPECT_EQ(tower, 576388336);
+  // The final merger and three DeepStack mergers: LayerNorm (1152, then 4608
+  // for the post-shuffle ones) and 4608 -> 4608 -> 4096 with biases.
+  const int64_t mlp = 4608 * 4608 + 4608 + 4608 * 4096 + 4096;
+  EXPECT_EQ(by_component(s, comp::kProjector), 4 * mlp + 2 * 1152 + 3 * 2 * 4608);
+  EXPECT_FALSE(s.tie_word_embeddings);
+  EXPECT_TRUE(s.text.qk_norm);
+  EXPECT_TRUE(s.vision.dynamic_resolution);
+  EXPECT_EQ(s.vision.patch_size, 16);
+  EXPECT_TRUE(has_note(s, "DeepStack: 3"));
+  // Without DeepStack indexes only the final merger is left.
+  json plain = qwen3_vl();
+  plain["vision_config"]["deepstack_visual_indexes"] = json::array();
+  EXPECT_EQ(build(plain).params_total(), 8767123696 - 3 * (mlp + 2 * 4608));
+  plain["vision_config"]["deepstack_visual_indexes"] = {8, 27};
+  auto r = model_from_config(plain, "model.config");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().path, "model.config.vision_config.deepstack_visual_indexes[1]");
+  json wrong = qwen3_vl();
+  wrong["vision_config"]["out_hidden_size"] = 2048;
+  r = model_from_config(wrong, "model.config");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().path, "model.config.vision_config.out_hidden_size");
+}
+
+// Serving: the whole model is loaded (tower and four mergers, 2 B each);
+// keys and values are the text model's, 36 x 2 x 8 x 128 x 2 B a token; an
+// image's tokens depend on its size, so the request counts them in context_len.
+TEST(Qwen3Vl, InferenceLoadsTheTowerAndCachesTheTextKeys) {
+  const json r = run({{"model", {{"config", qwen3_vl()}}},
+                      {"task", "infer"},
+                      {"infer", {{"context_len", 8192}, {"images_per_prompt", 2}, {"weights_dtype", "bf16"}}},
+                      {"gpu", {{"memory_gib", 80}}}});
+  EXPECT_EQ(r["infer"]["kv_bytes_per_token"].get<int64_t>(), 36 * 2 * 8 * 128 * 2);
+  EXPECT_EQ(component(r, "weights"), int64_t{2} * 8767123696);
+  bool dynamic = false;
+  for (const auto& a : r["assumptions"])
+    dynamic = dynamic || a.get<std::string>().find("dynamic-resolution") != std::string::npos;
+  EXPECT_TRUE(dynamic);
+}
+
+// Training with LoRA on every linear: PEFT's all-linear reaches the tower's
+// qkv / proj / linear_fc1 / linear_fc2 and the four mergers' two linears,
+// DeepStack's included, beside the text model's seven projections.
+TEST(Qwen3Vl, TrainingPutsAdaptersOnTheTowerAndEveryMerger) {
+  json req = {{"model", {{"config", qwen3_vl()}}},
+              {"task", "train"},
+              {"train",
+               {{"precision", "bf16"},
+                {"seq_len", 2048},
+                {"method", "lora"},
+                {"lora", {{"rank", 16}, {"targets", "all-linear"}}}}}};
+  const json r = run(req);
+  const int64_t rank = 16;
+  const int64_t text = 36 * rank * ((4096 + 4096) + 2 * (4096 + 1024) + (4096 + 4096) + 3 * (4096 + 12288));
+  const int64_t tower = 27 * rank * ((1152 + 3456) + (1152 + 1152) + 2 * (1152 + 4304));
+  const int64_t mergers = 4 * rank * ((4608 + 4608) + (4608 + 4096));
+  EXPECT_EQ(r["model"]["params_trainable"].get<int64_t>(), text + tower + mergers);
+  EXPECT_GT(component(r, "activations"), 0);
 }
 
 }  // namespace

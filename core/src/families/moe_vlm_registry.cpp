@@ -30,6 +30,7 @@ const std::vector<AdapterEntry>& moe_vlm_adapters() {
       {"idefics3", build_idefics3},
       {"glm4_moe", build_glm4_moe},
       {"qwen3_next", build_qwen3_next},
+      {"qwen3_vl", build_qwen3_vl},
   };
   return kAdapters;
 }
