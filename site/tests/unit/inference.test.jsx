@@ -60,6 +60,29 @@ describe('inference engines and the serving answers', () => {
     );
   });
 
+  it('for Qwen3-Next shows the 12 attention layers’ keys and the DeltaNet layers’ fp32 state', async () => {
+    await openPage('#m=preset:Qwen/Qwen3-Next-80B-A3B-Instruct&task=infer');
+    // 12 of 48 layers attend: 2 KV heads x 256 x 2 (K and V) x 2 B each.
+    expect(stat('KV cache per token').getAttribute('data-bytes')).toBe(String(12 * 2048));
+    expect(stat('KV cache per token per attention layer').textContent).toBe('2 KiB');
+    // 36 gated DeltaNet layers x (conv 8192 x 4 x 2 B + fp32 state 32 x 128 x 128 x 4 B), 1 sequence.
+    expect(stat('State cache (conv + SSM), fixed').getAttribute('data-bytes')).toBe(
+      String(36 * (8192 * 4 * 2 + 4096 * 128 * 4)),
+    );
+  });
+
+  it('offers the GLM-4.5-Air and Qwen3-VL presets', async () => {
+    await openPage('#m=preset:zai-org/GLM-4.5-Air&task=infer');
+    expect(stat('KV cache per token').getAttribute('data-bytes')).toBe(
+      String(46 * 2 * 8 * 128 * 2),
+    );
+    cleanup();
+    await openPage('#m=preset:Qwen/Qwen3-VL-8B-Instruct&task=infer');
+    expect(stat('KV cache per token').getAttribute('data-bytes')).toBe(
+      String(36 * 2 * 8 * 128 * 2),
+    );
+  });
+
   it('with vLLM on a catalog GPU shows the core’s max concurrent sequences and KV blocks', async () => {
     await openPage(`${LLAMA31}&ctx=8192`);
     const before = peakBytes();
