@@ -103,6 +103,35 @@ TEST(Checkpoint, CrossCheckExplainsLayersPastNumHiddenLayers) {
   EXPECT_EQ(x["explained"][0]["params"], layer);
 }
 
+TEST(Checkpoint, CrossCheckExplainsAnMtpModuleUnderItsOwnPrefix) {
+  // Qwen3-Next stores its multi-token-prediction module as mtp.fc (2 hidden
+  // -> hidden), three norms and mtp.layers.0.* (a whole decoder layer), which
+  // must not be taken for layer 0 of the model.
+  json t = llama_inventory(bf16_linear);
+  add(t, "mtp.fc.weight", "BF16", {kH, 2 * kH});
+  for (const char* n : {"mtp.pre_fc_norm_hidden.weight", "mtp.pre_fc_norm_embedding.weight", "mtp.norm.weight"}) {
+    add(t, n, "BF16", {kH});
+  }
+  for (const auto& x : llama_inventory(bf16_linear, 1)) {
+    const std::string name = x["name"];
+    if (name.rfind("model.layers.0.", 0) == 0) add(t, "mtp.layers.0." + name.substr(15), "BF16", x["shape"]);
+  }
+  const int64_t layer = 2 * kH * kH + 2 * kH * kKv + 3 * kH * kI + 2 * kH;
+  const int64_t mtp = layer + 2 * kH * kH + 3 * kH;
+  const json alone = info({{"safetensors", {{"tensors", t}}}});
+  ASSERT_FALSE(alone.contains("error")) << alone.dump();
+  EXPECT_EQ(alone["facts"]["layers"], kL);
+  EXPECT_EQ(alone["facts"]["intermediate"], kI);
+  EXPECT_TRUE(alone["checkpoint"]["unplaced"].empty());
+  EXPECT_EQ(alone["checkpoint"]["params"], kLlama31_8b + mtp);
+  const json m = info({{"config", model_config("meta-llama/Llama-3.1-8B")}, {"safetensors", {{"tensors", t}}}});
+  ASSERT_FALSE(m.contains("error")) << m.dump();
+  const json& x = m["checkpoint"]["cross_check"];
+  EXPECT_EQ(x["difference"], mtp);
+  ASSERT_EQ(x["explained"].size(), 1u);
+  EXPECT_EQ(x["explained"][0]["params"], mtp);
+}
+
 TEST(Checkpoint, GptqPackedWeightsCountTheirDequantisedParametersAndStoredBytes) {
   // auto_gptq QuantLinear, 4 bits, group 128: qweight [in/8, out] int32,
   // qzeros [in/128, out/8] int32, scales [in/128, out] fp16, g_idx [in] int32.

@@ -326,7 +326,9 @@ void build_from_tensors(const std::vector<TensorIn>& tensors, const json* config
   // ---- layers ------------------------------------------------------------------
   int64_t max_layer = -1;
   for (const auto& x : placed) {
-    if (x.m->pl.stack == "text" && x.m->pl.layer >= 0) max_layer = std::max(max_layer, x.m->pl.layer);
+    if (x.m->pl.stack == "text" && x.m->pl.layer >= 0 && !x.m->pl.mtp) {
+      max_layer = std::max(max_layer, x.m->pl.layer);
+    }
   }
   if (max_layer < 0) {
     fail(errc::kUnsupportedModel, path + ".tensors",
@@ -352,7 +354,7 @@ void build_from_tensors(const std::vector<TensorIn>& tensors, const json* config
   for (const auto& x : placed) {
     const Placement& pl = x.m->pl;
     const Layout& l = x.lay;
-    const bool extra = pl.stack == "text" && pl.layer >= L;
+    const bool extra = pl.stack == "text" && (pl.layer >= L || pl.mtp);
     const std::string key = pl.stack + "|" + pl.canonical + "|" + std::to_string(static_cast<int>(l.kind)) + "|" +
                             std::to_string(l.in) + "x" + std::to_string(l.out) + "|" + std::to_string(l.numel) +
                             (l.bias ? "b" : "") + (extra ? "|extra" : "");
@@ -600,7 +602,7 @@ void build_from_tensors(const std::vector<TensorIn>& tensors, const json* config
         pg.kind = ModuleKind::kOther;
       }
     }
-    if (g.pl.role == Role::kUnplaced) {
+    if (g.pl.role == Role::kUnplaced && !g.extra_layer) {
       for (const auto& n : g.names) sum.unplaced.push_back(n);
       sum.unplaced_params += pg.numel * g.copies;
       pg.module = g.pl.canonical;

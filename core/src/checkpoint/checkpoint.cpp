@@ -112,7 +112,9 @@ json checkpoint_json(const ModelSpec& spec) {
   const int64_t diff = c.params - model;
   json explained = json::array();
   if (c.extra_layer_params > 0) {
-    explained.push_back({{"reason", "layers past num_hidden_layers (multi-token-prediction weights, not loaded)"},
+    explained.push_back({{"reason",
+                          "multi-token-prediction weights (layers past num_hidden_layers, or an mtp.* module), not "
+                          "loaded"},
                          {"params", c.extra_layer_params}});
   }
   if (c.buffer_elements > 0) {

@@ -163,6 +163,10 @@ Placement place(const std::string& module, bool encoder_decoder) {
   std::vector<std::string> low;
   for (const auto& s : segs) low.push_back(lower(s));
 
+  // Qwen3-Next keeps its multi-token-prediction module at the top level
+  // (mtp.fc, mtp.layers.0.*; modeling_qwen3_next.py drops "^mtp.*" on load).
+  pl.mtp = !low.empty() && (low[0] == "mtp" || (low.size() > 1 && low[0] == "model" && low[1] == "mtp"));
+
   // ---- which stack ----------------------------------------------------------
   // Projectors between a tower and the language model: LLaVA / Gemma 3 /
   // Llama 4 multi_modal_projector, Qwen2-VL visual.merger, Idefics3 connector,

@@ -39,6 +39,10 @@ struct Placement {
   int64_t expert = -1;         // expert number when experts are separate modules
   Role role = Role::kUnplaced;
   bool output_side = false;  // projects back to the hidden size (o_proj, down_proj, ...)
+  // A multi-token-prediction module stored under its own prefix (Qwen3-Next
+  // mtp.layers.0.*, mtp.fc): never built by transformers, like the layers
+  // past num_hidden_layers that DeepSeek-V3 and GLM-4.5 store.
+  bool mtp = false;
 };
 
 // Places a module path. `encoder_decoder`: the checkpoint has a decoder, so an
