@@ -137,8 +137,8 @@ TEST(Glm4Moe, InferenceLoadsNoMtpLayerAndCachesEightKvHeads) {
 }
 
 // Training: the fp32 sigmoid router keeps an fp32 copy of each token's
-// hidden state when its weight trains (full fine-tuning) and its fp32 scores
-// always; a LoRA run leaves the bare-Parameter router frozen. Mixtral's
+// hidden state when its weight trains (full bf16 fine-tuning) and its fp32
+// scores always; a LoRA run leaves the bare-Parameter router frozen. Mixtral's
 // Linear + softmax router keeps bf16 logits and their fp32 softmax.
 TEST(Glm4Moe, TrainingKeepsTheFp32RouterInput) {
   const json full = {{"model", {{"config", glm_air()}}},
@@ -150,6 +150,14 @@ TEST(Glm4Moe, TrainingKeepsTheFp32RouterInput) {
   json lora = full;
   lora["train"]["method"] = "lora";
   EXPECT_DOUBLE_EQ(saved_item(lora, true, "router (fp32"), 4.0 * 128);
+  // Under autocast F.linear keeps autocast's bf16 cast, and sigmoid runs in bf16.
+  json amp = full;
+  amp["train"]["precision"] = "amp_bf16";
+  EXPECT_DOUBLE_EQ(saved_item(amp, true, "router (fp32"), 2.0 * 4096 + 2.0 * 128);
+  // In fp32 the .type(torch.float32) is the norm output itself.
+  json fp32 = full;
+  fp32["train"]["precision"] = "fp32";
+  EXPECT_DOUBLE_EQ(saved_item(fp32, true, "router (fp32"), 4.0 * 128);
   // DeepSeek-V3 runs the same router; Mixtral's is unchanged.
   json dsv3 = full;
   dsv3["model"]["config"] = testing::model_config("deepseek-ai/DeepSeek-V3");

@@ -409,16 +409,27 @@ void mlp_block(const LayerCtx& c, bool moe_layer, std::vector<SavedItem>& items)
     const double k = static_cast<double>(st.experts_per_token);
     if (st.router_fp32) {
       // DeepseekV3TopkRouter / Glm4MoeTopkRouter.forward:
-      // F.linear(hidden_states.type(torch.float32), self.weight.type(torch.float32))
-      // keeps the fp32 copy of the hidden state for the router weight's
-      // gradient (only when that weight trains: a bare nn.Parameter, never a
-      // LoRA target) and sigmoid keeps its fp32 output; the top-k choice runs
-      // under no_grad. The k-sized index and normalisation tensors are not
-      // counted (as for the softmax router), nor the fp32 copy of the router
-      // weight F.linear keeps for the input's gradient (experts x hidden x 4 B
-      // per MoE layer and step, not per token).
-      const double in = c.roles.router_trains ? 4.0 * static_cast<double>(h) : 0.0;
-      items.push_back({"router (fp32 input copy, sigmoid scores)", in + 4.0 * static_cast<double>(st.experts), false});
+      // F.linear(hidden_states.type(torch.float32), self.weight.type(torch.float32)),
+      // then sigmoid; the top-k choice runs under no_grad. F.linear keeps its
+      // input for the router weight's gradient (only when that weight trains:
+      // a bare nn.Parameter, never a LoRA target): in bf16 training the fp32
+      // copy (4 B), under autocast the bf16 cast autocast makes of it (2 B),
+      // in fp32 training the norm output itself (counted with its other
+      // readers). sigmoid keeps its output: fp32, or bf16 under autocast
+      // (sigmoid is not on autocast's fp32 list). The k-sized index and
+      // normalisation tensors are not counted (as for the softmax router),
+      // nor the fp32 copy of the router weight F.linear keeps for the input's
+      // gradient (experts x hidden x 4 B per MoE layer and step, not per token).
+      double in = 0;
+      if (c.roles.router_trains) {
+        if (c.dt.autocast) {
+          in = 2.0 * static_cast<double>(h);
+        } else if (c.attn_in_dtype != 4) {
+          in = 4.0 * static_cast<double>(h);
+        }
+      }
+      const double scores = (c.dt.autocast ? 2.0 : 4.0) * static_cast<double>(st.experts);
+      items.push_back({"router (fp32 input copy, sigmoid scores)", in + scores, false});
     } else {
       items.push_back({"router logits + softmax", static_cast<double>(pa + 4) * st.experts, false});
     }
