@@ -307,6 +307,36 @@ TEST(ImportErrors, BadValueNamesTheFileAndTheKey) {
   EXPECT_EQ(r["error"]["path"], "a.yml:micro_batch_size");
 }
 
+// Found by the import fuzzer: devices 0 divided the global batch by zero. LitGPT refuses a device
+// count that is not positive, -1 or "auto" (litgpt/utils.py parse_devices), a node count below 1, and a
+// global batch that leaves no accumulation step (litgpt/args.py TrainArgs asserts).
+TEST(ImportErrors, LitgptDevicesNodesAndBatchesThatLitgptRefusesNameTheKey) {
+  const auto import_litgpt = [](const std::string& content) {
+    return vram::import_files(json::parse(R"({"files": [{"file": "l.yaml", "content": )" + content + "}]}"));
+  };
+  const std::string batches = R"("train": {"global_batch_size": 8, "micro_batch_size": 2})";
+  for (const auto& [content, path] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"checkpoint_dir": "checkpoints/x/y", "devices": 0, )" + batches + "}", "l.yaml:devices"},
+           {R"({"checkpoint_dir": "checkpoints/x/y", "devices": -2, )" + batches + "}", "l.yaml:devices"},
+           {R"({"checkpoint_dir": "checkpoints/x/y", "num_nodes": 0, )" + batches + "}", "l.yaml:num_nodes"},
+           {R"({"checkpoint_dir": "checkpoints/x/y", "devices": 16, )" + batches + "}",
+            "l.yaml:train.global_batch_size"},
+           {R"({"checkpoint_dir": "x", "devices": 4611686018427387904, "num_nodes": 4, )" + batches + "}",
+            "l.yaml:train.global_batch_size"},
+           {R"({"checkpoint_dir": "x", "train": {"global_batch_size": 8, "micro_batch_size": 0}})",
+            "l.yaml:train.micro_batch_size"}}) {
+    const json r = import_litgpt(content);
+    ASSERT_TRUE(r.contains("error")) << content << "\n" << r.dump(2);
+    EXPECT_EQ(r["error"]["code"], "out_of_range") << content;
+    EXPECT_EQ(r["error"]["path"], path) << content;
+  }
+  // -1 is every visible GPU, as "auto" is: the form's GPU count, and the accumulation over one device.
+  const json r = import_litgpt(R"({"checkpoint_dir": "checkpoints/x/y", "devices": -1, )" + batches + "}");
+  ASSERT_FALSE(r.contains("error")) << r.dump(2);
+  EXPECT_FALSE(r["request"].contains("parallel")) << r["request"].dump(2);
+  EXPECT_EQ(r["request"]["train"]["grad_accum"], 4);
+}
+
 TEST(ImportErrors, FilesThatDisagreeAreAnError) {
   // HF's DeepSpeed integration refuses a config whose values mismatch the Trainer's.
   const json r = vram::import_files(json::parse(R"({"files": [

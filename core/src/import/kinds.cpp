@@ -973,10 +973,16 @@ void map_litgpt(FileContext& ctx) {
       ctx.not_understood("quantize", "quantize " + q + " is not modelled (4-bit bitsandbytes is)");
     }
   }
+  // litgpt/utils.py parse_devices: a positive count, or -1 / "auto" for every visible GPU; anything else
+  // is a ValueError. A node count below 1 is no run either, and both divide the global batch below.
   const json* dev = ctx.at("devices");
   int64_t devices = 1;
-  if (dev != nullptr && as_int(*dev)) {
+  if (dev != nullptr && as_int(*dev) && *as_int(*dev) != -1) {
     devices = *as_int(*dev);
+    if (devices < 1) {
+      fail(errc::kOutOfRange, "devices",
+           "devices " + std::to_string(devices) + " must be a positive GPU count, -1 or \"auto\"");
+    }
     ctx.set("devices", "parallel.gpus", devices);
   } else if (dev != nullptr) {
     ctx.use("devices", "every visible GPU: the form's GPU count");
@@ -984,6 +990,9 @@ void map_litgpt(FileContext& ctx) {
   int64_t nodes = 1;
   if (ctx.has("num_nodes")) {
     nodes = int_at(ctx, "num_nodes");
+    if (nodes < 1) {
+      fail(errc::kOutOfRange, "num_nodes", "num_nodes " + std::to_string(nodes) + " must be at least 1");
+    }
     if (nodes > 1) {
       ctx.set("num_nodes", "parallel.nodes", nodes);
     } else {
@@ -1018,12 +1027,23 @@ void map_litgpt(FileContext& ctx) {
   }
   set_int(ctx, "train.micro_batch_size", "train.micro_batch");
   if (ctx.has("train.global_batch_size") && ctx.has("train.micro_batch_size")) {
-    // litgpt/args.py TrainArgs.gradient_accumulation_iters: global // (devices x nodes) // micro.
+    // litgpt/args.py TrainArgs.gradient_accumulation_iters: global // (devices x nodes) // micro, and
+    // TrainArgs asserts both the per-rank batch and the accumulation are > 0. Dividing by devices,
+    // then by nodes, gives the same floor for positive counts without the product's overflow.
     const int64_t global = int_at(ctx, "train.global_batch_size");
     const int64_t micro = int_at(ctx, "train.micro_batch_size");
-    const int64_t per_rank = global / (devices * nodes);
-    ctx.set("train.global_batch_size", "train.grad_accum",
-            std::max<int64_t>(1, per_rank / std::max<int64_t>(1, micro)));
+    if (micro < 1) {
+      fail(errc::kOutOfRange, "train.micro_batch_size",
+           "train.micro_batch_size " + std::to_string(micro) + " must be at least 1");
+    }
+    const int64_t accumulation = global / devices / nodes / micro;
+    if (global < 1 || accumulation < 1) {
+      fail(errc::kOutOfRange, "train.global_batch_size",
+           "train.global_batch_size " + std::to_string(global) + " is less than devices (" + std::to_string(devices) +
+               ") x nodes (" + std::to_string(nodes) + ") x train.micro_batch_size (" + std::to_string(micro) +
+               "): LitGPT asserts at least one accumulation step");
+    }
+    ctx.set("train.global_batch_size", "train.grad_accum", accumulation);
   }
   if (ctx.at("train.max_seq_length") != nullptr) {
     if (ctx.has("train.max_seq_length")) {
