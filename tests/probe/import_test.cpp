@@ -337,6 +337,23 @@ TEST(ImportErrors, LitgptDevicesNodesAndBatchesThatLitgptRefusesNameTheKey) {
   EXPECT_EQ(r["request"]["train"]["grad_accum"], 4);
 }
 
+// micro x accumulation overflowed int64 (UBSan: signed overflow); DeepSpeed asserts train_batch_size,
+// micro-batch and accumulation are > 0 (deepspeed/runtime/config.py _batch_assertion).
+TEST(ImportErrors, DeepSpeedBatchesThatDeepSpeedRefusesNameTrainBatchSize) {
+  const auto deepspeed = [](const std::string& micro, const std::string& accumulation, const std::string& total) {
+    return vram::import_files(json::parse(R"({"files": [{"file": "ds.json", "content": {)"
+                                          R"("train_micro_batch_size_per_gpu": )" +
+                                          micro + R"(, "gradient_accumulation_steps": )" + accumulation +
+                                          R"(, "train_batch_size": )" + total + "}}]}"));
+  };
+  for (const json& r :
+       {deepspeed("4294967296", "4294967296", "8"), deepspeed("2", "4", "0"), deepspeed("-2", "-4", "8")}) {
+    ASSERT_TRUE(r.contains("error")) << r.dump(2);
+    EXPECT_EQ(r["error"]["code"], "inconsistent") << r.dump(2);
+    EXPECT_EQ(r["error"]["path"], "ds.json:train_batch_size") << r.dump(2);
+  }
+}
+
 TEST(ImportErrors, FilesThatDisagreeAreAnError) {
   // HF's DeepSpeed integration refuses a config whose values mismatch the Trainer's.
   const json r = vram::import_files(json::parse(R"({"files": [

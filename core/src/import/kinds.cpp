@@ -314,14 +314,17 @@ void map_deepspeed(FileContext& ctx, const std::string& p) {
     if (is_auto(t)) {
       ctx.use_auto(p + "train_batch_size", "parallel.gpus");
     } else if (mb && ga && as_int(*mb) && as_int(*ga)) {
-      // deepspeed/runtime/config.py _batch_assertion: train_batch_size =
-      // micro x accumulation x world size.
-      const int64_t per = *as_int(*mb) * *as_int(*ga);
+      // deepspeed/runtime/config.py _batch_assertion: all three > 0, and train_batch_size =
+      // micro x accumulation x world size. A product past int64 matches no train_batch_size.
+      const int64_t micro = *as_int(*mb);
+      const int64_t accumulation = *as_int(*ga);
       const int64_t tbs = int_at(ctx, p + "train_batch_size");
-      if (per <= 0 || tbs % per != 0) {
+      int64_t per = 0;
+      if (micro < 1 || accumulation < 1 || tbs < 1 || __builtin_mul_overflow(micro, accumulation, &per) ||
+          tbs % per != 0) {
         fail(errc::kInconsistent, p + "train_batch_size",
-             p + "train_batch_size " + std::to_string(tbs) + " is not micro-batch x accumulation (" +
-                 std::to_string(per) + ") x GPUs");
+             p + "train_batch_size " + std::to_string(tbs) + " is not micro-batch (" + std::to_string(micro) +
+                 ") x accumulation (" + std::to_string(accumulation) + ") x GPUs");
       }
       ctx.set(p + "train_batch_size", "parallel.gpus", tbs / per);
     } else {
