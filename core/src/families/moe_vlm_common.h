@@ -71,4 +71,26 @@ int64_t add_siglip_vision_tower(const JsonReader& vc, ModelSpec& spec, const Lay
 // `key` uses the default config of `default_type`.
 void build_nested_text(const JsonReader& parent, const char* key, const char* default_type, ModelSpec& spec);
 
+// A Qwen-VL vision_config (Qwen2.5-VL, Qwen3-VL): its reader (an empty one
+// at vision_config when the key is missing, with a note) and the vision
+// stack of depth x hidden / heads / intermediate with the class's defaults;
+// out_hidden_size must equal the text hidden size (`writes_into` finishes
+// that error's message).
+struct QwenVisionDefaults {
+  const char* config_class = "";
+  int64_t depth = 0;
+  int64_t hidden = 0;
+  int64_t intermediate = 0;
+  MlpKind mlp = MlpKind::kGated;
+  NormKind norm = NormKind::kRmsNorm;
+  const char* activation = "";
+  const char* writes_into = "";
+};
+struct QwenVision {
+  JsonReader vc;
+  LayerStack v;
+  int64_t out_hidden = 0;
+};
+QwenVision read_qwen_vision(const JsonReader& cfg, ModelSpec& spec, const QwenVisionDefaults& d);
+
 }  // namespace vram::detail

@@ -125,6 +125,41 @@ void build_qwen2_vl(const JsonReader& cfg, ModelSpec& spec) {
                        " as many language-model tokens");
 }
 
+QwenVision read_qwen_vision(const JsonReader& cfg, ModelSpec& spec, const QwenVisionDefaults& d) {
+  static const json kEmpty = json::object();
+  const auto vision_cfg = cfg.object_opt("vision_config");
+  if (!vision_cfg) spec.notes.push_back(std::string("vision_config missing: using ") + d.config_class + " defaults");
+  const JsonReader vc = vision_cfg ? *vision_cfg : JsonReader(kEmpty, cfg.child_path("vision_config"));
+  for (const char* key : {"depth", "hidden_size", "intermediate_size", "num_heads", "out_hidden_size"}) {
+    if (vision_cfg && !vc.has(key)) {
+      spec.notes.push_back(vc.child_path(key) + std::string(" missing: using the ") + d.config_class + " default");
+    }
+  }
+  LayerStack v;
+  v.name = "vision";
+  v.layers = vc.int_or("depth", d.depth, 1, 100000);
+  v.hidden = vc.int_or("hidden_size", d.hidden);
+  v.heads = vc.int_or("num_heads", 16, 1, 1 << 20);
+  v.kv_heads = v.heads;
+  check_heads(vc, v, "num_heads", "num_heads", false);
+  v.head_dim = v.hidden / v.heads;
+  v.v_head_dim = v.head_dim;
+  v.intermediate = vc.int_or("intermediate_size", d.intermediate);
+  v.mlp = d.mlp;
+  v.norm = d.norm;
+  v.attention = AttnKind::kMha;
+  v.activation = vc.str_or("hidden_act", d.activation);
+  v.causal = false;
+  const int64_t out_hidden = vc.int_or("out_hidden_size", 3584);
+  if (out_hidden != spec.text.hidden) {
+    fail(errc::kInconsistent, vc.child_path("out_hidden_size"),
+         vc.child_path("out_hidden_size") + " (" + std::to_string(out_hidden) +
+             ") must equal the language model's hidden_size (" + std::to_string(spec.text.hidden) +
+             "): " + d.writes_into + " into the text embedding space");
+  }
+  return {vc, v, out_hidden};
+}
+
 // Qwen2.5-VL (Qwen2_5_VLForConditionalGeneration). configuration_qwen2_5_vl.py:
 // the text config as Qwen2-VL's; Qwen2_5_VLVisionConfig defaults depth 32,
 // hidden_size 3584, hidden_act silu, intermediate_size 3420, num_heads 16,
@@ -146,37 +181,12 @@ void build_qwen2_5_vl(const JsonReader& cfg, ModelSpec& spec) {
   // dtype is the checkpoint's.
   if (cfg.has("torch_dtype") || cfg.has("dtype")) spec.torch_dtype = cfg.str_or("torch_dtype", cfg.str_or("dtype", ""));
 
-  static const json kEmpty = json::object();
-  const auto vision_cfg = cfg.object_opt("vision_config");
-  if (!vision_cfg) spec.notes.push_back("vision_config missing: using Qwen2_5_VLVisionConfig defaults");
-  const JsonReader vc = vision_cfg ? *vision_cfg : JsonReader(kEmpty, cfg.child_path("vision_config"));
-  for (const char* key : {"depth", "hidden_size", "intermediate_size", "num_heads", "out_hidden_size"}) {
-    if (vision_cfg && !vc.has(key)) {
-      spec.notes.push_back(vc.child_path(key) + " missing: using the Qwen2_5_VLVisionConfig default");
-    }
-  }
-  LayerStack v;
-  v.name = "vision";
-  v.layers = vc.int_or("depth", 32, 1, 100000);
-  v.hidden = vc.int_or("hidden_size", 3584);
-  v.heads = vc.int_or("num_heads", 16, 1, 1 << 20);
-  v.kv_heads = v.heads;
-  check_heads(vc, v, "num_heads", "num_heads", false);
-  v.head_dim = v.hidden / v.heads;
-  v.v_head_dim = v.head_dim;
-  v.intermediate = vc.int_or("intermediate_size", 3420);
-  v.mlp = MlpKind::kGated;
-  v.norm = NormKind::kRmsNorm;
-  v.attention = AttnKind::kMha;
-  v.activation = vc.str_or("hidden_act", "silu");
-  v.causal = false;
-  const int64_t out_hidden = vc.int_or("out_hidden_size", 3584);
-  if (out_hidden != spec.text.hidden) {
-    fail(errc::kInconsistent, vc.child_path("out_hidden_size"),
-         vc.child_path("out_hidden_size") + " (" + std::to_string(out_hidden) +
-             ") must equal the language model's hidden_size (" + std::to_string(spec.text.hidden) +
-             "): the merger writes into the text embedding space");
-  }
+  const QwenVision qv = read_qwen_vision(
+      cfg, spec,
+      {"Qwen2_5_VLVisionConfig", 32, 3584, 3420, MlpKind::kGated, NormKind::kRmsNorm, "silu", "the merger writes"});
+  const JsonReader& vc = qv.vc;
+  const LayerStack& v = qv.v;
+  const int64_t out_hidden = qv.out_hidden;
   const int64_t channels = vc.int_or("in_channels", vc.int_or("in_chans", 3, 1, 64), 1, 64);
   const int64_t patch = vc.int_or("patch_size", 14);
   const int64_t temporal = vc.int_or("temporal_patch_size", 2, 1, 64);

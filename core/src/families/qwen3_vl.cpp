@@ -65,36 +65,12 @@ void build_qwen3_vl(const JsonReader& cfg, ModelSpec& spec) {
   spec.text.position_encoding = "rope";
   if (cfg.has("torch_dtype") || cfg.has("dtype")) spec.torch_dtype = cfg.str_or("torch_dtype", cfg.str_or("dtype", ""));
 
-  const auto vision_cfg = cfg.object_opt("vision_config");
-  if (!vision_cfg) spec.notes.push_back("vision_config missing: using Qwen3VLVisionConfig defaults");
-  const JsonReader vc = vision_cfg ? *vision_cfg : JsonReader(kEmpty, cfg.child_path("vision_config"));
-  for (const char* key : {"depth", "hidden_size", "intermediate_size", "num_heads", "out_hidden_size"}) {
-    if (vision_cfg && !vc.has(key)) {
-      spec.notes.push_back(vc.child_path(key) + " missing: using the Qwen3VLVisionConfig default");
-    }
-  }
-  LayerStack v;
-  v.name = "vision";
-  v.layers = vc.int_or("depth", 27, 1, 100000);
-  v.hidden = vc.int_or("hidden_size", 1152);
-  v.heads = vc.int_or("num_heads", 16, 1, 1 << 20);
-  v.kv_heads = v.heads;
-  check_heads(vc, v, "num_heads", "num_heads", false);
-  v.head_dim = v.hidden / v.heads;
-  v.v_head_dim = v.head_dim;
-  v.intermediate = vc.int_or("intermediate_size", 4304);
-  v.mlp = MlpKind::kPlain;
-  v.norm = NormKind::kLayerNorm;
-  v.attention = AttnKind::kMha;
-  v.activation = vc.str_or("hidden_act", "gelu_pytorch_tanh");
-  v.causal = false;
-  const int64_t out_hidden = vc.int_or("out_hidden_size", 3584);
-  if (out_hidden != spec.text.hidden) {
-    fail(errc::kInconsistent, vc.child_path("out_hidden_size"),
-         vc.child_path("out_hidden_size") + " (" + std::to_string(out_hidden) +
-             ") must equal the language model's hidden_size (" + std::to_string(spec.text.hidden) +
-             "): the mergers write into the text embedding space");
-  }
+  const QwenVision qv = read_qwen_vision(cfg, spec,
+                                         {"Qwen3VLVisionConfig", 27, 1152, 4304, MlpKind::kPlain, NormKind::kLayerNorm,
+                                          "gelu_pytorch_tanh", "the mergers write"});
+  const JsonReader& vc = qv.vc;
+  const LayerStack& v = qv.v;
+  const int64_t out_hidden = qv.out_hidden;
   const int64_t channels = vc.int_or("in_channels", 3, 1, 64);
   const int64_t patch = vc.int_or("patch_size", 16);
   const int64_t temporal = vc.int_or("temporal_patch_size", 2, 1, 64);
