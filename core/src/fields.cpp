@@ -218,6 +218,10 @@ std::vector<FieldSpec> build() {
       boolean("train.lora.adapter_fp32", d::kLoraAdapterFp32,
               {"autocast_adapter_dtype", "", "", "adapters upcast to fp32"}),
       boolean("train.lora.use_dora", d::kLoraUseDora, {"use_dora", "", "", "DoRA's magnitude vectors"}),
+      boolean("train.lora.fused_qkv", d::kLoraFusedQkv,
+              {"q/k/v LoRA fused (LitGPT)", "", "",
+               "one dropout and one lora_A over the shared input of q, k and v (LitGPT LoRAQKVLinear); PEFT "
+               "wraps each projection with its own"}),
       boolean("train.quant.double_quant", d::kDoubleQuant,
               {"bnb_4bit_use_double_quant", "", "", "QLoRA: quantised quantisation constants"}),
       integer("train.quant.blocksize", d::kQuantBlocksize, 16, 4096,

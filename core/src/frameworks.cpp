@@ -112,6 +112,10 @@ Framework litgpt() {
               {"train.lora.targets", json::array({"q_proj", "v_proj"}),
                lora + "lora_query=True, lora_value=True; key, projection, mlp and head False)", kAdapters},
               {"train.lora.adapter_fp32", false, lora + "): adapters take the model's precision", kAdapters},
+              {"train.lora.fused_qkv", true,
+               "litgpt litgpt/lora.py LoRAQKVLinear.forward: one lora_dropout and one lora_A over the fused q/k/v "
+               "input (CausalSelfAttention.attn is one Linear)",
+               kAdapters},
               {"train.precision",
                "amp_bf16",
                lora + "precision=None) -> get_default_supported_precision: bf16-mixed (fp32 weights, bf16 autocast)",

@@ -196,6 +196,7 @@ void parse_train(const JsonReader& t, Request& req) {
     o.lora.dropout = l->num_or("dropout", defaults::kLoraDropout, 0.0, 1.0);
     o.lora.adapter_fp32 = l->bool_or("adapter_fp32", defaults::kLoraAdapterFp32);
     o.lora.use_dora = l->bool_or("use_dora", defaults::kLoraUseDora);
+    o.lora.fused_qkv = l->bool_or("fused_qkv", defaults::kLoraFusedQkv);
     if (const json* tg = l->get("targets");
         tg != nullptr && tg->is_string() && tg->get<std::string>() == "all-linear") {
       o.lora.all_linear = true;

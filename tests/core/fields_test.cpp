@@ -155,6 +155,7 @@ const std::map<std::string, std::function<json(const Request&)>>& readers() {
       {"train.lora.dropout", [](const Request& r) { return r.train.lora.dropout; }},
       {"train.lora.adapter_fp32", [](const Request& r) { return r.train.lora.adapter_fp32; }},
       {"train.lora.use_dora", [](const Request& r) { return r.train.lora.use_dora; }},
+      {"train.lora.fused_qkv", [](const Request& r) { return r.train.lora.fused_qkv; }},
       {"train.quant.double_quant", [](const Request& r) { return r.train.quant.double_quant; }},
       {"train.quant.blocksize", [](const Request& r) { return r.train.quant.blocksize; }},
       {"train.quant.prepare_kbit", [](const Request& r) { return r.train.quant.prepare_kbit; }},

@@ -390,6 +390,42 @@ TEST_F(TrainTest, DoraKeepsTheBaseAndAdapterOutputsOfEveryAdaptedLinear) {
             int64_t{16} * 512 * (2 + 4) * (2048 + 512));
 }
 
+// down_proj's input (the SwiGLU product) under an adapter with dropout: the
+// dropout mask (1 B) and the dropout output (2 B) that lora_A keeps, where no
+// dropout lets lora_A keep the product itself (2 B); a 4-bit down_proj of
+// bitsandbytes < 0.43.2 (train.quant.saves_input) keeps the product as well
+// (MatMul4Bit ctx.tensors = (A, B)). Llama-3.2-1B: 8,192 intermediate, 16
+// layers, 512 tokens, bf16 adapters.
+TEST_F(TrainTest, AnAdapterDropoutOnDownProjKeepsItsMaskAndOutput) {
+  auto acts = [&](const std::string& method, double dropout) {
+    json t = {{"method", method},
+              {"precision", "bf16"},
+              {"seq_len", 512},
+              {"lora", {{"rank", 16}, {"targets", {"down_proj"}}, {"adapter_fp32", false}, {"dropout", dropout}}}};
+    if (method == "qlora") t["quant"] = {{"saves_input", true}};
+    return component(run(request("meta-llama/Llama-3.2-1B", t)), "activations");
+  };
+  const int64_t elems = int64_t{16} * 512 * 8192;
+  EXPECT_EQ(acts("lora", 0.1) - acts("lora", 0.0), elems * 1);
+  EXPECT_EQ(acts("qlora", 0.1) - acts("qlora", 0.0), elems * 3);
+}
+
+// LitGPT's LoRAQKVLinear (train.lora.fused_qkv, the litgpt default): one
+// dropout mask and one dropout output over the q/k/v input instead of one per
+// projection. Llama-3.2-1B: 2,048 hidden, 16 layers, 512 tokens.
+TEST_F(TrainTest, FusedQkvAdaptersShareOneDropout) {
+  json t = {{"method", "lora"},
+            {"precision", "bf16"},
+            {"seq_len", 512},
+            {"lora",
+             {{"rank", 16}, {"targets", {"q_proj", "k_proj", "v_proj"}}, {"adapter_fp32", false}, {"dropout", 0.05}}}};
+  json fused = t;
+  fused["lora"]["fused_qkv"] = true;
+  EXPECT_EQ(component(run(request("meta-llama/Llama-3.2-1B", t)), "activations") -
+                component(run(request("meta-llama/Llama-3.2-1B", fused)), "activations"),
+            int64_t{16} * 512 * 2 * (1 + 2) * 2048);
+}
+
 // QLoRA says the compute dtype the run gave (fp16 on a T4), not always bf16.
 TEST_F(TrainTest, QloraNamesItsHalfPrecision) {
   const json r = run(request("meta-llama/Llama-3.2-1B", {{"method", "qlora"}, {"precision", "fp16"}}));

@@ -86,6 +86,13 @@ inline constexpr double kLoraAlpha = 8;
 inline constexpr double kLoraDropout = 0.0;
 inline constexpr bool kLoraAdapterFp32 = true;
 inline constexpr bool kLoraUseDora = false;
+// PEFT wraps q_proj, k_proj and v_proj separately, each with its own dropout
+// and lora_A (peft tuners/lora/layer.py Linear: lora_dropout is a ModuleDict
+// per wrapped layer); LitGPT's attention is one fused Linear (litgpt/model.py
+// CausalSelfAttention.attn) and its LoRAQKVLinear applies one dropout and one
+// lora_A to the shared input (litgpt/lora.py LoRAQKVLinear.forward:
+// F.linear(self.lora_dropout(x), self.lora_A)).
+inline constexpr bool kLoraFusedQkv = false;
 
 // QLoRA: bnb_4bit_use_double_quant (the QLoRA paper's recipe), bitsandbytes
 // quantize_4bit's default blocksize 64, peft prepare_model_for_kbit_training

@@ -47,6 +47,7 @@ struct LoraOptions {
   bool all_linear = false;                         // "all-linear": every nn.Linear except the output layer
   bool adapter_fp32 = defaults::kLoraAdapterFp32;  // adapters upcast to fp32
   bool use_dora = defaults::kLoraUseDora;          // DoRA adds a magnitude vector of out_features per target
+  bool fused_qkv = defaults::kLoraFusedQkv;        // one dropout + lora_A for q, k and v (LitGPT LoRAQKVLinear)
 };
 
 struct QuantOptions {

@@ -187,11 +187,16 @@ double activation_saves(const std::string& act) {
 
 // Bytes per token saved by the inputs of the linears reading one site.
 // `width` is the site's feature size, `in_dtype` its element size.
+// `already_saved`: the site's tensor is kept by its producer already (a
+// FlashAttention output, which o_proj reads as a view), so a reader keeping it
+// as it is costs nothing more.
 double linear_inputs(const Request& req, const Dtypes& dt, const std::vector<LinearUse>& readers, int64_t width,
-                     int64_t in_dtype, std::vector<SavedItem>& items, const std::string& site) {
+                     int64_t in_dtype, std::vector<SavedItem>& items, const std::string& site,
+                     bool already_saved = false, bool one_adapter_input = false) {
   const auto& lora = req.train.lora;
   double bytes = 0;
-  bool shared_saved = false;
+  bool shared_saved = already_saved;
+  bool adapter_input_saved = false;  // one_adapter_input: the first adapter's dropout mask and input serve all
   for (const auto& u : readers) {
     if (base_saves_input(req, u)) {
       if (u.quantized && in_dtype != dt.compute) {
@@ -207,15 +212,21 @@ double linear_inputs(const Request& req, const Dtypes& dt, const std::vector<Lin
       // peft lora/layer.py Linear.forward: x = dropout(x); x is cast to the
       // adapter dtype (fp32 adapters under a bf16 base make a copy) and saved
       // by lora_A; lora_A's output (r values) is saved by lora_B.
-      if (lora.dropout > 0) bytes += 1.0 * width;  // dropout mask
+      // LitGPT's LoRAQKVLinear (one_adapter_input): one dropout and one lora_A
+      // for q, k and v; only lora_A's r outputs per projection follow.
+      const bool input_kept = one_adapter_input && adapter_input_saved;
+      adapter_input_saved = true;
       const bool cast = lora.adapter_fp32 && in_dtype != 4;
-      if (cast) {
-        bytes += 4.0 * width;
-      } else if (lora.dropout > 0) {
-        bytes += static_cast<double>(in_dtype) * width;
-      } else if (!shared_saved) {
-        bytes += static_cast<double>(in_dtype) * width;
-        shared_saved = true;
+      if (!input_kept) {
+        if (lora.dropout > 0) bytes += 1.0 * width;  // dropout mask
+        if (cast) {
+          bytes += 4.0 * width;
+        } else if (lora.dropout > 0) {
+          bytes += static_cast<double>(in_dtype) * width;
+        } else if (!shared_saved) {
+          bytes += static_cast<double>(in_dtype) * width;
+          shared_saved = true;
+        }
       }
       bytes += (lora.adapter_fp32 ? 4.0 : 2.0) * static_cast<double>(lora.rank);
       if (lora.use_dora) {
@@ -291,7 +302,8 @@ void attention_block(const LayerCtx& c, int64_t seq, std::vector<SavedItem>& ite
   if (st.attention != AttnKind::kMla && unsloth_patched(req, {&c.roles.attn_in})) {
     items.push_back({"q/k/v projection inputs", static_cast<double>(c.attn_in_dtype) * h, false});
   } else {
-    linear_inputs(req, c.dt, c.roles.attn_in, h, c.attn_in_dtype, items, "q/k/v projection inputs");
+    linear_inputs(req, c.dt, c.roles.attn_in, h, c.attn_in_dtype, items, "q/k/v projection inputs", false,
+                  req.train.lora.fused_qkv);
   }
   if (st.attention == AttnKind::kMla) {
     // Latent paths: q_a_layernorm / kv_a_layernorm (RMSNorm, fp32 upcast) and
@@ -316,6 +328,18 @@ void attention_block(const LayerCtx& c, int64_t seq, std::vector<SavedItem>& ite
   const double out_bytes = static_cast<double>(pa) * a * dv;
   const LinearUse o = c.roles.attn_out;
   const bool o_saves = base_saves_input(req, o) || o.lora;
+  const bool o_unsloth = unsloth_patched(req, {}, &o);
+  // What o_proj's readers keep of its input, the attention output (`copy`:
+  // a fresh tensor, not kept by the kernel): the base layer's input, the
+  // adapter's dropout mask and dropout output, lora_A's output (linear_inputs;
+  // they were counted as one tensor before, which missed the mask and, for a
+  // 4-bit layer keeping its input, the second tensor). Unsloth's LoRA_W
+  // keeps X only.
+  auto o_inputs = [&](bool copy) -> double {
+    if (o_unsloth) return copy && o_saves ? out_bytes : 0.0;
+    std::vector<SavedItem> tmp;
+    return linear_inputs(req, c.dt, {o}, a * dv, pa, tmp, "", !copy);
+  };
   if (t.attention == AttentionImpl::kEager) {
     // softmax(dtype=float32) output saved (4 B), cast to the compute dtype and
     // saved by probs @ v; with dropout the mask (1 B) and dropout output.
@@ -340,13 +364,17 @@ void attention_block(const LayerCtx& c, int64_t seq, std::vector<SavedItem>& ite
       scores += (half_in ? 2.0 : 4.0) * a * s;
     }
     items.push_back({"attention scores (eager softmax, s^2 term)", scores, true});
-    if (o_saves) items.push_back({"attention output (o_proj input)", out_bytes, false});
+    const double o_in = o_inputs(true);
+    if (o_in > 0) items.push_back({"attention output (o_proj input)", o_in, false});
   } else {
     items.push_back({"attention output + log-sum-exp", out_bytes + 4.0 * a, false});
     // SDPA returns (b, a, s, d); transformers' sdpa_attention_forward makes it
     // contiguous after transpose, a second copy that o_proj saves.
-    if (t.attention == AttentionImpl::kSdpa && o_saves)
-      items.push_back({"o_proj input (contiguous copy)", out_bytes, false});
+    // FlashAttention's output is o_proj's input as a view: only what the
+    // adapter keeps on top (dropout mask and output, lora_A's output) is new.
+    const bool copy = t.attention == AttentionImpl::kSdpa;
+    const double o_in = o_inputs(copy);
+    if (o_in > 0) items.push_back({copy ? "o_proj input (contiguous copy)" : "o_proj adapter inputs", o_in, false});
   }
   if (st.attn_output_gate) {
     // modeling_qwen3_next.py Qwen3NextAttention.forward: attn_output =
@@ -360,11 +388,6 @@ void attention_block(const LayerCtx& c, int64_t seq, std::vector<SavedItem>& ite
     if (o_saves) g += out_bytes;
     if ((t.attention == AttentionImpl::kSdpa || t.attention == AttentionImpl::kEager) && !o_saves) g += out_bytes;
     items.push_back({"attention output gate (sigmoid(gate), gated output)", g, false});
-  }
-  if (o.lora && !(o.trains && !o.quantized) && !unsloth_patched(req, {}, &o)) {
-    // the adapter's fp32 copy of its input (see linear_inputs); Unsloth's
-    // LoRA_W casts the adapters to the input's dtype instead
-    if (req.train.lora.adapter_fp32) items.push_back({"o_proj adapter input (fp32 copy)", 4.0 * a * dv, false});
   }
   if (c.dropout > 0) items.push_back({"residual dropout masks", 2.0 * h, false});
 }
@@ -395,10 +418,8 @@ void mlp_block(const LayerCtx& c, bool moe_layer, std::vector<SavedItem>& items)
     const LinearUse down = experts ? c.roles.exp_out : c.roles.mlp_out;
     // act saves its input (gate out), mul saves act(gate) and up.
     double b = static_cast<double>(pa) * inter * (act_saves + 2.0);
-    if (base_saves_input(req, down) || down.lora) {
-      b += static_cast<double>(pa) * inter;
-      if (down.lora && req.train.lora.adapter_fp32) b += 4.0 * inter;
-    }
+    // down's input, the product: its readers' tensors (see o_inputs).
+    b += linear_inputs(req, c.dt, {down}, inter, pa, tmp, "");
     items.push_back({label, (b + in) * tokens_factor, false});
   };
   if (moe_layer) {
@@ -443,7 +464,7 @@ void mlp_block(const LayerCtx& c, bool moe_layer, std::vector<SavedItem>& items)
     const double in = linear_inputs(req, c.dt, c.roles.mlp_in, h, c.attn_in_dtype, tmp, "");
     const LinearUse down = c.roles.mlp_out;
     double b = static_cast<double>(pa) * st.intermediate * act_saves;
-    if (base_saves_input(req, down) || down.lora) b += static_cast<double>(pa) * st.intermediate;
+    b += linear_inputs(req, c.dt, {down}, st.intermediate, pa, tmp, "");
     items.push_back({"MLP activations (fc1 output, activation)", b + in, false});
   }
   if (st.cross_attention) {
