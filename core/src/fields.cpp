@@ -240,7 +240,7 @@ std::vector<FieldSpec> build() {
       make("train.trainable_modules", T::kList, json::array(),
            {"Trainable modules", "--trainable-modules", "", "method freeze: leaf names or layers.N"}),
       integer("train.images_per_sample", 0, 0, 1024,
-              {"images per sample", "--images-per-sample", "", "VLMs: images through the vision tower"}),
+              {"Images per sample", "--images-per-sample", "imgs", "VLMs: images through the vision tower"}),
       boolean("train.activation_offload", false,
               {"Offload activations to CPU", "--activation-offload", "aoff", "saved activations in host memory"}),
       boolean("train.optimizer_in_backward", false,

@@ -177,6 +177,21 @@ TEST(Mllama, TrainingSavesTheImageKeysAndValues) {
   EXPECT_EQ(two_ck - none_ck, int64_t{2} * 2 * 4096 * 6404);
 }
 
+// Training says so as well: an image count for a text-only model names the
+// field, and a VLM trained on no images says the tower sees none.
+TEST(Mllama, TrainingImagesOnATextOnlyModelNameTheField) {
+  const json r =
+      estimate(train_req(testing::model_config("meta-llama/Llama-3.1-8B"), 1, false, json::array({"q_proj"})));
+  ASSERT_TRUE(r.contains("error")) << r.dump();
+  EXPECT_EQ(r["error"]["path"], "train.images_per_sample");
+  const json text_only = estimate_ok(train_req(mllama11b(), 0, false, json::array({"q_proj"})));
+  bool said = false;
+  for (const auto& a : text_only["assumptions"]) {
+    said = said || a.get<std::string>().find("train.images_per_sample 0") != std::string::npos;
+  }
+  EXPECT_TRUE(said) << text_only["assumptions"].dump();
+}
+
 // ---- Qwen2.5-VL -------------------------------------------------------------
 
 json qwen25vl7b() { return testing::model_config("Qwen/Qwen2.5-VL-7B-Instruct"); }

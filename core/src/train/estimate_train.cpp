@@ -328,6 +328,17 @@ void step_assumptions(Estimate& e, const RankBasis& b) {
   }
   if (m.stack("vision") != nullptr) {
     e.assumptions.push_back("train.seq_len counts the image tokens the language model sees");
+    if (t.images_per_sample == 0) {
+      e.assumptions.push_back(
+          "train.images_per_sample 0 (default): text-only samples, no image through the vision tower; set it for "
+          "image data");
+    }
+  } else if (t.images_per_sample > 0) {
+    // As infer.images_per_prompt (estimate_infer.cpp image_serving): an image
+    // count for a model that cannot read images is a mistake, not a no-op.
+    fail(errc::kInconsistent, "train.images_per_sample",
+         "train.images_per_sample (" + std::to_string(t.images_per_sample) + ") needs a vision-language model; " +
+             vram::quoted(m.model_type) + " has no vision tower");
   }
   if (t.activation_offload) {
     e.assumptions.push_back("saved activations offloaded to host memory; two layers resident on the GPU");

@@ -11,6 +11,7 @@ import {
   deepspeedSets,
   estimator,
   gpuCatalog,
+  hasVisionTower,
   model,
   modelFacts,
   parseDeepspeed,
@@ -57,7 +58,7 @@ const NEUTRAL_LAYOUT = {
  * distributed optimizer on. Full activation checkpointing reads as off: the
  * planner tries it anyway, and a candidate sets it.
  */
-export function buildPlanRequest(s, config, catalog = [], experts = 0) {
+export function buildPlanRequest(s, config, catalog = [], experts = 0, vision = false) {
   const neutral = {
     ...s,
     parallel: { ...s.parallel, ...NEUTRAL_LAYOUT },
@@ -67,7 +68,7 @@ export function buildPlanRequest(s, config, catalog = [], experts = 0) {
         s.train.grad_checkpointing === 'full' ? 'none' : s.train.grad_checkpointing,
     },
   };
-  const req = buildRequest(neutral, config, catalog, experts);
+  const req = buildRequest(neutral, config, catalog, experts, {}, vision);
   const p = s.parallel;
   if (p.fsdp_version === 2) req.parallel.fsdp_version = 2;
   if (p.fsdp_reduce_dtype) req.parallel.fsdp_reduce_dtype = p.fsdp_reduce_dtype;
@@ -103,6 +104,7 @@ export const planRequest = computed(() =>
           model.value.config,
           gpuCatalog.value,
           routedExperts(modelFacts.value),
+          hasVisionTower(modelFacts.value),
         ),
         model.value,
       )

@@ -60,6 +60,8 @@ export const DEFAULT_SETTINGS = Object.freeze({
     method: f('train.method'),
     micro_batch: f('train.micro_batch'),
     seq_len: f('train.seq_len'),
+    // VLMs only (the box shows when the model has a vision tower).
+    images_per_sample: f('train.images_per_sample'),
     grad_accum: f('train.grad_accum'),
     precision: f('train.precision'),
     optimizer: f('train.optimizer'),
@@ -85,6 +87,7 @@ export const DEFAULT_SETTINGS = Object.freeze({
     batch: f('infer.batch'),
     context_len: f('infer.context_len'),
     prompt_len: f('infer.prompt_len'),
+    images_per_prompt: f('infer.images_per_prompt'),
     weights_dtype: f('infer.weights_dtype'),
     kv_dtype: f('infer.kv_dtype'),
     gpu_memory_utilization: f('infer.gpu_memory_utilization'),
@@ -227,6 +230,14 @@ export const modelFacts = computed(() => {
   if (!v || (!config && !model.value?.size)) return null;
   return outcome.value?.result?.model ?? (config ? summaryOf(v, config) : null);
 });
+
+/**
+ * Whether a modelInfo result has a vision tower (the core's breakdown names
+ * it): the image-count boxes apply, and only then are their values sent.
+ */
+export function hasVisionTower(info) {
+  return Boolean(info?.breakdown?.some((b) => b.component === 'vision_tower' && b.params > 0));
+}
 
 /** Routed experts per sparse layer of a modelInfo result; 0 for a dense model. */
 export function routedExperts(info) {
@@ -488,7 +499,7 @@ export function canDistributeOptimizer(p, zero = p.zero) {
  * `experts` (routed experts per sparse layer, from modelInfo) decides whether
  * the expert-parallel box applies: it is not sent for a dense model.
  */
-export function buildRequest(s, config, catalog = [], experts = 0, fwForm = {}) {
+export function buildRequest(s, config, catalog = [], experts = 0, fwForm = {}, vision = false) {
   const req = { model: { config }, task: s.task };
   const ds = s.task === 'train' ? parseDeepspeed(s.deepspeed).config : null;
   const fromDs = deepspeedSets(ds);
@@ -516,6 +527,9 @@ export function buildRequest(s, config, catalog = [], experts = 0, fwForm = {}) 
     if (fromDs.precision !== undefined) delete req.train.precision;
     // Sent when not the core's default, so the core lists the default it applied.
     if (t.padding && t.padding !== coreDefault('train.padding')) req.train.padding = t.padding;
+    // `vision`: the model has a vision tower, so the box is on the form; a
+    // count left from an earlier VLM is not sent for a text model.
+    if (vision && t.images_per_sample > 0) req.train.images_per_sample = t.images_per_sample;
     if (t.activation_offload) req.train.activation_offload = true;
     if (t.optimizer_in_backward) req.train.optimizer_in_backward = true;
     if (t.compile) req.train.compile = true;
@@ -559,6 +573,7 @@ export function buildRequest(s, config, catalog = [], experts = 0, fwForm = {}) 
     // The prompt matters to transformers' prefill only; vLLM profiles
     // max_num_batched_tokens instead.
     if (i.engine !== 'vllm' && i.prompt_len > 0) req.infer.prompt_len = i.prompt_len;
+    if (vision && i.images_per_prompt > 0) req.infer.images_per_prompt = i.images_per_prompt;
     if (i.engine === 'vllm') {
       Object.assign(req.infer, {
         gpu_memory_utilization: i.gpu_memory_utilization,
@@ -649,7 +664,10 @@ export function requestFor(s, config, vram = estimator.value, fwForm = undefined
   const experts = vram && s.parallel?.ep > 1 ? routedExperts(summaryOf(vram, config)) : 0;
   const fw =
     fwForm ?? (s.task === 'train' ? frameworkForm(vram, s.train.framework, s.train.method) : {});
-  return buildRequest(s, config, gpuCatalog.value, experts, fw);
+  // Likewise the vision tower only decides whether an image count is sent.
+  const images = s.task === 'train' ? s.train?.images_per_sample : s.infer?.images_per_prompt;
+  const vision = Boolean(vram && config && images > 0 && hasVisionTower(summaryOf(vram, config)));
+  return buildRequest(s, config, gpuCatalog.value, experts, fw, vision);
 }
 
 export const request = computed(() => {
@@ -657,10 +675,13 @@ export const request = computed(() => {
   const size = model.value?.size;
   if (!config && !size) return null;
   const s = settings.value;
+  // The module is read only when the config's summary decides something:
+  // expert parallel (routed experts) or an image count (a vision tower).
+  const images = s.task === 'train' ? s.train?.images_per_sample : s.infer?.images_per_prompt;
   const req = requestFor(
     s,
     config,
-    s.parallel?.ep > 1 && config ? estimator.value : null,
+    (s.parallel?.ep > 1 || images > 0) && config ? estimator.value : null,
     framework.value,
   );
   // Quick sizing: the core builds the model from the count (model.size).

@@ -48,6 +48,7 @@ describe('the state in the URL', () => {
       fused_loss: true,
       activation_offload: true,
       optimizer_in_backward: true,
+      images_per_sample: 3,
     });
     s.train.lora = { rank: 64, alpha: 128, targets: 'q_proj,v_proj' };
     s.infer = {
@@ -55,6 +56,7 @@ describe('the state in the URL', () => {
       batch: 8,
       context_len: 32768,
       prompt_len: 1024,
+      images_per_prompt: 2,
       weights_dtype: 'int4',
       kv_dtype: 'fp8',
       gpu_memory_utilization: 0.85,

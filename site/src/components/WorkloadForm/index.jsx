@@ -3,14 +3,17 @@
 import {
   framework,
   frameworkOptions,
+  hasVisionTower,
   layerCount,
   model,
+  modelFacts,
   optimizerOptions,
   setFramework,
   setMethod,
   setSetting,
   settings,
 } from '../../lib/state.js';
+import { fieldInfo } from '../../lib/fields.js';
 import { getPath } from '../../lib/paths.js';
 import {
   ATTENTIONS,
@@ -165,6 +168,17 @@ function TrainingFields({ t }) {
           max={16777216}
           onChange={(v) => setSetting('train.seq_len', v)}
         />
+        {hasVisionTower(modelFacts.value) && (
+          <NumberField
+            label="Images per sample"
+            name="images per sample"
+            value={t.images_per_sample}
+            min={0}
+            max={fieldInfo('train.images_per_sample').max}
+            onChange={(v) => setSetting('train.images_per_sample', v)}
+            hint={fieldInfo('train.images_per_sample').doc}
+          />
+        )}
         <NumberField
           label="Gradient accumulation"
           name="gradient_accumulation_steps"
@@ -323,6 +337,17 @@ function InferenceFields({ i }) {
             max={16777216}
             onChange={(v) => setSetting('infer.prompt_len', v)}
             hint="Tokens prefilled at once; 0: the whole context."
+          />
+        )}
+        {hasVisionTower(modelFacts.value) && (
+          <NumberField
+            label="Images per prompt"
+            name="images in the prompt"
+            value={i.images_per_prompt}
+            min={0}
+            max={fieldInfo('infer.images_per_prompt').max}
+            onChange={(v) => setSetting('infer.images_per_prompt', v)}
+            hint={fieldInfo('infer.images_per_prompt').doc}
           />
         )}
         <SelectField
