@@ -176,7 +176,7 @@ function TrainingFields({ t }) {
             min={0}
             max={fieldInfo('train.images_per_sample').max}
             onChange={(v) => setSetting('train.images_per_sample', v)}
-            hint={fieldInfo('train.images_per_sample').doc}
+            hint="Images through the vision tower per training sample; 0: text-only samples."
           />
         )}
         <NumberField
@@ -347,7 +347,7 @@ function InferenceFields({ i }) {
             min={0}
             max={fieldInfo('infer.images_per_prompt').max}
             onChange={(v) => setSetting('infer.images_per_prompt', v)}
-            hint={fieldInfo('infer.images_per_prompt').doc}
+            hint="Images in each sequence's prompt; 0: text-only prompts."
           />
         )}
         <SelectField
