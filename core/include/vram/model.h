@@ -26,8 +26,9 @@ inline constexpr const char* kNorms = "norms";
 inline constexpr const char* kLmHead = "lm_head";
 inline constexpr const char* kVision = "vision_tower";
 inline constexpr const char* kProjector = "projector";
-inline constexpr const char* kSsm = "ssm";      // state-space mixers (Mamba in_proj, conv1d, x/dt/out_proj, A, D)
-inline constexpr const char* kOther = "other";  // outside the buckets above (BERT pooler)
+inline constexpr const char* kAudio = "audio_tower";  // audio encoder (Gemma 3n USM)
+inline constexpr const char* kSsm = "ssm";            // state-space mixers (Mamba in_proj, conv1d, x/dt/out_proj, A, D)
+inline constexpr const char* kOther = "other";        // outside the buckets above (BERT pooler)
 }  // namespace comp
 
 // Which decoder layers a per-layer text group repeats over. Mixture-of-experts
@@ -185,6 +186,24 @@ struct LayerStack {
   // How many of the layers [begin, begin + n) hold the groups of `set`.
   int64_t count(LayerSet set, int64_t begin, int64_t n) const;
 
+  // Gemma 3n (modeling_gemma3n.py Gemma3nTextDecoderLayer): the residual
+  // stream is carried as altup_inputs stacked copies of the hidden state
+  // (Gemma3nTextAltUp, 0 = a single stream); LAuReL's low-rank residual of
+  // laurel_rank (Gemma3nTextLaurelBlock); each layer mixes in its slice of
+  // the per-layer embeddings, per_layer_input wide (hidden_size_per_layer_input);
+  // sparse_mlp_layers of the layers keep a gaussian top-k of the gate
+  // (activation_sparsity_pattern > 0, Gemma3nTextMLP._gaussian_topk).
+  int64_t altup_inputs = 0;
+  int64_t laurel_rank = 0;
+  int64_t per_layer_input = 0;
+  int64_t sparse_mlp_layers = 0;
+  // KV sharing (Gemma3nTextAttention.is_kv_shared_layer): the last
+  // kv_shared_layers layers reuse the keys and values of the last earlier
+  // layer of their attention type and cache none of their own;
+  // kv_shared_sliding of them are sliding-window layers.
+  int64_t kv_shared_layers = 0;
+  int64_t kv_shared_sliding = 0;
+
   double dropout = 0.0;  // attention / residual dropout probability used in training
   // Megatron sequence parallel on a tensor-parallel rank: norms, residual
   // dropouts and layer inputs are split across this many ranks (1 = none).
@@ -254,6 +273,11 @@ struct ModelSpec {
   // that many positions per sequence, whatever the prompt. 0 = the encoder
   // reads the prompt (T5).
   int64_t encoder_positions = 0;
+
+  // Inputs whose tower activations the estimator does not model (Gemma 3n's
+  // timm MobileNetV5 and USM audio encoder): a request with images then fails
+  // with `unsupported` and this reason instead of leaving the tower out.
+  std::string media_unsupported;
 
   std::vector<ParamGroup> groups;
   CheckpointSummary checkpoint;  // set when the request carries model.safetensors

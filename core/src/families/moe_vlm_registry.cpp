@@ -31,6 +31,8 @@ const std::vector<AdapterEntry>& moe_vlm_adapters() {
       {"glm4_moe", build_glm4_moe},
       {"qwen3_next", build_qwen3_next},
       {"qwen3_vl", build_qwen3_vl},
+      {"gemma3n_text", build_gemma3n_text},
+      {"gemma3n", build_gemma3n},
   };
   return kAdapters;
 }

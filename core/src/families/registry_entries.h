@@ -64,9 +64,11 @@ void build_llava(const JsonReader& cfg, ModelSpec& spec);
 void build_qwen2_vl(const JsonReader& cfg, ModelSpec& spec);
 void build_gpt_oss(const JsonReader& cfg, ModelSpec& spec);
 void build_olmoe(const JsonReader& cfg, ModelSpec& spec);
-void build_glm4_moe(const JsonReader& cfg, ModelSpec& spec);    // glm4_moe.cpp
-void build_qwen3_next(const JsonReader& cfg, ModelSpec& spec);  // qwen3_next.cpp
-void build_qwen3_vl(const JsonReader& cfg, ModelSpec& spec);    // qwen3_vl.cpp
+void build_glm4_moe(const JsonReader& cfg, ModelSpec& spec);      // glm4_moe.cpp
+void build_qwen3_next(const JsonReader& cfg, ModelSpec& spec);    // qwen3_next.cpp
+void build_qwen3_vl(const JsonReader& cfg, ModelSpec& spec);      // qwen3_vl.cpp
+void build_gemma3n_text(const JsonReader& cfg, ModelSpec& spec);  // gemma3n.cpp
+void build_gemma3n(const JsonReader& cfg, ModelSpec& spec);
 // Cross-attention and other vision / audio models (mllama.cpp).
 void build_mllama(const JsonReader& cfg, ModelSpec& spec);
 void build_qwen2_5_vl(const JsonReader& cfg, ModelSpec& spec);  // qwen2_vl.cpp
