@@ -119,14 +119,20 @@ double kv_bytes_per_token(const ModelSpec& m, double kv_elem, bool hf_decompress
   }
   // Sliding-window layers keep at most `window` tokens: averaged per token of
   // a `context`-long sequence.
-  const int64_t sliding = t.sliding_window > 0 ? std::min(t.sliding_layers, t.layers) : 0;
+  // Gemma 3n's KV-shared layers (Gemma3nTextAttention: is_kv_shared_layer
+  // layers skip past_key_values.update and read the shared_layers entry of
+  // the last earlier layer of their type) cache nothing of their own.
+  const int64_t shared = std::min(t.kv_shared_layers, t.layers);
+  const int64_t sliding =
+      t.sliding_window > 0 ? std::max<int64_t>(std::min(t.sliding_layers, t.layers) - t.kv_shared_sliding, 0) : 0;
   const double sliding_share =
       context > 0 ? std::min<double>(1.0, static_cast<double>(t.sliding_window) / static_cast<double>(context)) : 1.0;
   // State-space layers (Mamba) cache no keys or values; Falcon-H1's run
   // attention beside the mixer and do (LayerStack::attention_layers); image
   // cross-attention layers (Mllama) cache the images' instead
   // (image_serving).
-  const int64_t attn_layers = t.attention_layers() - std::min(t.image_cross_layers, t.attention_layers());
+  const int64_t attn_layers = t.attention_layers() - std::min(t.image_cross_layers, t.attention_layers()) -
+                              std::min(shared, t.attention_layers());
   return per_layer_full * (static_cast<double>(attn_layers - sliding) + static_cast<double>(sliding) * sliding_share);
 }
 
@@ -278,6 +284,11 @@ void image_serving(const Request& req, Serving& sv) {
   const ModelSpec& m = req.model;
   const int64_t images = req.infer.images_per_prompt;
   if (images <= 0) return;
+  if (!m.media_unsupported.empty()) {
+    fail(errc::kUnsupported, "infer.images_per_prompt",
+         "infer.images_per_prompt (" + std::to_string(images) + ") with " + vram::quoted(m.model_type) + ": " +
+             m.media_unsupported + "; estimate text-only prompts (images_per_prompt 0)");
+  }
   const LayerStack* vs = m.stack("vision");
   if (vs == nullptr) {
     fail(errc::kInconsistent, "infer.images_per_prompt",
@@ -783,7 +794,8 @@ Result<Estimate> estimate_infer(const Request& req) {
     if (sv.vllm && !e.phases.empty() && e.warnings.empty()) e.peak_phase = "serving";
     // Per layer that caches keys: a hybrid's state-space layers and
     // Mllama's cross-attention layers (a fixed cache of their own) hold none.
-    const int64_t kv_layers = req.model.text.attention_layers() - req.model.text.image_cross_layers;
+    const int64_t kv_layers =
+        req.model.text.attention_layers() - req.model.text.image_cross_layers - req.model.text.kv_shared_layers;
     const int64_t layers =
         std::max<int64_t>(kv_layers > 0 ? kv_layers : req.model.text.layers - req.model.text.image_cross_layers, 1);
     e.facts.insert(e.facts.begin(), {"kv_bytes_per_token", ceil_bytes(sv.kv_tok_full, kKv)});

@@ -66,6 +66,11 @@ double head_per_token(const Request& req, const TrainablePlan& plan, const Dtype
 int64_t vision_bytes(const Request& req, const TrainablePlan& plan, const Dtypes& dt, int64_t micro_batch) {
   const ModelSpec& m = req.model;
   const TrainOptions& t = req.train;
+  if (t.images_per_sample > 0 && !m.media_unsupported.empty()) {
+    fail(errc::kUnsupported, "train.images_per_sample",
+         "train.images_per_sample (" + std::to_string(t.images_per_sample) + ") with " + vram::quoted(m.model_type) +
+             ": " + m.media_unsupported + "; estimate text-only samples (images_per_sample 0)");
+  }
   const LayerStack* vs = m.stack("vision");
   if (vs == nullptr || t.images_per_sample <= 0 || !plan.vision_needs_grad) return 0;
   const int64_t nv = bytes::mul(micro_batch, t.images_per_sample,
@@ -156,12 +161,16 @@ ActivationStack activation_stack(const Request& req, const TrainablePlan& plan, 
     // HF gradient checkpointing saves each decoder layer's input
     // (Korthikanti et al. 2022: 2sbh per layer) and re-runs one layer at a
     // time in backward.
-    const int64_t per = to_bytes(
-        static_cast<double>(dt.residual) * static_cast<double>(h) * static_cast<double>(N) * ckpt_factor, kSaved);
+    // Gemma 3n's layer input is altup_inputs stacked hidden states.
+    const double in_width = static_cast<double>(h) * static_cast<double>(std::max<int64_t>(st.altup_inputs, 1));
+    const int64_t per =
+        to_bytes(static_cast<double>(dt.residual) * in_width * static_cast<double>(N) * ckpt_factor, kSaved);
     a.layers = bytes::mul(per, grad_layers, kSaved);
     a.one_layer = std::max(a.layer_dense, a.saved_moe > 0 ? a.layer_moe : 0);
     a.formula = fmt_int(grad_layers) + " layers x " + fmt_int(N) + " tokens x " + std::to_string(dt.residual) +
-                " B x h " + fmt_int(h) + " (checkpointed layer inputs)";
+                " B x h " + fmt_int(h) +
+                (st.altup_inputs > 1 ? " x " + fmt_int(st.altup_inputs) + " AltUp copies" : std::string()) +
+                " (checkpointed layer inputs)";
     a.layer_dense = per;
     a.layer_moe = per;
     a.dense_pieces = a.moe_pieces = {{per, 1}};
@@ -250,6 +259,26 @@ ActivationStack activation_stack(const Request& req, const TrainablePlan& plan, 
   a.vision = bytes::add(vision_bytes(req, plan, dt, micro_batch), encoder_bytes(req, plan, dt, micro_batch),
                         "encoder activations");
   a.image_kv = image_cross_bytes(req, plan, dt, micro_batch);
+  if (st.per_layer_input > 0 && plan.first_grad_layer < L) {
+    // Gemma 3n around the layers (modeling_gemma3n.py Gemma3nTextModel.forward,
+    // get_per_layer_inputs, project_per_layer_inputs), alive from the
+    // embeddings to the end of backward: the per-layer embedding rows
+    // (layers x P), per_layer_model_projection's output (layers x P) and
+    // input (h), per_layer_projection_norm's fp32 copy (4 B) and its
+    // normalised value (4 B, counted as if its weight trains) with one
+    // statistic per layer slot, and per_layer_inputs (layers x P), whose
+    // slice every layer multiplies; AltUp's altup_projections and
+    // altup_unembed_projections (n - 1 each) keep their output for the
+    // magnitude rescaling (2 h each: the output and the rescaled value), the
+    // stacked output of the last layer (n x h) is read by the unembedding
+    // projections. An upper bound: frozen projections keep less.
+    const double lp = static_cast<double>(L) * static_cast<double>(st.per_layer_input);
+    const double pa = dt.autocast ? 2.0 : static_cast<double>(dt.compute);
+    const double n = static_cast<double>(std::max<int64_t>(st.altup_inputs, 1));
+    const double tok = pa * 3.0 * lp + 8.0 * lp + 4.0 * static_cast<double>(L) + pa * static_cast<double>(h) +
+                       pa * (n - 1.0) * 4.0 * static_cast<double>(h) + pa * n * static_cast<double>(h);
+    a.per_layer_inputs = to_bytes(tok * static_cast<double>(N), "per-layer embedding activations");
+  }
   // Activation offloading (torch.autograd.graph.save_on_cpu, or the
   // "offload" gradient checkpointing of axolotl / Unsloth): saved tensors
   // of the layer stack live in pinned host memory; the GPU holds the layer
@@ -270,7 +299,8 @@ ActivationStack activation_stack(const Request& req, const TrainablePlan& plan, 
   a.backward_temp = bytes::add(to_bytes(layer_backward_transient(req, st, dt) * static_cast<double>(N), kBackward),
                                sz.qlora_dequant, kBackward);
   a.backward_dequant = sz.qlora_dequant;
-  a.dx = bytes::mul(static_cast<int64_t>(dt.residual), N, h, "the hidden-state gradient");
+  a.dx = bytes::mul(bytes::mul(static_cast<int64_t>(dt.residual), N, h, "the hidden-state gradient"),
+                    std::max<int64_t>(st.altup_inputs, 1), "the hidden-state gradient");
   if (t.keeps_previous_logits && pos.last) {
     // LitGPT fit() (litgpt/finetune/lora.py at 43c44323): `logits = model(
     // input_ids, lm_head_chunk_size=128)` keeps last step's logits (model

@@ -41,6 +41,7 @@ struct ActivationStack {
   int64_t head = 0;              // final norm and lm_head inputs
   int64_t vision = 0;            // vision tower
   int64_t image_kv = 0;          // image cross-attention inputs, keys and values (Mllama)
+  int64_t per_layer_inputs = 0;  // Gemma 3n: per-layer embeddings and AltUp's stacking around the layers
   bool offload = false;          // saved tensors in pinned host memory
   int64_t backward_temp = 0;     // one layer's backward temporaries (+ one dequantised 4-bit weight)
   int64_t backward_dequant =
@@ -79,7 +80,7 @@ struct ActivationStack {
   // layer being computed and the one being prefetched).
   int64_t resident(int64_t stack_bytes) const;
   // Everything saved at the end of forward.
-  int64_t total() const { return resident(layers) + head + vision + image_kv; }
+  int64_t total() const { return resident(layers) + head + vision + image_kv + per_layer_inputs; }
 };
 
 // `micro_batch` sequences of train.seq_len tokens (searches vary it without

@@ -503,6 +503,68 @@ void mlp_block(const LayerCtx& c, bool moe_layer, std::vector<SavedItem>& items)
 // norm, intermediate) and the norm's rstd (fp32, one per group); the conv
 // output, the chunk states and the norm output that out_proj reads are
 // recomputed in backward.
+// Gemma 3n's layer around its attention and MLP (modeling_gemma3n.py
+// Gemma3nTextDecoderLayer.forward, Gemma3nTextAltUp, Gemma3nTextLaurelBlock,
+// Gemma3nTextMLP). Every Gemma3nRMSNorm upcasts (norm_site, Gemma style).
+// Counted whether or not the small projections train: a frozen Linear keeps
+// no input, so for them this is an upper bound (never below the truth).
+// - altup.predict: router_norm(x[0]) and its statistics; modality_router
+//   reads the scaled norm output (h); tanh(routed.float()) keeps its fp32
+//   output (n); prediction_coefs reads it; matmul(hidden_states.permute,
+//   all_coefs) keeps the n stacked hidden states (n x h, the layer's input)
+//   and the coefficients (n^2).
+// - laurel: linear_left reads the input norm output (h), linear_right its
+//   rank-wide output; post_laurel_norm.
+// - post_attention_layernorm and post_feedforward_layernorm.
+// - altup.correct: router_norm and modality_router again on the layer output
+//   (h), tanh (n); torch.mul(innovation.repeat(n), all_coefs) keeps the
+//   repeated innovation (n x h) and the coefficients (n).
+// - the per-layer input: scale_corrected_output keeps the clone (h);
+//   per_layer_input_gate reads the scaled output (h); the activation keeps
+//   its input (P); the product with per_layer_input keeps both factors (P
+//   each; per_layer_input is a slice of the model-level tensor, counted in
+//   activation_stack.cpp, so one P here); per_layer_projection reads the
+//   product (P); post_per_layer_input_norm.
+// - activation sparsity (_gaussian_topk on sparse_mlp_layers of the layers):
+//   torch.std keeps the gate output beside relu's output (which the
+//   activation's saved input already counts), averaged over the stack.
+void gemma3n_block(const LayerCtx& c, std::vector<SavedItem>& items) {
+  const LayerStack& st = c.st;
+  const double h = static_cast<double>(st.hidden);
+  const double n = static_cast<double>(std::max<int64_t>(st.altup_inputs, 1));
+  const double P = static_cast<double>(st.per_layer_input);
+  const double pa = static_cast<double>(c.pa);
+  const int64_t w = st.hidden;
+  if (st.altup_inputs > 1) {
+    norm_site(c.req, st, c.dt, c.norm_trains, w, items, "AltUp predict: router norm (input, statistics)", true);
+    items.push_back({"AltUp predict: router input, fp32 tanh, coefficients, the n stacked hidden states",
+                     pa * h + 4.0 * n + pa * n * n + pa * n * h, false});
+  }
+  if (st.laurel_rank > 0) {
+    items.push_back(
+        {"LAuReL: linear_left / linear_right inputs", pa * (h + static_cast<double>(st.laurel_rank)), false});
+    norm_site(c.req, st, c.dt, c.norm_trains, w, items, "LAuReL post norm (input, statistics)", true);
+  }
+  norm_site(c.req, st, c.dt, c.norm_trains, w, items, "post-attention norm (input, statistics)", true);
+  norm_site(c.req, st, c.dt, c.norm_trains, w, items, "post-feedforward norm (input, statistics)", true);
+  if (st.altup_inputs > 1) {
+    norm_site(c.req, st, c.dt, c.norm_trains, w, items, "AltUp correct: router norm (input, statistics)", true);
+    items.push_back({"AltUp correct: router input, fp32 tanh, the repeated innovation (n x h), coefficients",
+                     pa * h + 4.0 * n + pa * n * h + pa * n, false});
+  }
+  if (st.per_layer_input > 0) {
+    items.push_back({"per-layer input: corrected output, gate input, activation input, product factors",
+                     pa * (2.0 * h + P * (activation_saves(st.activation) + 2.0)), false});
+    norm_site(c.req, st, c.dt, c.norm_trains, w, items, "post per-layer input norm (input, statistics)", true);
+  }
+  if (st.sparse_mlp_layers > 0 && st.layers > 0) {
+    const double share =
+        static_cast<double>(std::min(st.sparse_mlp_layers, st.layers)) / static_cast<double>(st.layers);
+    items.push_back({"activation sparsity: gate output kept by std (averaged over the layers)",
+                     pa * static_cast<double>(st.intermediate) * share, false});
+  }
+}
+
 void ssm_block(const LayerCtx& c, int64_t seq, std::vector<SavedItem>& items) {
   const Request& req = c.req;
   const LayerStack& st = c.st;
@@ -783,6 +845,7 @@ LayerActivations layer_activations(const Request& req, const LayerStack& st, con
     attention_block(c, seq, out.items);
   }
   mlp_block(c, moe_layer, out.items);
+  if (st.per_layer_input > 0 || st.laurel_rank > 0 || st.altup_inputs > 1) gemma3n_block(c, out.items);
   adjust(req, st, out.items);
   if (!moe_layer && t.kernels == Kernels::kUnsloth) unsloth_forward_ops(c, out);
   return out;
@@ -809,7 +872,8 @@ double quant_kept_inputs(const Request& req, const LayerStack& st, const Trainab
 double layer_backward_transient(const Request& req, const LayerStack& st, const Dtypes& dt) {
   // Gradient of the hidden state flowing down (residual grad + the branch
   // grad being formed): 2 tensors of h in the residual dtype.
-  double b = 2.0 * dt.residual * st.hidden;
+  // Gemma 3n carries altup_inputs stacked hidden states (Gemma3nTextAltUp).
+  double b = 2.0 * dt.residual * st.hidden * static_cast<double>(std::max<int64_t>(st.altup_inputs, 1));
   const int64_t a = st.heads;
   const int64_t d = st.head_dim;
   if (req.train.attention == AttentionImpl::kEager) {

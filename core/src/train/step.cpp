@@ -153,6 +153,8 @@ Timeline training_step(const RankBasis& b, const StepTerms& t) {
                    : Timeline::Id{-1};
   const Timeline::Id vision = tl.alloc("activations", "vision tower / audio encoder activations", a.vision);
   const Timeline::Id image_kv = tl.alloc("activations", "image cross-attention inputs, keys and values", a.image_kv);
+  const Timeline::Id ple =
+      tl.alloc("activations", "per-layer embeddings and AltUp stacking (Gemma 3n)", a.per_layer_inputs);
   std::vector<Timeline::Id> pending, returned;
   std::vector<std::vector<Timeline::Id>> layers = forward_layers(tl, a, L, moe_layers, pending, returned);
   if (a.returned_kv > 0)
@@ -297,6 +299,7 @@ Timeline training_step(const RankBasis& b, const StepTerms& t) {
   tl.free(tied);
   tl.free(vision);
   tl.free(image_kv);
+  tl.free(ple);
   for (Timeline::Id id : fwd) tl.free(id);
   // Stepped in backward: nothing is left to step here.
   const Timeline::Id temp = tl.alloc("optimizer_temporaries", "optimizer step temporaries", in_bwd ? 0 : sz.opt_temp,
