@@ -7,17 +7,14 @@
 #include <string>
 
 #include "fixtures.h"
+#include "model_helpers.h"
 #include "vram/api.h"
 #include "vram/families.h"
 
 namespace vram {
 namespace {
 
-ModelSpec build(const json& cfg) {
-  auto r = model_from_config(cfg, "model.config");
-  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().path + ": " + r.error().message);
-  return r.ok() ? r.value() : ModelSpec{};
-}
+using testing::build;
 ModelSpec named(const std::string& id) { return build(testing::model_config(id)); }
 const ParamGroup* group(const ModelSpec& s, const std::string& module) {
   for (const auto& g : s.groups) {

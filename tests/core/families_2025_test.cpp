@@ -14,6 +14,7 @@
 
 #include "fixtures.h"
 #include "memory/recipe.h"
+#include "model_helpers.h"
 #include "vram/api.h"
 #include "vram/families.h"
 #include "vram/request.h"
@@ -21,11 +22,7 @@
 namespace vram {
 namespace {
 
-ModelSpec build(const json& cfg) {
-  auto r = model_from_config(cfg, "model.config");
-  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().path + ": " + r.error().message);
-  return r.ok() ? r.value() : ModelSpec{};
-}
+using testing::build;
 json run(const json& req) {
   json r = estimate(req);
   EXPECT_FALSE(r.contains("error")) << r.dump();
@@ -49,20 +46,7 @@ bool has_note(const ModelSpec& s, const std::string& needle) {
   }
   return false;
 }
-// Bytes per token of the saved item whose name contains `needle` in one
-// layer of `req`'s text stack (-1 when there is none).
-double saved_item(const json& req, bool moe_layer, const std::string& needle) {
-  auto parsed = parse_request(req);
-  EXPECT_TRUE(parsed.ok()) << (parsed.ok() ? "" : parsed.error().message);
-  if (!parsed.ok()) return -1;
-  const Request& q = parsed.value();
-  const auto acts = memory::layer_activations(q, q.model.text, memory::plan_trainable(q), memory::dtypes_for(q),
-                                              q.train.seq_len, moe_layer, true);
-  for (const auto& i : acts.items) {
-    if (i.name.find(needle) != std::string::npos) return i.bytes_per_token;
-  }
-  return -1;
-}
+using testing::saved_item;
 
 // ---- GLM-4.5 (glm4_moe) ----------------------------------------------------
 
@@ -144,27 +128,27 @@ TEST(Glm4Moe, TrainingKeepsTheFp32RouterInput) {
   const json full = {{"model", {{"config", glm_air()}}},
                      {"task", "train"},
                      {"train", {{"precision", "bf16"}, {"seq_len", 1024}, {"grad_checkpointing", false}}}};
-  EXPECT_DOUBLE_EQ(saved_item(full, true, "router (fp32"), 4.0 * 4096 + 4.0 * 128);
-  EXPECT_EQ(saved_item(full, true, "router logits + softmax"), -1);
-  EXPECT_GT(saved_item(full, true, "shared expert MLP"), 0);
+  EXPECT_DOUBLE_EQ(saved_item(full, "router (fp32", true), 4.0 * 4096 + 4.0 * 128);
+  EXPECT_EQ(saved_item(full, "router logits + softmax", true), -1);
+  EXPECT_GT(saved_item(full, "shared expert MLP", true), 0);
   json lora = full;
   lora["train"]["method"] = "lora";
-  EXPECT_DOUBLE_EQ(saved_item(lora, true, "router (fp32"), 4.0 * 128);
+  EXPECT_DOUBLE_EQ(saved_item(lora, "router (fp32", true), 4.0 * 128);
   // Under autocast F.linear keeps autocast's bf16 cast, and sigmoid runs in bf16.
   json amp = full;
   amp["train"]["precision"] = "amp_bf16";
-  EXPECT_DOUBLE_EQ(saved_item(amp, true, "router (fp32"), 2.0 * 4096 + 2.0 * 128);
+  EXPECT_DOUBLE_EQ(saved_item(amp, "router (fp32", true), 2.0 * 4096 + 2.0 * 128);
   // In fp32 the .type(torch.float32) is the norm output itself.
   json fp32 = full;
   fp32["train"]["precision"] = "fp32";
-  EXPECT_DOUBLE_EQ(saved_item(fp32, true, "router (fp32"), 4.0 * 128);
+  EXPECT_DOUBLE_EQ(saved_item(fp32, "router (fp32", true), 4.0 * 128);
   // DeepSeek-V3 runs the same router; Mixtral's is unchanged.
   json dsv3 = full;
   dsv3["model"]["config"] = testing::model_config("deepseek-ai/DeepSeek-V3");
-  EXPECT_DOUBLE_EQ(saved_item(dsv3, true, "router (fp32"), 4.0 * 7168 + 4.0 * 256);
+  EXPECT_DOUBLE_EQ(saved_item(dsv3, "router (fp32", true), 4.0 * 7168 + 4.0 * 256);
   json mixtral = full;
   mixtral["model"]["config"] = testing::model_config("mistralai/Mixtral-8x7B-v0.1");
-  EXPECT_DOUBLE_EQ(saved_item(mixtral, true, "router logits + softmax"), (2.0 + 4.0) * 8);
+  EXPECT_DOUBLE_EQ(saved_item(mixtral, "router logits + softmax", true), (2.0 + 4.0) * 8);
   // The whole estimate runs, with LoRA on the attention and every expert.
   lora["train"]["lora"] = {{"rank", 8}, {"targets", "all-linear"}};
   EXPECT_GT(component(run(lora), "activations"), 0);
@@ -255,12 +239,12 @@ TEST(Qwen3Next, TrainingSavesTheDeltaNetKernelTensorsAndTheOutputGate) {
       {"task", "train"},
       {"train",
        {{"precision", "bf16"}, {"seq_len", 2048}, {"attention", "flash_attention_2"}, {"grad_checkpointing", false}}}};
-  EXPECT_DOUBLE_EQ(saved_item(req, true, "gated DeltaNet: conv input"),
+  EXPECT_DOUBLE_EQ(saved_item(req, "gated DeltaNet: conv input", true),
                    2.0 * (8192 + 2 * 32 * 128 + 4096 + 32 + 64 * 32 + 3 * 4096) * 36 / 48);
-  EXPECT_DOUBLE_EQ(saved_item(req, true, "gated DeltaNet fp32"), 4.0 * 6 * 32 * 36 / 48);
+  EXPECT_DOUBLE_EQ(saved_item(req, "gated DeltaNet fp32", true), 4.0 * 6 * 32 * 36 / 48);
   // sigmoid(gate) and the gated product, 16 heads x 256 each in bf16.
-  EXPECT_DOUBLE_EQ(saved_item(req, true, "attention output gate"), 2.0 * 2 * 16 * 256 * 12 / 48);
-  EXPECT_GT(saved_item(req, true, "shared expert MLP"), 0);
+  EXPECT_DOUBLE_EQ(saved_item(req, "attention output gate", true), 2.0 * 2 * 16 * 256 * 12 / 48);
+  EXPECT_GT(saved_item(req, "shared expert MLP", true), 0);
   // The whole estimate runs, full and with LoRA on every linear.
   EXPECT_GT(component(run(req), "activations"), 0);
   json lora = req;

@@ -9,6 +9,7 @@
 
 #include "fixtures.h"
 #include "memory/recipe.h"
+#include "model_helpers.h"
 #include "train/layout.h"
 #include "vram/api.h"
 #include "vram/families.h"
@@ -17,11 +18,7 @@
 namespace vram {
 namespace {
 
-ModelSpec build(const json& cfg) {
-  auto r = model_from_config(cfg, "model.config");
-  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().path + ": " + r.error().message);
-  return r.ok() ? r.value() : ModelSpec{};
-}
+using testing::build;
 json run(json req) {
   json r = estimate(req);
   EXPECT_FALSE(r.contains("error")) << r.dump();

@@ -10,6 +10,7 @@
 
 #include "estimate_helpers.h"
 #include "fixtures.h"
+#include "model_helpers.h"
 #include "vram/api.h"
 #include "vram/families.h"
 
@@ -19,11 +20,7 @@ namespace {
 using testing::component_bytes;
 using testing::estimate_ok;
 
-ModelSpec build(const json& cfg) {
-  auto r = model_from_config(cfg, "model.config");
-  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().path + ": " + r.error().message);
-  return r.ok() ? r.value() : ModelSpec{};
-}
+using testing::build;
 Error error_of(const json& cfg) {
   auto r = model_from_config(cfg, "model.config");
   EXPECT_FALSE(r.ok()) << "expected an error";

@@ -12,6 +12,7 @@
 
 #include "fixtures.h"
 #include "memory/recipe.h"
+#include "model_helpers.h"
 #include "vram/api.h"
 #include "vram/families.h"
 #include "vram/request.h"
@@ -19,11 +20,7 @@
 namespace vram {
 namespace {
 
-ModelSpec build(const json& cfg) {
-  auto r = model_from_config(cfg, "model.config");
-  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().path + ": " + r.error().message);
-  return r.ok() ? r.value() : ModelSpec{};
-}
+using testing::build;
 json run(const json& req) {
   json r = estimate(req);
   EXPECT_FALSE(r.contains("error")) << r.dump();
@@ -39,20 +36,7 @@ int64_t text_params(const ModelSpec& s) {
   for (const auto& g : s.groups) n += g.stack == "text" ? g.total() : 0;
   return n;
 }
-// Bytes per token of the saved item whose name contains `needle` in one
-// layer of `req`'s text stack (-1 when there is none).
-double saved_item(const json& req, const std::string& needle) {
-  auto parsed = parse_request(req);
-  EXPECT_TRUE(parsed.ok()) << (parsed.ok() ? "" : parsed.error().message);
-  if (!parsed.ok()) return -1;
-  const Request& q = parsed.value();
-  const auto acts = memory::layer_activations(q, q.model.text, memory::plan_trainable(q), memory::dtypes_for(q),
-                                              q.train.seq_len, false, true);
-  for (const auto& i : acts.items) {
-    if (i.name.find(needle) != std::string::npos) return i.bytes_per_token;
-  }
-  return -1;
-}
+using testing::saved_item;
 
 json e4b() { return testing::model_config("google/gemma-3n-E4B-it"); }
 json e2b() { return testing::model_config("google/gemma-3n-E2B-it"); }
