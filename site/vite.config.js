@@ -97,8 +97,9 @@ export default defineConfig({
     preloadCore(),
     // Installable and offline (issue 18): a web app manifest and a Workbox
     // service worker that precaches the whole build (HTML, JS, CSS, the
-    // .wasm, icons; the presets are inside the JS) on the first visit, so a
-    // reload without a network still estimates. registerSW.js is a file (no
+    // .wasm, icons; each preset's config.json and each lazily loaded panel
+    // is a .js chunk, which the globPatterns below match) on the first
+    // visit, so a reload without a network still estimates, any preset. registerSW.js is a file (no
     // inline script, see CSP) and registers the worker after the load event,
     // off the first estimate's path; autoUpdate takes a new build on the next
     // visit. https://vite-pwa-org.netlify.app/guide/

@@ -7,7 +7,7 @@ import { fetchHubConfig, fetchHubTensors, loadToken } from './hub.js';
 import { MAX_INPUT_BYTES } from './limits.js';
 import { pinned, restorePin } from './pin.js';
 import { clearPlan } from './plan.js';
-import { findPreset } from './presets.js';
+import { loadPreset, loadedPreset } from './presets.js';
 import {
   DEFAULT_PRESET,
   estimator,
@@ -208,6 +208,20 @@ export function chooseSize(text) {
   return true;
 }
 
+/**
+ * A Hub model that is also a bundled preset: the preset's config.json (its
+ * chunk, lib/presets.js) stands in while the Hub fetch is in flight or has
+ * failed, unless the model has changed meanwhile.
+ */
+function presetWhileFetching(waiting) {
+  loadPreset(waiting.id).then(
+    (p) => {
+      if (p && model.peek() === waiting) model.value = { ...waiting, config: p.config };
+    },
+    () => {},
+  );
+}
+
 /** Restores model and settings from a hash; Hub models are fetched again. */
 export function restoreFromHash(hash) {
   const { model: m, settings: s, given, pin } = parse(hash);
@@ -229,9 +243,10 @@ export function restoreFromHash(hash) {
     } else if (m.source === 'hf') {
       // The link may name a model that is also bundled: keep it a Hub model
       // (its config may differ) but show the preset's numbers if offline.
-      model.value = { source: 'hf', id: m.id, config: findPreset(m.id)?.config ?? null };
+      model.value = { source: 'hf', id: m.id, config: loadedPreset(m.id)?.config ?? null };
     }
   });
+  if (m?.source === 'hf' && !model.peek().config) presetWhileFetching(model.peek());
   fillFromFramework(given);
   if (m?.source === 'hf') loadHubModel(m.id);
   restorePin(pin, hubToken || loadToken());

@@ -8,7 +8,7 @@ import { batch, signal } from '@preact/signals';
 import { choosePreset, loadHubModel } from './actions.js';
 import { coreDefault } from './fields.js';
 import { getPath, putPath } from './paths.js';
-import { PRESETS, findPreset } from './presets.js';
+import { PRESET_IDS, hasPreset, loadPreset } from './presets.js';
 import {
   applyFramework,
   defaultSettings,
@@ -64,11 +64,11 @@ export async function readConfigFile(file) {
  * (vram_io.wasm), loaded on the first import.
  */
 export async function importParsedFiles(vram, files) {
-  const presets = PRESETS.map((p) => p.id);
+  const presets = PRESET_IDS;
   let result = await vram.importFiles({ files, presets });
   const m = result.model;
   if (!result.request.model && m?.preset) {
-    const preset = findPreset(m.preset);
+    const preset = await loadPreset(m.preset);
     if (preset) {
       result = await vram.importFiles({
         files: [...files, { file: `preset:${preset.id}`, content: preset.config }],
@@ -155,8 +155,7 @@ export async function importParsed(vram, parsed) {
     if (config) {
       const id =
         result.model?.preset ?? result.model?.id ?? parsed.find((f) => f.content === config)?.file;
-      if (result.model?.preset && findPreset(result.model.preset))
-        choosePreset(result.model.preset);
+      if (result.model?.preset && hasPreset(result.model.preset)) choosePreset(result.model.preset);
       else {
         model.value = { source: 'paste', id: id ?? 'imported config.json', config };
         modelStatus.value = { state: 'idle', message: '' };

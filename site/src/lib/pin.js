@@ -6,7 +6,7 @@
 
 import { computed, signal } from '@preact/signals';
 import { fetchHubConfig } from './hub.js';
-import { findPreset } from './presets.js';
+import { hasPreset, loadPreset, loadedPreset } from './presets.js';
 import { estimator, model, requestFor, settings, withCheckpoint } from './state.js';
 
 /** The pinned setup: {model: {source, id, config}, settings}, or null. */
@@ -37,11 +37,30 @@ export function restorePin(pin, token = '') {
     return;
   }
   const m = pin.model;
+  const ticket = pinFetch;
+  // A preset's config.json may still be a chunk to load (lib/presets.js):
+  // the pin holds config null meanwhile, as for a Hub fetch in flight.
+  const withPreset = (config) => {
+    if (ticket !== pinFetch || !pinned.value || pinned.value.model.config) return;
+    pinned.value = { ...pinned.value, model: { ...pinned.value.model, config } };
+  };
   if (m.source === 'preset') {
-    const p = findPreset(m.id);
-    pinned.value = p
-      ? { model: { source: 'preset', id: p.id, config: p.config }, settings: pin.settings }
-      : null;
+    if (!hasPreset(m.id)) {
+      pinned.value = null;
+      return;
+    }
+    const p = loadedPreset(m.id);
+    pinned.value = {
+      model: { source: 'preset', id: m.id, config: p?.config ?? null },
+      settings: pin.settings,
+    };
+    if (p) return;
+    loadPreset(m.id).then(
+      (loaded) => withPreset(loaded.config),
+      (error) => {
+        if (ticket === pinFetch && pinned.value) pinned.value = { ...pinned.value, error };
+      },
+    );
     return;
   }
   if (m.source === 'paste') {
@@ -51,11 +70,16 @@ export function restorePin(pin, token = '') {
   const own = model.value;
   const config = own?.source === 'hf' && own.id === m.id && own.config ? own.config : null;
   pinned.value = {
-    model: { source: 'hf', id: m.id, config: config ?? findPreset(m.id)?.config ?? null },
+    model: { source: 'hf', id: m.id, config: config ?? loadedPreset(m.id)?.config ?? null },
     settings: pin.settings,
   };
   if (config) return;
-  const ticket = pinFetch;
+  // A bundled preset of the same id stands in until the Hub answers.
+  if (!pinned.value.model.config)
+    loadPreset(m.id).then(
+      (p) => p && withPreset(p.config),
+      () => {},
+    );
   fetchHubConfig(m.id, { token }).then(
     ({ id, config: fetched }) => {
       if (ticket !== pinFetch || !pinned.value) return;

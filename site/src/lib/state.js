@@ -3,14 +3,14 @@
 // the estimator's outcome). Every component reads these; nothing else holds
 // state that the URL must carry.
 
-import { signal, computed, effect } from '@preact/signals';
+import { batch, signal, computed, effect } from '@preact/signals';
 import { coreDefault, fieldInfo } from './fields.js';
 import { getPath, putPath } from './paths.js';
-import { findPreset } from './presets.js';
+import { DEFAULT_PRESET, hasPreset, loadPreset, loadedPreset } from './presets.js';
 import { OPTIMIZERS } from './vocabulary.js';
 import { callOffThread, workersAvailable } from './planner.js';
 
-export const DEFAULT_PRESET = 'meta-llama/Llama-3.2-1B';
+export { DEFAULT_PRESET };
 
 /**
  * Where the form deliberately starts away from the core's default
@@ -152,8 +152,9 @@ export function defaultSettings() {
   return structuredClone(DEFAULT_SETTINGS);
 }
 
+/** The model of a preset whose config.json is loaded, else null. */
 function presetModel(id) {
-  const p = findPreset(id);
+  const p = loadedPreset(id);
   return p ? { source: 'preset', id: p.id, config: p.config } : null;
 }
 
@@ -365,11 +366,40 @@ export function setMethod(method) {
       : next;
 }
 
+/**
+ * Makes a bundled preset the model; false (nothing changes) when no preset
+ * has this id. A preset whose config.json is not loaded yet (lib/presets.js)
+ * is the model at once, with config null (the results wait for it, as for a
+ * Hub fetch), and its config arrives a moment later, unless the model has
+ * changed meanwhile.
+ */
 export function setPreset(id) {
-  const m = presetModel(id);
-  if (!m) return false;
-  model.value = m;
-  modelStatus.value = { state: 'idle', message: '' };
+  if (!hasPreset(id)) return false;
+  const ready = presetModel(id);
+  if (ready) {
+    model.value = ready;
+    modelStatus.value = { state: 'idle', message: '' };
+    return true;
+  }
+  const waiting = { source: 'preset', id, config: null };
+  model.value = waiting;
+  modelStatus.value = { state: 'loading', message: `Loading the bundled config.json of ${id}…` };
+  loadPreset(id).then(
+    (p) => {
+      if (model.peek() !== waiting) return;
+      batch(() => {
+        model.value = { source: 'preset', id: p.id, config: p.config };
+        modelStatus.value = { state: 'idle', message: '' };
+      });
+    },
+    (error) => {
+      if (model.peek() !== waiting) return;
+      modelStatus.value = {
+        state: 'error',
+        message: `Could not load the bundled config.json of ${id} (${error?.message ?? error}). Reload the page to try again.`,
+      };
+    },
+  );
   return true;
 }
 

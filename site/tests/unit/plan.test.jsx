@@ -12,7 +12,7 @@ import {
   planOutcome,
   settingsMatch,
 } from '../../src/lib/plan.js';
-import { findPreset } from '../../src/lib/presets.js';
+import { loadPreset } from '../../src/lib/presets.js';
 import {
   buildRequest,
   defaultSettings,
@@ -310,7 +310,7 @@ describe('the planner panel', () => {
 
   it('disables the button with a hint when no GPU is chosen', async () => {
     // The GPU list comes from the estimator: before it arrives the request names no GPU.
-    const llama = findPreset('meta-llama/Llama-3.1-8B');
+    const llama = await loadPreset('meta-llama/Llama-3.1-8B');
     const saved = { estimator: estimator.value, model: model.value, settings: settings.value };
     try {
       estimator.value = { ...vram, version: () => ({ ...vram.version(), gpus: [] }) };
@@ -470,8 +470,8 @@ describe('Apply reproduces every candidate', () => {
     ],
   ];
 
-  it("marks the form's own layout, with the stage a pasted DeepSpeed config sets", () => {
-    const { config } = findPreset('meta-llama/Llama-3.1-8B');
+  it("marks the form's own layout, with the stage a pasted DeepSpeed config sets", async () => {
+    const { config } = await loadPreset('meta-llama/Llama-3.1-8B');
     const catalog = vram.version().gpus;
     const s = settingsFor({
       train: { ...FULL, precision: 'mixed_bf16' },
@@ -486,8 +486,8 @@ describe('Apply reproduces every candidate', () => {
 
   it.each(CASES)(
     '%s',
-    (_, id, patch) => {
-      const { config } = findPreset(id);
+    async (_, id, patch) => {
+      const { config } = await loadPreset(id);
       const experts = routedExperts(vram.modelInfo({ config }));
       const catalog = vram.version().gpus;
       const s = settingsFor(patch);

@@ -3,7 +3,7 @@
 // patch into the form so the page's estimate is that suggestion's peak.
 import { fireEvent, screen, waitFor, within } from '@testing-library/preact';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { findPreset } from '../../src/lib/presets.js';
+import { loadPreset } from '../../src/lib/presets.js';
 import { buildRequest, defaultSettings, request } from '../../src/lib/state.js';
 import { applyPatch, patchPaths } from '../../src/lib/suggest.js';
 import { verdictOf } from '../../src/lib/verdict.js';
@@ -15,8 +15,8 @@ beforeAll(async () => {
 });
 
 describe('suggestions', () => {
-  it('maps every patch field onto the form, and the form sends it back', () => {
-    const { config } = findPreset('meta-llama/Llama-3.1-8B');
+  it('maps every patch field onto the form, and the form sends it back', async () => {
+    const { config } = await loadPreset('meta-llama/Llama-3.1-8B');
     const s = defaultSettings();
     const patch = {
       train: { micro_batch: 1, grad_accum: 8, grad_checkpointing: 'full', fused_loss: true },

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 
 import { parseConfigText } from '../../src/lib/import.js';
-import { PRESETS, findPreset } from '../../src/lib/presets.js';
+import { PRESET_IDS, loadPreset } from '../../src/lib/presets.js';
 import { estimateRaw, importFilesRaw } from '../../src/wasm/vram.js';
 import { probe, repoRoot } from './requests.js';
 
@@ -29,11 +29,11 @@ async function pageImport(paths) {
   const files = await Promise.all(
     paths.map(async (p) => ({ file: p, content: await parseConfigText(p, readFileSync(p, 'utf8')) })),
   );
-  const presets = PRESETS.map((p) => p.id);
+  const presets = PRESET_IDS;
   let text = await importFilesRaw(JSON.stringify({ files, presets }));
   const first = JSON.parse(text);
   if (!first.error && !first.request.model && first.model?.preset) {
-    const preset = findPreset(first.model.preset);
+    const preset = await loadPreset(first.model.preset);
     files.push({ file: `preset:${preset.id}`, content: preset.config });
     text = await importFilesRaw(JSON.stringify({ files, presets }));
   }

@@ -13,7 +13,7 @@ import {
 } from '../../lib/actions.js';
 import { loadToken, saveToken } from '../../lib/hub.js';
 import { dropHandler } from '../../lib/drop.js';
-import { PRESETS } from '../../lib/presets.js';
+import { PRESET_IDS } from '../../lib/presets.js';
 import { model, modelStatus, outcome } from '../../lib/state.js';
 import { describePath } from '../../lib/vocabulary.js';
 import { SelectField, TextField } from '../Field/index.jsx';
@@ -38,7 +38,7 @@ function PresetPanel() {
   const value = m?.source === 'preset' ? m.id : '';
   const options = [
     ...(value ? [] : [{ value: '', label: 'Choose a preset…' }]),
-    ...PRESETS.map((p) => ({ value: p.id, label: p.id })),
+    ...PRESET_IDS.map((id) => ({ value: id, label: id })),
   ];
   return (
     <SelectField
