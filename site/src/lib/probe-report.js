@@ -1,12 +1,14 @@
 // A vram-probe report dropped on the page: read and checked here (its shape
 // is probe-agent/src/measure/json_report_writer.cpp, documented in the
 // README's "Report JSON"), matched to the GPU catalog, and compared with the
-// page's estimate. The report is page state (a signal) but not URL state: a
-// watch report's timeline is up to ~200 KB.
-
-import { signal } from '@preact/signals';
+// page's estimate. The report is page state (lib/probe-state.js) but not URL
+// state: a watch report's timeline is up to ~200 KB. This reader is a chunk
+// of its own, loaded with the first report (probe-state.js).
 
 import { MAX_INPUT_BYTES } from './limits.js';
+import { ReportError } from './probe-state.js';
+
+export { ReportError };
 
 /** The `schema` of every probe report (kProbeSchema in measure/report.h). */
 export const PROBE_SCHEMA = 'vram-planner-probe/1';
@@ -17,15 +19,6 @@ export const CONTEXT_PRIOR_BYTES = 512 * 1024 ** 2;
 // A watch report is at most ~200 KB (2048 timeline points); anything far
 // larger is not one. The core's input limit (lib/limits.js).
 const MAX_REPORT_CHARS = MAX_INPUT_BYTES;
-
-/** What the page does not accept in a report: the message and the field's path. */
-export class ReportError extends Error {
-  constructor(path, message) {
-    super(message);
-    this.name = 'ReportError';
-    this.path = path;
-  }
-}
 
 function fail(path, message) {
   throw new ReportError(path, message);
@@ -596,28 +589,4 @@ export function compareWatch(w, result) {
       ? Math.min(4, (measured.bytes - estimate) / allocated)
       : null;
   return { estimate, measured, gap, error, tone, context, fragmentation };
-}
-
-// ---- page state ---------------------------------------------------------------
-
-/** The dropped report: {name, report} or {name, error}, or null. */
-export const probeReport = signal(null);
-
-/** Reads report text into the page; returns true when it is a usable report. */
-export function loadProbeReport(textIn, name = 'pasted report') {
-  const { report, error } = parseProbeReport(textIn);
-  probeReport.value = report ? { name, report } : { name, error };
-  return Boolean(report);
-}
-
-/** A file the browser could not read (permissions, a folder): said in words. */
-export function probeReportUnreadable(name, reason) {
-  probeReport.value = {
-    name,
-    error: new ReportError('report', `The file ${name} could not be read (${reason}).`),
-  };
-}
-
-export function clearProbeReport() {
-  probeReport.value = null;
 }

@@ -5,12 +5,8 @@
 import { fireEvent, render, screen, waitFor, within } from '@testing-library/preact';
 import { App } from '../../src/components/App/index.jsx';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import {
-  clearProbeReport,
-  compareWatch,
-  matchCatalogGpu,
-  parseProbeReport,
-} from '../../src/lib/probe-report.js';
+import { compareWatch, matchCatalogGpu, parseProbeReport } from '../../src/lib/probe-report.js';
+import { clearProbeReport } from '../../src/lib/probe-state.js';
 import { outcome, request, settings } from '../../src/lib/state.js';
 import deviceFakeNvml from './fixtures/probe/device-fake-nvml-h100.json?raw';
 import deviceWorkstation from './fixtures/probe/device-workstation.json?raw';

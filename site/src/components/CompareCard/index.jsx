@@ -1,66 +1,41 @@
 // "Compare with a measurement": a vram-probe report (watch, overheads, nccl or
 // device, written with --json / --out) dropped, chosen or pasted here is read
-// (lib/probe-report.js) and set against the page's estimate (views.jsx): a
+// (lib/probe-report.js) and set against the page's estimate (report.jsx,
+// views.jsx; both loaded with the first report): a
 // watch run's measured peak against peak_bytes, a measured CUDA context or
 // NCCL figure as a one-click setting, the report's GPU against the page's.
 
-import { useState } from 'preact/hooks';
-import {
-  clearProbeReport,
-  loadProbeReport,
-  probeReport,
-  probeReportUnreadable,
-} from '../../lib/probe-report.js';
+import { signal } from '@preact/signals';
+import { useEffect, useState } from 'preact/hooks';
+import { loadProbeReport, probeReport, probeReportUnreadable } from '../../lib/probe-state.js';
 import { dropHandler } from '../../lib/drop.js';
 import { tooLargeMessage } from '../../lib/limits.js';
 import { Card } from '../Card/index.jsx';
 import { ErrorNotice } from '../ErrorNotice/index.jsx';
-import { DeviceView, NcclView, OverheadsView, RunView, WatchView } from './views.jsx';
 import styles from './style.module.css';
 
-const KIND_WORDS = {
-  watch: 'vram-probe watch',
-  overheads: 'vram-probe overheads',
-  nccl: 'vram-probe nccl',
-  device: 'vram-probe device',
-  run: 'vram-probe run',
-};
-
-function ReportView({ name, report, result }) {
-  const when = report.time ? report.time.replace('T', ' ').replace(/Z$/, ' UTC') : null;
-  return (
-    <div class={styles.report} aria-label="Probe report" role="group">
-      <div class={styles.head}>
-        <p class={styles.meta}>
-          <strong>{KIND_WORDS[report.kind]}</strong> report <span class={styles.muted}>{name}</span>
-          <span class={styles.muted}>
-            {report.host && ` · host ${report.host}`}
-            {when && ` · ${when}`}
-            {report.version && ` · vram-probe ${report.version}`}
-            {report.source === 'fake' && ' · fake memory source (a test report)'}
-          </span>
-        </p>
-        <button type="button" class={styles.button} onClick={clearProbeReport}>
-          Remove the report
-        </button>
-      </div>
-      {report.kind === 'watch' && <WatchView report={report} result={result} />}
-      {report.kind === 'run' && <RunView report={report} result={result} />}
-      {report.kind === 'run' && report.watch && <WatchView report={report} result={result} />}
-      {report.kind === 'overheads' && <OverheadsView report={report} result={result} />}
-      {report.kind === 'nccl' && <NcclView report={report} result={result} />}
-      {report.kind === 'device' && <DeviceView report={report} />}
-      {report.errors.length > 0 && (
-        <ul class={styles.notes} aria-label="Notes from the probe">
-          {report.errors.map((e, i) => (
-            <li key={i}>
-              <code>{e.code}</code>: {e.message}
-            </li>
-          ))}
-        </ul>
-      )}
-    </div>
+// The views of a report (report.jsx, views.jsx and the reader they use) are
+// a chunk loaded with the first report, not with the page (lib/probe-state.js
+// says why): {ReportView} once loaded, {error} if the chunk did not load.
+const reportViews = signal(null);
+let viewsLoading = null;
+function loadReportViews() {
+  viewsLoading ??= import('./report.jsx').then(
+    (m) => {
+      reportViews.value = { ReportView: m.ReportView };
+    },
+    (error) => {
+      viewsLoading = null;
+      reportViews.value = { error };
+    },
   );
+  return viewsLoading;
+}
+
+/** Reads a report, fetching the views' chunk alongside the reader's. */
+function readReport(text, name) {
+  loadReportViews();
+  return loadProbeReport(text, name);
 }
 
 function readFile(file) {
@@ -71,7 +46,7 @@ function readFile(file) {
     return;
   }
   file.text().then(
-    (t) => loadProbeReport(t, file.name),
+    (t) => readReport(t, file.name),
     (e) => probeReportUnreadable(file.name, e?.message ?? String(e)),
   );
 }
@@ -79,7 +54,7 @@ function readFile(file) {
 function ReportInput({ compact }) {
   const [dragging, setDragging] = useState(false);
   const [text, setText] = useState('');
-  const onDrop = dropHandler(setDragging, readFile, (t) => loadProbeReport(t, 'dropped text'));
+  const onDrop = dropHandler(setDragging, readFile, (t) => readReport(t, 'dropped text'));
   return (
     <div
       class={`${styles.drop} ${dragging ? styles.dragging : ''}`}
@@ -120,7 +95,7 @@ function ReportInput({ compact }) {
             class={styles.pasteForm}
             onSubmit={(e) => {
               e.preventDefault();
-              if (loadProbeReport(text)) setText('');
+              readReport(text).then((ok) => ok && setText(''));
             }}
           >
             <textarea
@@ -139,6 +114,33 @@ function ReportInput({ compact }) {
         </details>
       </div>
     </div>
+  );
+}
+
+/** The report's view from its chunk; a line while the chunk loads. */
+function LoadedReportView(props) {
+  const views = reportViews.value;
+  // A report set without readReport (a test, a future caller) still gets its views.
+  useEffect(() => {
+    if (!views) loadReportViews();
+  }, [views]);
+  if (views?.ReportView) return <views.ReportView {...props} />;
+  if (views?.error) {
+    return (
+      <div class={styles.report}>
+        <ErrorNotice
+          title="This report cannot be shown"
+          error={{
+            message: `The report's view could not be loaded (${views.error.message}). Reload the page to try again.`,
+          }}
+        />
+      </div>
+    );
+  }
+  return (
+    <p class={styles.report} role="status">
+      Reading the report…
+    </p>
   );
 }
 
@@ -164,7 +166,9 @@ export function CompareCard({ result }) {
           />
         </div>
       )}
-      {state?.report && <ReportView name={state.name} report={state.report} result={result} />}
+      {state?.report && (
+        <LoadedReportView name={state.name} report={state.report} result={result} />
+      )}
       <ReportInput compact={Boolean(state?.report)} />
     </Card>
   );
