@@ -146,6 +146,20 @@ export default defineConfig({
     // The WebAssembly binary is its own asset (src/wasm/vram_core.wasm, above
     // Vite's 500 kB chunk hint); its JavaScript glue is a lazily imported chunk.
     chunkSizeWarningLimit: 1024,
+    // Preact and its signals are a chunk of their own: the first script and
+    // the chunks loaded on demand (components/Lazy) all import them, and
+    // Rolldown would otherwise split them off anyway, under the name of the
+    // first module in that chunk (Vite's preload helper). A named group
+    // (https://rolldown.rs/reference/typealias.codesplittinggroup) says what
+    // the file is; either way the page loads it with the first script
+    // (a modulepreload link).
+    rolldownOptions: {
+      output: {
+        codeSplitting: {
+          groups: [{ name: 'preact', test: /[\\/]node_modules[\\/](@preact|preact)[\\/]/ }],
+        },
+      },
+    },
   },
   test: {
     projects: [

@@ -5,36 +5,23 @@
 // watch run's measured peak against peak_bytes, a measured CUDA context or
 // NCCL figure as a one-click setting, the report's GPU against the page's.
 
-import { signal } from '@preact/signals';
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { loadProbeReport, probeReport, probeReportUnreadable } from '../../lib/probe-state.js';
 import { dropHandler } from '../../lib/drop.js';
 import { tooLargeMessage } from '../../lib/limits.js';
 import { Card } from '../Card/index.jsx';
 import { ErrorNotice } from '../ErrorNotice/index.jsx';
+import { lazyView } from '../Lazy/index.jsx';
 import styles from './style.module.css';
 
 // The views of a report (report.jsx, views.jsx and the reader they use) are
 // a chunk loaded with the first report, not with the page (lib/probe-state.js
-// says why): {ReportView} once loaded, {error} if the chunk did not load.
-const reportViews = signal(null);
-let viewsLoading = null;
-function loadReportViews() {
-  viewsLoading ??= import('./report.jsx').then(
-    (m) => {
-      reportViews.value = { ReportView: m.ReportView };
-    },
-    (error) => {
-      viewsLoading = null;
-      reportViews.value = { error };
-    },
-  );
-  return viewsLoading;
-}
+// says why; components/Lazy).
+const Report = lazyView(() => import('./report.jsx'), 'ReportView');
 
 /** Reads a report, fetching the views' chunk alongside the reader's. */
 function readReport(text, name) {
-  loadReportViews();
+  Report.load();
   return loadProbeReport(text, name);
 }
 
@@ -117,26 +104,20 @@ function ReportInput({ compact }) {
   );
 }
 
-/** The report's view from its chunk; a line while the chunk loads. */
-function LoadedReportView(props) {
-  const views = reportViews.value;
-  // A report set without readReport (a test, a future caller) still gets its views.
-  useEffect(() => {
-    if (!views) loadReportViews();
-  }, [views]);
-  if (views?.ReportView) return <views.ReportView {...props} />;
-  if (views?.error) {
-    return (
-      <div class={styles.report}>
-        <ErrorNotice
-          title="This report cannot be shown"
-          error={{
-            message: `The report's view could not be loaded (${views.error.message}). Reload the page to try again.`,
-          }}
-        />
-      </div>
-    );
-  }
+function reportFailed(error) {
+  return (
+    <div class={styles.report}>
+      <ErrorNotice
+        title="This report cannot be shown"
+        error={{
+          message: `The report's view could not be loaded (${error.message}). Reload the page to try again.`,
+        }}
+      />
+    </div>
+  );
+}
+
+function Reading() {
   return (
     <p class={styles.report} role="status">
       Reading the report…
@@ -167,7 +148,13 @@ export function CompareCard({ result }) {
         </div>
       )}
       {state?.report && (
-        <LoadedReportView name={state.name} report={state.report} result={result} />
+        <Report.View
+          fallback={<Reading />}
+          failed={reportFailed}
+          name={state.name}
+          report={state.report}
+          result={result}
+        />
       )}
       <ReportInput compact={Boolean(state?.report)} />
     </Card>
