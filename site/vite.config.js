@@ -86,6 +86,27 @@ function preloadCore() {
   };
 }
 
+// fields.json (src/lib/fields.js) is `vram-probe fields --json`, committed
+// whole so that `make fields-check` and tests/wasm/fields.test.js compare it
+// with the core byte for byte. Its `doc` strings, the CLI's help text, are a
+// quarter of it and the page shows none of them: the built page's copy
+// leaves them out (a transform before Vite's JSON plugin, `enforce: 'pre'`,
+// https://vite.dev/guide/api-plugin#plugin-ordering). Build only: the tests
+// read the file as it is.
+function pageFields() {
+  return {
+    name: 'vram-page-fields',
+    apply: 'build',
+    enforce: 'pre',
+    transform(code, id) {
+      if (!/[\\/]src[\\/]lib[\\/]fields\.json$/.test(id)) return null;
+      const table = JSON.parse(code);
+      table.fields = table.fields.map(({ doc: _doc, ...field }) => field);
+      return { code: JSON.stringify(table), map: null };
+    },
+  };
+}
+
 // base './' makes every asset URL relative, so the same build works at a
 // GitHub Pages subpath (/<repo>/), at a Hugging Face Space root, and from a
 // local folder served by any static server.
@@ -93,6 +114,7 @@ export default defineConfig({
   base: './',
   plugins: [
     preact(),
+    pageFields(),
     contentSecurityPolicy(),
     preloadCore(),
     // Installable and offline (issue 18): a web app manifest and a Workbox

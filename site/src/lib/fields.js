@@ -7,7 +7,9 @@
 // WASM module's fields(). A committed copy rather than a call into the module
 // at start-up: the form's start values, the URL parser and the labels are
 // needed synchronously, at first paint and when a shared link is read, before
-// the module (a lazily loaded chunk and its .wasm) has arrived.
+// the module (a lazily loaded chunk and its .wasm) has arrived. The built
+// page's copy has no `doc` strings, which the page does not show
+// (vite.config.js pageFields).
 import table from './fields.json';
 
 /** Every request field, in docs/schema.md order. */
