@@ -164,7 +164,8 @@ export const settings = signal(defaultSettings());
 /**
  * The model: {source: 'preset' | 'hf' | 'paste' | 'size', id, config, size?}
  * ('size': a parameter count the core sizes, config null). `config` is
- * null while a Hub fetch is in flight.
+ * null while a Hub fetch is in flight or a preset's config.json is loading
+ * (setPreset).
  */
 export const model = signal(presetModel(DEFAULT_PRESET));
 
