@@ -4,8 +4,8 @@
 // it the way it waits for a Hub fetch.
 import { readdirSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { waitFor } from '@testing-library/preact';
-import { describe, expect, it } from 'vitest';
+import { screen, waitFor } from '@testing-library/preact';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
   DEFAULT_PRESET,
   PRESET_IDS,
@@ -13,7 +13,10 @@ import {
   loadPreset,
   loadedPreset,
 } from '../../src/lib/presets.js';
-import { model, modelStatus, setPreset } from '../../src/lib/state.js';
+import { pinned } from '../../src/lib/pin.js';
+import { defaultSettings, model, modelStatus, setPreset } from '../../src/lib/state.js';
+import { serialize } from '../../src/lib/url-state.js';
+import { loadRealEstimator, openPage } from './helpers.jsx';
 
 const fixtures = ['models', 'validation'].flatMap((dir) =>
   readdirSync(resolve(__dirname, '../../../tests/fixtures', dir))
@@ -61,5 +64,28 @@ describe('the bundled presets', () => {
     await new Promise((ok) => setTimeout(ok, 0));
     expect(model.value.id).toBe(DEFAULT_PRESET);
     expect(modelStatus.value.state).toBe('idle');
+  });
+});
+
+describe('a link naming presets not loaded yet', () => {
+  beforeAll(async () => {
+    await loadRealEstimator();
+  });
+
+  it('restores the model and a pinned setup once their chunks have loaded', async () => {
+    const settings = defaultSettings();
+    const hash = serialize({ source: 'preset', id: 'EleutherAI/pythia-160m' }, settings, {
+      model: { source: 'preset', id: 'HuggingFaceTB/SmolLM2-135M' },
+      settings,
+    });
+    expect(loadedPreset('EleutherAI/pythia-160m')).toBeUndefined();
+    expect(loadedPreset('HuggingFaceTB/SmolLM2-135M')).toBeUndefined();
+    await openPage(hash);
+    expect(model.value.id).toBe('EleutherAI/pythia-160m');
+    expect(model.value.config.model_type).toBe('gpt_neox');
+    await screen.findByRole('table', { name: /Pinned and current setups/ });
+    expect(pinned.value.model.config.model_type).toBe('llama');
+    expect(window.location.hash).toContain('m=preset:EleutherAI/pythia-160m');
+    expect(window.location.hash).toContain('pin=');
   });
 });
