@@ -171,7 +171,7 @@ function TrainingFields({ t }) {
         {hasVisionTower(modelFacts.value) && (
           <NumberField
             label="Images per sample"
-            name="images per sample"
+            name="train.images_per_sample"
             value={t.images_per_sample}
             min={0}
             max={fieldInfo('train.images_per_sample').max}
@@ -342,7 +342,7 @@ function InferenceFields({ i }) {
         {hasVisionTower(modelFacts.value) && (
           <NumberField
             label="Images per prompt"
-            name="images in the prompt"
+            name="infer.images_per_prompt"
             value={i.images_per_prompt}
             min={0}
             max={fieldInfo('infer.images_per_prompt').max}
