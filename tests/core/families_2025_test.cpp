@@ -12,6 +12,7 @@
 
 #include <string>
 
+#include "estimate_helpers.h"
 #include "fixtures.h"
 #include "memory/recipe.h"
 #include "model_helpers.h"
@@ -23,11 +24,7 @@ namespace vram {
 namespace {
 
 using testing::build;
-json run(const json& req) {
-  json r = estimate(req);
-  EXPECT_FALSE(r.contains("error")) << r.dump();
-  return r;
-}
+json run(const json& req) { return testing::estimate_ok(req); }
 int64_t component(const json& r, const std::string& key) {
   for (const auto& c : r["components"]) {
     if (c["key"] == key) return c["bytes"].get<int64_t>();

@@ -10,6 +10,7 @@
 
 #include <string>
 
+#include "estimate_helpers.h"
 #include "fixtures.h"
 #include "memory/recipe.h"
 #include "model_helpers.h"
@@ -21,11 +22,7 @@ namespace vram {
 namespace {
 
 using testing::build;
-json run(const json& req) {
-  json r = estimate(req);
-  EXPECT_FALSE(r.contains("error")) << r.dump();
-  return r;
-}
+json run(const json& req) { return testing::estimate_ok(req); }
 int64_t by_component(const ModelSpec& s, const char* name) {
   const auto by = s.params_by_component();
   const auto it = by.find(name);
