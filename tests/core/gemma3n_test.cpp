@@ -1,7 +1,8 @@
 // Gemma 3n (gemma3n, issue 14): the count worked from transformers'
-// modeling_gemma3n.py and timm's mobilenetv5_300m_enc (no checkpoint total was
-// reachable; models.json says so and gives Keras Hub's published totals, which
-// agree but for 157,184 parameters of their own vision tower), and what the
+// modeling_gemma3n.py and timm's mobilenetv5_300m_enc, which equals the Hub's
+// safetensors totals as transcribed in public documents (models.json quotes
+// them; Keras Hub's totals are 157,184 higher, the conv biases of its own
+// vision tower port), and what the
 // architecture changes in memory: the last num_kv_shared_layers layers cache
 // no keys, the per-layer embeddings stay on the GPU as transformers loads
 // them, AltUp carries four copies of the hidden state through every layer, and
@@ -71,6 +72,20 @@ TEST(Gemma3n, E2bCountFollowsTheModelingSource) {
   EXPECT_EQ(s.params_total() - kVisionTower + 294284096, 5439595456);  // Keras Hub gemma3n_e2b
   EXPECT_EQ(s.text.kv_shared_layers, 10);
   EXPECT_EQ(s.text.kv_shared_sliding, 8);
+}
+
+// The verbatim Hub config.json of the E2B base checkpoint (unsloth's mirror,
+// models.json): the same count as the rebuilt E2B-it fixture, and its extra
+// keys (vision_config num_classes / label_names, which TimmWrapperModel
+// ignores: it builds the tower with num_classes=0) add nothing.
+TEST(Gemma3n, VerbatimE2bConfigGivesTheHubTotal) {
+  const ModelSpec s = build(testing::model_config("google/gemma-3n-E2B"));
+  EXPECT_EQ(s.params_total(), kE2b);
+  EXPECT_EQ(by_component(s, comp::kVision), kVisionTower);
+  EXPECT_EQ(by_component(s, comp::kAudio), kAudioTower);
+  EXPECT_EQ(s.text.kv_shared_layers, 10);
+  const json out = run({{"task", "infer"}, {"model", {{"config", testing::model_config("google/gemma-3n-E2B")}}}});
+  EXPECT_EQ(out["model"]["params_total"], kE2b);
 }
 
 TEST(Gemma3n, ReadsTheLayerPatternKvSharingAndAltUp) {

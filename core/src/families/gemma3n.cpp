@@ -442,7 +442,8 @@ void build_gemma3n_text(const JsonReader& cfg, ModelSpec& spec) {
   add_norm(spec, "norm", "text", h, false, 1);
   if (!spec.tie_word_embeddings) add_linear(spec, "lm_head", comp::kLmHead, "text", h, spec.vocab, false, 1);
   spec.notes.push_back(
-      "transformers keeps the per-layer embeddings (embed_tokens_per_layer, " +
+      // Starts with the config key it is about: a gemma3n config prefixes it with "text_config.".
+      "vocab_size_per_layer_input: transformers keeps the per-layer embeddings (embed_tokens_per_layer, " +
       std::to_string(bytes::mul(ple_vocab, lp, kParams)) +
       " parameters) on the GPU with the rest of the model; Google's on-device runtimes keep them off the accelerator "
       "(PLE caching), which this estimate does not assume");
