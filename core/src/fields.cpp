@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "table_def.h"
 #include "vram/api.h"
 #include "vram/optimizers.h"
 
@@ -60,47 +61,7 @@ namespace {
 // Enum values and aliases are '|'-separated lists ("train|infer",
 // "trl=hf|accelerate=hf").
 
-// A field's default as data: null, an integer, a number, a bool, a string or
-// an empty list.
-struct Def {
-  enum class Kind : unsigned char { kNull, kInt, kNumber, kBool, kString, kEmptyList };
-  Kind kind = Kind::kNull;
-  int64_t i = 0;
-  double d = 0;
-  bool b = false;
-  const char* s = nullptr;
-
-  constexpr Def() = default;
-  constexpr Def(std::nullptr_t) {}                             // NOLINT(google-explicit-constructor)
-  constexpr Def(int v) : kind(Kind::kInt), i(v) {}             // NOLINT(google-explicit-constructor)
-  constexpr Def(int64_t v) : kind(Kind::kInt), i(v) {}         // NOLINT(google-explicit-constructor)
-  constexpr Def(double v) : kind(Kind::kNumber), d(v) {}       // NOLINT(google-explicit-constructor)
-  constexpr Def(bool v) : kind(Kind::kBool), b(v) {}           // NOLINT(google-explicit-constructor)
-  constexpr Def(const char* v) : kind(Kind::kString), s(v) {}  // NOLINT(google-explicit-constructor)
-  static constexpr Def empty_list() {
-    Def x;
-    x.kind = Kind::kEmptyList;
-    return x;
-  }
-
-  json to_json() const {
-    switch (kind) {
-      case Kind::kInt:
-        return i;
-      case Kind::kNumber:
-        return d;
-      case Kind::kBool:
-        return b;
-      case Kind::kString:
-        return s;
-      case Kind::kEmptyList:
-        return json::array();
-      case Kind::kNull:
-        break;
-    }
-    return nullptr;
-  }
-};
+using detail::Def;
 
 // Where a field shows up outside the request: its label, flag and URL key.
 struct Face {
@@ -286,7 +247,7 @@ constexpr Row kRows[] = {
     boolean("train.quant.saves_input", d::kQuantSavesInput,
             {"4-bit Linear keeps its input (bitsandbytes < 0.43.2)", "", "",
              "bitsandbytes 0.41-0.43.1 MatMul4Bit saved every 4-bit Linear's input for backward"}),
-    make("train.trainable_modules", T::kList, Def::empty_list(),
+    make("train.trainable_modules", T::kList, Def::list(""),
          {"Trainable modules", "--trainable-modules", "", "method freeze: leaf names or layers.N"}),
     integer("train.images_per_sample", 0, 0, 1024,
             {"Images per sample", "--images-per-sample", "imgs", "VLMs: images through the vision tower"}),
@@ -420,18 +381,6 @@ constexpr Row kRows[] = {
 
 #undef VRAM_FSDP_STRATEGIES
 
-std::vector<std::string> split(std::string_view text) {
-  std::vector<std::string> out;
-  if (text.empty()) return out;
-  size_t from = 0;
-  while (true) {
-    const size_t bar = text.find('|', from);
-    out.emplace_back(text.substr(from, bar == std::string_view::npos ? std::string_view::npos : bar - from));
-    if (bar == std::string_view::npos) return out;
-    from = bar + 1;
-  }
-}
-
 std::vector<FieldSpec> build() {
   std::vector<FieldSpec> out;
   out.reserve(std::size(kRows));
@@ -444,8 +393,8 @@ std::vector<FieldSpec> build() {
       f.values = optimizer_names();
       f.aliases = optimizer_aliases();
     } else {
-      f.values = split(r.values);
-      for (const std::string& pair : split(r.aliases)) {
+      f.values = detail::split_bars(r.values);
+      for (const std::string& pair : detail::split_bars(r.aliases)) {
         const size_t eq = pair.find('=');
         f.aliases.emplace_back(pair.substr(0, eq), pair.substr(eq + 1));
       }

@@ -5,257 +5,258 @@
 
 #include <algorithm>
 
+#include "table_def.h"
+
 namespace vram {
 
 namespace {
 
-const std::vector<std::string> kAdapters = {"lora", "qlora"};
+using detail::Def;
+
+// One framework default as data (issue 18): built as code the table was
+// 19 KB of WebAssembly code (a --profiling-funcs link); as constexpr rows
+// vram_core.wasm went from 776,939 to 761,916 bytes, 291,135 to 286,503 gzip
+// -9 (2026-11-28, -Oz + LTO). Its source is `prefix` + `source`, `methods`
+// the train.method values it applies to ('|'-separated, "" = all).
+struct DefaultRow {
+  const char* path;
+  Def value;
+  const char* prefix;
+  const char* source;
+  const char* methods;
+};
+
+constexpr const char* kAdapters = "lora|qlora";
 
 // torchtune at bd2a0fc7 (recipes/configs/llama3_1/8B_{lora,qlora,full}_single_device.yaml,
 // recipes/lora_finetune_single_device.py, recipes/full_finetune_single_device.py).
-Framework torchtune() {
-  const std::string cfg = "torchtune recipes/configs/llama3_1/8B_";
-  return {"torchtune",
-          "torchtune",
-          {
-              {"train.precision", "bf16", cfg + "*_single_device.yaml dtype: bf16 (weights, grads and states in bf16)"},
-              {"train.grad_checkpointing", "full", cfg + "*_single_device.yaml enable_activation_checkpointing: True"},
-              {"train.activation_offload", false, cfg + "*_single_device.yaml enable_activation_offloading: False"},
-              {"train.attention", "sdpa",
-               "torchtune/modules/attention_utils.py _sdpa_or_flex_attention (SDPA unless packed)"},
-              {"train.optimizer", "adamw_torch_fused",
-               cfg + "lora_single_device.yaml optimizer: torch.optim.AdamW fused: True", kAdapters},
-              {"train.lora.rank", 8, cfg + "lora_single_device.yaml model.lora_rank: 8", kAdapters},
-              {"train.lora.alpha", 16, cfg + "lora_single_device.yaml model.lora_alpha: 16", kAdapters},
-              {"train.lora.dropout", 0.0, cfg + "lora_single_device.yaml model.lora_dropout: 0.0", kAdapters},
-              {"train.lora.targets", json::array({"q_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}),
-               cfg + "lora_single_device.yaml lora_attn_modules [q_proj, v_proj, output_proj], apply_lora_to_mlp: True",
-               kAdapters},
-              {"train.lora.adapter_fp32", false,
-               "torchtune recipes/lora_finetune_single_device.py: the model, adapters included, is built under "
-               "set_default_dtype(bf16)",
-               kAdapters},
-              {"train.quant.double_quant",
-               true,
-               "torchao nf4_tensor.py to_nf4(block_size=64, scaler_block_size=256): the scales are always quantised",
-               {"qlora"}},
-              {"train.quant.quantizer",
-               "torchao",
-               "torchtune torchtune/modules/peft/lora.py LoRALinear(quantize_base=True): to_nf4(linear.weight) "
-               "(torchao dtypes/nf4tensor.py), and again when the checkpoint is copied in (NF4Tensor copy_)",
-               {"qlora"}},
-              {"train.optimizer",
-               "paged_adamw_8bit",
-               cfg + "full_single_device.yaml optimizer: bitsandbytes.optim.PagedAdamW8bit",
-               {"full"}},
-              {"train.optimizer_in_backward", true, cfg + "full_single_device.yaml optimizer_in_bwd: True", {"full"}},
-              {"train.compile", false,
-               cfg + "*_single_device.yaml compile: False (with True the estimate stays eager mode's, not modelled)"},
-              {"train.padding", "longest",
-               cfg + "*_single_device.yaml dataset.packed: False -> recipes/lora_finetune_single_device.py "
-                     "_setup_data collates with torchtune/data/_collate.py padded_collate_sft (pads to the longest "
-                     "sequence in the batch)"},
-          },
-          {"loss: LinearCrossEntropyLoss computes the output projection and an fp32 cross-entropy in 8 chunks of the "
-           "tokens that are not ignored; counted as the standard loss (all chunks' results stay alive until "
-           "backward in eager mode), an upper bound",
-           "QLoRA quantises every attention and MLP linear to NF4 (torchtune PR #1485), as modelled; the embeddings "
-           "and output stay bf16"}};
-}
+constexpr const char* kTorchtuneCfg = "torchtune recipes/configs/llama3_1/8B_";
+constexpr DefaultRow kTorchtuneDefaults[] = {
+    {"train.precision", "bf16", kTorchtuneCfg, "*_single_device.yaml dtype: bf16 (weights, grads and states in bf16)",
+     ""},
+    {"train.grad_checkpointing", "full", kTorchtuneCfg, "*_single_device.yaml enable_activation_checkpointing: True",
+     ""},
+    {"train.activation_offload", false, kTorchtuneCfg, "*_single_device.yaml enable_activation_offloading: False", ""},
+    {"train.attention", "sdpa", "", "torchtune/modules/attention_utils.py _sdpa_or_flex_attention (SDPA unless packed)",
+     ""},
+    {"train.optimizer", "adamw_torch_fused", kTorchtuneCfg,
+     "lora_single_device.yaml optimizer: torch.optim.AdamW fused: True", kAdapters},
+    {"train.lora.rank", 8, kTorchtuneCfg, "lora_single_device.yaml model.lora_rank: 8", kAdapters},
+    {"train.lora.alpha", 16, kTorchtuneCfg, "lora_single_device.yaml model.lora_alpha: 16", kAdapters},
+    {"train.lora.dropout", 0.0, kTorchtuneCfg, "lora_single_device.yaml model.lora_dropout: 0.0", kAdapters},
+    {"train.lora.targets", Def::list("q_proj|v_proj|o_proj|gate_proj|up_proj|down_proj"), kTorchtuneCfg,
+     "lora_single_device.yaml lora_attn_modules [q_proj, v_proj, output_proj], apply_lora_to_mlp: True", kAdapters},
+    {"train.lora.adapter_fp32", false, "",
+     "torchtune recipes/lora_finetune_single_device.py: the model, adapters included, is built under "
+     "set_default_dtype(bf16)",
+     kAdapters},
+    {"train.quant.double_quant", true, "",
+     "torchao nf4_tensor.py to_nf4(block_size=64, scaler_block_size=256): the scales are always quantised", "qlora"},
+    {"train.quant.quantizer", "torchao", "",
+     "torchtune torchtune/modules/peft/lora.py LoRALinear(quantize_base=True): to_nf4(linear.weight) "
+     "(torchao dtypes/nf4tensor.py), and again when the checkpoint is copied in (NF4Tensor copy_)",
+     "qlora"},
+    {"train.optimizer", "paged_adamw_8bit", kTorchtuneCfg,
+     "full_single_device.yaml optimizer: bitsandbytes.optim.PagedAdamW8bit", "full"},
+    {"train.optimizer_in_backward", true, kTorchtuneCfg, "full_single_device.yaml optimizer_in_bwd: True", "full"},
+    {"train.compile", false, kTorchtuneCfg,
+     "*_single_device.yaml compile: False (with True the estimate stays eager mode's, not modelled)", ""},
+    {"train.padding", "longest", kTorchtuneCfg,
+     "*_single_device.yaml dataset.packed: False -> recipes/lora_finetune_single_device.py "
+     "_setup_data collates with torchtune/data/_collate.py padded_collate_sft (pads to the longest "
+     "sequence in the batch)",
+     ""},
+};
+constexpr const char* kTorchtuneNotModelled[] = {
+    "loss: LinearCrossEntropyLoss computes the output projection and an fp32 cross-entropy in 8 chunks of the "
+    "tokens that are not ignored; counted as the standard loss (all chunks' results stay alive until "
+    "backward in eager mode), an upper bound",
+    "QLoRA quantises every attention and MLP linear to NF4 (torchtune PR #1485), as modelled; the embeddings "
+    "and output stay bf16",
+};
 
 // torchtitan at b5bcd76c (torchtitan/models/llama3/config_registry.py,
 // torchtitan/config/configs.py).
-Framework torchtitan() {
-  const std::string src = "torchtitan torchtitan/models/llama3/config_registry.py llama3_8b()";
-  return {"torchtitan",
-          "torchtitan",
-          {
-              {"train.precision", "amp_bf16",
-               "torchtitan torchtitan/config/configs.py dtype='float32', mixed_precision_param='bfloat16' (fp32 "
-               "weights and states, bf16 compute)"},
-              {"train.grad_checkpointing", "selective_op",
-               src + " activation_checkpoint=SelectiveAC (op level: layer input, every second matmul and the "
-                     "attention outputs saved)"},
-              {"train.optimizer", "adamw_torch_fused", src + " optimizer=default_adamw (torch AdamW, fused)"},
-              {"train.fused_loss", true, src + " loss=ChunkedLossWrapper (output layer and loss in 8 chunks)"},
-          },
-          {"attention: FlexAttention by default (not modelled; estimated as SDPA)"}};
-}
+constexpr const char* kTorchtitanSrc = "torchtitan torchtitan/models/llama3/config_registry.py llama3_8b()";
+constexpr DefaultRow kTorchtitanDefaults[] = {
+    {"train.precision", "amp_bf16", "",
+     "torchtitan torchtitan/config/configs.py dtype='float32', mixed_precision_param='bfloat16' (fp32 "
+     "weights and states, bf16 compute)",
+     ""},
+    {"train.grad_checkpointing", "selective_op", kTorchtitanSrc,
+     " activation_checkpoint=SelectiveAC (op level: layer input, every second matmul and the "
+     "attention outputs saved)",
+     ""},
+    {"train.optimizer", "adamw_torch_fused", kTorchtitanSrc, " optimizer=default_adamw (torch AdamW, fused)", ""},
+    {"train.fused_loss", true, kTorchtitanSrc, " loss=ChunkedLossWrapper (output layer and loss in 8 chunks)", ""},
+};
+constexpr const char* kTorchtitanNotModelled[] = {
+    "attention: FlexAttention by default (not modelled; estimated as SDPA)",
+};
 
 // Megatron-LM at d98e8a64 (megatron/training/arguments.py, megatron/core configs).
-Framework megatron() {
-  return {"megatron",
-          "Megatron-LM",
-          {
-              {"train.precision", "mixed_bf16",
-               "Megatron-LM examples/llama/train_llama3_8b_h100_fp8.sh --bf16; megatron/training/arguments.py: "
-               "--bf16 keeps fp32 main params and grads (accumulate_allreduce_grads_in_fp32)"},
-              {"train.optimizer", "adamw_torch_fused",
-               "Megatron-LM megatron/training/arguments.py --optimizer default 'adam' (Transformer Engine FusedAdam)"},
-              {"train.grad_checkpointing", "none",
-               "Megatron-LM megatron/core/transformer/transformer_config.py recompute_granularity=None"},
-          },
-          {"--use-distributed-optimizer is off by default: choose parallel.distributed_optimizer to shard the fp32 "
-           "state",
-           "attention backend chosen by Transformer Engine at run time"}};
-}
+constexpr DefaultRow kMegatronDefaults[] = {
+    {"train.precision", "mixed_bf16", "",
+     "Megatron-LM examples/llama/train_llama3_8b_h100_fp8.sh --bf16; megatron/training/arguments.py: "
+     "--bf16 keeps fp32 main params and grads (accumulate_allreduce_grads_in_fp32)",
+     ""},
+    {"train.optimizer", "adamw_torch_fused", "",
+     "Megatron-LM megatron/training/arguments.py --optimizer default 'adam' (Transformer Engine FusedAdam)", ""},
+    {"train.grad_checkpointing", "none", "",
+     "Megatron-LM megatron/core/transformer/transformer_config.py recompute_granularity=None", ""},
+};
+constexpr const char* kMegatronNotModelled[] = {
+    "--use-distributed-optimizer is off by default: choose parallel.distributed_optimizer to shard the fp32 "
+    "state",
+    "attention backend chosen by Transformer Engine at run time",
+};
 
 // LitGPT at 26857050 (litgpt/finetune/lora.py setup()).
-Framework litgpt() {
-  const std::string lora = "litgpt litgpt/finetune/lora.py setup(";
-  return {"litgpt",
-          "LitGPT",
-          {
-              {"train.lora.rank", 8, lora + "lora_r=8)", kAdapters},
-              {"train.lora.alpha", 16, lora + "lora_alpha=16)", kAdapters},
-              {"train.lora.dropout", 0.05, lora + "lora_dropout=0.05)", kAdapters},
-              {"train.lora.targets", json::array({"q_proj", "v_proj"}),
-               lora + "lora_query=True, lora_value=True; key, projection, mlp and head False)", kAdapters},
-              {"train.lora.adapter_fp32", false, lora + "): adapters take the model's precision", kAdapters},
-              {"train.lora.fused_qkv", true,
-               "litgpt litgpt/lora.py LoRAQKVLinear.forward: one lora_dropout and one lora_A over the fused q/k/v "
-               "input (CausalSelfAttention.attn is one Linear)",
-               kAdapters},
-              {"train.precision",
-               "amp_bf16",
-               lora + "precision=None) -> get_default_supported_precision: bf16-mixed (fp32 weights, bf16 autocast)",
-               {"full", "lora", "freeze"}},
-              {"train.precision", "bf16", lora + "): --quantize needs bf16-true", {"qlora"}},
-              {"train.optimizer",
-               "adamw_torch",
-               lora + "optimizer='AdamW') -> torch.optim.AdamW",
-               {"full", "lora", "freeze"}},
-              {"train.optimizer",
-               "paged_adamw_32bit",
-               "litgpt litgpt/finetune/lora.py main(): bitsandbytes PagedAdamW with a bnb quantisation",
-               {"qlora"}},
-              {"train.quant.quantizer",
-               "lightning_bitsandbytes",
-               "litgpt litgpt/finetune/lora.py setup(): --quantize bnb.* -> lightning BitsandbytesPrecision "
-               "(lightning_fabric/plugins/precision/bitsandbytes.py: every torch.nn.Linear, lm_head included, "
-               "quantised from an fp16 copy)",
-               {"qlora"}},
-              {"train.grad_checkpointing", "none", lora + "): activation checkpointing only with FSDP on several GPUs"},
-              {"train.attention", "sdpa", "litgpt litgpt/model.py CausalSelfAttention.scaled_dot_product_attention"},
-              {"train.keeps_previous_logits", true,
-               "litgpt litgpt/finetune/lora.py fit(): `logits = model(input_ids, lm_head_chunk_size=128)` holds the "
-               "previous step's logits and graph until the next model() returns"},
-          },
-          {"loss: chunked_cross_entropy in 128-token chunks, every chunk's logits kept for backward (counted as the "
-           "standard loss)",
-           "with --quantize, loading replays bitsandbytes' quantiser, not Lightning's fp16-first one (load is not "
-           "the peak)",
-           "batches are padded to the longest sample (litgpt/data/base.py get_sft_collate_fn); train.padding stays "
-           "max_length because the shorter-step replay is validated only with activation checkpointing (LitGPT "
-           "checkpoints nothing on one GPU); choose train.padding longest for a reserved figure that keeps the "
-           "cache of shorter batches"}};
-}
+constexpr const char* kLitgptLora = "litgpt litgpt/finetune/lora.py setup(";
+constexpr DefaultRow kLitgptDefaults[] = {
+    {"train.lora.rank", 8, kLitgptLora, "lora_r=8)", kAdapters},
+    {"train.lora.alpha", 16, kLitgptLora, "lora_alpha=16)", kAdapters},
+    {"train.lora.dropout", 0.05, kLitgptLora, "lora_dropout=0.05)", kAdapters},
+    {"train.lora.targets", Def::list("q_proj|v_proj"), kLitgptLora,
+     "lora_query=True, lora_value=True; key, projection, mlp and head False)", kAdapters},
+    {"train.lora.adapter_fp32", false, kLitgptLora, "): adapters take the model's precision", kAdapters},
+    {"train.lora.fused_qkv", true, "",
+     "litgpt litgpt/lora.py LoRAQKVLinear.forward: one lora_dropout and one lora_A over the fused q/k/v "
+     "input (CausalSelfAttention.attn is one Linear)",
+     kAdapters},
+    {"train.precision", "amp_bf16", kLitgptLora,
+     "precision=None) -> get_default_supported_precision: bf16-mixed (fp32 weights, bf16 autocast)",
+     "full|lora|freeze"},
+    {"train.precision", "bf16", kLitgptLora, "): --quantize needs bf16-true", "qlora"},
+    {"train.optimizer", "adamw_torch", kLitgptLora, "optimizer='AdamW') -> torch.optim.AdamW", "full|lora|freeze"},
+    {"train.optimizer", "paged_adamw_32bit", "",
+     "litgpt litgpt/finetune/lora.py main(): bitsandbytes PagedAdamW with a bnb quantisation", "qlora"},
+    {"train.quant.quantizer", "lightning_bitsandbytes", "",
+     "litgpt litgpt/finetune/lora.py setup(): --quantize bnb.* -> lightning BitsandbytesPrecision "
+     "(lightning_fabric/plugins/precision/bitsandbytes.py: every torch.nn.Linear, lm_head included, "
+     "quantised from an fp16 copy)",
+     "qlora"},
+    {"train.grad_checkpointing", "none", kLitgptLora, "): activation checkpointing only with FSDP on several GPUs", ""},
+    {"train.attention", "sdpa", "", "litgpt litgpt/model.py CausalSelfAttention.scaled_dot_product_attention", ""},
+    {"train.keeps_previous_logits", true, "",
+     "litgpt litgpt/finetune/lora.py fit(): `logits = model(input_ids, lm_head_chunk_size=128)` holds the "
+     "previous step's logits and graph until the next model() returns",
+     ""},
+};
+constexpr const char* kLitgptNotModelled[] = {
+    "loss: chunked_cross_entropy in 128-token chunks, every chunk's logits kept for backward (counted as the "
+    "standard loss)",
+    "with --quantize, loading replays bitsandbytes' quantiser, not Lightning's fp16-first one (load is not "
+    "the peak)",
+    "batches are padded to the longest sample (litgpt/data/base.py get_sft_collate_fn); train.padding stays "
+    "max_length because the shorter-step replay is validated only with activation checkpointing (LitGPT "
+    "checkpoints nothing on one GPU); choose train.padding longest for a reserved figure that keeps the "
+    "cache of shorter batches",
+};
 
 // Unsloth at 015bdef0 (unsloth/models/llama.py FastLlamaModel), unsloth-zoo at ce232d6c.
-Framework unsloth() {
-  const std::string peft = "unsloth unsloth/models/llama.py FastLlamaModel.get_peft_model(";
-  return {
-      "unsloth",
-      "Unsloth",
-      {
-          {"train.lora.rank", 16, peft + "r=16)", kAdapters},
-          {"train.lora.alpha", 16, peft + "lora_alpha=16)", kAdapters},
-          {"train.lora.dropout", 0.0, peft + "lora_dropout=0)", kAdapters},
-          {"train.lora.targets",
-           json::array({"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}),
-           peft + "target_modules=[q,k,v,o,gate,up,down]_proj)", kAdapters},
-          {"train.lora.adapter_fp32", true,
-           "unsloth-zoo unsloth_zoo/training_utils.py prepare_model_for_training: lora_A/B cast to fp32", kAdapters},
-          {"train.grad_checkpointing", "full", peft + "use_gradient_checkpointing='unsloth')"},
-          {"train.activation_offload", true,
-           "unsloth unsloth/models/_utils.py: 'unsloth' checkpointing keeps each layer's input in pinned host "
-           "memory"},
-          {"train.fused_loss", true,
-           "unsloth unsloth/models/llama.py CausalLM_fast_forward: fused linear cross-entropy (no full logits)"},
-          {"train.optimizer", "adamw_bnb_8bit",
-           "unsloth studio/backend/assets/configs/model_defaults/default.yaml optim: adamw_8bit (its recipes)"},
-          {"train.quant.double_quant",
-           true,
-           "unsloth unsloth/models/llama.py FastLlamaModel.from_pretrained BitsAndBytesConfig(bnb_4bit_use_"
-           "double_quant=True)",
-           {"qlora"}},
-          // Only the adapters are cast (to fp32); embeddings, norms and lm_head
-          // keep the loaded 16-bit dtype, unlike PEFT's
-          // prepare_model_for_kbit_training (same in unsloth 2024.1,
-          // unsloth/models/_utils.py prepare_model_for_kbit_training at
-          // 2f55935f: requires_grad only, no casts).
-          {"train.quant.prepare_kbit",
-           false,
-           "unsloth-zoo unsloth_zoo/training_utils.py prepare_model_for_training: only lora_A/B upcast",
-           {"qlora"}},
-          {"train.kernels", "unsloth",
-           "unsloth unsloth/models/llama.py FastLlamaModel.patch_peft_model: LoRA_MLP / LoRA_QKV / LoRA_W "
-           "(kernels/fast_lora.py) when lora_dropout == 0 and bias == 'none'; fast_rms_layernorm, in-place RoPE, "
-           "fast_cross_entropy_loss"},
-      },
-      {"below a max sequence length of 512, 'unsloth' checkpointing does not offload",
-       "attention: FlashAttention 2 when installed, else xformers, else SDPA (utils/attention_dispatch.py "
-       "select_attention_backend; estimated as the request's attention)",
-       "the fused LoRA functions are modelled as for Llama layers on every gated-MLP family; Unsloth's exceptions "
-       "(biased q/k/v as in Qwen2 left unpatched, Falcon-H1's MLP) are not"}};
-}
+constexpr const char* kUnslothPeft = "unsloth unsloth/models/llama.py FastLlamaModel.get_peft_model(";
+constexpr DefaultRow kUnslothDefaults[] = {
+    {"train.lora.rank", 16, kUnslothPeft, "r=16)", kAdapters},
+    {"train.lora.alpha", 16, kUnslothPeft, "lora_alpha=16)", kAdapters},
+    {"train.lora.dropout", 0.0, kUnslothPeft, "lora_dropout=0)", kAdapters},
+    {"train.lora.targets", Def::list("q_proj|k_proj|v_proj|o_proj|gate_proj|up_proj|down_proj"), kUnslothPeft,
+     "target_modules=[q,k,v,o,gate,up,down]_proj)", kAdapters},
+    {"train.lora.adapter_fp32", true, "",
+     "unsloth-zoo unsloth_zoo/training_utils.py prepare_model_for_training: lora_A/B cast to fp32", kAdapters},
+    {"train.grad_checkpointing", "full", kUnslothPeft, "use_gradient_checkpointing='unsloth')", ""},
+    {"train.activation_offload", true, "",
+     "unsloth unsloth/models/_utils.py: 'unsloth' checkpointing keeps each layer's input in pinned host "
+     "memory",
+     ""},
+    {"train.fused_loss", true, "",
+     "unsloth unsloth/models/llama.py CausalLM_fast_forward: fused linear cross-entropy (no full logits)", ""},
+    {"train.optimizer", "adamw_bnb_8bit", "",
+     "unsloth studio/backend/assets/configs/model_defaults/default.yaml optim: adamw_8bit (its recipes)", ""},
+    {"train.quant.double_quant", true, "",
+     "unsloth unsloth/models/llama.py FastLlamaModel.from_pretrained BitsAndBytesConfig(bnb_4bit_use_"
+     "double_quant=True)",
+     "qlora"},
+    // Only the adapters are cast (to fp32); embeddings, norms and lm_head
+    // keep the loaded 16-bit dtype, unlike PEFT's
+    // prepare_model_for_kbit_training (same in unsloth 2024.1,
+    // unsloth/models/_utils.py prepare_model_for_kbit_training at
+    // 2f55935f: requires_grad only, no casts).
+    {"train.quant.prepare_kbit", false, "",
+     "unsloth-zoo unsloth_zoo/training_utils.py prepare_model_for_training: only lora_A/B upcast", "qlora"},
+    {"train.kernels", "unsloth", "",
+     "unsloth unsloth/models/llama.py FastLlamaModel.patch_peft_model: LoRA_MLP / LoRA_QKV / LoRA_W "
+     "(kernels/fast_lora.py) when lora_dropout == 0 and bias == 'none'; fast_rms_layernorm, in-place RoPE, "
+     "fast_cross_entropy_loss",
+     ""},
+};
+constexpr const char* kUnslothNotModelled[] = {
+    "below a max sequence length of 512, 'unsloth' checkpointing does not offload",
+    "attention: FlashAttention 2 when installed, else xformers, else SDPA (utils/attention_dispatch.py "
+    "select_attention_backend; estimated as the request's attention)",
+    "the fused LoRA functions are modelled as for Llama layers on every gated-MLP family; Unsloth's exceptions "
+    "(biased q/k/v as in Qwen2 left unpatched, Falcon-H1's MLP) are not",
+};
 
 // Axolotl at 067b021c (src/axolotl/utils/schemas/*.py, src/axolotl/loaders/*.py).
-Framework axolotl() {
-  const std::string schemas = "axolotl src/axolotl/utils/schemas/";
-  return {"axolotl",
-          "Axolotl",
-          {
-              {"train.optimizer", "adamw_torch_fused", schemas + "training.py HyperparametersConfig optimizer"},
-              {"train.precision", "bf16", schemas + "config.py bf16 'auto': the model loads in bf16"},
-              {"train.grad_checkpointing", "none", schemas + "config.py AxolotlInputConfig gradient_checkpointing"},
-              {"train.activation_offload", false, schemas + "config.py activation_offloading"},
-              {"train.lora.dropout", 0.0, schemas + "peft.py LoraConfig.lora_dropout", kAdapters},
-              {"train.lora.targets", "all-linear",
-               "axolotl src/axolotl/loaders/adapter.py _build_peft_lora_config (lora_target_linear: true in its "
-               "examples)",
-               kAdapters},
-              {"train.lora.adapter_fp32", true, "axolotl src/axolotl/loaders/adapter.py peft_autocast_adapter_dtype",
-               kAdapters},
-              {"train.quant.double_quant",
-               true,
-               "axolotl src/axolotl/loaders/model.py BitsAndBytesConfig for qlora",
-               {"qlora"}},
-          },
-          {"lora_r and lora_alpha have no default (the config must set them); the request's own apply",
-           "sample packing and its Triton LoRA kernels are not modelled"}};
-}
+constexpr const char* kAxolotlSchemas = "axolotl src/axolotl/utils/schemas/";
+constexpr DefaultRow kAxolotlDefaults[] = {
+    {"train.optimizer", "adamw_torch_fused", kAxolotlSchemas, "training.py HyperparametersConfig optimizer", ""},
+    {"train.precision", "bf16", kAxolotlSchemas, "config.py bf16 'auto': the model loads in bf16", ""},
+    {"train.grad_checkpointing", "none", kAxolotlSchemas, "config.py AxolotlInputConfig gradient_checkpointing", ""},
+    {"train.activation_offload", false, kAxolotlSchemas, "config.py activation_offloading", ""},
+    {"train.lora.dropout", 0.0, kAxolotlSchemas, "peft.py LoraConfig.lora_dropout", kAdapters},
+    {"train.lora.targets", "all-linear", "",
+     "axolotl src/axolotl/loaders/adapter.py _build_peft_lora_config (lora_target_linear: true in its "
+     "examples)",
+     kAdapters},
+    {"train.lora.adapter_fp32", true, "", "axolotl src/axolotl/loaders/adapter.py peft_autocast_adapter_dtype",
+     kAdapters},
+    {"train.quant.double_quant", true, "", "axolotl src/axolotl/loaders/model.py BitsAndBytesConfig for qlora",
+     "qlora"},
+};
+constexpr const char* kAxolotlNotModelled[] = {
+    "lora_r and lora_alpha have no default (the config must set them); the request's own apply",
+    "sample packing and its Triton LoRA kernels are not modelled",
+};
 
 // LLaMA-Factory at ff6d4d12 (src/llamafactory/hparams/*.py).
-Framework llama_factory() {
-  const std::string hp = "LLaMA-Factory src/llamafactory/hparams/";
-  return {
-      "llama_factory",
-      "LLaMA-Factory",
-      {
-          {"train.lora.rank", 8, hp + "finetuning_args.py LoraArguments.lora_rank", kAdapters},
-          {"train.lora.alpha", 16, hp + "finetuning_args.py LoraArguments.lora_alpha (None -> 2 x rank)", kAdapters},
-          {"train.lora.dropout", 0.0, hp + "finetuning_args.py LoraArguments.lora_dropout", kAdapters},
-          {"train.lora.targets", "all-linear", hp + "finetuning_args.py LoraArguments.lora_target 'all'", kAdapters},
-          {"train.lora.adapter_fp32", true,
-           "LLaMA-Factory src/llamafactory/model/adapter.py init_adapter: trainable params cast to fp32", kAdapters},
-          {"train.optimizer", "adamw_torch_fused", hp + "training_args.py (transformers' default optim)"},
-          {"train.grad_checkpointing", "full", hp + "model_args.py disable_gradient_checkpointing=False"},
-          {"train.activation_offload", false, hp + "model_args.py use_unsloth_gc=False"},
-          {"train.fused_loss", false, hp + "model_args.py enable_liger_kernel=False"},
-          {"train.quant.double_quant", true, hp + "model_args.py double_quantization=True", {"qlora"}},
-      },
-      {"upcast_layernorm and upcast_lmhead_output are off by default (as modelled)"}};
-}
+constexpr const char* kLlamaFactoryHp = "LLaMA-Factory src/llamafactory/hparams/";
+constexpr DefaultRow kLlamaFactoryDefaults[] = {
+    {"train.lora.rank", 8, kLlamaFactoryHp, "finetuning_args.py LoraArguments.lora_rank", kAdapters},
+    {"train.lora.alpha", 16, kLlamaFactoryHp, "finetuning_args.py LoraArguments.lora_alpha (None -> 2 x rank)",
+     kAdapters},
+    {"train.lora.dropout", 0.0, kLlamaFactoryHp, "finetuning_args.py LoraArguments.lora_dropout", kAdapters},
+    {"train.lora.targets", "all-linear", kLlamaFactoryHp, "finetuning_args.py LoraArguments.lora_target 'all'",
+     kAdapters},
+    {"train.lora.adapter_fp32", true, "",
+     "LLaMA-Factory src/llamafactory/model/adapter.py init_adapter: trainable params cast to fp32", kAdapters},
+    {"train.optimizer", "adamw_torch_fused", kLlamaFactoryHp, "training_args.py (transformers' default optim)", ""},
+    {"train.grad_checkpointing", "full", kLlamaFactoryHp, "model_args.py disable_gradient_checkpointing=False", ""},
+    {"train.activation_offload", false, kLlamaFactoryHp, "model_args.py use_unsloth_gc=False", ""},
+    {"train.fused_loss", false, kLlamaFactoryHp, "model_args.py enable_liger_kernel=False", ""},
+    {"train.quant.double_quant", true, kLlamaFactoryHp, "model_args.py double_quantization=True", "qlora"},
+};
+constexpr const char* kLlamaFactoryNotModelled[] = {
+    "upcast_layernorm and upcast_lmhead_output are off by default (as modelled)",
+};
 
-Framework deepspeed() {
-  return {"deepspeed",
-          "DeepSpeed (its own training loop)",
-          {
-              {"train.precision", "mixed_bf16",
-               "DeepSpeed deepspeed/runtime/bf16_optimizer.py: bf16.enabled keeps fp32 master weights and states"},
-          },
-          {"the ZeRO stage, offload and buckets come from parallel.* or a pasted DeepSpeed config"}};
+constexpr DefaultRow kDeepspeedDefaults[] = {
+    {"train.precision", "mixed_bf16", "",
+     "DeepSpeed deepspeed/runtime/bf16_optimizer.py: bf16.enabled keeps fp32 master weights and states", ""},
+};
+constexpr const char* kDeepspeedNotModelled[] = {
+    "the ZeRO stage, offload and buckets come from parallel.* or a pasted DeepSpeed config",
+};
+
+template <size_t N, size_t M>
+Framework make(const char* name, const char* label, const DefaultRow (&rows)[N], const char* const (&not_modelled)[M]) {
+  Framework fw{name, label, {}, {not_modelled, not_modelled + M}};
+  fw.defaults.reserve(N);
+  for (const DefaultRow& r : rows) {
+    fw.defaults.push_back({r.path, r.value.to_json(), std::string(r.prefix) + r.source, detail::split_bars(r.methods)});
+  }
+  return fw;
 }
 
 std::vector<Framework> build() {
@@ -263,14 +264,14 @@ std::vector<Framework> build() {
       // The request fields' own defaults are HF Trainer's, PEFT's and
       // bitsandbytes' (fields.h cites each).
       {"hf", "Hugging Face Trainer / TRL / Accelerate + PEFT", {}, {}},
-      torchtune(),
-      litgpt(),
-      unsloth(),
-      axolotl(),
-      llama_factory(),
-      torchtitan(),
-      megatron(),
-      deepspeed(),
+      make("torchtune", "torchtune", kTorchtuneDefaults, kTorchtuneNotModelled),
+      make("litgpt", "LitGPT", kLitgptDefaults, kLitgptNotModelled),
+      make("unsloth", "Unsloth", kUnslothDefaults, kUnslothNotModelled),
+      make("axolotl", "Axolotl", kAxolotlDefaults, kAxolotlNotModelled),
+      make("llama_factory", "LLaMA-Factory", kLlamaFactoryDefaults, kLlamaFactoryNotModelled),
+      make("torchtitan", "torchtitan", kTorchtitanDefaults, kTorchtitanNotModelled),
+      make("megatron", "Megatron-LM", kMegatronDefaults, kMegatronNotModelled),
+      make("deepspeed", "DeepSpeed (its own training loop)", kDeepspeedDefaults, kDeepspeedNotModelled),
   };
 }
 
