@@ -191,6 +191,10 @@ constexpr Row kRows[] = {
             {"loop keeps the previous step's logits", "", "",
              "LitGPT: the previous step's logits, and with train.quant.saves_input every 4-bit Linear's input, "
              "stay allocated through the next forward"}),
+    boolean("train.keeps_fused_qkv", d::kKeepsFusedQkv,
+            {"attention keeps the fused q/k/v output", "", "",
+             "LitGPT, multi-head attention: v reaches SDPA as a view of the fused q/k/v projection output, so "
+             "the whole output (q, k and v widths) is kept for backward, not v alone"}),
     boolean("train.returns_kv_cache", d::kReturnsKvCache,
             {"model() returns the key/value cache in training", "", "",
              "Unsloth before 2024.2 (use_cache from the config, not turned off in training): each layer's keys and "

@@ -142,6 +142,10 @@ constexpr DefaultRow kLitgptDefaults[] = {
      "litgpt litgpt/finetune/lora.py fit(): `logits = model(input_ids, lm_head_chunk_size=128)` holds the "
      "previous step's logits and graph until the next model() returns",
      ""},
+    {"train.keeps_fused_qkv", true, "",
+     "litgpt litgpt/model.py CausalSelfAttention.forward: q, k, v split from the fused qkv output as views; "
+     "with multi-head attention SDPA saves v as that view, so the whole qkv output stays for backward",
+     ""},
 };
 constexpr const char* kLitgptNotModelled[] = {
     "loss: chunked_cross_entropy in 128-token chunks, every chunk's logits kept for backward (counted as the "

@@ -49,6 +49,14 @@ inline constexpr bool kSoftmaxSavesInput = false;
 // backward. LitGPT's fit() keeps `logits = model(...)` (litgpt/finetune/lora.py
 // at 43c44323) until the next step's model() returns, and with it the graph.
 inline constexpr bool kKeepsPreviousLogits = false;
+// Attention that takes q, k and v as views of one fused projection output:
+// when the kernel's saved v is such a view, the whole fused output (q, k and
+// v widths) stays allocated until backward, not v alone. LitGPT's
+// CausalSelfAttention.forward (litgpt/model.py at 43c44323: qkv.view().permute()
+// .split(); for MHA the k/v expand is a no-op and reshape a view, while rope's
+// torch.cat gives q and k their own storage) does so for multi-head attention;
+// with grouped or multi-query attention reshape copies the expanded k and v.
+inline constexpr bool kKeepsFusedQkv = false;
 inline constexpr bool kReturnsKvCache = false;
 // The contract's example sequence length (docs/schema.md) and Llama-2's context.
 inline constexpr int64_t kSeqLen = 2048;

@@ -325,6 +325,22 @@ void attention_block(const LayerCtx& c, int64_t seq, std::vector<SavedItem>& ite
   const double k_bytes = static_cast<double>(pa) * kv_heads_saved * d;
   const double v_bytes = static_cast<double>(pa) * kv_heads_saved * dv;
   items.push_back({"q, k, v (after rotary)", q_bytes + k_bytes + v_bytes, false});
+  // train.keeps_fused_qkv (LitGPT): CausalSelfAttention.forward (litgpt/model.py
+  // at 43c44323) takes q, k and v from the fused projection output as views
+  // (qkv.view(B, T, groups, q_per_kv + 2, hs).permute(0, 2, 3, 1, 4).split());
+  // with multi-head attention the k/v expand is skipped and each reshape to
+  // (B, heads, T, hs) is a view too. apply_rope's torch.cat gives q and k
+  // storage of their own, but v reaches the kernel as the view, and SDPA
+  // saves its inputs as passed (derivatives.yaml
+  // _scaled_dot_product_flash_attention: query, key, value, output,
+  // logsumexp), so the whole fused output stays until backward: the q and k
+  // widths on top of v. With grouped or multi-query attention the expanded
+  // k and v are reshaped into copies, and nothing holds the fused output.
+  if (t.keeps_fused_qkv && kvh == a && st.attention != AttnKind::kMla &&
+      (t.attention == AttentionImpl::kSdpa || t.attention == AttentionImpl::kFlash2)) {
+    items.push_back(
+        {"q, k widths of the fused qkv output (held by v's view)", static_cast<double>(pa) * (a * d + kvh * d), false});
+  }
   const double out_bytes = static_cast<double>(pa) * a * dv;
   const LinearUse o = c.roles.attn_out;
   const bool o_saves = base_saves_input(req, o) || o.lora;
