@@ -13,7 +13,11 @@
 // exports: with link-time optimisation each module holds only the core code
 // its bindings reach, and import/export (the file kinds, YAML-shaped exports,
 // std::regex and the locale code it pulls in) was 71 KiB of this module's
-// 325 KiB gzip (wasm/CMakeLists.txt has the measurements).
+// 325 KiB gzip (wasm/CMakeLists.txt has the measurements). The layout planner
+// and the suggestions (_plan, _suggest) live in a third, bindings_plan.cpp,
+// loaded by the planner's and the suggestions' Web Workers on their first
+// search: this module went from 295.4 to 269.0 KiB (gzip -9 of the .wasm,
+// -Oz + LTO, 2026-11-28; wasm/CMakeLists.txt).
 #include <emscripten/bind.h>
 
 #include "vram/api.h"
@@ -21,8 +25,6 @@
 EMSCRIPTEN_BINDINGS(vram) {
   emscripten::function("_estimate", &vram::estimate_json);
   emscripten::function("_modelInfo", &vram::model_info_json);
-  emscripten::function("_plan", &vram::plan_json);
-  emscripten::function("_suggest", &vram::suggest_json);
   emscripten::function("_version", &vram::version_json);
   emscripten::function("_fields", &vram::fields_json);
   emscripten::function("_layoutOptions", &vram::layout_options_json);

@@ -975,16 +975,27 @@ export declare class EstimatorError extends Error {
   readonly path: string;
 }
 
-/** The loaded estimator. All calls are synchronous and never return an error object: they throw EstimatorError. */
+/**
+ * The loaded estimator. The calls never return an error object: they throw
+ * EstimatorError (the asynchronous ones reject with it). All are synchronous
+ * except plan and suggest (the plan module, vram_plan.wasm) and importFiles
+ * and exportConfig (the io module, vram_io.wasm), whose first call loads
+ * their module.
+ */
 export interface Vram {
   /** Estimates a request. Throws EstimatorError for bad input. */
   estimate(request: Request): Result;
   /** Counts a model's parameters: `{config}` or `{custom}` (or a whole request). Throws EstimatorError for bad input. */
   modelInfo(model: ModelInput | Request): ModelInfo;
-  /** Ranks every layout of `parallel.gpus` GPUs on `gpu` for a training request. Throws EstimatorError for bad input. */
-  plan(request: Request): PlanResult;
-  /** What would make a training request fit its card, cheapest first. Throws EstimatorError for bad input. */
-  suggest(request: Request): SuggestResult;
+  /**
+   * Ranks every layout of `parallel.gpus` GPUs on `gpu` for a training
+   * request. Rejects with EstimatorError for bad input. Asynchronous: the
+   * planner and the suggestions live in a module of their own
+   * (vram_plan.wasm) loaded on first use.
+   */
+  plan(request: Request): Promise<PlanResult>;
+  /** What would make a training request fit its card, cheapest first. Asynchronous, as plan. */
+  suggest(request: Request): Promise<SuggestResult>;
   /** Version, schema, supported model types and the GPU catalog. */
   version(): VersionInfo;
   /** Every request field: default, allowed values, limits, label, CLI flag and URL key (`vram-probe fields --json`). */
@@ -1062,6 +1073,23 @@ export interface LayoutOptions {
  * EstimatorError (code "internal") when the module cannot be loaded.
  */
 export declare function loadVram(): Promise<Vram>;
+
+/** The plan module's calls, synchronous once it is loaded (loadPlanner). */
+export interface Planner {
+  /** As Vram.plan, synchronous. Throws EstimatorError for bad input. */
+  plan(request: Request): PlanResult;
+  /** As Vram.suggest, synchronous. Throws EstimatorError for bad input. */
+  suggest(request: Request): SuggestResult;
+}
+
+/**
+ * Loads the plan module (vram_plan.wasm: the planner and the suggestions)
+ * without the core on the first call and resolves to its calls; later calls
+ * return the same promise. The planner's and the suggestions' Web Workers use
+ * it. Rejects with EstimatorError (code "internal") when the module cannot be
+ * loaded.
+ */
+export declare function loadPlanner(): Promise<Planner>;
 
 /**
  * The exact output text for a request text, errors included as

@@ -1,7 +1,8 @@
 // The JavaScript face of the WebAssembly estimator.
 //
-// The module (vram_core.mjs, built from wasm/bindings.cpp) exposes private
-// functions that take and return JSON text. This facade loads the
+// The modules (vram_core.mjs from wasm/bindings.cpp, vram_plan.mjs from
+// bindings_plan.cpp, vram_io.mjs from bindings_io.cpp) expose private
+// functions that take and return JSON text. This facade loads each
 // module lazily and once, turns objects into text and back, and turns the
 // boundary's {"error": {...}} object into a thrown EstimatorError (manifold's
 // ManifoldError), so callers never see a bare number or a null.
@@ -29,10 +30,14 @@ const kInternal = 'internal';
 const kOutOfRange = 'out_of_range';
 
 let vramPromise = null;
+let plannerPromise = null;
 
-// The two WebAssembly modules (wasm/CMakeLists.txt): `core`, which every
-// visit loads, and `io` (importing and exporting framework files), loaded on
-// the first importFiles or exportConfig only. Each binary is its own file
+// The three WebAssembly modules (wasm/CMakeLists.txt): `core`, which every
+// visit loads; `plan` (the layout planner and the suggestions), loaded by the
+// planner's and the suggestions' Web Workers on their first search (or by the
+// first plan or suggest call here); and `io` (importing and exporting
+// framework files), loaded on the first importFiles or exportConfig only.
+// Each binary is its own file
 // beside this facade (no longer embedded as base64): `new URL('./x',
 // import.meta.url)` is the pattern Vite turns into a hashed asset URL, and the
 // browser compiles it while it downloads (the Emscripten loader uses
@@ -47,13 +52,18 @@ const MODULES = {
     file: 'vram_core.wasm',
     glue: () => import('./vram_core.mjs'),
   },
+  plan: {
+    url: new URL('./vram_plan.wasm', import.meta.url),
+    file: 'vram_plan.wasm',
+    glue: () => import('./vram_plan.mjs'),
+  },
   io: {
     url: new URL('./vram_io.wasm', import.meta.url),
     file: 'vram_io.wasm',
     glue: () => import('./vram_io.mjs'),
   },
 };
-const modulePromises = { core: null, io: null };
+const modulePromises = { core: null, plan: null, io: null };
 
 function inNode() {
   return typeof process !== 'undefined' && Boolean(process.versions?.node);
@@ -68,22 +78,26 @@ async function moduleBytes(which) {
   return readFile(new URL(MODULES[which].file, import.meta.url));
 }
 
-let compiledCore = null;
+// The compiled WebAssembly.Module of the modules the page hands to its
+// workers (compileModule), by name.
+const compiled = { core: null, plan: null };
 
 /**
- * The core's compiled WebAssembly.Module, compiled once per page: while it
- * downloads where the browser can (WebAssembly.compileStreaming needs the
- * server's application/wasm; any other type falls back to compiling the
- * downloaded bytes), from the bytes on disk in Node. The page hands the same
- * compiled module to its Web Workers (useCompiledCore), which instantiate it
- * without downloading or compiling it again (a WebAssembly.Module is
- * structured-cloneable: MDN "WebAssembly.Module").
+ * A module's compiled WebAssembly.Module (`core` or `plan`), compiled once per
+ * page: while it downloads where the browser can (WebAssembly.compileStreaming
+ * needs the server's application/wasm; any other type falls back to compiling
+ * the downloaded bytes), from the bytes on disk in Node. The page hands the
+ * same compiled module to its Web Workers (useCompiledModule), which
+ * instantiate it without downloading or compiling it again (a
+ * WebAssembly.Module is structured-cloneable: MDN "WebAssembly.Module"): the
+ * core to the estimates' worker, the plan module to the planner's and the
+ * suggestions' workers.
  */
-export function compileCore() {
-  if (compiledCore === null) {
-    compiledCore = (async () => {
-      if (inNode()) return WebAssembly.compile(await moduleBytes('core'));
-      const url = MODULES.core.url.href;
+export function compileModule(which) {
+  if (compiled[which] === null) {
+    compiled[which] = (async () => {
+      if (inNode()) return WebAssembly.compile(await moduleBytes(which));
+      const url = MODULES[which].url.href;
       if (typeof WebAssembly.compileStreaming === 'function') {
         try {
           return await WebAssembly.compileStreaming(fetch(url));
@@ -95,29 +109,40 @@ export function compileCore() {
       if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
       return WebAssembly.compile(await response.arrayBuffer());
     })().catch((cause) => {
-      compiledCore = null;
+      compiled[which] = null;
       throw cause;
     });
   }
-  return compiledCore;
+  return compiled[which];
 }
 
-/** In a Web Worker: instantiate the module the page compiled (compileCore's). */
+/** The core's compiled WebAssembly.Module (compileModule('core')). */
+export function compileCore() {
+  return compileModule('core');
+}
+
+/** In a Web Worker: instantiate the module the page compiled (compileModule's). */
+export function useCompiledModule(which, module) {
+  if (module instanceof WebAssembly.Module) compiled[which] = Promise.resolve(module);
+}
+
+/** In a Web Worker: instantiate the core the page compiled (compileCore's). */
 export function useCompiledCore(module) {
-  if (module instanceof WebAssembly.Module) compiledCore = Promise.resolve(module);
+  useCompiledModule('core', module);
 }
 
-// Emscripten's loader options for a module. The core is instantiated from
-// compileCore's module through the loader's instantiateWasm hook (Emscripten
-// src/preamble.js: "Module['instantiateWasm']"); the io module is loaded by
-// the loader itself, from its URL (or, in Node, its bytes).
+// Emscripten's loader options for a module. The core and the plan module are
+// instantiated from compileModule's module through the loader's
+// instantiateWasm hook (Emscripten src/preamble.js: "Module['instantiateWasm']");
+// the io module is loaded by the loader itself, from its URL (or, in Node,
+// its bytes).
 async function moduleOptions(which, fail) {
-  if (which === 'core') {
-    const compiled = await compileCore();
+  if (which in compiled) {
+    const module = await compileModule(which);
     return {
       instantiateWasm(imports, receive) {
-        WebAssembly.instantiate(compiled, imports).then(
-          (instance) => receive(instance, compiled),
+        WebAssembly.instantiate(module, imports).then(
+          (instance) => receive(instance, module),
           (cause) => fail(cause),
         );
         return {};
@@ -155,6 +180,7 @@ function loadModule(which = 'core') {
 function forget(which) {
   modulePromises[which] = null;
   if (which === 'core') vramPromise = null;
+  if (which === 'plan') plannerPromise = null;
 }
 
 function describe(thrown) {
@@ -211,24 +237,26 @@ function toText(value, what) {
   return text;
 }
 
-// version()'s text, built once per core module: it never changes for a
-// module, and building it (the GPU catalog, every name list) is the most
+// version()'s text, built once per module that has _version (core, plan): it
+// never changes for a module, and building it (the GPU catalog, every name list) is the most
 // expensive call a page makes at start-up. The input limit is read from it.
 const versionTexts = new WeakMap();
-function versionText(coreModule) {
-  if (!versionTexts.has(coreModule)) versionTexts.set(coreModule, call(coreModule, '_version'));
-  return versionTexts.get(coreModule);
+function versionText(module, which = 'core') {
+  if (!versionTexts.has(module))
+    versionTexts.set(module, call(module, '_version', undefined, which));
+  return versionTexts.get(module);
 }
 
 // The core's limit on input text (limits::kMaxInputBytes, from version()),
-// read once per core module; the io module (which has no _version) takes the
-// same limit from the core module.
+// read once per module; the plan module reads it from its own _version (its
+// workers load no core module), the io module (which has no _version) takes
+// the same limit from the core module.
 const inputLimits = new WeakMap();
-function maxInputBytes(coreModule) {
-  if (!inputLimits.has(coreModule)) {
-    inputLimits.set(coreModule, JSON.parse(versionText(coreModule)).limits.max_input_bytes);
+function maxInputBytes(module, which) {
+  if (!inputLimits.has(module)) {
+    inputLimits.set(module, JSON.parse(versionText(module, which)).limits.max_input_bytes);
   }
-  return inputLimits.get(coreModule);
+  return inputLimits.get(module);
 }
 
 // Call one raw binding. core never throws across the boundary (api.h), so
@@ -237,9 +265,11 @@ function maxInputBytes(coreModule) {
 // Text longer than the core's input limit is refused here, before Embind
 // copies it into the module's memory (a UTF-16 length above the limit is
 // more UTF-8 bytes than the limit too); the core checks the bytes again.
-function call(module, name, text, which = 'core', coreModule = module) {
-  if (text !== undefined && text.length > maxInputBytes(coreModule)) {
-    const limit = maxInputBytes(coreModule);
+function call(module, name, text, which = 'core', limitModule = module) {
+  // The module that answers the limit, for forget() if it fails: this one, or the core.
+  const limitWhich = limitModule === module ? which : 'core';
+  if (text !== undefined && text.length > maxInputBytes(limitModule, limitWhich)) {
+    const limit = maxInputBytes(limitModule, limitWhich);
     return JSON.stringify({
       error: {
         code: kOutOfRange,
@@ -275,6 +305,23 @@ async function callIo(name, text) {
 }
 
 /**
+ * Load the plan module (not the core) and return its two calls, synchronous
+ * once it is loaded: the planner's and the suggestions' Web Workers use this,
+ * so they never load the core. The first call starts the load; every later
+ * call returns the same promise.
+ */
+export function loadPlanner() {
+  if (plannerPromise === null) {
+    plannerPromise = loadModule('plan').then((module) => ({
+      plan: (request) => fromText(call(module, '_plan', toText(request, 'the request'), 'plan')),
+      suggest: (request) =>
+        fromText(call(module, '_suggest', toText(request, 'the request'), 'plan')),
+    }));
+  }
+  return plannerPromise;
+}
+
+/**
  * Load the module and return the estimator. The first call starts the load;
  * every later call returns the same promise. See vram.d.ts for the request and
  * result types.
@@ -284,8 +331,9 @@ export function loadVram() {
     vramPromise = loadModule().then((module) => ({
       estimate: (request) => fromText(call(module, '_estimate', toText(request, 'the request'))),
       modelInfo: (model) => fromText(call(module, '_modelInfo', toText(model, 'the model'))),
-      plan: (request) => fromText(call(module, '_plan', toText(request, 'the request'))),
-      suggest: (request) => fromText(call(module, '_suggest', toText(request, 'the request'))),
+      // The plan module's two calls: asynchronous, as the first one loads it.
+      plan: async (request) => (await loadPlanner()).plan(request),
+      suggest: async (request) => (await loadPlanner()).suggest(request),
       version: () => fromText(versionText(module)),
       fields: () => fromText(call(module, '_fields')),
       layoutOptions: (parallel) =>
@@ -324,7 +372,7 @@ export async function modelInfoRaw(modelText) {
  * `vram-probe plan --request FILE --json` prints it.
  */
 export async function planRaw(requestText) {
-  return call(await loadModule(), '_plan', String(requestText));
+  return call(await loadModule('plan'), '_plan', String(requestText), 'plan');
 }
 
 /**

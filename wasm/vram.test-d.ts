@@ -6,6 +6,7 @@ import {
   EstimatorError,
   estimateRaw,
   fieldsRaw,
+  loadPlanner,
   loadVram,
   modelInfoRaw,
   planRaw,
@@ -22,6 +23,7 @@ import {
   type PlanResult,
   type Request,
   type Result,
+  type SuggestResult,
   type VersionInfo,
   type Vram,
 } from './vram.js';
@@ -266,11 +268,14 @@ async function usesTheFacade(): Promise<void> {
   estimateRaw(request);
 
   // The planner: the same request with a GPU budget and planner options.
-  const planned = vram.plan({
+  // Asynchronous on the estimator (the plan module loads on first use).
+  const planning = vram.plan({
     ...request,
     parallel: { gpus: 8 },
     plan: { framework: 'fsdp', top: 5 },
   });
+  expectType<Promise<PlanResult>>(planning);
+  const planned = await planning;
   expectType<PlanResult>(planned);
   const best: PlanCandidate = planned.plan.candidates[0];
   expectType<number>(best.peak_bytes);
@@ -282,6 +287,15 @@ async function usesTheFacade(): Promise<void> {
   vram.plan({ ...request, plan: { framework: 'jax' } });
   // @ts-expect-error top is a number
   vram.plan({ ...request, plan: { top: '5' } });
+
+  // The plan module alone (the workers' loadPlanner): the same calls, synchronous.
+  const planner = await loadPlanner();
+  expectType<PlanResult>(planner.plan({ ...request, parallel: { gpus: 8 } }));
+  expectType<Promise<SuggestResult>>(vram.suggest(request));
+  const suggested = planner.suggest(request);
+  expectType<SuggestResult>(suggested);
+  // @ts-expect-error the planner has no estimate
+  planner.estimate(request);
 }
 
 function handlesErrors(thrown: unknown): void {

@@ -78,7 +78,7 @@ function time(label, fn) {
   );
 }
 
-const { loadVram } = await import(pathToFileURL(facadePath).href);
+const { loadPlanner, loadVram } = await import(pathToFileURL(facadePath).href);
 
 const loadStart = process.hrtime.bigint();
 const vram = await loadVram();
@@ -122,11 +122,14 @@ const planRequest = {
   train: { ...request.train, seq_len: 4096, grad_accum: 16 },
   parallel: { gpus: 64 },
 };
-const planned = vram.plan(planRequest);
+// The plan module (vram_plan.wasm), loaded now, outside the timing; its
+// calls are synchronous once loaded (vram.plan itself returns a promise).
+const planner = await loadPlanner();
+const planned = planner.plan(planRequest);
 console.log(
   `check       plan considered ${planned.plan.considered}, fitting ${planned.plan.fitting}`,
 );
 const fullN = n;
 n = Math.max(20, Math.floor(fullN / 100));
-time('plan 64 GPUs (facade)', () => vram.plan(planRequest));
+time('plan 64 GPUs (facade)', () => planner.plan(planRequest));
 n = fullN;

@@ -1,9 +1,12 @@
 // Where the estimator's long calls run: in Web Workers
-// (workers/estimator.worker.js), each with its own WebAssembly instance of the
-// module the page compiled once (vram.js compileCore), so an estimate, a
+// (workers/estimator.worker.js), each with its own WebAssembly instance of a
+// module the page compiled once (vram.js compileModule), so an estimate, a
 // suggestion search or a planner search never blocks typing or painting
 // (issue 18: no main-thread task over 50 ms while typing). Three lanes, each
-// its own worker:
+// its own worker; the estimate lane runs the core module (vram_core.wasm),
+// the other two the plan module (vram_plan.wasm), which the page downloads
+// and compiles only when the first of them starts (a first visit whose job
+// fits never does):
 //   estimate  the page's estimate; long-lived (a new request waits for the
 //             one in flight, lib/state.js sends only the newest);
 //   suggest   "what would make it fit": cancelled, by terminating its worker
@@ -15,12 +18,15 @@
 // renders first.
 
 import { wrap } from 'comlink';
-import { compileCore, EstimatorError } from '../wasm/vram.js';
+import { compileModule, EstimatorError } from '../wasm/vram.js';
 
 /** Whether calls run in Web Workers here (a browser), or on the page's estimator. */
 export const workersAvailable = typeof Worker !== 'undefined';
 
 const lanes = new Map();
+
+/** The WebAssembly module each lane's worker runs (vram.js MODULES). */
+const LANE_MODULES = { estimate: 'core', suggest: 'plan', plan: 'plan' };
 
 function lane(name) {
   if (!workersAvailable) return null;
@@ -32,7 +38,8 @@ function lane(name) {
     });
     const remote = wrap(worker);
     // The compiled module goes over once; the worker instantiates it.
-    const ready = compileCore().then((module) => remote.init(module));
+    const which = LANE_MODULES[name] ?? 'core';
+    const ready = compileModule(which).then((module) => remote.init(module, which));
     l = { worker, remote, ready };
     lanes.set(name, l);
   }
@@ -79,7 +86,9 @@ export async function callOffThread(name, method, request, vram) {
   } else {
     await new Promise((ok) => setTimeout(ok, 0));
     try {
-      answer = { result: vram[method](request) };
+      // plan and suggest are asynchronous on the page's estimator (their
+      // first call loads the plan module); estimate is not.
+      answer = { result: await vram[method](request) };
     } catch (error) {
       answer = { error };
     }

@@ -4,44 +4,48 @@
 
 import { computed, effect, signal } from '@preact/signals';
 import { callOffThread, stopLane, workersAvailable } from './planner.js';
-import { answered, estimator, outcome, request, settings } from './state.js';
+import { answered, estimator, outcome, outcomeRequest, request, settings } from './state.js';
 import { putPath } from './paths.js';
 
 /**
- * In a browser the suggestions run in their own Web Worker (lib/planner.js,
- * the suggest lane), for the request the shown estimate answers: each
- * suggestion is a real estimate, seconds for a large model on many GPUs.
- * {request, outcome} of the last search, or null.
+ * The suggestions run in their own Web Worker in a browser (lib/planner.js,
+ * the suggest lane, which runs the plan module, vram_plan.wasm), for the
+ * request the shown estimate answers: each suggestion is a real estimate,
+ * seconds for a large model on many GPUs. Only for a training job whose
+ * verdict is not "fits" (it does not fit, fits only with paging, or fits
+ * above the headroom rule): a job that fits never searches, so never loads
+ * the plan module. Without Worker (Node, the unit tests) the same search runs
+ * on the page's estimator after a macrotask (vram.suggest, asynchronous: its
+ * first call loads the plan module). {request, outcome} of the last search,
+ * or null.
  */
 const suggested = signal(null);
 
 /** The request whose suggestions are being searched, or null. */
 export const suggestRunning = signal(null);
 
-if (workersAvailable) {
-  effect(() => {
-    const a = answered.value;
-    const vram = estimator.value;
-    const req = a?.request;
-    const fit = a?.outcome?.result?.fit;
-    // A newer estimate makes a search in progress pointless: stop it.
-    if (suggestRunning.peek()) stopLane('suggest');
+effect(() => {
+  const vram = estimator.value;
+  // The request the shown estimate answers, and that estimate.
+  const req = outcomeRequest.value;
+  const fit = (workersAvailable ? answered.value?.outcome : outcome.value)?.result?.fit;
+  // A newer estimate makes a search in progress pointless: stop it.
+  if (suggestRunning.peek()) stopLane('suggest');
+  suggestRunning.value = null;
+  if (!vram || !req || req.task !== 'train' || !fit || fit.status === 'fits') return;
+  if (suggested.peek()?.request === req) return;
+  suggestRunning.value = req;
+  callOffThread('suggest', 'suggest', req, vram).then((answer) => {
+    if (suggestRunning.peek() !== req) return;
     suggestRunning.value = null;
-    if (!vram || !req || req.task !== 'train' || !fit || fit.status === 'fits') return;
-    if (suggested.peek()?.request === req) return;
-    suggestRunning.value = req;
-    callOffThread('suggest', 'suggest', req, vram).then((answer) => {
-      if (suggestRunning.peek() !== req) return;
-      suggestRunning.value = null;
-      suggested.value = { request: req, outcome: answer };
-    });
+    suggested.value = { request: req, outcome: answer };
   });
-}
+});
 
 /**
  * The suggestions for the page's request: {result} or {error}, or null when
  * there is nothing to suggest (no estimate, not training, or it fits within
- * the headroom rule). Runs only then: each suggestion is a real estimate.
+ * the headroom rule) or while they are searched (suggestRunning).
  */
 export const suggestOutcome = computed(() => {
   const vram = estimator.value;
@@ -49,15 +53,8 @@ export const suggestOutcome = computed(() => {
   const fit = outcome.value?.result?.fit;
   if (!vram || !req || req.task !== 'train' || !fit) return null;
   if (fit.status === 'fits') return null;
-  if (workersAvailable) {
-    const s = suggested.value;
-    return s && s.request === answered.value?.request ? s.outcome : null;
-  }
-  try {
-    return { result: vram.suggest(req) };
-  } catch (error) {
-    return { error };
-  }
+  const s = suggested.value;
+  return s && s.request === outcomeRequest.value ? s.outcome : null;
 });
 
 /**

@@ -1,21 +1,24 @@
-// The estimator's Web Worker: its own instance of the WebAssembly core, so
+// The estimator's Web Worker: its own instance of a WebAssembly module, so
 // that no estimate, suggestion search or planner search blocks typing or
 // painting (issue 18: a Llama-2-70B estimate with its GPU table is 80-100 ms,
-// a DeepSeek-V3 plan on 64 GPUs seconds). lib/offthread.js starts one per
+// a DeepSeek-V3 plan on 64 GPUs seconds). lib/planner.js starts one per
 // lane (estimates, suggestions, the planner), hands it the module the page
-// compiled (init), calls it through comlink and terminates it to cancel.
+// compiled (init: the core for the estimates' lane, the plan module for the
+// suggestions' and the planner's), calls it through comlink and terminates it
+// to cancel. A lane's worker instantiates only its own module.
 //
 // Every answer is a plain object, {result} or {error: {code, message, path}}:
 // comlink would send a thrown EstimatorError as a bare Error and lose its
 // code and path.
 
 import { expose } from 'comlink';
-import { loadVram, useCompiledCore } from '../wasm/vram.js';
+import { loadPlanner, loadVram, useCompiledModule } from '../wasm/vram.js';
 
-async function answer(call) {
+// `load` is loadVram (the core) or loadPlanner (the plan module).
+async function answer(load, call) {
   try {
-    const vram = await loadVram();
-    return { result: call(vram) };
+    const loaded = await load();
+    return { result: call(loaded) };
   } catch (error) {
     return {
       error: {
@@ -28,22 +31,25 @@ async function answer(call) {
 }
 
 const api = {
-  /** The page's compiled WebAssembly.Module: instantiated here, not downloaded again. */
-  init(module) {
-    useCompiledCore(module);
-    return loadVram().then(() => true);
+  /**
+   * The page's compiled WebAssembly.Module, `which` of them ('core' or
+   * 'plan'): instantiated here, not downloaded again.
+   */
+  init(module, which = 'core') {
+    useCompiledModule(which, module);
+    return (which === 'plan' ? loadPlanner() : loadVram()).then(() => true);
   },
-  /** vram.estimate(request) as {result} or {error}. */
+  /** vram.estimate(request) as {result} or {error} (the core). */
   estimate(request) {
-    return answer((vram) => vram.estimate(request));
+    return answer(loadVram, (vram) => vram.estimate(request));
   },
-  /** vram.suggest(request) as {result} or {error}. */
+  /** suggest(request) as {result} or {error} (the plan module). */
   suggest(request) {
-    return answer((vram) => vram.suggest(request));
+    return answer(loadPlanner, (planner) => planner.suggest(request));
   },
-  /** vram.plan(request) as {result} or {error}. */
+  /** plan(request) as {result} or {error} (the plan module). */
   plan(request) {
-    return answer((vram) => vram.plan(request));
+    return answer(loadPlanner, (planner) => planner.plan(request));
   },
 };
 

@@ -215,10 +215,11 @@ describe('the planner panel', () => {
     const req = planRequestFor();
     expect(req.plan).toEqual({ global_batch: 4 });
     expect(req.parallel.sequence_parallel).toBe(true);
-    expect(vram.plan(req).plan.framework).toBe('megatron');
+    expect((await vram.plan(req)).plan.framework).toBe('megatron');
     // Without sequence parallel the core stays with DeepSpeed.
     expect(
-      vram.plan({ ...req, parallel: { ...req.parallel, sequence_parallel: false } }).plan.framework,
+      (await vram.plan({ ...req, parallel: { ...req.parallel, sequence_parallel: false } })).plan
+        .framework,
     ).toBe('deepspeed');
   });
 
@@ -479,7 +480,10 @@ describe('Apply reproduces every candidate', () => {
       gpu: { name: 'A100 80GB' },
       deepspeed: '{"zero_optimization": {"stage": 2}}',
     });
-    const { plan } = vram.plan({ ...buildPlanRequest(s, config, catalog), plan: { top: 1000 } });
+    const { plan } = await vram.plan({
+      ...buildPlanRequest(s, config, catalog),
+      plan: { top: 1000 },
+    });
     const marked = plan.candidates.filter((c) => settingsMatch(s, c, plan)).map((c) => c.label);
     expect(marked).toEqual(['dp 4, ZeRO-2']);
   });
@@ -493,7 +497,7 @@ describe('Apply reproduces every candidate', () => {
       const s = settingsFor(patch);
       const req = buildPlanRequest(s, config, catalog, experts);
       req.plan.top = 1000;
-      const { plan } = vram.plan(req);
+      const { plan } = await vram.plan(req);
       expect(plan.candidates.length).toBeLessThanOrEqual(plan.considered);
       expect(plan.candidates.length).toBeGreaterThan(1);
       for (const c of plan.candidates) {

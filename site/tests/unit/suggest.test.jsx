@@ -48,13 +48,19 @@ describe('suggestions', () => {
     await openPage(
       '#m=preset:meta-llama/Llama-3.1-8B&task=train&method=lora&mb=4&seq=2048&ga=1&gpu=A100%2040GB',
     );
-    const card = await screen.findByRole('region', { name: /What would make it fit/ });
-    const items = within(card).getAllByRole('listitem');
+    // The search runs after the estimate (and loads the plan module first).
+    const items = await waitFor(
+      () =>
+        within(screen.getByRole('region', { name: /What would make it fit/ })).getAllByRole(
+          'listitem',
+        ),
+      { timeout: 15000 },
+    );
     expect(items.length).toBeGreaterThan(0);
     const first = items[0];
     const bytes = Number(first.querySelector('[data-bytes]').getAttribute('data-bytes'));
     // The suggestion's peak is the core's estimate of the patched request.
-    const result = vram.suggest(request.value);
+    const result = await vram.suggest(request.value);
     expect(result.suggestions[0].peak_bytes).toBe(bytes);
     fireEvent.click(within(first).getByRole('button', { name: /^Apply: / }));
     await waitFor(() => expect(peakBytes()).toBe(bytes));

@@ -157,9 +157,9 @@ describe('modelInfo', () => {
 });
 
 describe('plan', () => {
-  it('ranks layouts of the GPU budget, each one the estimate of its layout', () => {
+  it('ranks layouts of the GPU budget, each one the estimate of its layout', async () => {
     const req = request({ parallel: { gpus: 8 }, gpu: { name: 'A100 80GB' } });
-    const { plan } = vram.plan(req);
+    const { plan } = await vram.plan(req);
     expect(plan.gpus).toBe(8);
     expect(plan.candidates.length).toBeGreaterThan(0);
     const best = plan.candidates[0];
@@ -178,8 +178,10 @@ describe('plan', () => {
     expect(vram.estimate(applied).peak_bytes).toBe(best.peak_bytes);
   });
 
-  it('throws an EstimatorError naming plan.framework for an unknown framework', () => {
-    const error = thrownBy(() => vram.plan(request({ parallel: { gpus: 8 }, plan: { framework: 'jax' } })));
+  it('rejects with an EstimatorError naming plan.framework for an unknown framework', async () => {
+    const error = await vram
+      .plan(request({ parallel: { gpus: 8 }, plan: { framework: 'jax' } }))
+      .catch((thrown) => thrown);
     expect(error).toBeInstanceOf(EstimatorError);
     expect(error.path).toBe('plan.framework');
   });

@@ -1,0 +1,19 @@
+// Embind bindings of the planner module (vram_plan.wasm): the layout planner
+// (_plan) and "what would make it fit" (_suggest). Loaded by the planner's and
+// the suggestions' Web Workers (site/src/lib/planner.js) on the first search,
+// and by the facade (vram.js loadPlanner) where there are no workers, so the
+// module every visit loads (bindings.cpp) carries none of the search code. The
+// same rules as bindings.cpp: JSON text in and out, no exception crosses.
+//
+// _version is here too: the facade reads the input limit
+// (limits.max_input_bytes) from it before it copies a request into the
+// module, and a worker that runs only this module has no core module to ask.
+#include <emscripten/bind.h>
+
+#include "vram/api.h"
+
+EMSCRIPTEN_BINDINGS(vram_plan) {
+  emscripten::function("_plan", &vram::plan_json);
+  emscripten::function("_suggest", &vram::suggest_json);
+  emscripten::function("_version", &vram::version_json);
+}
