@@ -1,0 +1,93 @@
+// End to end (issue 18, page size): which WebAssembly modules the built page
+// (site/dist) requests, in Debian's Chromium. A first visit with the default
+// preset (a job that fits, so no suggestions are searched) requests the core
+// (vram_core) and not the planner's module (vram_plan); the planner's first
+// search loads vram_plan, and the layouts it finds are listed.
+//
+// Run: npm run build && node --test tests/e2e/modules.test.mjs
+// Needs: /usr/bin/chromium (or CHROMIUM).
+
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { chromium } from 'playwright-core';
+import { chromiumPath, distDir, serve } from './serve.mjs';
+
+let server;
+let base;
+let browser;
+
+before(async () => {
+  assert.ok(existsSync(join(distDir, 'index.html')), 'build the page first: npm run build');
+  server = await serve(distDir);
+  base = `http://127.0.0.1:${server.address().port}/`;
+  browser = await chromium.launch({ executablePath: chromiumPath });
+});
+
+after(async () => {
+  await browser?.close();
+  await new Promise((ok) => (server ? server.close(ok) : ok()));
+});
+
+/** The file names (no query) the context requested, from the page and its workers. */
+function requested(urls, pattern) {
+  return urls.map((u) => new URL(u).pathname.split('/').pop()).filter((name) => pattern.test(name));
+}
+
+describe('the WebAssembly modules a visit loads', () => {
+  it('a first visit loads vram_core, not vram_plan; the planner loads vram_plan', async (t) => {
+    // No service worker: its precache would fetch every built file after the load.
+    const context = await browser.newContext({
+      viewport: { width: 1400, height: 900 },
+      serviceWorkers: 'block',
+    });
+    const urls = [];
+    // Context-wide: the page's requests and its Web Workers'.
+    context.on('request', (r) => urls.push(r.url()));
+    const page = await context.newPage();
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+    page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+    try {
+      await page.goto(base);
+      await page.waitForFunction(
+        () => performance.getEntriesByName('vram:first-estimate').length > 0,
+        { timeout: 60000 },
+      );
+      // The default preset's job fits its card: nothing to suggest.
+      await page.waitForSelector('p[data-status]', { timeout: 60000 });
+      const status = await page.locator('p[data-status]').first().getAttribute('data-status');
+      assert.equal(status, 'fits', 'the default preset should fit (no suggestions searched)');
+      // Everything the first visit does, settled (the estimate's worker included).
+      await page.waitForLoadState('networkidle');
+      await page.waitForTimeout(1000);
+      assert.equal(
+        await page.getByRole('region', { name: /What would make it fit/ }).count(),
+        0,
+        'a job that fits shows no suggestions',
+      );
+
+      const first = [...urls];
+      t.diagnostic(`first visit: ${requested(first, /\.(wasm|js)$/).join(', ')}`);
+      assert.equal(requested(first, /^vram_core-[^/]*\.wasm$/).length, 1, 'vram_core.wasm once');
+      assert.deepEqual(requested(first, /^vram_plan-/), [], 'the first visit loaded vram_plan');
+      assert.deepEqual(requested(first, /^vram_io-/), [], 'the first visit loaded vram_io');
+
+      // The planner's first search loads the plan module (its .wasm and glue), once.
+      const panel = page.getByRole('region', { name: 'Find a layout' });
+      await panel.getByRole('button', { name: /^Find layouts for / }).click();
+      const table = panel.getByRole('table', { name: 'Layouts, best first' });
+      await table.waitFor({ timeout: 60000 });
+      assert.ok((await table.locator('tr[data-rank]').count()) > 0, 'no layout listed');
+      const later = urls.slice(first.length);
+      t.diagnostic(`planner: ${requested(later, /\.(wasm|js)$/).join(', ')}`);
+      assert.equal(requested(later, /^vram_plan-[^/]*\.wasm$/).length, 1, 'vram_plan.wasm once');
+      assert.equal(requested(later, /^vram_plan-[^/]*\.js$/).length, 1, "vram_plan's glue");
+      assert.deepEqual(requested(later, /^vram_core-[^/]*\.wasm$/), [], 'vram_core again');
+      assert.deepEqual(errors, [], 'the page logged errors');
+    } finally {
+      await context.close();
+    }
+  });
+});
