@@ -55,7 +55,7 @@ native: $(BUILD)/CMakeCache.txt
 $(WASM_BUILD)/CMakeCache.txt: | .deps/debian
 	emcmake cmake -S . -B $(WASM_BUILD) -DCMAKE_BUILD_TYPE=Release
 
-# Writes site/src/wasm/{vram_core,vram_io}.{mjs,wasm}, vram.js and vram.d.ts.
+# Writes site/src/wasm/{vram_core,vram_plan,vram_io}.{mjs,wasm}, vram.js and vram.d.ts.
 wasm: $(WASM_BUILD)/CMakeCache.txt
 	cmake --build $(WASM_BUILD) -j$(JOBS)
 

@@ -119,7 +119,8 @@ export default defineConfig({
     preloadCore(),
     // Installable and offline (issue 18): a web app manifest and a Workbox
     // service worker that precaches the whole build (HTML, JS, CSS, the
-    // .wasm, icons; each preset's config.json and each lazily loaded panel
+    // three .wasm modules, the lazily loaded vram_plan and vram_io included,
+    // so the planner and import/export work offline too; icons; each preset's config.json and each lazily loaded panel
     // is a .js chunk, which the globPatterns below match) on the first
     // visit, so a reload without a network still estimates, any preset. registerSW.js is a file (no
     // inline script, see CSP) and registers the worker after the load event,
