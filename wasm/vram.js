@@ -237,9 +237,10 @@ function toText(value, what) {
   return text;
 }
 
-// version()'s text, built once per module that has _version (core, plan): it
-// never changes for a module, and building it (the GPU catalog, every name list) is the most
-// expensive call a page makes at start-up. The input limit is read from it.
+// version()'s text, built once per module that has _version (core, plan):
+// it never changes for a module, and building it (the GPU catalog, every
+// name list) is the most expensive call a page makes at start-up. The input
+// limit is read from it.
 const versionTexts = new WeakMap();
 function versionText(module, which = 'core') {
   if (!versionTexts.has(module))
