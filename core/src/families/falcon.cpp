@@ -66,6 +66,10 @@ void build_falcon(const JsonReader& cfg, ModelSpec& spec) {
   read_dtype(cfg, spec);
 
   const int64_t ln_in_parallel = cfg.int_or("num_ln_in_parallel_attn", new_arch ? 2 : 1, 1, 2);
+  // modeling_falcon.py FalconDecoderLayer: parallel attention reads one
+  // input_layernorm (or ln_attn and ln_mlp when num_ln_in_parallel_attn is 2);
+  // sequential layers have input_layernorm and post_attention_layernorm.
+  t.norms_per_layer = parallel ? ln_in_parallel : 2;
   const int64_t L = t.layers, h = t.hidden;
   const int64_t qkv_out = (t.kv_heads * 2 + t.heads) * t.head_dim;
   add_embedding(spec, "word_embeddings", "text", spec.vocab, h);

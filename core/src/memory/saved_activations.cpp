@@ -189,10 +189,11 @@ double activation_saves(const std::string& act) {
 // `width` is the site's feature size, `in_dtype` its element size.
 // `already_saved`: the site's tensor is kept by its producer already (a
 // FlashAttention output, which o_proj reads as a view), so a reader keeping it
-// as it is costs nothing more.
+// as it is costs nothing more. `keeps_site`, when given, says whether one of
+// these readers keeps the tensor itself (not a cast or dropout copy).
 double linear_inputs(const Request& req, const Dtypes& dt, const std::vector<LinearUse>& readers, int64_t width,
                      int64_t in_dtype, std::vector<SavedItem>& items, const std::string& site,
-                     bool already_saved = false, bool one_adapter_input = false) {
+                     bool already_saved = false, bool one_adapter_input = false, bool* keeps_site = nullptr) {
   const auto& lora = req.train.lora;
   double bytes = 0;
   bool shared_saved = already_saved;
@@ -245,6 +246,8 @@ double linear_inputs(const Request& req, const Dtypes& dt, const std::vector<Lin
     }
   }
   if (bytes > 0) items.push_back({site, bytes, false});
+  // Whether a reader keeps the site's tensor itself (not a copy of it).
+  if (keeps_site != nullptr) *keeps_site = shared_saved && !already_saved;
   return bytes;
 }
 
@@ -417,6 +420,18 @@ void mlp_block(const LayerCtx& c, bool moe_layer, std::vector<SavedItem>& items)
   const int64_t pa = c.pa;
   // 4. Norm before the MLP (parallel blocks share the attention norm).
   if (!st.parallel_block) norm_site(req, st, c.dt, c.norm_trains, h, items, "MLP norm (input, statistics)", true);
+  // A parallel block with one norm (Phi's input_layernorm, Cohere's, Falcon-7B's
+  // input_layernorm, LitGPT's shared_attention_norm: modeling_phi.py
+  // PhiDecoderLayer.forward feeds the same hidden_states to self_attn and mlp)
+  // hands the MLP the tensor the q/k/v projections read: where one of those
+  // keeps it (a trained Linear, a 4-bit Linear of bitsandbytes < 0.43.2),
+  // an MLP reader keeping it too adds nothing (one tensor, saved twice).
+  bool mlp_input_kept = false;
+  if (st.parallel_block && st.norms_per_layer == 1) {
+    std::vector<SavedItem> scratch;
+    linear_inputs(req, c.dt, c.roles.attn_in, h, c.attn_in_dtype, scratch, "", false, req.train.lora.fused_qkv,
+                  &mlp_input_kept);
+  }
   // 5. MLP.
   const double act_saves = activation_saves(st.activation);
   auto gated_mlp = [&](int64_t inter, double tokens_factor, const char* label, bool experts) {
@@ -430,7 +445,8 @@ void mlp_block(const LayerCtx& c, bool moe_layer, std::vector<SavedItem>& items)
       return;
     }
     std::vector<SavedItem> tmp;
-    const double in = linear_inputs(req, c.dt, experts ? c.roles.exp_in : c.roles.mlp_in, h, c.attn_in_dtype, tmp, "");
+    const double in = linear_inputs(req, c.dt, experts ? c.roles.exp_in : c.roles.mlp_in, h, c.attn_in_dtype, tmp, "",
+                                    !experts && mlp_input_kept);
     const LinearUse down = experts ? c.roles.exp_out : c.roles.mlp_out;
     // act saves its input (gate out), mul saves act(gate) and up.
     double b = static_cast<double>(pa) * inter * (act_saves + 2.0);
@@ -477,7 +493,7 @@ void mlp_block(const LayerCtx& c, bool moe_layer, std::vector<SavedItem>& items)
     gated_mlp(st.intermediate, 1.0, "MLP activations (gate, act, up, product)", false);
   } else {
     std::vector<SavedItem> tmp;
-    const double in = linear_inputs(req, c.dt, c.roles.mlp_in, h, c.attn_in_dtype, tmp, "");
+    const double in = linear_inputs(req, c.dt, c.roles.mlp_in, h, c.attn_in_dtype, tmp, "", mlp_input_kept);
     const LinearUse down = c.roles.mlp_out;
     double b = static_cast<double>(pa) * st.intermediate * act_saves;
     b += linear_inputs(req, c.dt, {down}, st.intermediate, pa, tmp, "");
