@@ -5,6 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "fixtures.h"
 #include "memory/allocator_replay.h"
@@ -216,6 +220,84 @@ TEST_F(TrainingStepTest, AccumulatedGradientsExistBeforeForward) {
 namespace vram {
 namespace {
 
+// FSDP2 over 8 GPUs, fp32 shards, MixedPrecisionPolicy(param_dtype bf16):
+// which tensor of the step is on which stream, and its bytes. Llama-3.2-1B:
+// a decoder layer is 60,821,504 parameters (q, o 2048²; k, v 2048 x 512;
+// gate, up, down 2048 x 8192; two norms), the root unit 262,670,336 (the
+// embedding, tied with lm_head, and the final norm).
+TEST(Fsdp2Streams, GradientsOnTheReduceScatterStreamAllGatherBuffersOnTheCopyInStream) {
+  json r = {{"model", {{"config", testing::model_config("meta-llama/Llama-3.2-1B")}}},
+            {"task", "train"},
+            {"train",
+             {{"method", "full"},
+              {"micro_batch", 1},
+              {"seq_len", 512},
+              {"precision", "amp_bf16"},
+              {"optimizer", "adamw_torch"}}},
+            {"parallel",
+             {{"gpus", 8},
+              {"fsdp", "full_shard"},
+              {"fsdp_version", 2},
+              {"fsdp_param_dtype", "bf16"},
+              {"fsdp_reduce_dtype", "fp32"}}}};
+  auto p = parse_request(r);
+  ASSERT_TRUE(p.ok());
+  const Request req = p.value();
+  const auto basis = train::rank_basis(req, req, train::whole_model(req));
+  const Timeline tl = train::training_step(basis, train::step_terms(basis, 1));
+  constexpr int64_t kLayer = 60821504, kRoot = 262670336;
+  std::map<std::string, std::vector<std::pair<int64_t, int32_t>>> allocs;  // name -> (bytes, stream)
+  for (size_t e = tl.step_begin(); e < tl.events().size(); ++e) {
+    const Event& ev = tl.events()[e];
+    if (ev.op != Event::Op::kAlloc) continue;
+    const auto& t = tl.tensors()[static_cast<size_t>(ev.index)];
+    allocs[t.name].push_back({t.bytes, t.stream});
+  }
+  // Sharded fp32 gradients: each layer's reduce-scatter output, then the
+  // root unit's at the end of backward, all on the reduce-scatter stream.
+  const auto& layer_grads = allocs["layer gradients"];
+  ASSERT_EQ(layer_grads.size(), 16u);
+  for (const auto& [bytes, stream] : layer_grads) {
+    EXPECT_EQ(bytes, kLayer * 4 / 8);
+    EXPECT_EQ(stream, memory::kReduceScatterStream);
+  }
+  ASSERT_EQ(allocs["root unit gradients (embeddings, norm, lm_head)"].size(), 1u);
+  EXPECT_EQ(allocs["root unit gradients (embeddings, norm, lm_head)"][0],
+            std::make_pair(kRoot * 4 / 8, static_cast<int32_t>(memory::kReduceScatterStream)));
+  EXPECT_EQ(allocs.count("lm_head and final norm gradients"), 0u);
+  // All-gathers: the root's, layers 0 and 1 in forward, one prefetch in
+  // backward; each a bf16 copy of the local shards, then the flat output.
+  const auto copy_in = static_cast<int32_t>(memory::kAllGatherCopyInStream);
+  const std::vector<std::pair<int64_t, int32_t>> casts = {
+      {kRoot / 8 * 2, copy_in}, {kLayer / 8 * 2, copy_in}, {kLayer / 8 * 2, copy_in}, {kLayer / 8 * 2, copy_in}};
+  EXPECT_EQ(allocs["all-gather input (param_dtype copy of the local shards)"], casts);
+  const std::vector<std::pair<int64_t, int32_t>> flats = {
+      {kRoot * 2, copy_in}, {kLayer * 2, copy_in}, {kLayer * 2, copy_in}, {kLayer * 2, copy_in}};
+  EXPECT_EQ(allocs["flat all-gather output"], flats);
+  // Unsharded parameters on the default stream, one tensor per parameter.
+  const auto& root = allocs["unsharded root unit (embeddings, norm, lm_head)"];
+  ASSERT_EQ(root.size(), 1u);
+  EXPECT_EQ(root[0], std::make_pair(kRoot * 2, static_cast<int32_t>(memory::kDefaultStream)));
+  const auto& layer = allocs["unsharded layer parameters (one layer)"];
+  ASSERT_EQ(layer.size(), 1u);
+  EXPECT_EQ(layer[0], std::make_pair(kLayer * 2, static_cast<int32_t>(memory::kDefaultStream)));
+  // At the end of forward the root's post-forward has freed the last flat
+  // output: the root and the last layer (not resharded) are left; in
+  // backward the prefetched layer's flat output is back.
+  const auto moments = memory::replay(tl);
+  for (const auto& m : moments) {
+    if (m.phase == "forward") EXPECT_EQ(m.parts.at("gathered_params"), (kRoot + kLayer) * 2);
+    if (m.phase == "backward") EXPECT_EQ(m.parts.at("gathered_params"), (kRoot + 2 * kLayer) * 2);
+  }
+  // The gradient blocks stay in the reduce-scatter stream's pool: the
+  // second step's forward reserves them on top of what it allocates.
+  const auto reserved = memory::replay_reserved(tl, moments, {}, {});
+  for (size_t i = 0; i < moments.size(); ++i) {
+    if (moments[i].phase != "forward") continue;
+    EXPECT_GE(reserved.reserved[i], moments[i].allocated + 16 * (kLayer * 4 / 8) + kRoot * 4 / 8);
+  }
+}
+
 class ReservedTest : public ::testing::Test {
  protected:
   static json request(json train, json allocator = json::object()) {
@@ -304,6 +386,41 @@ TEST(AllocatorReplay, AShorterStepFirstLeavesItsSegmentCached) {
   EXPECT_EQ(after.reserved[0], 220 * memory::kMiB);
   // The shorter step's load part is the main timeline's: not allocated twice.
   EXPECT_EQ(after.peak_allocated, 180 * memory::kMiB);
+}
+
+// A block freed on one stream serves only mallocs on that stream
+// (CUDACachingAllocator.cpp: BlockComparatorSize orders by stream first,
+// get_free_block looks up the malloc's stream). FSDP2's sharded gradients
+// live on the reduce-scatter stream: zero_grad() frees them there, and the
+// next step's activations, on the default stream, need segments of their
+// own. Load 100 MiB; step: 80 MiB of activations, freed, then 60 MiB of
+// gradients, freed at the end of the step.
+TEST(AllocatorReplay, ABlockFreedOnASideStreamIsNotReusedByTheDefaultStream) {
+  auto step = [](int32_t grad_stream) {
+    Timeline tl;
+    tl.alloc("weights", "w", 100 * memory::kMiB);
+    tl.begin_step();
+    const auto a = tl.alloc("activations", "a", 80 * memory::kMiB);
+    tl.mark("forward", "forward");
+    tl.free(a);
+    const auto g = tl.alloc_on(grad_stream, "gradients", "g", 60 * memory::kMiB);
+    tl.mark("backward", "backward");
+    tl.free(g);
+    return tl;
+  };
+  const Timeline same = step(memory::kDefaultStream);
+  const Timeline side = step(memory::kReduceScatterStream);
+  // The same stream: the 80 MiB segment serves the 60 MiB gradient (split).
+  EXPECT_EQ(memory::replay_reserved(same, memory::replay(same), {}, {}).peak_reserved, 180 * memory::kMiB);
+  // The reduce-scatter stream: a 60 MiB segment of its own, kept cached.
+  const auto r = memory::replay_reserved(side, memory::replay(side), {}, {});
+  EXPECT_EQ(r.peak_reserved, 240 * memory::kMiB);
+  EXPECT_EQ(r.reserved[0], 240 * memory::kMiB);  // the second step's forward: both pools cached
+  EXPECT_EQ(r.peak_allocated, 180 * memory::kMiB);
+  // A resized tensor stays on its stream.
+  Timeline tl;
+  const auto g = tl.alloc_on(memory::kReduceScatterStream, "gradients", "g", 10);
+  EXPECT_EQ(tl.tensors()[static_cast<size_t>(tl.resize(g, 20))].stream, memory::kReduceScatterStream);
 }
 
 // With the card's bound, the 80 MiB segment does not fit next to the cached

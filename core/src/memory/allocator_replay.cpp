@@ -25,7 +25,7 @@ struct Replayer {
 
   void malloc_piece(const Tensor& t, std::vector<Handle>& into, int64_t bytes) {
     const int64_t before = alloc.stats().num_device_alloc;
-    const Handle h = alloc.malloc(bytes);
+    const Handle h = alloc.malloc(bytes, t.stream);
     if (h <= 0) return;  // an OOM is counted by the allocator
     into.push_back(h);
     // A new segment (or newly mapped pages) starts at this block.

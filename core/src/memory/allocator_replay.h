@@ -10,8 +10,9 @@
 // allocator keeps the blocks of each: CUDACachingAllocator.cpp returns
 // segments to the device only in release_cached_blocks, on empty_cache() or
 // when a cudaMalloc fails). Every
-// piece of a tensor is its own malloc on the default stream; managed tensors
-// (paged optimizer states) bypass the allocator.
+// piece of a tensor is its own malloc on the tensor's stream (Tensor::stream,
+// the default stream unless a term says otherwise); managed tensors (paged
+// optimizer states) bypass the allocator.
 #pragma once
 
 #include <cstdint>

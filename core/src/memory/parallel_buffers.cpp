@@ -79,6 +79,54 @@ ParallelBuffers parallel_buffers(const Request& req, const ParallelOptions& par,
     // FSDP MixedPrecision param_dtype: the unsharded copy is cast (a
     // model kept in fp32 is gathered in bf16).
     const int64_t elem = sh.fsdp && par.fsdp_param_bytes > 0 ? par.fsdp_param_bytes : dt.weight;
+    if (sh.fsdp && par.fsdp_version == 2 && !par.offload_params && layer_quant_bytes == 0) {
+      // FSDP2 (Fsdp2Unshard): one layer unsharded at a time on the default
+      // stream (a layer reshards after its forward and after its backward,
+      // FSDPParamGroup.post_forward / post_backward), the root unit
+      // throughout, and one layer's flat all-gather output on the copy-in
+      // stream (the next layer's, prefetched). With a param_dtype cast the
+      // copy-in first copies the local shards into one param_dtype buffer
+      // (_get_param_all_gather_inputs: flat_foreach_copy_input).
+      Fsdp2Unshard& f = out.fsdp2;
+      f.on = true;
+      const int64_t n = std::max<int64_t>(sh.group, 1);
+      for (size_t i = 0; i < m.groups.size(); ++i) {
+        const ParamGroup& g = m.groups[i];
+        if (g.stack != "text" || plan.groups[i].quantized) continue;
+        const int64_t span = m.layer_span(g);
+        const int64_t copies = span == 0 ? g.instances : g.instances / span;
+        std::vector<Piece>& into = span == 0 ? f.root : f.layer;
+        // A Linear's or norm's bias is its own parameter.
+        const bool split = g.bias && (g.kind == ModuleKind::kLinear || g.kind == ModuleKind::kNorm);
+        const int64_t bias = !split ? 0 : g.kind == ModuleKind::kLinear ? g.out_features : g.numel / 2;
+        if (copies <= 0) continue;
+        into.push_back({(g.numel - bias) * elem, copies});
+        if (bias > 0) into.push_back({bias * elem, copies});
+      }
+      for (auto* v : {&f.root, &f.layer}) {
+        std::sort(v->begin(), v->end(), [](const Piece& a, const Piece& b) { return a.bytes > b.bytes; });
+      }
+      f.root_bytes = root_params * elem;
+      f.layer_bytes = layer_params * elem;
+      // Layers of two kinds (dense and MoE): one block of the larger.
+      auto sum = [](const std::vector<Piece>& v) {
+        int64_t t = 0;
+        for (const Piece& p : v) t += p.bytes * p.count;
+        return t;
+      };
+      if (sum(f.root) != f.root_bytes) f.root = {{f.root_bytes, 1}};
+      if (sum(f.layer) != f.layer_bytes) f.layer = {{f.layer_bytes, 1}};
+      f.root_flat = f.root_bytes;
+      f.layer_flat = f.layer_bytes;
+      if (par.fsdp_param_bytes > 0 && par.fsdp_param_bytes != dt.weight) {
+        f.root_cast = ceil_div(root_params, n) * elem;
+        f.layer_cast = ceil_div(layer_params, n) * elem;
+      }
+      elems = root_params + 2 * layer_params;
+      gathered_formula = "root unit " + fmt_int(root_params) +
+                         " params (embeddings, norm, lm_head) + the current layer, " + fmt_int(layer_params) +
+                         " params + the next layer's flat all-gather output (FSDP2 copy-in stream)";
+    }
     gathered = elems * elem;
     gathered_formula = fmt_int(elems) + " params x " + std::to_string(elem) + " B: " + gathered_formula;
     if (layer_quant_bytes > 0) {

@@ -6,13 +6,34 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "memory/model_state.h"
 #include "memory/recipe.h"
 #include "memory/sharding.h"
+#include "memory/timeline.h"
 #include "vram/request.h"
 
 namespace vram::memory {
+
+// FSDP2's unshard buffers by stream (torch/distributed/_composable/fsdp,
+// torch 2.5-2.6: _fsdp_collectives.py foreach_all_gather /
+// _get_param_all_gather_inputs, _fsdp_param_group.py FSDPCommContext).
+// On the all-gather copy-in stream: the param_dtype copy of a unit's local
+// shards (one flat buffer, freed once copied in) and the unit's flat
+// all-gather output, which in forward is held (AllGatherState) until the next
+// unit's copy-out. On the default stream: each parameter's unsharded tensor
+// (FSDPParam.alloc_all_gather_outputs at copy-out), freed when the unit
+// reshards; the root unit stays unsharded from forward to the end of
+// backward, a block one layer at a time (+ one prefetched flat output).
+struct Fsdp2Unshard {
+  bool on = false;
+  std::vector<Piece> root;   // the root unit's unsharded parameters, one piece per tensor
+  std::vector<Piece> layer;  // one decoder layer's unsharded parameters
+  int64_t root_bytes = 0, layer_bytes = 0;
+  int64_t root_flat = 0, layer_flat = 0;  // flat all-gather outputs (copy-in stream)
+  int64_t root_cast = 0, layer_cast = 0;  // param_dtype copies of the local shards (copy-in stream; 0 without a cast)
+};
 
 struct ParallelBuffers {
   int64_t layer_params = 0;  // one decoder layer's parameters on this rank (FSDP unit, ZeRO-3 gather)
@@ -23,6 +44,7 @@ struct ParallelBuffers {
   std::string comm_formula;
   int64_t cp_kv = 0;     // one context-parallel K + V receive buffer
   int64_t dispatch = 0;  // expert-parallel all-to-all send + receive
+  Fsdp2Unshard fsdp2;    // FSDP2: how `gathered` is allocated, by stream
 };
 
 // `req` is the rank's view of the model, `par` the layout as the user gave it.

@@ -17,12 +17,22 @@ Timeline::Id Timeline::alloc(const char* component, const char* name, int64_t by
   return id;
 }
 
+Timeline::Id Timeline::alloc_on(int32_t stream, const char* component, const char* name, int64_t bytes,
+                                std::vector<Piece> pieces, int32_t layer) {
+  const Id id = alloc(component, name, bytes, std::move(pieces), Residence::kAllocated, layer);
+  tensors_.back().stream = stream;
+  return id;
+}
+
 void Timeline::free(Id id) { events_.push_back({Event::Op::kFree, id}); }
 
 Timeline::Id Timeline::resize(Id id, int64_t bytes, std::vector<Piece> pieces) {
   free(id);
   const Tensor& old = tensors_[static_cast<size_t>(id)];
-  return alloc(old.component, old.name, bytes, std::move(pieces), old.residence, old.layer);
+  const int32_t stream = old.stream;
+  const Id out = alloc(old.component, old.name, bytes, std::move(pieces), old.residence, old.layer);
+  tensors_.back().stream = stream;
+  return out;
 }
 
 void Timeline::mark(const char* phase, const char* label) {

@@ -39,7 +39,19 @@ struct Tensor {
   // per-token figures; `bytes` is what the allocated view counts.
   std::vector<Piece> pieces;
   Residence residence = Residence::kAllocated;
+  // The CUDA stream it is allocated on (Stream below). The caching allocator
+  // reuses a freed block only for a malloc on the stream that allocated it
+  // (CUDACachingAllocator.cpp BlockComparatorSize orders blocks by stream
+  // first), so a tensor on a side stream keeps its block out of the default
+  // stream's reach for good; the allocated view ignores streams.
+  int32_t stream = 0;
 };
+
+// Streams a step allocates on: 0 is the default (compute) stream. FSDP2
+// (torch/distributed/_composable/fsdp/_fsdp_param_group.py FSDPCommContext)
+// allocates its all-gather buffers on the all-gather copy-in stream and the
+// reduce-scatter outputs (the sharded gradients) on the reduce-scatter stream.
+enum Stream : int32_t { kDefaultStream = 0, kAllGatherCopyInStream = 1, kReduceScatterStream = 2 };
 
 struct Event {
   enum class Op { kAlloc, kFree, kMark };
@@ -61,8 +73,11 @@ class Timeline {
 
   Id alloc(const char* component, const char* name, int64_t bytes, std::vector<Piece> pieces = {},
            Residence residence = Residence::kAllocated, int32_t layer = -1);
+  // The same on a side stream (Stream).
+  Id alloc_on(int32_t stream, const char* component, const char* name, int64_t bytes, std::vector<Piece> pieces = {},
+              int32_t layer = -1);
   void free(Id id);
-  // Frees `id` and allocates a tensor of the same component and name with a
+  // Frees `id` and allocates a tensor of the same component, name and stream with a
   // new size (a buffer that grows or shrinks between two moments).
   Id resize(Id id, int64_t bytes, std::vector<Piece> pieces = {});
   void mark(const char* phase, const char* label);

@@ -140,7 +140,35 @@ Timeline training_step(const RankBasis& b, const StepTerms& t) {
   std::vector<Timeline::Id> fwd;
   if (sz.autocast_cache > 0)
     fwd.push_back(tl.alloc("autocast_weight_cache", "autocast weight copies", sz.autocast_cache));
-  if (pb.gathered > 0) fwd.push_back(tl.alloc("gathered_params", "gathered parameters", pb.gathered));
+  // FSDP2 (memory::Fsdp2Unshard): the copy-in stream's buffers apart from
+  // the unsharded parameters. The root unit's all-gather comes first; each
+  // layer's flat output is allocated while the previous one is still held
+  // (AllGatherState, freed at the next copy-out), so the copy-in stream's
+  // pool keeps the root's output and one layer's beside it. The root's
+  // post-forward frees the last one.
+  const memory::Fsdp2Unshard& f2 = pb.fsdp2;
+  const auto all_gather = [&](int64_t cast, int64_t flat) {
+    const Timeline::Id c = tl.alloc_on(memory::kAllGatherCopyInStream, "gathered_params",
+                                       "all-gather input (param_dtype copy of the local shards)", cast);
+    const Timeline::Id out =
+        tl.alloc_on(memory::kAllGatherCopyInStream, "gathered_params", "flat all-gather output", flat);
+    tl.free(c);
+    return out;
+  };
+  Timeline::Id flat = -1;
+  if (f2.on) {
+    const Timeline::Id root_flat = all_gather(f2.root_cast, f2.root_flat);
+    fwd.push_back(
+        tl.alloc("gathered_params", "unsharded root unit (embeddings, norm, lm_head)", f2.root_bytes, f2.root));
+    for (int k = 0; k < 2; ++k) {  // layers 0 and 1; later layers repeat layer 1
+      const Timeline::Id next = all_gather(f2.layer_cast, f2.layer_flat);
+      tl.free(k == 0 ? root_flat : flat);
+      flat = next;
+    }
+    fwd.push_back(tl.alloc("gathered_params", "unsharded layer parameters (one layer)", f2.layer_bytes, f2.layer));
+  } else if (pb.gathered > 0) {
+    fwd.push_back(tl.alloc("gathered_params", "gathered parameters", pb.gathered));
+  }
   if (pb.dispatch > 0) fwd.push_back(tl.alloc("moe_dispatch", "expert-parallel dispatch", pb.dispatch));
   if (pb.cp_kv > 0) fwd.push_back(tl.alloc("cp_kv_exchange", "K/V receive buffers", 2 * pb.cp_kv));
   // train.keeps_previous_logits (LitGPT): last step's logits and the 4-bit
@@ -161,6 +189,7 @@ Timeline training_step(const RankBasis& b, const StepTerms& t) {
     returned.push_back(tl.alloc("activations", "key/value cache returned by model() (use_cache)", a.returned_kv));
   const Timeline::Id head = tl.alloc("activations", "final norm and lm_head inputs", a.head);
   for (Timeline::Id id : pending) tl.free(id);
+  if (flat >= 0) tl.free(flat);  // the root's post-forward frees the last flat output
   tl.mark("forward", "end of forward");
   if (prev >= 0) {
     const Timeline::Id nl = tl.alloc("loss_buffers", "logits returned by model()", a.logits);
@@ -181,9 +210,24 @@ Timeline training_step(const RankBasis& b, const StepTerms& t) {
     tl.free(hf);
   }
   std::vector<Timeline::Id> step_grads;  // gradients that appear during this step
+  // FSDP2's sharded gradients are views into each unit's reduce-scatter
+  // output, allocated on the reduce-scatter stream (_fsdp_collectives.py
+  // foreach_reduce: reduce_output = reduce_scatter_input.new_empty(...)
+  // under `with torch.cuda.stream(reduce_scatter_stream)`; "The RS output is
+  // allocated in the RS stream and used in the default stream (for
+  // optimizer)"). zero_grad() frees them into that stream's pool, where the
+  // next forward, on the default stream, cannot reuse them. The root unit
+  // has no input that requires grad, so its post-backward (and its
+  // reduce-scatter: lm_head, norm and embeddings at once) runs in the final
+  // callback (_fsdp_state.py _root_post_backward_final_callback).
+  const bool rs_grads =
+      b.sh.fsdp && b.sh.grads && b.global->parallel.fsdp_version == 2 && !kept && !o.optimizer_in_backward;
+  const auto grad_alloc = [&](const char* name, int64_t bytes, std::vector<Piece> pieces, int32_t layer) {
+    if (rs_grads) return tl.alloc_on(memory::kReduceScatterStream, "gradients", name, bytes, std::move(pieces), layer);
+    return tl.alloc("gradients", name, bytes, std::move(pieces), memory::Residence::kAllocated, layer);
+  };
   if (t.loss.early_head_grads > 0) {
-    step_grads.push_back(
-        tl.alloc("gradients", "lm_head gradient (fused loss)", t.loss.early_head_grads, b.pieces.grads_head));
+    step_grads.push_back(grad_alloc("lm_head gradient (fused loss)", t.loss.early_head_grads, b.pieces.grads_head, -1));
   }
   Timeline::Id loss = tl.alloc("loss_buffers", "logits and loss", t.loss.forward, t.loss.forward_pieces);
   // train.returns_kv_cache: Accelerate's fp32 copy of the returned keys and
@@ -216,8 +260,11 @@ Timeline training_step(const RankBasis& b, const StepTerms& t) {
   // ---- backward sweep, top layer first --------------------------------------
   tl.free(loss);
   tl.free(head);
-  int64_t g_now = kept ? sz.grads : sz.grads_head;
-  if (!kept && sz.grads_head - t.loss.early_head_grads != 0) {
+  // FSDP2 prefetches the next layer's all-gather in backward (one flat
+  // output on the copy-in stream at a time, freed at its copy-out).
+  const Timeline::Id bwd_flat = f2.on ? all_gather(f2.layer_cast, f2.layer_flat) : Timeline::Id{-1};
+  int64_t g_now = kept ? sz.grads : rs_grads ? t.loss.early_head_grads : sz.grads_head;
+  if (!kept && !rs_grads && sz.grads_head - t.loss.early_head_grads != 0) {
     step_grads.push_back(tl.alloc("gradients", "lm_head and final norm gradients",
                                   sz.grads_head - t.loss.early_head_grads,
                                   t.loss.early_head_grads > 0 ? std::vector<Piece>{} : b.pieces.grads_head));
@@ -275,17 +322,19 @@ Timeline training_step(const RankBasis& b, const StepTerms& t) {
       for (Timeline::Id id : layers[static_cast<size_t>(i - a.first_grad_layer)]) tl.free(id);
     }
     if (!kept && !in_bwd) {
-      step_grads.push_back(tl.alloc("gradients", "layer gradients", sz.grads_layer, {}, memory::Residence::kAllocated,
-                                    static_cast<int32_t>(i)));
+      step_grads.push_back(grad_alloc("layer gradients", sz.grads_layer, {}, static_cast<int32_t>(i)));
     }
     if (!kept) g_now += sz.grads_layer;
   }
   // Embedding gradient at the end (dense V x h grad; tied weights add it
   // into lm_head's grad through a temporary of the same size).
   if (sz.grads - g_now != 0) {
-    step_grads.push_back(tl.alloc("gradients", "embedding and other gradients", sz.grads - g_now,
-                                  kept ? std::vector<Piece>{} : b.pieces.grads_rest));
+    step_grads.push_back(rs_grads
+                             ? grad_alloc("root unit gradients (embeddings, norm, lm_head)", sz.grads - g_now, {}, -1)
+                             : tl.alloc("gradients", "embedding and other gradients", sz.grads - g_now,
+                                        kept ? std::vector<Piece>{} : b.pieces.grads_rest));
   }
+  if (bwd_flat >= 0) tl.free(bwd_flat);
   const int64_t tied_tmp = req.model.tie_word_embeddings && sz.grads_embed > 0 ? sz.grads_embed : 0;
   const Timeline::Id tied = tl.alloc("layer_backward", "tied embedding gradient temporary", tied_tmp);
   if (a.offload) tl.free(layers[0][0]);
