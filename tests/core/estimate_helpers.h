@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "vram/api.h"
@@ -24,6 +26,17 @@ inline int64_t component_bytes(const json& r, const std::string& key) {
   }
   ADD_FAILURE() << "no component " << key;
   return -1;
+}
+
+// The largest allocated_bytes of the result's "forward" phases; none fails
+// the test.
+inline int64_t forward_allocated(const json& r) {
+  int64_t best = -1;
+  for (const auto& p : r["phases"]) {
+    if (p["key"] == "forward") best = std::max(best, p["allocated_bytes"].get<int64_t>());
+  }
+  EXPECT_GE(best, 0) << "no forward phase";
+  return best;
 }
 
 }  // namespace vram::testing

@@ -39,14 +39,7 @@ json request(const std::string& model, const json& extra) {
   return {{"model", {{"config", testing::model_config(model)}}}, {"task", "train"}, {"train", train}};
 }
 
-int64_t forward_allocated(const json& r) {
-  int64_t best = -1;
-  for (const auto& p : r["phases"]) {
-    if (p["key"] == "forward") best = std::max(best, p["allocated_bytes"].get<int64_t>());
-  }
-  EXPECT_GE(best, 0) << "no forward phase";
-  return best;
-}
+using testing::forward_allocated;
 
 TEST(FusedQkvView, MultiHeadAttentionKeepsTheQAndKWidths) {
   const json on = request("meta-llama/Llama-2-7b-hf", {{"keeps_fused_qkv", true}});

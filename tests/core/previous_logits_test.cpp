@@ -47,14 +47,7 @@ json request(bool keeps, bool saves_input) {
       {"model", {{"config", testing::model_config("meta-llama/Llama-2-7b-hf")}}}, {"task", "train"}, {"train", train}};
 }
 
-int64_t forward_allocated(const json& r) {
-  int64_t best = -1;
-  for (const auto& p : r["phases"]) {
-    if (p["key"] == "forward") best = std::max(best, p["allocated_bytes"].get<int64_t>());
-  }
-  EXPECT_GE(best, 0) << "no forward phase";
-  return best;
-}
+using testing::forward_allocated;
 
 TEST(PreviousLogits, KeepsLastStepsLogitsAndFourBitInputsThroughForward) {
   const json off = testing::estimate_ok(request(false, true));

@@ -7,28 +7,11 @@
 // Run: npm run build && node --test tests/e2e/modules.test.mjs
 // Needs: /usr/bin/chromium (or CHROMIUM).
 
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { chromium } from 'playwright-core';
-import { chromiumPath, distDir, serve } from './serve.mjs';
+import { servedPage } from './serve.mjs';
 
-let server;
-let base;
-let browser;
-
-before(async () => {
-  assert.ok(existsSync(join(distDir, 'index.html')), 'build the page first: npm run build');
-  server = await serve(distDir);
-  base = `http://127.0.0.1:${server.address().port}/`;
-  browser = await chromium.launch({ executablePath: chromiumPath });
-});
-
-after(async () => {
-  await browser?.close();
-  await new Promise((ok) => (server ? server.close(ok) : ok()));
-});
+const served = servedPage();
 
 /** The file names (no query) the context requested, from the page and its workers. */
 function requested(urls, pattern) {
@@ -38,7 +21,7 @@ function requested(urls, pattern) {
 describe('the WebAssembly modules a visit loads', () => {
   it('a first visit loads vram_core, not vram_plan; the planner loads vram_plan', async (t) => {
     // No service worker: its precache would fetch every built file after the load.
-    const context = await browser.newContext({
+    const context = await served.browser.newContext({
       viewport: { width: 1400, height: 900 },
       serviceWorkers: 'block',
     });
@@ -50,7 +33,7 @@ describe('the WebAssembly modules a visit loads', () => {
     page.on('pageerror', (e) => errors.push(String(e)));
     page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
     try {
-      await page.goto(base);
+      await page.goto(served.base);
       await page.waitForFunction(
         () => performance.getEntriesByName('vram:first-estimate').length > 0,
         { timeout: 60000 },

@@ -9,12 +9,10 @@
 // Run: npm run build && node --test tests/e2e/screens.test.mjs
 // Needs: /usr/bin/chromium (or CHROMIUM).
 
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { chromium } from 'playwright-core';
-import { chromiumPath, distDir, serve } from './serve.mjs';
+import { servedPage } from './serve.mjs';
 
 const shots = process.env.VRAM_SCREENSHOT_DIR || '/tmp';
 
@@ -39,24 +37,10 @@ const LLAMA_8B_ON_8_A100 =
 const DEEPSEEK_V3_ON_64_H100 =
   '#m=preset:deepseek-ai/DeepSeek-V3&task=train&method=full&gpus=64&gpu=H100%2080GB';
 
-let server;
-let base;
-let browser;
-
-before(async () => {
-  assert.ok(existsSync(join(distDir, 'index.html')), 'build the page first: npm run build');
-  server = await serve(distDir);
-  base = `http://127.0.0.1:${server.address().port}/`;
-  browser = await chromium.launch({ executablePath: chromiumPath });
-});
-
-after(async () => {
-  await browser?.close();
-  await new Promise((ok) => (server ? server.close(ok) : ok()));
-});
+const served = servedPage();
 
 async function open(viewport, hash = '', { serviceWorkers = 'block' } = {}) {
-  const context = await browser.newContext({
+  const context = await served.browser.newContext({
     viewport: { width: viewport.width, height: viewport.height },
     serviceWorkers,
   });
@@ -65,7 +49,7 @@ async function open(viewport, hash = '', { serviceWorkers = 'block' } = {}) {
   const errors = [];
   page.on('pageerror', (e) => errors.push(String(e)));
   page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
-  await page.goto(`${base}${hash}`);
+  await page.goto(`${served.base}${hash}`);
   await firstEstimate(page);
   return { context, page, errors };
 }

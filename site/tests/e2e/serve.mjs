@@ -8,6 +8,8 @@ import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, extname, join, normalize, resolve, sep } from 'node:path';
 import assert from 'node:assert/strict';
+import { after, before } from 'node:test';
+import { chromium } from 'playwright-core';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -27,6 +29,26 @@ const TYPES = {
   '.png': 'image/png',
   '.webmanifest': 'application/manifest+json',
 };
+
+/**
+ * The built page served on 127.0.0.1 and one Chromium for a test file: registers
+ * node:test's before (fails when dist/ is not built) and after hooks, and returns
+ * an object whose `base` (the page's URL) and `browser` are set before the tests run.
+ */
+export function servedPage() {
+  const shared = { base: '', browser: null, server: null };
+  before(async () => {
+    assert.ok(existsSync(join(distDir, 'index.html')), 'build the page first: npm run build');
+    shared.server = await serve(distDir);
+    shared.base = `http://127.0.0.1:${shared.server.address().port}/`;
+    shared.browser = await chromium.launch({ executablePath: chromiumPath });
+  });
+  after(async () => {
+    await shared.browser?.close();
+    await new Promise((ok) => (shared.server ? shared.server.close(ok) : ok()));
+  });
+  return shared;
+}
 
 /** A static file server for `root` on 127.0.0.1 and a free port. */
 export function serve(root) {

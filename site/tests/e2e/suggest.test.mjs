@@ -8,12 +8,10 @@
 // Run: npm run build && node --test tests/e2e/suggest.test.mjs
 // Needs: /usr/bin/chromium (or CHROMIUM).
 
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { chromium } from 'playwright-core';
-import { chromiumPath, distDir, serve } from './serve.mjs';
+import { servedPage } from './serve.mjs';
 
 const shots = process.env.VRAM_SCREENSHOT_DIR || '/tmp';
 
@@ -27,26 +25,12 @@ const VIEWPORTS = [
   { name: 'phone', width: 390, height: 844 },
 ];
 
-let server;
-let base;
-let browser;
-
-before(async () => {
-  assert.ok(existsSync(join(distDir, 'index.html')), 'build the page first: npm run build');
-  server = await serve(distDir);
-  base = `http://127.0.0.1:${server.address().port}/`;
-  browser = await chromium.launch({ executablePath: chromiumPath });
-});
-
-after(async () => {
-  await browser?.close();
-  await new Promise((ok) => (server ? server.close(ok) : ok()));
-});
+const served = servedPage();
 
 describe('what would make it fit', () => {
   for (const viewport of VIEWPORTS) {
     it(`lists suggestions under the verdict and the first one, applied, fits (${viewport.name})`, async (t) => {
-      const context = await browser.newContext({
+      const context = await served.browser.newContext({
         viewport: { width: viewport.width, height: viewport.height },
         serviceWorkers: 'block',
       });
@@ -54,7 +38,7 @@ describe('what would make it fit', () => {
       const errors = [];
       page.on('pageerror', (e) => errors.push(String(e)));
       page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
-      await page.goto(`${base}${LORA_8B_ON_A100_40}`);
+      await page.goto(`${served.base}${LORA_8B_ON_A100_40}`);
       const verdict = page.locator('[data-status]', { hasText: /fit/i }).first();
       await page.waitForSelector('p[data-status="does_not_fit"]', { timeout: 60000 });
       assert.ok(await verdict.count());
