@@ -3,9 +3,13 @@
 // call delete(). The underscore names mark them private: callers import the
 // facade (vram.js), which parses the text and throws EstimatorError.
 //
-// core's api functions never throw (api.h): they catch every internal failure
-// and return {"error": {"code", "message", "path"}}, so no C++ exception, which
-// would reach JS as a bare number, crosses this boundary.
+// core's api functions never throw (api.h): every failure stops at their
+// recover() and comes back as {"error": {"code", "message", "path"}}, so
+// nothing, neither a C++ exception (which would reach JS as a bare number) nor
+// a longjmp, crosses this boundary. This module's core is built without
+// exceptions (status.h): a failure longjmps to the API's recover() and leaves
+// what the failed work had allocated; _unwinds() counts them, and the facade
+// (vram.js) replaces an instance that has unwound.
 //
 // This is the module every visit loads (vram_core.wasm). Importing and
 // exporting framework files (_importFiles, _exportConfig) live in a second
@@ -21,6 +25,14 @@
 #include <emscripten/bind.h>
 
 #include "vram/api.h"
+#include "vram/status.h"
+
+namespace {
+
+// Embind has no 64-bit integers without BigInt; the count is far below 2^53.
+double unwinds() { return static_cast<double>(vram::unwind_count()); }
+
+}  // namespace
 
 EMSCRIPTEN_BINDINGS(vram) {
   emscripten::function("_estimate", &vram::estimate_json);
@@ -29,4 +41,5 @@ EMSCRIPTEN_BINDINGS(vram) {
   emscripten::function("_fields", &vram::fields_json);
   emscripten::function("_layoutOptions", &vram::layout_options_json);
   emscripten::function("_frameworkDefaults", &vram::framework_defaults_json);
+  emscripten::function("_unwinds", &unwinds);
 }

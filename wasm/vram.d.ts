@@ -1091,6 +1091,21 @@ export interface Planner {
  */
 export declare function loadPlanner(): Promise<Planner>;
 
+/** A module's live instance, for diagnostics (instanceStats). */
+export interface InstanceStats {
+  /**
+   * Failures that have unwound in this instance (the core module is built
+   * without C++ exceptions: each leaves what the failed work allocated, and
+   * the facade replaces an instance that has any). Always 0 for `plan`/`io`.
+   */
+  unwinds: number;
+  /** The instance's linear memory, in bytes. */
+  memoryBytes: number;
+}
+
+/** Diagnostics of a module's live instance (loading it if needed). */
+export declare function instanceStats(which?: 'core' | 'plan' | 'io'): Promise<InstanceStats>;
+
 /**
  * The exact output text for a request text, errors included as
  * `{"error": {...}}` text: byte-for-byte what

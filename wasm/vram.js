@@ -64,6 +64,9 @@ const MODULES = {
   },
 };
 const modulePromises = { core: null, plan: null, io: null };
+// The instance each module's calls go to: loadModule's, until a failure
+// has unwound in it (below, renew).
+const live = { core: null, plan: null, io: null };
 
 function inNode() {
   return typeof process !== 'undefined' && Boolean(process.versions?.node);
@@ -164,6 +167,10 @@ function loadModule(which = 'core') {
     });
     modulePromises[which] = Promise.all([MODULES[which].glue(), moduleOptions(which, fail)])
       .then(([{ default: create }, options]) => Promise.race([create(options), failed]))
+      .then((module) => {
+        live[which] = module;
+        return module;
+      })
       .catch((cause) => {
         // Let a later call try again instead of caching the failure forever.
         forget(which);
@@ -181,6 +188,30 @@ function forget(which) {
   modulePromises[which] = null;
   if (which === 'core') vramPromise = null;
   if (which === 'plan') plannerPromise = null;
+}
+
+// Replace `module`, in which a failure has unwound. The core module is built
+// without C++ exceptions (core/include/vram/status.h): a failure (any
+// rejected request) longjmps back to the public API, whose answer is the
+// error as usual, but what the failed work had allocated stays allocated in
+// that instance. So the facade starts a new instance from the compiled
+// module (a few milliseconds: nothing is downloaded or compiled again) and
+// sends the calls there once it is ready; until then the old one answers,
+// correctly. The leak is bounded by the calls made in between.
+const renewing = new WeakSet();
+function renew(which, module) {
+  if (renewing.has(module)) return;
+  renewing.add(module);
+  forget(which);
+  loadModule(which).catch(() => {
+    // loadModule forgot the failed load: the next call tries again.
+  });
+}
+
+// Whether a failure has unwound in `module` since it started (only the core
+// module, built without exceptions, counts them: bindings.cpp _unwinds).
+function hasUnwound(module) {
+  return typeof module._unwinds === 'function' && module._unwinds() > 0;
 }
 
 function describe(thrown) {
@@ -238,31 +269,31 @@ function toText(value, what) {
 }
 
 // version()'s text, built once per module that has _version (core, plan):
-// it never changes for a module, and building it (the GPU catalog, every
-// name list) is the most expensive call a page makes at start-up. The input
-// limit is read from it.
-const versionTexts = new WeakMap();
+// it never changes for a module's binary (so a renewed instance reuses it),
+// and building it (the GPU catalog, every name list) is the most expensive
+// call a page makes at start-up. The input limit is read from it.
+const versionTexts = new Map();
 function versionText(module, which = 'core') {
-  if (!versionTexts.has(module))
-    versionTexts.set(module, call(module, '_version', undefined, which));
-  return versionTexts.get(module);
+  if (!versionTexts.has(which)) versionTexts.set(which, call(module, '_version', undefined, which));
+  return versionTexts.get(which);
 }
 
 // The core's limit on input text (limits::kMaxInputBytes, from version()),
 // read once per module; the plan module reads it from its own _version (its
 // workers load no core module), the io module (which has no _version) takes
 // the same limit from the core module.
-const inputLimits = new WeakMap();
+const inputLimits = new Map();
 function maxInputBytes(module, which) {
-  if (!inputLimits.has(module)) {
-    inputLimits.set(module, JSON.parse(versionText(module, which)).limits.max_input_bytes);
+  if (!inputLimits.has(which)) {
+    inputLimits.set(which, JSON.parse(versionText(module, which)).limits.max_input_bytes);
   }
-  return inputLimits.get(module);
+  return inputLimits.get(which);
 }
 
 // Call one raw binding. core never throws across the boundary (api.h), so
 // anything thrown here is the module itself failing (out of memory, abort); a
-// module that aborted cannot be used again, so the next call loads a new one.
+// module that aborted cannot be used again, and one in which a failure has
+// unwound holds memory it will not free: either is replaced (renew).
 // Text longer than the core's input limit is refused here, before Embind
 // copies it into the module's memory (a UTF-16 length above the limit is
 // more UTF-8 bytes than the limit too); the core checks the bytes again.
@@ -279,15 +310,18 @@ function call(module, name, text, which = 'core', limitModule = module) {
       },
     });
   }
+  let out;
   try {
-    return text === undefined ? module[name]() : module[name](text);
+    out = text === undefined ? module[name]() : module[name](text);
   } catch (cause) {
-    forget(which);
+    renew(which, module);
     throw new EstimatorError({
       code: kInternal,
       message: `the WebAssembly module failed: ${describe(cause)}`,
     });
   }
+  if (hasUnwound(module)) renew(which, module);
+  return out;
 }
 
 // JSON text -> object, throwing the boundary's error object as EstimatorError.
@@ -313,10 +347,10 @@ async function callIo(name, text) {
  */
 export function loadPlanner() {
   if (plannerPromise === null) {
-    plannerPromise = loadModule('plan').then((module) => ({
-      plan: (request) => fromText(call(module, '_plan', toText(request, 'the request'), 'plan')),
+    plannerPromise = loadModule('plan').then(() => ({
+      plan: (request) => fromText(call(live.plan, '_plan', toText(request, 'the request'), 'plan')),
       suggest: (request) =>
-        fromText(call(module, '_suggest', toText(request, 'the request'), 'plan')),
+        fromText(call(live.plan, '_suggest', toText(request, 'the request'), 'plan')),
     }));
   }
   return plannerPromise;
@@ -329,18 +363,19 @@ export function loadPlanner() {
  */
 export function loadVram() {
   if (vramPromise === null) {
-    vramPromise = loadModule().then((module) => ({
-      estimate: (request) => fromText(call(module, '_estimate', toText(request, 'the request'))),
-      modelInfo: (model) => fromText(call(module, '_modelInfo', toText(model, 'the model'))),
+    // Each call goes to the live instance (renew).
+    vramPromise = loadModule().then(() => ({
+      estimate: (request) => fromText(call(live.core, '_estimate', toText(request, 'the request'))),
+      modelInfo: (model) => fromText(call(live.core, '_modelInfo', toText(model, 'the model'))),
       // The plan module's two calls: asynchronous, as the first one loads it.
       plan: async (request) => (await loadPlanner()).plan(request),
       suggest: async (request) => (await loadPlanner()).suggest(request),
-      version: () => fromText(versionText(module)),
-      fields: () => fromText(call(module, '_fields')),
+      version: () => fromText(versionText(live.core)),
+      fields: () => fromText(call(live.core, '_fields')),
       layoutOptions: (parallel) =>
-        fromText(call(module, '_layoutOptions', toText(parallel, 'the parallel object'))),
+        fromText(call(live.core, '_layoutOptions', toText(parallel, 'the parallel object'))),
       frameworkDefaults: (query) =>
-        fromText(call(module, '_frameworkDefaults', toText(query, 'the framework query'))),
+        fromText(call(live.core, '_frameworkDefaults', toText(query, 'the framework query'))),
       // The io module's two calls: asynchronous, as the first one loads it.
       importFiles: async (input) =>
         fromText(await callIo('_importFiles', toText(input, 'the imported files'))),
@@ -349,6 +384,20 @@ export function loadVram() {
     }));
   }
   return vramPromise;
+}
+
+/**
+ * Diagnostics of a module's live instance (`core`, `plan` or `io`): how many
+ * failures have unwound in it (the core module, built without exceptions,
+ * counts them; the facade replaces an instance that has any, see renew) and
+ * its linear memory in bytes.
+ */
+export async function instanceStats(which = 'core') {
+  const module = await loadModule(which);
+  return {
+    unwinds: typeof module._unwinds === 'function' ? module._unwinds() : 0,
+    memoryBytes: module.HEAP8.length,
+  };
 }
 
 /**

@@ -268,10 +268,11 @@ json error_json(const Error& e) {
 
 namespace {
 
-// The one place where exceptions stop (STYLE.md: no exception out of core's
-// public API). Every public entry point runs its body through guarded(): a
-// Failure becomes its Error; anything else, std::bad_alloc included, becomes an
-// `internal` error. `body` returns the result as json, or as the text the
+// The one place where every failure stops (STYLE.md: no exception out of
+// core's public API). Every public entry point runs its body through
+// guarded(): a fail() becomes its Error; anything else (a std::exception in
+// the build with exceptions, fail_internal() in the one without: status.h)
+// becomes an `internal` error. `body` returns the result as json, or as the text the
 // *_json functions hand out (then the error comes back as text too).
 template <typename Body>
 auto guarded(Body&& body) -> decltype(body()) {
@@ -284,15 +285,9 @@ auto guarded(Body&& body) -> decltype(body()) {
       return error_json(e);
     }
   };
-  try {
-    return body();
-  } catch (const Failure& f) {
-    return out(f.error());
-  } catch (const std::exception& ex) {
-    return out({errc::kInternal, std::string("internal error: ") + ex.what(), ""});
-  } catch (...) {
-    return out({errc::kInternal, "internal error: unknown exception", ""});
-  }
+  std::optional<Out> result;
+  if (auto e = recover([&] { result.emplace(body()); }, /*internal=*/true)) return out(*e);
+  return std::move(*result);
 }
 
 }  // namespace

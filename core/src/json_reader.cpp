@@ -4,7 +4,9 @@
 #include <cctype>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <set>
+#include <type_traits>
 #include <vector>
 
 #include "vram/fields.h"
@@ -383,6 +385,53 @@ std::string valid_utf8(const std::string& text) {
   return out;
 }
 
+namespace {
+
+// nlohmann/json's DOM builder with the parser callback, reporting a syntax
+// error instead of throwing it: json::sax_parse hands every event to this
+// handler (nlohmann/json sax_parse, detail/input/json_sax.hpp), which forwards
+// all of them to the library's own json_sax_dom_callback_parser built with
+// allow_exceptions = false, and keeps the first parse_error's byte and
+// message. One parser for both builds of core (status.h): without
+// exceptions, a thrown parse_error would be nlohmann's JSON_THROW, an
+// internal error.
+class ReportingDom {
+ public:
+  ReportingDom(json& root, json::parser_callback_t check) : dom_(root, std::move(check), false) {}
+
+  bool null() { return dom_.null(); }
+  bool boolean(bool v) { return dom_.boolean(v); }
+  bool number_integer(json::number_integer_t v) { return dom_.number_integer(v); }
+  bool number_unsigned(json::number_unsigned_t v) { return dom_.number_unsigned(v); }
+  bool number_float(json::number_float_t v, const json::string_t& s) { return dom_.number_float(v, s); }
+  bool string(json::string_t& v) { return dom_.string(v); }
+  bool binary(json::binary_t& v) { return dom_.binary(v); }
+  bool start_object(std::size_t n) { return dom_.start_object(n); }
+  bool key(json::string_t& v) { return dom_.key(v); }
+  bool end_object() { return dom_.end_object(); }
+  bool start_array(std::size_t n) { return dom_.start_array(n); }
+  bool end_array() { return dom_.end_array(); }
+
+  template <typename Exception>
+  bool parse_error(std::size_t /*position*/, const std::string& /*last_token*/, const Exception& ex) {
+    // A syntax error (parse_error, with its byte) or a number too large for
+    // a double (out_of_range.406, without one).
+    if constexpr (std::is_same_v<Exception, json::parse_error>) byte_ = ex.byte;
+    what_ = ex.what();
+    return false;
+  }
+
+  const std::optional<size_t>& byte() const { return byte_; }
+  const std::string& what() const { return what_; }
+
+ private:
+  nlohmann::detail::json_sax_dom_callback_parser<json> dom_;
+  std::optional<size_t> byte_;
+  std::string what_;
+};
+
+}  // namespace
+
 void check_input_size(uint64_t bytes, const std::string& path) {
   if (bytes > static_cast<uint64_t>(limits::kMaxInputBytes)) {
     fail(errc::kOutOfRange, path,
@@ -431,14 +480,14 @@ json parse_json_text(const std::string& text, const std::string& path) {
     }
     return true;
   };
-  try {
-    return json::parse(text, check, /*allow_exceptions=*/true);
-  } catch (const json::parse_error& e) {
-    fail(errc::kBadJson, path, what + " is not valid JSON: " + line_column(text, e.byte) + ": " + reason(e.what()));
-  } catch (const json::exception& e) {
-    // out_of_range.406: a number too large for a double ("1e400").
-    fail(errc::kBadJson, path, what + " is not valid JSON: " + reason(e.what()));
-  }
+  json out;
+  ReportingDom dom(out, check);
+  if (json::sax_parse(text, &dom)) return out;
+  out = nullptr;  // the part read so far, freed before fail() (which may not unwind it: status.h)
+  frames = {};
+  const std::string why = reason(dom.what());
+  fail(errc::kBadJson, path,
+       what + " is not valid JSON: " + (dom.byte() ? line_column(text, *dom.byte()) + ": " : "") + why);
 }
 
 }  // namespace vram

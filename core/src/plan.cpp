@@ -286,7 +286,7 @@ void finish(std::vector<PlanCandidate>& all, const Request& base, const PlanOpti
 }  // namespace
 
 Result<Plan> plan_request(const Request& req, const PlanOptions& o) {
-  try {
+  return attempt<Plan>([&]() -> Result<Plan> {
     if (req.task != Task::kTrain) {
       return Error{errc::kUnsupported, "the planner searches training layouts; use task \"train\"", "task"};
     }
@@ -362,9 +362,7 @@ Result<Plan> plan_request(const Request& req, const PlanOptions& o) {
              : " (plan.host_ram_gib)") +
         "; offload layouts that need more are marked as not fitting");
     return plan;
-  } catch (const Failure& f) {
-    return f.error();
-  }
+  });
 }
 
 }  // namespace vram

@@ -638,7 +638,7 @@ void check_keys(const json& obj, const std::string& path, std::vector<Error>* ou
               child + " is not a request field" + (near.empty() ? "" : "; did you mean " + near + "?") +
                   (path.empty() ? " (top-level fields: " : " (" + path + " has: ") + listed + ")",
               child};
-      if (out == nullptr) throw Failure(std::move(e));
+      if (out == nullptr) fail(std::move(e));
       out->push_back(std::move(e));
       continue;
     }
@@ -698,11 +698,7 @@ std::vector<Error> unknown_request_keys(const json& request) {
 
 Result<Request> parse_request(const json& request_in) {
   // Every key first: a misspelt field is an error, not a default.
-  try {
-    check_request_keys(request_in);
-  } catch (const Failure& f) {
-    return f.error();
-  }
+  if (auto e = recover([&] { check_request_keys(request_in); })) return std::move(*e);
   // A `deepspeed` object (a ds_config.json) fills the request fields it sets
   // through the importer's DeepSpeed rules (core/src/import, one mapping for
   // the file and the field); the request's own train / parallel fields win.
@@ -713,10 +709,8 @@ Result<Request> parse_request(const json& request_in) {
     if (!request_in["deepspeed"].is_object()) {
       return Error{errc::kWrongType, "deepspeed must be a DeepSpeed config object", "deepspeed"};
     }
-    try {
-      with_ds = import::deepspeed_request_fields(request_in["deepspeed"], ds_notes);
-    } catch (const Failure& f) {
-      return f.error();
+    if (auto e = recover([&] { with_ds = import::deepspeed_request_fields(request_in["deepspeed"], ds_notes); })) {
+      return std::move(*e);
     }
     json own = request_in;
     own.erase("deepspeed");
@@ -756,7 +750,7 @@ Result<Request> parse_request_framework(const json& request) {
 
 Result<Request> parse_request_filled(const json& request, const std::string& framework,
                                      std::vector<FrameworkDefault> applied) {
-  try {
+  return attempt<Request>([&]() -> Result<Request> {
     JsonReader r(request, "");
     Request req;
     if (!r.has("model")) {
@@ -822,20 +816,13 @@ Result<Request> parse_request_filled(const json& request, const std::string& fra
     }
     req.framework_defaults = std::move(applied);
     return req;
-  } catch (const Failure& f) {
-    return f.error();
-  }
+  });
 }
 
 }  // namespace
 
 std::optional<Error> layout_error(const Request& req) {
-  try {
-    check_layout(req, "parallel");
-    return std::nullopt;
-  } catch (const Failure& f) {
-    return f.error();
-  }
+  return recover([&] { check_layout(req, "parallel"); });
 }
 
 }  // namespace vram

@@ -6,8 +6,11 @@
 // path of that field ("train.seq_len", "model.config.hidden_size").
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <variant>
 
@@ -34,8 +37,21 @@ struct Error {
   std::string path;
 };
 
-// Thrown only inside core; every public entry point catches it and returns an
-// Error. Keeping parse code exception-based keeps the per-field checks short.
+// How a failure travels from fail() to the nearest recover() (below). Core
+// is built two ways from the same sources (wasm/CMakeLists.txt):
+// - with C++ exceptions (native: the CLI, the tests, the fuzzers, the Python
+//   module; and the plan and io WASM modules): fail() throws Failure and
+//   recover() catches it;
+// - without (VRAM_NO_EXCEPTIONS, -fno-exceptions: the vram_core WASM module
+//   every visit loads, where exception handling was a fifth of the binary,
+//   50 KiB gzip): recover() marks its place with setjmp and fail() longjmps
+//   back to it. Destructors between the two do not run, so what the failed
+//   work had allocated stays allocated: recover() counts these unwinds
+//   (unwind_count) and the page replaces a module that has unwound (wasm/
+//   vram.js). State that outlives a call and is restored by a destructor
+//   (bytes::Driver's path) is saved and restored by recover() itself.
+// Either way, parse code calls fail() and stops there: the per-field checks
+// stay one line each.
 class Failure : public std::runtime_error {
  public:
   explicit Failure(Error e) : std::runtime_error(e.message), error_(std::move(e)) {}
@@ -45,9 +61,33 @@ class Failure : public std::runtime_error {
   Error error_;
 };
 
+// Ends the current work with `e` at the nearest recover().
+[[noreturn]] void fail(Error e);
 [[noreturn]] inline void fail(const char* code, const std::string& path, const std::string& message) {
-  throw Failure(Error{code, message, path});
+  fail(Error{code, message, path});
 }
+
+// A failure that is a bug, not a bad input (a JSON accessor on the wrong
+// type, std::bad_alloc): only a recover() with `internal` set stops it (the
+// public API's, api.cpp guarded()), as only that one catches std::exception
+// in the exception build. The message is prefixed "internal error: ".
+[[noreturn]] void fail_internal(const std::string& what);
+
+namespace detail {
+std::optional<Error> recover_erased(void (*body)(void*), void* context, bool internal);
+}  // namespace detail
+
+// Runs `body` and returns the Error it failed with, or nullopt if it
+// finished. With `internal`, internal failures stop here too.
+template <typename F>
+std::optional<Error> recover(F&& body, bool internal = false) {
+  return detail::recover_erased([](void* f) { (*static_cast<std::remove_reference_t<F>*>(f))(); },
+                                const_cast<void*>(static_cast<const void*>(&body)), internal);
+}
+
+// How many failures have unwound since the program started (each one, in the
+// build without exceptions, leaves what it had allocated behind).
+uint64_t unwind_count();
 
 template <typename T>
 class Result {
@@ -63,5 +103,14 @@ class Result {
  private:
   std::variant<T, Error> v_;
 };
+
+// recover() for a body that returns a T (or a Result<T>): its value, or the
+// Error it failed with.
+template <typename T, typename F>
+Result<T> attempt(F&& body, bool internal = false) {
+  std::optional<Result<T>> out;
+  if (auto e = recover([&] { out.emplace(body()); }, internal)) return std::move(*e);
+  return std::move(*out);
+}
 
 }  // namespace vram

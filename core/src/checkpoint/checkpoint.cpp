@@ -43,7 +43,7 @@ void fill_identity(ModelSpec& spec, const json* config) {
 }  // namespace
 
 Result<ModelSpec> model_from_safetensors(const json& inventory, const json* config, const std::string& path) {
-  try {
+  return attempt<ModelSpec>([&]() -> Result<ModelSpec> {
     JsonReader inv(inventory, path);
     if (!inventory.is_object()) fail(errc::kWrongType, path, path + " must be an object {tensors, metadata}");
     ModelSpec spec;
@@ -56,13 +56,11 @@ Result<ModelSpec> model_from_safetensors(const json& inventory, const json* conf
       fail(errc::kOutOfRange, path, path + " describes " + std::to_string(n) + " parameters, outside 1..1e14");
     }
     return spec;
-  } catch (const Failure& f) {
-    return f.error();
-  }
+  });
 }
 
 Result<ModelSpec> model_from_sources(const json& model, const std::string& path) {
-  try {
+  return attempt<ModelSpec>([&]() -> Result<ModelSpec> {
     JsonReader m(model, path);
     const json* config = m.get("config");
     const json* st = m.get("safetensors");
@@ -86,9 +84,7 @@ Result<ModelSpec> model_from_sources(const json& model, const std::string& path)
          m.child_path("config") + " (an HF config.json object), " + m.child_path("custom") + ", " +
              m.child_path("size") + " or " + m.child_path("safetensors") +
              " (the checkpoint's tensor list) is required");
-  } catch (const Failure& f) {
-    return f.error();
-  }
+  });
 }
 
 json checkpoint_json(const ModelSpec& spec) {

@@ -131,7 +131,7 @@ json quick_size_config(int64_t params) {
 }
 
 Result<ModelSpec> model_from_size(const json& size, const std::string& path) {
-  try {
+  return attempt<ModelSpec>([&]() -> Result<ModelSpec> {
     const int64_t target = parse_size(size, path);
     auto r = model_from_config(quick_size_config(target), path);
     if (!r.ok()) return r.error();
@@ -151,9 +151,7 @@ Result<ModelSpec> model_from_size(const json& size, const std::string& path) {
         std::to_string(kQuickSizeMaxErrorPct) + " % (median " + std::to_string(kQuickSizeMedianErrorPct) +
         " %, README 'Quick sizing'); give the model's config.json for an exact estimate");
     return spec;
-  } catch (const Failure& f) {
-    return f.error();
-  }
+  });
 }
 
 Result<json> quick_engine_fields(const std::string& engine) {

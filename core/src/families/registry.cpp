@@ -56,7 +56,7 @@ void check_total(const ModelSpec& s, const std::string& path) {
 }  // namespace
 
 Result<ModelSpec> model_from_config(const json& config, const std::string& path, bool allow_generic) {
-  try {
+  return attempt<ModelSpec>([&]() -> Result<ModelSpec> {
     JsonReader cfg(config, path);
     const bytes::Driver driver(path);
     ModelSpec spec;
@@ -91,13 +91,11 @@ Result<ModelSpec> model_from_config(const json& config, const std::string& path,
     }
     check_total(spec, path);
     return spec;
-  } catch (const Failure& f) {
-    return f.error();
-  }
+  });
 }
 
 Result<ModelSpec> model_from_custom(const json& custom, const std::string& path) {
-  try {
+  return attempt<ModelSpec>([&]() -> Result<ModelSpec> {
     JsonReader c(custom, path);
     const bytes::Driver driver(path);
     ModelSpec spec;
@@ -153,9 +151,7 @@ Result<ModelSpec> model_from_custom(const json& custom, const std::string& path)
       if (*stated > derived) detail::add_other(spec, "unaccounted", "other", "text", *stated - derived, 1);
     }
     return spec;
-  } catch (const Failure& f) {
-    return f.error();
-  }
+  });
 }
 
 }  // namespace vram

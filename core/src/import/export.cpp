@@ -348,7 +348,7 @@ json export_impl(const json& input) {
   json request = input;
   request.erase("export");
   auto parsed = parse_request(request);
-  if (!parsed.ok()) throw Failure(parsed.error());
+  if (!parsed.ok()) fail(parsed.error());
   const Request& r = parsed.value();
   if (r.task != Task::kTrain) fail(errc::kUnsupported, "task", "export writes training configs (task train)");
   json out;
@@ -376,21 +376,17 @@ json export_impl(const json& input) {
 }  // namespace
 
 json export_config(const json& input) {
-  try {
-    return export_impl(input);
-  } catch (const Failure& f) {
-    return error_json(f.error());
-  } catch (const std::exception& e) {
-    return error_json({errc::kInternal, std::string("export failed: ") + e.what(), ""});
-  }
+  json out;
+  if (auto e = recover([&] { out = export_impl(input); }, /*internal=*/true)) return error_json(*e);
+  return out;
 }
 
 std::string export_json(const std::string& input_text) {
-  try {
-    return export_config(parse_json_text(input_text, "")).dump(2);
-  } catch (const Failure& f) {
-    return error_json(f.error()).dump(2);
+  std::string out;
+  if (auto e = recover([&] { out = export_config(parse_json_text(input_text, "")).dump(2); }, /*internal=*/true)) {
+    return error_json(*e).dump(2);
   }
+  return out;
 }
 
 }  // namespace vram

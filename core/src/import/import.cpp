@@ -160,11 +160,8 @@ bool truthy(const json& v) {
 json deepspeed_request_fields(const json& ds, std::vector<std::string>& notes) {
   FileContext ctx("deepspeed", ds);
   ctx.kind = "deepspeed";
-  try {
-    map_deepspeed(ctx, "");
-  } catch (const Failure& f) {
-    const Error& e = f.error();
-    fail(e.code.c_str(), "deepspeed." + e.path, "deepspeed." + e.message);
+  if (auto e = recover([&] { map_deepspeed(ctx, ""); })) {
+    fail(e->code.c_str(), "deepspeed." + e->path, "deepspeed." + e->message);
   }
   const json report = ctx.report();  // named: a temporary's member would dangle in the loop
   for (const auto& n : report["not_understood"]) {
@@ -308,11 +305,8 @@ json import_impl(const json& input) {
                "TrainingArguments / TRL SFTConfig JSON, PEFT adapter_config.json, bitsandbytes "
                "quantization_config, config.json, DeepSpeed JSON, accelerate config YAML)");
     }
-    try {
-      run_kind(ctx);
-    } catch (const Failure& fl) {
-      const Error& e = fl.error();
-      fail(e.code.c_str(), name + ":" + e.path, name + ": " + e.message);
+    if (auto e = recover([&] { run_kind(ctx); })) {
+      fail(e->code.c_str(), name + ":" + e->path, name + ": " + e->message);
     }
   }
 
@@ -414,27 +408,20 @@ json import_impl(const json& input) {
 }  // namespace
 
 json import_files(const json& input) {
-  try {
-    return import_impl(input);
-  } catch (const Failure& f) {
-    return error_json(f.error());
-  } catch (const std::exception& e) {
-    return error_json({errc::kInternal, std::string("import failed: ") + e.what(), ""});
-  }
+  json out;
+  if (auto e = recover([&] { out = import_impl(input); }, /*internal=*/true)) return error_json(*e);
+  return out;
 }
 
 std::string import_json(const std::string& input_text) {
-  try {
-    if (static_cast<int64_t>(input_text.size()) > 16 * kMaxImportBytes) {
-      return error_json({errc::kOutOfRange, "the files are larger than the import limit", "files"}).dump(2);
-    }
-    const json input = parse_json_text(input_text, "");
-    return import_files(input).dump(2);
-  } catch (const Failure& f) {
-    return error_json(f.error()).dump(2);
-  } catch (const std::exception& e) {
-    return error_json({errc::kInternal, std::string("import failed: ") + e.what(), ""}).dump(2);
+  if (static_cast<int64_t>(input_text.size()) > 16 * kMaxImportBytes) {
+    return error_json({errc::kOutOfRange, "the files are larger than the import limit", "files"}).dump(2);
   }
+  std::string out;
+  if (auto e = recover([&] { out = import_files(parse_json_text(input_text, "")).dump(2); }, /*internal=*/true)) {
+    return error_json(*e).dump(2);
+  }
+  return out;
 }
 
 }  // namespace vram

@@ -772,7 +772,7 @@ void serving_assumptions(Estimate& e, const Request& req, const Serving& sv) {
 }  // namespace
 
 Result<Estimate> estimate_infer(const Request& req) {
-  try {
+  return attempt<Estimate>([&]() -> Result<Estimate> {
     // The input blamed when a figure exceeds limits::kMaxBytes: the larger
     // factor of the cached tokens.
     const bytes::Driver driver(req.infer.batch > req.infer.context_len ? "infer.batch" : "infer.context_len");
@@ -809,9 +809,7 @@ Result<Estimate> estimate_infer(const Request& req) {
     e.tokens_per_micro_batch =
         bytes::mul(req.infer.batch, req.infer.context_len + sv.image_tokens, "tokens in the KV cache");
     return e;
-  } catch (const Failure& f) {
-    return f.error();
-  }
+  });
 }
 
 }  // namespace vram::infer

@@ -129,7 +129,11 @@ ReservedReplay replay_reserved(const Timeline& timeline, const std::vector<Momen
         by_name[name] += unused;
       }
       out.causes.assign(by_name.begin(), by_name.end());
-      std::sort(out.causes.begin(), out.causes.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+      // Largest first; equal sizes in name order (stable after the map), so
+      // libstdc++ (native) and libc++ (WASM) list them alike: std::sort
+      // leaves the order of equal elements to the library.
+      std::stable_sort(out.causes.begin(), out.causes.end(),
+                       [](const auto& a, const auto& b) { return a.second > b.second; });
       out.largest_free_block = r.alloc.largest_free_block();
     }
   }

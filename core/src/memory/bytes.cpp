@@ -23,6 +23,7 @@ Driver::Driver(std::string path) : saved_(std::exchange(current_driver, std::mov
 Driver::~Driver() { current_driver = std::move(saved_); }
 
 const std::string& driver() { return current_driver; }
+void restore_driver(const std::string& path) { current_driver = path; }
 
 void too_large(std::string_view what, int64_t limit) {
   const std::string& path = current_driver;

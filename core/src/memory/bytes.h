@@ -35,6 +35,9 @@ class Driver {
 
 // The innermost Driver's path ("" outside any).
 const std::string& driver();
+// Sets it back to `path`: recover() after an unwind that skipped Drivers'
+// destructors (status.h, the build without exceptions).
+void restore_driver(const std::string& path);
 
 // Fails with out_of_range at driver(): `what` needs more than `limit`.
 [[noreturn]] void too_large(std::string_view what, int64_t limit = kMax);

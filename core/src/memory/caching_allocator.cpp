@@ -939,13 +939,7 @@ class ConfigParser {
 }  // namespace
 
 Result<AllocatorConfig> parse_alloc_conf(std::string_view text) {
-  try {
-    return ConfigParser(lex_args(text)).parse();
-  } catch (const Failure& f) {
-    return f.error();
-  } catch (const std::exception& e) {
-    return Error{errc::kInternal, e.what(), "PYTORCH_CUDA_ALLOC_CONF"};
-  }
+  return attempt<AllocatorConfig>([&] { return ConfigParser(lex_args(text)).parse(); });
 }
 
 // ---- CachingAllocator ----------------------------------------------------------

@@ -364,21 +364,23 @@ void step_assumptions(Estimate& e, const RankBasis& b) {
 // first (a lower bound: reserved >= allocated), the allocator replay only
 // when that bound fits. With `allow_paging`, a paged optimizer's managed
 // states may page out (fit.h runs_on).
-bool step_fits(const RankBasis& basis, int64_t micro_batch, int64_t capacity, bool allow_paging) try {
-  const StepTerms terms = step_terms(basis, micro_batch);
-  const memory::Timeline tl = training_step(basis, terms);
-  const std::vector<memory::Moment> moments = memory::replay(tl);
-  Estimate live;
-  assemble_phases(live, basis, micro_batch, tl, moments, nullptr, ReservedView::kLiveTensors);
-  if (!fit::runs_on(live.peak_bytes, allow_paging ? live.managed_bytes : 0, capacity)) return false;
-  Estimate e;
-  assemble_phases(e, basis, micro_batch, tl, moments, nullptr, ReservedView::kReplay, capacity);
-  return fit::runs_on(e.peak_bytes, allow_paging ? e.managed_bytes : 0, capacity);
-} catch (const Failure& f) {
+bool step_fits(const RankBasis& basis, int64_t micro_batch, int64_t capacity, bool allow_paging) {
+  const Result<bool> fits = attempt<bool>([&] {
+    const StepTerms terms = step_terms(basis, micro_batch);
+    const memory::Timeline tl = training_step(basis, terms);
+    const std::vector<memory::Moment> moments = memory::replay(tl);
+    Estimate live;
+    assemble_phases(live, basis, micro_batch, tl, moments, nullptr, ReservedView::kLiveTensors);
+    if (!fit::runs_on(live.peak_bytes, allow_paging ? live.managed_bytes : 0, capacity)) return false;
+    Estimate e;
+    assemble_phases(e, basis, micro_batch, tl, moments, nullptr, ReservedView::kReplay, capacity);
+    return fit::runs_on(e.peak_bytes, allow_paging ? e.managed_bytes : 0, capacity);
+  });
+  if (fits.ok()) return fits.value();
   // A micro-batch whose figures exceed limits::kMaxBytes fits no GPU (the
   // searches try sizes past the request's own).
-  if (f.error().code == errc::kOutOfRange) return false;
-  throw;
+  if (fits.error().code == errc::kOutOfRange) return false;
+  fail(fits.error());
 }
 
 }  // namespace
@@ -386,7 +388,7 @@ bool step_fits(const RankBasis& basis, int64_t micro_batch, int64_t capacity, bo
 // One rank: `req` is the rank's view of the model (layout.h rank_request),
 // `global` the request as the user gave it.
 Result<Estimate> estimate_rank(const Request& req, const Request& global, const Stage& stage, ReservedView view) {
-  try {
+  return attempt<Estimate>([&]() -> Result<Estimate> {
     const bytes::Driver driver(token_driver(global.train));
     const RankBasis basis = rank_basis(req, global, stage);
     const StepTerms terms = step_terms(basis, req.train.micro_batch);
@@ -402,9 +404,7 @@ Result<Estimate> estimate_rank(const Request& req, const Request& global, const 
     step_components(e, basis, terms, alloc, memory::component_peaks(tl));
     step_assumptions(e, basis);
     return e;
-  } catch (const Failure& f) {
-    return f.error();
-  }
+  });
 }
 
 Result<Estimate> estimate_train(const Request& req, ReservedView view) {
@@ -507,9 +507,9 @@ int64_t max_micro_batch(const Request& req, int64_t capacity, bool allow_paging)
   }
   std::vector<RankBasis> bases;
   const bytes::Driver driver(token_driver(req.train));
-  try {
-    for (size_t i = 0; i < ranks.size(); ++i) bases.push_back(rank_basis(ranks[i], req, stages[i]));
-  } catch (const Failure&) {
+  if (recover([&] {
+        for (size_t i = 0; i < ranks.size(); ++i) bases.push_back(rank_basis(ranks[i], req, stages[i]));
+      })) {
     return 0;
   }
   return fit::largest_fitting(

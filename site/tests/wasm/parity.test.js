@@ -313,3 +313,35 @@ describe('modelInfo through WebAssembly and vram-probe params', () => {
     expect(JSON.parse(wasm).params_total).toBeGreaterThan(0);
   });
 });
+
+// The core module is built without C++ exceptions (core/include/vram/status.h:
+// a failure longjmps to the nearest recover()), the native estimator with
+// them; every validation request (the measured rows, docs/validation.md) and
+// every failure of the strict table must still give the same bytes.
+describe('every validation request and every strict failure, through WebAssembly and vram-probe', () => {
+  const validationDir = join(repoRoot, 'tests/fixtures/validation');
+  const validation = JSON.parse(readFileSync(join(validationDir, 'requests.json'), 'utf8'));
+  const strict = JSON.parse(
+    readFileSync(join(repoRoot, 'tests/fixtures/strict/failures.json'), 'utf8'),
+  ).cases.filter((c) => c.request !== undefined);
+  const texts = [
+    ...validation.map((row, i) => {
+      const modelConfig = JSON.parse(readFileSync(join(validationDir, row.config_file), 'utf8'));
+      // With the GPU of the measurement, so the micro-batch searches run too.
+      return [`validation row ${i}`, JSON.stringify({ ...row.request, model: { config: modelConfig } })];
+    }),
+    ...strict.map((c) => [`strict: ${c.name}`, JSON.stringify(c.request)]),
+  ];
+
+  it('covers both tables', () => {
+    expect(texts.length).toBe(validation.length + strict.length);
+    expect(strict.length).toBeGreaterThan(10);
+  });
+
+  it.each(texts)('gives the same bytes for %s', async (_name, requestText) => {
+    const file = join(work, 'table.json');
+    writeFileSync(file, requestText);
+    const native = runProbe(['estimate', '--request', file, '--json']);
+    expect(native.stdout).toBe(`${await estimateRaw(requestText)}\n`);
+  });
+});
