@@ -6,10 +6,10 @@
 // core's api functions never throw (api.h): every failure stops at their
 // recover() and comes back as {"error": {"code", "message", "path"}}, so
 // nothing, neither a C++ exception (which would reach JS as a bare number) nor
-// a longjmp, crosses this boundary. This module's core is built without
+// a longjmp, crosses this boundary. The modules' core is built without
 // exceptions (status.h): a failure longjmps to the API's recover() and leaves
-// what the failed work had allocated; _unwinds() counts them, and the facade
-// (vram.js) replaces an instance that has unwound.
+// what the failed work had allocated; _unwinds() counts them (unwinds.h),
+// and the facade (vram.js) replaces an instance that has unwound.
 //
 // This is the module every visit loads (vram_core.wasm). Importing and
 // exporting framework files (_importFiles, _exportConfig) live in a second
@@ -24,15 +24,8 @@
 // -Oz + LTO, 2026-11-28; wasm/CMakeLists.txt).
 #include <emscripten/bind.h>
 
+#include "unwinds.h"
 #include "vram/api.h"
-#include "vram/status.h"
-
-namespace {
-
-// Embind has no 64-bit integers without BigInt; the count is far below 2^53.
-double unwinds() { return static_cast<double>(vram::unwind_count()); }
-
-}  // namespace
 
 EMSCRIPTEN_BINDINGS(vram) {
   emscripten::function("_estimate", &vram::estimate_json);
@@ -41,5 +34,5 @@ EMSCRIPTEN_BINDINGS(vram) {
   emscripten::function("_fields", &vram::fields_json);
   emscripten::function("_layoutOptions", &vram::layout_options_json);
   emscripten::function("_frameworkDefaults", &vram::framework_defaults_json);
-  emscripten::function("_unwinds", &unwinds);
+  emscripten::function("_unwinds", &vram::wasm::unwinds);
 }

@@ -5,9 +5,11 @@
 // rules as bindings.cpp: JSON text in and out, no exception crosses.
 #include <emscripten/bind.h>
 
+#include "unwinds.h"
 #include "vram/import.h"
 
 EMSCRIPTEN_BINDINGS(vram_io) {
   emscripten::function("_importFiles", &vram::import_json);
   emscripten::function("_exportConfig", &vram::export_json);
+  emscripten::function("_unwinds", &vram::wasm::unwinds);
 }

@@ -10,10 +10,12 @@
 // module, and a worker that runs only this module has no core module to ask.
 #include <emscripten/bind.h>
 
+#include "unwinds.h"
 #include "vram/api.h"
 
 EMSCRIPTEN_BINDINGS(vram_plan) {
   emscripten::function("_plan", &vram::plan_json);
   emscripten::function("_suggest", &vram::suggest_json);
   emscripten::function("_version", &vram::version_json);
+  emscripten::function("_unwinds", &vram::wasm::unwinds);
 }

@@ -1094,9 +1094,9 @@ export declare function loadPlanner(): Promise<Planner>;
 /** A module's live instance, for diagnostics (instanceStats). */
 export interface InstanceStats {
   /**
-   * Failures that have unwound in this instance (the core module is built
+   * Failures that have unwound in this instance (the modules are built
    * without C++ exceptions: each leaves what the failed work allocated, and
-   * the facade replaces an instance that has any). Always 0 for `plan`/`io`.
+   * the facade replaces an instance that has any).
    */
   unwinds: number;
   /** The instance's linear memory, in bytes. */

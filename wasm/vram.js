@@ -190,7 +190,7 @@ function forget(which) {
   if (which === 'plan') plannerPromise = null;
 }
 
-// Replace `module`, in which a failure has unwound. The core module is built
+// Replace `module`, in which a failure has unwound. Every module is built
 // without C++ exceptions (core/include/vram/status.h): a failure (any
 // rejected request) longjmps back to the public API, whose answer is the
 // error as usual, but what the failed work had allocated stays allocated in
@@ -208,8 +208,8 @@ function renew(which, module) {
   });
 }
 
-// Whether a failure has unwound in `module` since it started (only the core
-// module, built without exceptions, counts them: bindings.cpp _unwinds).
+// Whether a failure has unwound in `module` since it started (each module
+// counts them: wasm/unwinds.h _unwinds).
 function hasUnwound(module) {
   return typeof module._unwinds === 'function' && module._unwinds() > 0;
 }
@@ -388,8 +388,8 @@ export function loadVram() {
 
 /**
  * Diagnostics of a module's live instance (`core`, `plan` or `io`): how many
- * failures have unwound in it (the core module, built without exceptions,
- * counts them; the facade replaces an instance that has any, see renew) and
+ * failures have unwound in it (core is built without exceptions there; the
+ * facade replaces an instance that has any, see renew) and
  * its linear memory in bytes.
  */
 export async function instanceStats(which = 'core') {

@@ -1,7 +1,7 @@
 // fail() and recover() (status.h). This file is built twice: into
 // vram_core_tests, with C++ exceptions (fail() throws), and into
 // vram_status_noexc_tests, without (VRAM_NO_EXCEPTIONS: fail() longjmps, as
-// in the WASM module every visit loads). Both must pass the same tests.
+// in the WASM modules). Both must pass the same tests.
 #include "vram/status.h"
 
 #include <gtest/gtest.h>

@@ -38,14 +38,13 @@ struct Error {
 };
 
 // How a failure travels from fail() to the nearest recover() (below). Core
-// is built two ways from the same sources (wasm/CMakeLists.txt):
+// is built two ways from the same sources:
 // - with C++ exceptions (native: the CLI, the tests, the fuzzers, the Python
-//   module; and the plan and io WASM modules): fail() throws Failure and
-//   recover() catches it;
-// - without (VRAM_NO_EXCEPTIONS, -fno-exceptions: the vram_core WASM module
-//   every visit loads, where exception handling was a fifth of the binary,
-//   50 KiB gzip): recover() marks its place with setjmp and fail() longjmps
-//   back to it. Destructors between the two do not run, so what the failed
+//   module): fail() throws Failure and recover() catches it;
+// - without (VRAM_NO_EXCEPTIONS, -fno-exceptions: the WASM modules, where
+//   exception handling was a fifth of each binary, about 35 KiB gzip;
+//   wasm/CMakeLists.txt): recover() marks its place with setjmp and fail()
+//   longjmps back to it. Destructors between the two do not run, so what the failed
 //   work had allocated stays allocated: recover() counts these unwinds
 //   (unwind_count) and the page replaces a module that has unwound (wasm/
 //   vram.js). State that outlives a call and is restored by a destructor

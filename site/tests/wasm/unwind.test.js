@@ -1,6 +1,6 @@
 // @vitest-environment node
 //
-// The core module is built without C++ exceptions (core/include/vram/status.h):
+// The WASM modules are built without C++ exceptions (core/include/vram/status.h):
 // a rejected request longjmps back to the public API and leaves what the
 // failed work had allocated in that instance. The facade (wasm/vram.js renew)
 // answers with the error as usual and moves the calls to a new instance, so
