@@ -31,15 +31,6 @@ void fail_internal(const std::string& what) { throw std::runtime_error(what); }
 namespace detail {
 
 std::optional<Error> recover_erased(void (*body)(void*), void* context, bool internal) {
-  if (!internal) {
-    try {
-      body(context);
-      return std::nullopt;
-    } catch (const Failure& f) {
-      ++unwinds;
-      return f.error();
-    }
-  }
   try {
     body(context);
     return std::nullopt;
@@ -47,9 +38,11 @@ std::optional<Error> recover_erased(void (*body)(void*), void* context, bool int
     ++unwinds;
     return f.error();
   } catch (const std::exception& ex) {
+    if (!internal) throw;
     ++unwinds;
     return Error{errc::kInternal, std::string("internal error: ") + ex.what(), ""};
   } catch (...) {
+    if (!internal) throw;
     ++unwinds;
     return Error{errc::kInternal, "internal error: unknown exception", ""};
   }
