@@ -198,11 +198,14 @@ function forget(which) {
 // module (a few milliseconds: nothing is downloaded or compiled again) and
 // sends the calls there once it is ready; until then the old one answers,
 // correctly. The leak is bounded by the calls made in between.
+// The io module, which is not kept compiled (its every call waits for
+// loadModule), is only forgotten: its next call starts the new instance.
 const renewing = new WeakSet();
 function renew(which, module) {
   if (renewing.has(module)) return;
   renewing.add(module);
   forget(which);
+  if (!(which in compiled)) return;
   loadModule(which).catch(() => {
     // loadModule forgot the failed load: the next call tries again.
   });
