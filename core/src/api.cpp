@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "fit.h"
+#include "guarded.h"
 #include "vram/checkpoint.h"
 #include "vram/estimate.h"
 #include "vram/families.h"
@@ -265,32 +266,6 @@ json result_json(const Request& req, const Estimate& e) {
 json error_json(const Error& e) {
   return {{"error", {{"code", e.code}, {"message", valid_utf8(e.message)}, {"path", valid_utf8(e.path)}}}};
 }
-
-namespace {
-
-// The one place where every failure stops (STYLE.md: no exception out of
-// core's public API). Every public entry point runs its body through
-// guarded(): a fail() becomes its Error; anything else (a std::exception in
-// the build with exceptions, fail_internal() in the one without: status.h)
-// becomes an `internal` error. `body` returns the result as json, or as the text the
-// *_json functions hand out (then the error comes back as text too).
-template <typename Body>
-auto guarded(Body&& body) -> decltype(body()) {
-  using Out = decltype(body());
-  static_assert(std::is_same_v<Out, json> || std::is_same_v<Out, std::string>);
-  const auto out = [](const Error& e) -> Out {
-    if constexpr (std::is_same_v<Out, std::string>) {
-      return error_json(e).dump(2);
-    } else {
-      return error_json(e);
-    }
-  };
-  std::optional<Out> result;
-  if (auto e = recover([&] { result.emplace(body()); }, /*internal=*/true)) return out(*e);
-  return std::move(*result);
-}
-
-}  // namespace
 
 json estimate(const json& request) {
   return guarded([&]() -> json {

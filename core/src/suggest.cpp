@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fit.h"
+#include "guarded.h"
 #include "train/estimate_train.h"
 #include "vram/api.h"
 #include "vram/gpus.h"
@@ -227,225 +228,213 @@ bool is_8bit(const std::string& optimizer) { return optimizer.find("8bit") != st
 }  // namespace
 
 json suggest(const json& request) {
-  Result<json> out = attempt<json>(
-      [&]() -> json {
-        auto parsed = parse_request(request);
-        if (!parsed.ok()) return error_json(parsed.error());
-        const Request& req = parsed.value();
-        json out = {{"schema", kSchema}, {"version", VRAM_VERSION}};
-        json notes = json::array();
-        if (req.task != Task::kTrain) {
-          out["goal"] = "none";
-          out["suggestions"] = json::array();
-          notes.push_back(
-              "suggestions cover training jobs; for serving, the GPU table and the serving answers say what fits");
-          out["notes"] = notes;
-          return out;
-        }
-        const auto card = fit::chosen_gpu(req);
-        if (!card) {
-          return error_json(
-              {errc::kMissingField, "suggestions need the GPU: gpu.name (catalog) or gpu.memory_gib", "gpu"});
-        }
-        auto base = train::estimate_train(req);
-        if (!base.ok()) return error_json(base.error());
-        const int64_t peak = base.value().peak_bytes;
-        const Fit f = fit::fit_for(peak, card->total, card->capacity, card->name, base.value().managed_bytes);
-        const Goal goal = !f.fits ? Goal::kFit : !f.headroom_ok ? Goal::kHeadroom : Goal::kNone;
-        out["goal"] = goal_name(goal);
-        out["base"] = {{"peak_bytes", peak},
-                       {"status", fit::verdict_of(f).status},
-                       {"gpu", card->name},
-                       {"capacity_bytes", card->capacity}};
-        std::vector<Suggestion> list;
-        if (goal == Goal::kNone) {
-          out["suggestions"] = json::array();
-          out["notes"] = notes;
-          return out;
-        }
-        const Suggester s(request, peak);
-        int order = 0;
-        auto add = [&](std::string key, std::string title, json patch, const Outcome& o, Cost cost) {
-          list.push_back({std::move(key), std::move(title), std::move(patch), o, std::move(cost), order++});
-        };
-        auto try_add = [&](std::string key, std::string title, json patch, Cost cost) {
-          if (auto o = s.reaching(patch, goal))
-            add(std::move(key), std::move(title), std::move(patch), *o, std::move(cost));
-        };
-        const TrainOptions& t = req.train;
-        const ParallelOptions& p = req.parallel;
+  return guarded([&]() -> json {
+    auto parsed = parse_request(request);
+    if (!parsed.ok()) return error_json(parsed.error());
+    const Request& req = parsed.value();
+    json out = {{"schema", kSchema}, {"version", VRAM_VERSION}};
+    json notes = json::array();
+    if (req.task != Task::kTrain) {
+      out["goal"] = "none";
+      out["suggestions"] = json::array();
+      notes.push_back(
+          "suggestions cover training jobs; for serving, the GPU table and the serving answers say what fits");
+      out["notes"] = notes;
+      return out;
+    }
+    const auto card = fit::chosen_gpu(req);
+    if (!card) {
+      return error_json({errc::kMissingField, "suggestions need the GPU: gpu.name (catalog) or gpu.memory_gib", "gpu"});
+    }
+    auto base = train::estimate_train(req);
+    if (!base.ok()) return error_json(base.error());
+    const int64_t peak = base.value().peak_bytes;
+    const Fit f = fit::fit_for(peak, card->total, card->capacity, card->name, base.value().managed_bytes);
+    const Goal goal = !f.fits ? Goal::kFit : !f.headroom_ok ? Goal::kHeadroom : Goal::kNone;
+    out["goal"] = goal_name(goal);
+    out["base"] = {{"peak_bytes", peak},
+                   {"status", fit::verdict_of(f).status},
+                   {"gpu", card->name},
+                   {"capacity_bytes", card->capacity}};
+    std::vector<Suggestion> list;
+    if (goal == Goal::kNone) {
+      out["suggestions"] = json::array();
+      out["notes"] = notes;
+      return out;
+    }
+    const Suggester s(request, peak);
+    int order = 0;
+    auto add = [&](std::string key, std::string title, json patch, const Outcome& o, Cost cost) {
+      list.push_back({std::move(key), std::move(title), std::move(patch), o, std::move(cost), order++});
+    };
+    auto try_add = [&](std::string key, std::string title, json patch, Cost cost) {
+      if (auto o = s.reaching(patch, goal))
+        add(std::move(key), std::move(title), std::move(patch), *o, std::move(cost));
+    };
+    const TrainOptions& t = req.train;
+    const ParallelOptions& p = req.parallel;
 
-        // Same math, no time cost.
-        if (!t.fused_loss)
-          try_add("fused_loss", "Fused (chunked) loss", {{"train", {{"fused_loss", true}}}}, cost_fused_loss());
-        // Same math, step time.
-        if (t.checkpointing == Checkpointing::kNone) {
-          try_add("checkpointing_selective", "Selective activation checkpointing",
-                  {{"train", {{"grad_checkpointing", "selective"}}}}, cost_selective());
+    // Same math, no time cost.
+    if (!t.fused_loss)
+      try_add("fused_loss", "Fused (chunked) loss", {{"train", {{"fused_loss", true}}}}, cost_fused_loss());
+    // Same math, step time.
+    if (t.checkpointing == Checkpointing::kNone) {
+      try_add("checkpointing_selective", "Selective activation checkpointing",
+              {{"train", {{"grad_checkpointing", "selective"}}}}, cost_selective());
+    }
+    if (t.checkpointing != Checkpointing::kFull) {
+      try_add("checkpointing_full", "Full activation checkpointing", {{"train", {{"grad_checkpointing", "full"}}}},
+              cost_full_ckpt());
+    }
+    // Smaller micro-batch, more accumulation, the same samples per step: the
+    // largest divisor of micro_batch that reaches the goal.
+    for (int64_t m2 = t.micro_batch - 1; m2 >= 1; --m2) {
+      if (t.micro_batch % m2 != 0) continue;
+      const int64_t ga2 = t.grad_accum * (t.micro_batch / m2);
+      json patch = {{"train", {{"micro_batch", m2}, {"grad_accum", ga2}}}};
+      if (auto o = s.reaching(patch, goal)) {
+        add("micro_batch", "Micro-batch " + std::to_string(m2) + " with grad_accum " + std::to_string(ga2), patch, *o,
+            cost_micro_batch(t.micro_batch, t.grad_accum, m2, ga2, t.seq_len));
+        break;
+      }
+    }
+    // Optimizer precision (states exist only for what trains; QLoRA and LoRA
+    // keep few).
+    if (!is_8bit(t.optimizer) && t.optimizer.find("sgd") == std::string::npos) {
+      try_add("optimizer_8bit", "8-bit AdamW (bitsandbytes)", {{"train", {{"optimizer", "adamw_bnb_8bit"}}}},
+              cost_8bit(false));
+      try_add("optimizer_paged_8bit", "Paged 8-bit AdamW (bitsandbytes)",
+              {{"train", {{"optimizer", "paged_adamw_8bit"}}}}, cost_8bit(true));
+    }
+    // What is trained.
+    if (t.method == Method::kFull || t.method == Method::kFreeze) {
+      try_add("lora", "LoRA instead of " + std::string(to_string(t.method)) + " training",
+              {{"train", {{"method", "lora"}}}}, cost_lora());
+    }
+    if (t.method != Method::kQlora) {
+      try_add("qlora", "QLoRA (4-bit base) instead of " + std::string(to_string(t.method)) + " training",
+              {{"train", {{"method", "qlora"}}}}, cost_qlora());
+    }
+    // Shorter sequences: the longest multiple of 128 tokens that reaches the goal.
+    if (t.seq_len > 128) {
+      const int64_t limit = (t.seq_len - 1) / 128;
+      const int64_t units = fit::largest_fitting(
+          [&](int64_t v) {
+            auto o = s.evaluate({{"train", {{"seq_len", v * 128}}}});
+            return o && s.meets(*o, goal);
+          },
+          limit);
+      if (units > 0) {
+        const int64_t seq = units * 128;
+        try_add("seq_len", "Sequences of " + std::to_string(seq) + " tokens", {{"train", {{"seq_len", seq}}}},
+                cost_seq(t.seq_len, seq));
+      }
+    }
+    // More GPUs with the state sharded over them: ZeRO-3 (ZeRO-1 with a
+    // pipeline, which DeepSpeed pairs with stage 0 or 1 only), FSDP
+    // full_shard, or Megatron's distributed optimizer, whichever family the
+    // request uses; data parallel grows, grad_accum shrinks to keep the
+    // global batch when it divides.
+    {
+      const int64_t model_par = p.tp * p.pp * p.cp;
+      json shard = json::object();
+      std::string sharding;
+      if (!p.fsdp.empty()) {
+        shard["fsdp"] = "full_shard";
+        sharding = "FSDP full_shard";
+      } else if (p.distributed_optimizer) {
+        sharding = "Megatron distributed optimizer";
+      } else {
+        shard["zero"] = p.pp > 1 ? 1 : 3;
+        sharding = p.pp > 1 ? "ZeRO-1 (pipelines allow stage 0 or 1)" : "ZeRO-3";
+      }
+      const int64_t global = p.dp * t.grad_accum;  // per micro-batch sample
+      for (int64_t n = p.gpus * 2; n <= limits::kMaxGpus && n <= int64_t{4096}; n *= 2) {
+        if (n % model_par != 0) continue;
+        const int64_t dp = n / model_par;
+        json par = shard;
+        par["gpus"] = n;
+        par["dp"] = dp;
+        par["nodes"] = nullptr;
+        par["gpus_per_node"] = nullptr;
+        json patch = {{"parallel", par}};
+        const bool keep_batch = global % dp == 0;
+        if (keep_batch) patch["train"] = {{"grad_accum", global / dp}};
+        if (auto o = s.reaching(patch, goal)) {
+          add("more_gpus", std::to_string(n) + " GPUs, " + sharding, patch, *o,
+              cost_more_gpus(p.gpus, n, sharding, keep_batch));
+          break;
         }
-        if (t.checkpointing != Checkpointing::kFull) {
-          try_add("checkpointing_full", "Full activation checkpointing", {{"train", {{"grad_checkpointing", "full"}}}},
-                  cost_full_ckpt());
+      }
+    }
+    // The smallest card that reaches the goal (cards the job's precision or
+    // kernels run on; larger than the chosen one).
+    {
+      std::vector<const GpuInfo*> cards;
+      for (const auto& g : gpu_catalog()) {
+        if (g.usable_bytes() > card->capacity) cards.push_back(&g);
+      }
+      std::stable_sort(cards.begin(), cards.end(),
+                       [](const GpuInfo* a, const GpuInfo* b) { return a->total_mib < b->total_mib; });
+      for (const GpuInfo* g : cards) {
+        json patch = {{"gpu", {{"name", g->name}, {"memory_gib", nullptr}}}};
+        if (auto o = s.reaching(patch, goal)) {
+          add("gpu", std::string("A larger card: ") + g->name, patch, *o, cost_card(card->name, g->name));
+          break;
         }
-        // Smaller micro-batch, more accumulation, the same samples per step: the
-        // largest divisor of micro_batch that reaches the goal.
-        for (int64_t m2 = t.micro_batch - 1; m2 >= 1; --m2) {
-          if (t.micro_batch % m2 != 0) continue;
-          const int64_t ga2 = t.grad_accum * (t.micro_batch / m2);
-          json patch = {{"train", {{"micro_batch", m2}, {"grad_accum", ga2}}}};
-          if (auto o = s.reaching(patch, goal)) {
-            add("micro_batch", "Micro-batch " + std::to_string(m2) + " with grad_accum " + std::to_string(ga2), patch,
-                *o, cost_micro_batch(t.micro_batch, t.grad_accum, m2, ga2, t.seq_len));
-            break;
-          }
-        }
-        // Optimizer precision (states exist only for what trains; QLoRA and LoRA
-        // keep few).
-        if (!is_8bit(t.optimizer) && t.optimizer.find("sgd") == std::string::npos) {
-          try_add("optimizer_8bit", "8-bit AdamW (bitsandbytes)", {{"train", {{"optimizer", "adamw_bnb_8bit"}}}},
-                  cost_8bit(false));
-          try_add("optimizer_paged_8bit", "Paged 8-bit AdamW (bitsandbytes)",
-                  {{"train", {{"optimizer", "paged_adamw_8bit"}}}}, cost_8bit(true));
-        }
-        // What is trained.
-        if (t.method == Method::kFull || t.method == Method::kFreeze) {
-          try_add("lora", "LoRA instead of " + std::string(to_string(t.method)) + " training",
-                  {{"train", {{"method", "lora"}}}}, cost_lora());
-        }
-        if (t.method != Method::kQlora) {
-          try_add("qlora", "QLoRA (4-bit base) instead of " + std::string(to_string(t.method)) + " training",
-                  {{"train", {{"method", "qlora"}}}}, cost_qlora());
-        }
-        // Shorter sequences: the longest multiple of 128 tokens that reaches the goal.
-        if (t.seq_len > 128) {
-          const int64_t limit = (t.seq_len - 1) / 128;
-          const int64_t units = fit::largest_fitting(
-              [&](int64_t v) {
-                auto o = s.evaluate({{"train", {{"seq_len", v * 128}}}});
-                return o && s.meets(*o, goal);
-              },
-              limit);
-          if (units > 0) {
-            const int64_t seq = units * 128;
-            try_add("seq_len", "Sequences of " + std::to_string(seq) + " tokens", {{"train", {{"seq_len", seq}}}},
-                    cost_seq(t.seq_len, seq));
-          }
-        }
-        // More GPUs with the state sharded over them: ZeRO-3 (ZeRO-1 with a
-        // pipeline, which DeepSpeed pairs with stage 0 or 1 only), FSDP
-        // full_shard, or Megatron's distributed optimizer, whichever family the
-        // request uses; data parallel grows, grad_accum shrinks to keep the
-        // global batch when it divides.
-        {
-          const int64_t model_par = p.tp * p.pp * p.cp;
-          json shard = json::object();
-          std::string sharding;
-          if (!p.fsdp.empty()) {
-            shard["fsdp"] = "full_shard";
-            sharding = "FSDP full_shard";
-          } else if (p.distributed_optimizer) {
-            sharding = "Megatron distributed optimizer";
-          } else {
-            shard["zero"] = p.pp > 1 ? 1 : 3;
-            sharding = p.pp > 1 ? "ZeRO-1 (pipelines allow stage 0 or 1)" : "ZeRO-3";
-          }
-          const int64_t global = p.dp * t.grad_accum;  // per micro-batch sample
-          for (int64_t n = p.gpus * 2; n <= limits::kMaxGpus && n <= int64_t{4096}; n *= 2) {
-            if (n % model_par != 0) continue;
-            const int64_t dp = n / model_par;
-            json par = shard;
-            par["gpus"] = n;
-            par["dp"] = dp;
-            par["nodes"] = nullptr;
-            par["gpus_per_node"] = nullptr;
-            json patch = {{"parallel", par}};
-            const bool keep_batch = global % dp == 0;
-            if (keep_batch) patch["train"] = {{"grad_accum", global / dp}};
-            if (auto o = s.reaching(patch, goal)) {
-              add("more_gpus", std::to_string(n) + " GPUs, " + sharding, patch, *o,
-                  cost_more_gpus(p.gpus, n, sharding, keep_batch));
-              break;
-            }
-          }
-        }
-        // The smallest card that reaches the goal (cards the job's precision or
-        // kernels run on; larger than the chosen one).
-        {
-          std::vector<const GpuInfo*> cards;
-          for (const auto& g : gpu_catalog()) {
-            if (g.usable_bytes() > card->capacity) cards.push_back(&g);
-          }
-          std::stable_sort(cards.begin(), cards.end(),
-                           [](const GpuInfo* a, const GpuInfo* b) { return a->total_mib < b->total_mib; });
-          for (const GpuInfo* g : cards) {
-            json patch = {{"gpu", {{"name", g->name}, {"memory_gib", nullptr}}}};
-            if (auto o = s.reaching(patch, goal)) {
-              add("gpu", std::string("A larger card: ") + g->name, patch, *o, cost_card(card->name, g->name));
-              break;
-            }
-          }
-        }
-        // When no single change of the job itself reaches the goal: the cheap
-        // ones together, in rank order, as one suggestion.
-        // (Cheap: the job keeps its data and its hardware.)
-        const bool single =
-            std::any_of(list.begin(), list.end(), [](const Suggestion& x) { return x.cost.tier < kData; });
-        if (!single) {
-          json combined = json::object();
-          std::vector<std::string> parts;
-          Cost cost{kSpeed, std::nullopt, "", "each change's own source (the single suggestions above)"};
-          auto step = [&](const json& patch, const std::string& part, int tier) -> bool {
-            combined.merge_patch(patch);
-            parts.push_back(part);
-            cost.tier = std::max(cost.tier, tier);
-            auto o = s.reaching(combined, goal);
-            if (!o) return false;
-            cost.text = "together: " + parts[0];
-            for (size_t i = 1; i < parts.size(); ++i) cost.text += ", " + parts[i];
-            add("combined", "Together: " + cost.text.substr(10), combined, *o, cost);
-            return true;
-          };
-          bool done = false;
-          if (!t.fused_loss) done = step({{"train", {{"fused_loss", true}}}}, "fused loss", kFree);
-          if (!done && t.checkpointing != Checkpointing::kFull)
-            done = step({{"train", {{"grad_checkpointing", "full"}}}}, "full checkpointing", kSpeed);
-          if (!done && t.micro_batch > 1) {
-            done = step({{"train", {{"micro_batch", 1}, {"grad_accum", t.grad_accum * t.micro_batch}}}},
-                        "micro-batch 1 with grad_accum " + std::to_string(t.grad_accum * t.micro_batch), kSpeed);
-          }
-          if (!done && !is_8bit(t.optimizer))
-            done = step({{"train", {{"optimizer", "paged_adamw_8bit"}}}}, "paged 8-bit AdamW", kOptimizerPrecision);
-          if (!done && t.method != Method::kLora && t.method != Method::kQlora)
-            done = step({{"train", {{"method", "lora"}}}}, "LoRA", kWhatIsTrained);
-          if (!done && t.method != Method::kQlora)
-            done = step({{"train", {{"method", "qlora"}}}}, "QLoRA", kWhatIsTrained);
-          if (!done)
-            notes.push_back("no combination of checkpointing, micro-batch, 8-bit optimizer and LoRA/QLoRA fits");
-        }
-        std::stable_sort(list.begin(), list.end(), [](const Suggestion& a, const Suggestion& b) {
-          return std::make_pair(a.cost.tier, a.order) < std::make_pair(b.cost.tier, b.order);
-        });
-        json arr = json::array();
-        for (const auto& x : list) arr.push_back(suggestion_json(x));
-        out["suggestions"] = arr;
-        notes.push_back(
-            std::string("each suggestion is one change (its patch: request fields to merge) estimated again; "
-                        "ranked by cost: none, speed, optimizer precision, what is trained, data, hardware; "
-                        "goal: ") +
-            (goal == Goal::kFit ? "fit the card" : "fit within the headroom rule"));
-        out["notes"] = notes;
-        return out;
-      },
-      /*internal=*/true);
-  return out.ok() ? std::move(out.value()) : error_json(out.error());
+      }
+    }
+    // When no single change of the job itself reaches the goal: the cheap
+    // ones together, in rank order, as one suggestion.
+    // (Cheap: the job keeps its data and its hardware.)
+    const bool single = std::any_of(list.begin(), list.end(), [](const Suggestion& x) { return x.cost.tier < kData; });
+    if (!single) {
+      json combined = json::object();
+      std::vector<std::string> parts;
+      Cost cost{kSpeed, std::nullopt, "", "each change's own source (the single suggestions above)"};
+      auto step = [&](const json& patch, const std::string& part, int tier) -> bool {
+        combined.merge_patch(patch);
+        parts.push_back(part);
+        cost.tier = std::max(cost.tier, tier);
+        auto o = s.reaching(combined, goal);
+        if (!o) return false;
+        cost.text = "together: " + parts[0];
+        for (size_t i = 1; i < parts.size(); ++i) cost.text += ", " + parts[i];
+        add("combined", "Together: " + cost.text.substr(10), combined, *o, cost);
+        return true;
+      };
+      bool done = false;
+      if (!t.fused_loss) done = step({{"train", {{"fused_loss", true}}}}, "fused loss", kFree);
+      if (!done && t.checkpointing != Checkpointing::kFull)
+        done = step({{"train", {{"grad_checkpointing", "full"}}}}, "full checkpointing", kSpeed);
+      if (!done && t.micro_batch > 1) {
+        done = step({{"train", {{"micro_batch", 1}, {"grad_accum", t.grad_accum * t.micro_batch}}}},
+                    "micro-batch 1 with grad_accum " + std::to_string(t.grad_accum * t.micro_batch), kSpeed);
+      }
+      if (!done && !is_8bit(t.optimizer))
+        done = step({{"train", {{"optimizer", "paged_adamw_8bit"}}}}, "paged 8-bit AdamW", kOptimizerPrecision);
+      if (!done && t.method != Method::kLora && t.method != Method::kQlora)
+        done = step({{"train", {{"method", "lora"}}}}, "LoRA", kWhatIsTrained);
+      if (!done && t.method != Method::kQlora) done = step({{"train", {{"method", "qlora"}}}}, "QLoRA", kWhatIsTrained);
+      if (!done) notes.push_back("no combination of checkpointing, micro-batch, 8-bit optimizer and LoRA/QLoRA fits");
+    }
+    std::stable_sort(list.begin(), list.end(), [](const Suggestion& a, const Suggestion& b) {
+      return std::make_pair(a.cost.tier, a.order) < std::make_pair(b.cost.tier, b.order);
+    });
+    json arr = json::array();
+    for (const auto& x : list) arr.push_back(suggestion_json(x));
+    out["suggestions"] = arr;
+    notes.push_back(std::string("each suggestion is one change (its patch: request fields to merge) estimated again; "
+                                "ranked by cost: none, speed, optimizer precision, what is trained, data, hardware; "
+                                "goal: ") +
+                    (goal == Goal::kFit ? "fit the card" : "fit within the headroom rule"));
+    out["notes"] = notes;
+    return out;
+  });
 }
 
 std::string suggest_json(const std::string& request_text) {
-  std::string out;
-  if (auto e = recover([&] { out = suggest(parse_json_text(request_text, "")).dump(2); }, /*internal=*/true)) {
-    return error_json(*e).dump(2);
-  }
-  return out;
+  return guarded([&] { return suggest(parse_json_text(request_text, "")).dump(2); });
 }
 
 }  // namespace vram

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <regex>
 
+#include "guarded.h"
 #include "vram/api.h"
 #include "vram/import.h"
 #include "vram/request.h"
@@ -376,17 +377,11 @@ json export_impl(const json& input) {
 }  // namespace
 
 json export_config(const json& input) {
-  json out;
-  if (auto e = recover([&] { out = export_impl(input); }, /*internal=*/true)) return error_json(*e);
-  return out;
+  return guarded([&] { return export_impl(input); });
 }
 
 std::string export_json(const std::string& input_text) {
-  std::string out;
-  if (auto e = recover([&] { out = export_config(parse_json_text(input_text, "")).dump(2); }, /*internal=*/true)) {
-    return error_json(*e).dump(2);
-  }
-  return out;
+  return guarded([&] { return export_config(parse_json_text(input_text, "")).dump(2); });
 }
 
 }  // namespace vram

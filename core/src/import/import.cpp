@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 
+#include "guarded.h"
 #include "import/import_context.h"
 #include "vram/api.h"
 
@@ -408,20 +409,14 @@ json import_impl(const json& input) {
 }  // namespace
 
 json import_files(const json& input) {
-  json out;
-  if (auto e = recover([&] { out = import_impl(input); }, /*internal=*/true)) return error_json(*e);
-  return out;
+  return guarded([&] { return import_impl(input); });
 }
 
 std::string import_json(const std::string& input_text) {
   if (static_cast<int64_t>(input_text.size()) > 16 * kMaxImportBytes) {
     return error_json({errc::kOutOfRange, "the files are larger than the import limit", "files"}).dump(2);
   }
-  std::string out;
-  if (auto e = recover([&] { out = import_files(parse_json_text(input_text, "")).dump(2); }, /*internal=*/true)) {
-    return error_json(*e).dump(2);
-  }
-  return out;
+  return guarded([&] { return import_files(parse_json_text(input_text, "")).dump(2); });
 }
 
 }  // namespace vram
