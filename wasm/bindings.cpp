@@ -21,7 +21,11 @@
 // and the suggestions (_plan, _suggest) live in a third, bindings_plan.cpp,
 // loaded by the planner's and the suggestions' Web Workers on their first
 // search: this module went from 295.4 to 269.0 KiB (gzip -9 of the .wasm,
-// -Oz + LTO, 2026-11-28; wasm/CMakeLists.txt).
+// -Oz + LTO, 2026-11-28; wasm/CMakeLists.txt). And this module is linked with
+// core/lite/reach.cpp ahead of the core library (core/src/reach.h): it
+// estimates training for the common Llama-shaped families only and answers
+// every other request with errc::kNotInModule, which the facade sends to
+// vram_plan.wasm (bindings_plan.cpp), the full module.
 #include <emscripten/bind.h>
 
 #include "unwinds.h"
@@ -31,7 +35,6 @@ EMSCRIPTEN_BINDINGS(vram) {
   emscripten::function("_estimate", &vram::estimate_json);
   emscripten::function("_modelInfo", &vram::model_info_json);
   emscripten::function("_version", &vram::version_json);
-  emscripten::function("_fields", &vram::fields_json);
   emscripten::function("_layoutOptions", &vram::layout_options_json);
   emscripten::function("_frameworkDefaults", &vram::framework_defaults_json);
   emscripten::function("_unwinds", &vram::wasm::unwinds);

@@ -983,9 +983,21 @@ export declare class EstimatorError extends Error {
  * their module.
  */
 export interface Vram {
-  /** Estimates a request. Throws EstimatorError for bad input. */
+  /**
+   * Estimates a request. Throws EstimatorError for bad input. The module a
+   * page loads first (vram_core.wasm) estimates training for llama, mistral,
+   * qwen2 and qwen3 configs (and custom or quick sizes); for anything else it
+   * throws code "not_in_module" and starts loading the full module
+   * (vram_plan.wasm), after which (loadFull) the same call answers.
+   */
   estimate(request: Request): Result;
-  /** Counts a model's parameters: `{config}` or `{custom}` (or a whole request). Throws EstimatorError for bad input. */
+  /** estimate, waiting for the full module when the request needs it. */
+  estimateAsync(request: Request): Promise<Result>;
+  /** Loads the full module; estimate and modelInfo then answer every request synchronously. */
+  loadFull(): Promise<true>;
+  /** The code ("not_in_module") estimate and modelInfo throw until loadFull has resolved, for what only the full module answers. */
+  readonly notInModule: 'not_in_module';
+  /** Counts a model's parameters: `{config}` or `{custom}` (or a whole request). Throws EstimatorError for bad input, and "not_in_module" as estimate. */
   modelInfo(model: ModelInput | Request): ModelInfo;
   /**
    * Ranks every layout of `parallel.gpus` GPUs on `gpu` for a training
@@ -998,8 +1010,8 @@ export interface Vram {
   suggest(request: Request): Promise<SuggestResult>;
   /** Version, schema, supported model types and the GPU catalog. */
   version(): VersionInfo;
-  /** Every request field: default, allowed values, limits, label, CLI flag and URL key (`vram-probe fields --json`). */
-  fields(): FieldsInfo;
+  /** Every request field: default, allowed values, limits, label, CLI flag and URL key (`vram-probe fields --json`). From the full module (the page bundles the table). */
+  fields(): Promise<FieldsInfo>;
   /** What a layout's data parallel comes to and which options it can take, by the core's own rules. */
   layoutOptions(parallel: LayoutInput): LayoutOptions;
   /** The defaults a framework's recipe for a method sets (`train.framework`), from the core's table. */
@@ -1090,6 +1102,15 @@ export interface Planner {
  * loaded.
  */
 export declare function loadPlanner(): Promise<Planner>;
+
+/** The code of the answer "the full module answers this" (core errc::kNotInModule). */
+export declare const kNotInModule: 'not_in_module';
+
+/** Loads the full module (vram_plan.wasm): Vram.estimate and modelInfo then answer every request synchronously. */
+export declare function loadFull(): Promise<true>;
+
+/** One module's own answer text (`core` or `plan`), without the facade's fallback to the full module. */
+export declare function moduleRaw(which: 'core' | 'plan', name: string, text?: string): Promise<string>;
 
 /** A module's live instance, for diagnostics (instanceStats). */
 export interface InstanceStats {

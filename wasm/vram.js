@@ -28,6 +28,9 @@ export class EstimatorError extends Error {
 const kBadJson = 'bad_json';
 const kInternal = 'internal';
 const kOutOfRange = 'out_of_range';
+// core's errc::kNotInModule: this module leaves the request out, the full
+// module (plan) answers it.
+export const kNotInModule = 'not_in_module';
 
 let vramPromise = null;
 let plannerPromise = null;
@@ -37,6 +40,11 @@ let plannerPromise = null;
 // planner's and the suggestions' Web Workers on their first search (or by the
 // first plan or suggest call here); and `io` (importing and exporting
 // framework files), loaded on the first importFiles or exportConfig only.
+// `core` carries the training estimate of the common Llama-shaped families
+// only (core/lite/reach.cpp); `plan` is the full estimator too: what `core`
+// leaves out (another family, a safetensors list, a DeepSpeed config,
+// inference, the fields table) it answers with the code not_in_module, and
+// the facade asks `plan` (below, fullAnswer).
 // Each binary is its own file
 // beside this facade (no longer embedded as base64): `new URL('./x',
 // import.meta.url)` is the pattern Vite turns into a hashed asset URL, and the
@@ -336,6 +344,43 @@ function fromText(text) {
   return value;
 }
 
+// Whether a module's answer text is the not_in_module error. An error is
+// error_json(e).dump(2) (core/src/api.cpp), so the code is at a fixed place.
+function notInModule(text) {
+  return text.startsWith('{\n  "error": {\n    "code": "not_in_module"');
+}
+
+// The answer to `name` (_estimate, _modelInfo) from the core or, for what the
+// core leaves out, from the full module: synchronously when that module is
+// loaded; otherwise the core's not_in_module answer, and the full module
+// starts loading (loadFull) so that the same call answers once it is there.
+function fullAnswer(name, text) {
+  const out = call(live.core, name, text);
+  if (!notInModule(out)) return out;
+  if (live.plan !== null) return call(live.plan, name, text, 'plan');
+  loadFull().catch(() => {
+    // The next call tries again.
+  });
+  return out;
+}
+
+// The same, waiting for the full module when it is needed.
+async function fullAnswerAsync(name, text) {
+  const out = call(await loadModule(), name, text);
+  if (!notInModule(out)) return out;
+  return call(await loadModule('plan'), name, text, 'plan');
+}
+
+/**
+ * Load the full module (vram_plan.wasm), after which estimate and modelInfo
+ * answer every request synchronously, not only the core's families. The page
+ * calls it when an answer was not_in_module (then asks again); it is never
+ * needed for the default presets.
+ */
+export function loadFull() {
+  return loadModule('plan').then(() => true);
+}
+
 // One call into the io module (loaded on first use), with the core's input limit.
 async function callIo(name, text) {
   const [io, core] = await Promise.all([loadModule('io'), loadModule('core')]);
@@ -368,13 +413,22 @@ export function loadVram() {
   if (vramPromise === null) {
     // Each call goes to the live instance (renew).
     vramPromise = loadModule().then(() => ({
-      estimate: (request) => fromText(call(live.core, '_estimate', toText(request, 'the request'))),
-      modelInfo: (model) => fromText(call(live.core, '_modelInfo', toText(model, 'the model'))),
+      // The core's answer, or the full module's (fullAnswer): a request the
+      // core leaves out throws not_in_module until loadFull() has resolved.
+      estimate: (request) => fromText(fullAnswer('_estimate', toText(request, 'the request'))),
+      modelInfo: (model) => fromText(fullAnswer('_modelInfo', toText(model, 'the model'))),
+      // The same, waiting for the full module when the request needs it.
+      estimateAsync: async (request) =>
+        fromText(await fullAnswerAsync('_estimate', toText(request, 'the request'))),
+      loadFull,
+      // The code estimate and modelInfo throw for what only the full module answers.
+      notInModule: kNotInModule,
       // The plan module's two calls: asynchronous, as the first one loads it.
       plan: async (request) => (await loadPlanner()).plan(request),
       suggest: async (request) => (await loadPlanner()).suggest(request),
       version: () => fromText(versionText(live.core)),
-      fields: () => fromText(call(live.core, '_fields')),
+      // In the full module only (the page bundles the table: site/src/lib/fields.json).
+      fields: async () => fromText(call(await loadModule('plan'), '_fields', undefined, 'plan')),
       layoutOptions: (parallel) =>
         fromText(call(live.core, '_layoutOptions', toText(parallel, 'the parallel object'))),
       frameworkDefaults: (query) =>
@@ -409,7 +463,7 @@ export async function instanceStats(which = 'core') {
  * comparisons and for saving results; `estimate` is the everyday call.
  */
 export async function estimateRaw(requestText) {
-  return call(await loadModule(), '_estimate', String(requestText));
+  return fullAnswerAsync('_estimate', String(requestText));
 }
 
 /**
@@ -417,7 +471,15 @@ export async function estimateRaw(requestText) {
  * included, as `vram-probe params --config FILE --json` prints it.
  */
 export async function modelInfoRaw(modelText) {
-  return call(await loadModule(), '_modelInfo', String(modelText));
+  return fullAnswerAsync('_modelInfo', String(modelText));
+}
+
+/**
+ * One module's own answer text, without the facade's fallback: for tests
+ * that check what the core module itself answers (`core`, `plan`).
+ */
+export async function moduleRaw(which, name, text) {
+  return call(await loadModule(which), name, text === undefined ? undefined : String(text), which);
 }
 
 /**
@@ -433,7 +495,7 @@ export async function planRaw(requestText) {
  * (every request field: default, values, limits, label, flag, URL key).
  */
 export async function fieldsRaw() {
-  return call(await loadModule(), '_fields');
+  return call(await loadModule('plan'), '_fields', undefined, 'plan');
 }
 
 /**

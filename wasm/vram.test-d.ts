@@ -221,8 +221,10 @@ async function usesTheFacade(): Promise<void> {
   assertTrue<Equal<typeof version, VersionInfo>>();
   expectType<string[]>(version.supported_model_types);
 
-  const fields = vram.fields();
+  const fields = await vram.fields();
   assertTrue<Equal<typeof fields, FieldsInfo>>();
+  expectType<Promise<Result>>(vram.estimateAsync(request));
+  expectType<Promise<true>>(vram.loadFull());
   const rank: FieldInfo | undefined = fields.fields.find((f) => f.path === 'train.lora.rank');
   expectType<string | null | undefined>(rank?.cli);
   expectType<Promise<string>>(fieldsRaw());

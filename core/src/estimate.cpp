@@ -5,7 +5,7 @@
 #include <string>
 
 #include "fit.h"
-#include "infer/estimate_infer.h"
+#include "reach.h"
 #include "train/estimate_train.h"
 #include "vram/gpus.h"
 
@@ -17,7 +17,7 @@ using fit::largest_fitting;
 namespace {
 
 Result<Estimate> run(const Request& req) {
-  return req.task == Task::kTrain ? train::estimate_train(req) : infer::estimate_infer(req);
+  return req.task == Task::kTrain ? train::estimate_train(req) : reach::estimate_infer(req);
 }
 
 // Largest value of `field` (infer.batch or infer.context_len) whose peak fits
@@ -34,7 +34,7 @@ int64_t max_infer(const Request& req, int64_t capacity, int64_t InferOptions::*f
       [&](int64_t v) {
         r.infer.*field = v;
         if (r.infer.prompt_len > r.infer.context_len) r.infer.prompt_len = r.infer.context_len;
-        auto e = infer::estimate_infer(r);
+        auto e = reach::estimate_infer(r);
         return e.ok() && e.value().peak_bytes <= capacity;
       },
       limit);
@@ -78,7 +78,7 @@ Result<Estimate> estimate_request(const Request& req) {
       Request r = req;
       r.gpu.name = g.name;
       r.gpu.memory_gib.reset();
-      auto x = infer::estimate_infer(r);
+      auto x = reach::estimate_infer(r);
       const bool ok = x.ok() && vllm_sequences(x.value()) > 0;
       const int64_t peak = x.ok() ? x.value().peak_bytes : 0;
       e.gpus.push_back({g.name, g.usable_bytes(), ok, ok ? kFits : kDoesNotFit,

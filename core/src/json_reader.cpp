@@ -387,30 +387,43 @@ std::string valid_utf8(const std::string& text) {
 
 namespace {
 
-// nlohmann/json's DOM builder with the parser callback, reporting a syntax
+// nlohmann/json's DOM builder, checking as it reads and reporting a syntax
 // error instead of throwing it: json::sax_parse hands every event to this
-// handler (nlohmann/json sax_parse, detail/input/json_sax.hpp), which forwards
-// all of them to the library's own json_sax_dom_callback_parser built with
-// allow_exceptions = false, and keeps the first parse_error's byte and
-// message. One parser for both builds of core (status.h): without
-// exceptions, a thrown parse_error would be nlohmann's JSON_THROW, an
-// internal error.
+// handler (nlohmann/json sax_parse, detail/input/json_sax.hpp), which checks
+// nesting and duplicate keys and forwards the event to the library's own
+// json_sax_dom_parser built with allow_exceptions = false, and keeps the
+// first parse_error's byte and message. One parser for both builds of core
+// (status.h): without exceptions, a thrown parse_error would be nlohmann's
+// JSON_THROW, an internal error. The checks run as each object, array and key
+// is read, before the document is built (nothing recursive ever sees a deep
+// one); they were a parser callback until 2026-11-28, which made the library
+// keep a std::function and two bit stacks (4 KiB of each WASM module).
 class ReportingDom {
  public:
-  ReportingDom(json& root, json::parser_callback_t check) : dom_(root, std::move(check), false) {}
+  ReportingDom(json& root, const std::string& path) : dom_(root, false), path_(path) {
+    what_input_ = path.empty() ? std::string("input") : path;
+  }
 
-  bool null() { return dom_.null(); }
-  bool boolean(bool v) { return dom_.boolean(v); }
-  bool number_integer(json::number_integer_t v) { return dom_.number_integer(v); }
-  bool number_unsigned(json::number_unsigned_t v) { return dom_.number_unsigned(v); }
-  bool number_float(json::number_float_t v, const json::string_t& s) { return dom_.number_float(v, s); }
-  bool string(json::string_t& v) { return dom_.string(v); }
-  bool binary(json::binary_t& v) { return dom_.binary(v); }
-  bool start_object(std::size_t n) { return dom_.start_object(n); }
-  bool key(json::string_t& v) { return dom_.key(v); }
-  bool end_object() { return dom_.end_object(); }
-  bool start_array(std::size_t n) { return dom_.start_array(n); }
-  bool end_array() { return dom_.end_array(); }
+  bool null() { return value() && dom_.null(); }
+  bool boolean(bool v) { return value() && dom_.boolean(v); }
+  bool number_integer(json::number_integer_t v) { return value() && dom_.number_integer(v); }
+  bool number_unsigned(json::number_unsigned_t v) { return value() && dom_.number_unsigned(v); }
+  bool number_float(json::number_float_t v, const json::string_t& s) { return value() && dom_.number_float(v, s); }
+  bool string(json::string_t& v) { return value() && dom_.string(v); }
+  bool binary(json::binary_t& v) { return value() && dom_.binary(v); }
+  bool start_object(std::size_t n) { return open(true) && dom_.start_object(n); }
+  bool key(json::string_t& v) {
+    Frame& f = frames_.back();
+    f.key = v;
+    if (!f.keys.insert(f.key).second) {
+      const std::string at = frames_path(path_, frames_);
+      fail(errc::kBadJson, at, at + " is given twice (duplicate key \"" + f.key + "\"); keep one");
+    }
+    return dom_.key(v);
+  }
+  bool end_object() { return close() && dom_.end_object(); }
+  bool start_array(std::size_t n) { return open(false) && dom_.start_array(n); }
+  bool end_array() { return close() && dom_.end_array(); }
 
   template <typename Exception>
   bool parse_error(std::size_t /*position*/, const std::string& /*last_token*/, const Exception& ex) {
@@ -423,9 +436,36 @@ class ReportingDom {
 
   const std::optional<size_t>& byte() const { return byte_; }
   const std::string& what() const { return what_; }
+  // Drops the path frames (before fail(), which may not unwind them: status.h).
+  void forget() { frames_ = {}; }
 
  private:
-  nlohmann::detail::json_sax_dom_callback_parser<json> dom_;
+  // An object or array starts: at most limits::kMaxJsonDepth levels.
+  bool open(bool object) {
+    if (frames_.size() >= static_cast<size_t>(limits::kMaxJsonDepth)) {
+      const std::string at = frames_path(path_, frames_);
+      fail(errc::kOutOfRange, at,
+           what_input_ + " nests objects and arrays deeper than " + std::to_string(limits::kMaxJsonDepth) + " levels" +
+               (at.empty() ? "" : " (at " + at + ")"));
+    }
+    frames_.push_back({object, {}, {}, 0});
+    return true;
+  }
+  // An object or array ends: it is one more element of an enclosing array.
+  bool close() {
+    frames_.pop_back();
+    return value();
+  }
+  // A value was read: the next element of an enclosing array has the next index.
+  bool value() {
+    if (!frames_.empty() && !frames_.back().object) ++frames_.back().index;
+    return true;
+  }
+
+  nlohmann::detail::json_sax_dom_parser<json> dom_;
+  const std::string& path_;
+  std::string what_input_;
+  std::vector<Frame> frames_;
   std::optional<size_t> byte_;
   std::string what_;
 };
@@ -443,48 +483,11 @@ void check_input_size(uint64_t bytes, const std::string& path) {
 json parse_json_text(const std::string& text, const std::string& path) {
   const std::string what = path.empty() ? std::string("input") : path;
   check_input_size(text.size(), path);
-  std::vector<Frame> frames;
-  // The parser callback sees every object, array and key as it is read: it
-  // refuses duplicate keys and nesting deeper than limits::kMaxJsonDepth
-  // before the document is built (nothing recursive ever sees a deep one).
-  const json::parser_callback_t check = [&](int /*depth*/, json::parse_event_t event, json& parsed) {
-    using E = json::parse_event_t;
-    switch (event) {
-      case E::object_start:
-      case E::array_start:
-        if (frames.size() >= static_cast<size_t>(limits::kMaxJsonDepth)) {
-          const std::string at = frames_path(path, frames);
-          fail(errc::kOutOfRange, at,
-               what + " nests objects and arrays deeper than " + std::to_string(limits::kMaxJsonDepth) + " levels" +
-                   (at.empty() ? "" : " (at " + at + ")"));
-        }
-        frames.push_back({event == E::object_start, {}, {}, 0});
-        break;
-      case E::key: {
-        Frame& f = frames.back();
-        f.key = parsed.get<std::string>();
-        if (!f.keys.insert(f.key).second) {
-          const std::string at = frames_path(path, frames);
-          fail(errc::kBadJson, at, at + " is given twice (duplicate key \"" + f.key + "\"); keep one");
-        }
-        break;
-      }
-      case E::object_end:
-      case E::array_end:
-        frames.pop_back();
-        if (!frames.empty() && !frames.back().object) ++frames.back().index;
-        break;
-      case E::value:
-        if (!frames.empty() && !frames.back().object) ++frames.back().index;
-        break;
-    }
-    return true;
-  };
   json out;
-  ReportingDom dom(out, check);
+  ReportingDom dom(out, path);
   if (json::sax_parse(text, &dom)) return out;
   out = nullptr;  // the part read so far, freed before fail() (which may not unwind it: status.h)
-  frames = {};
+  dom.forget();
   const std::string why = reason(dom.what());
   fail(errc::kBadJson, path,
        what + " is not valid JSON: " + (dom.byte() ? line_column(text, *dom.byte()) + ": " : "") + why);

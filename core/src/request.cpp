@@ -8,6 +8,7 @@
 
 #include "import/import_context.h"
 #include "memory/caching_allocator.h"
+#include "reach.h"
 #include "vram/checkpoint.h"
 #include "vram/families.h"
 #include "vram/fields.h"
@@ -709,7 +710,7 @@ Result<Request> parse_request(const json& request_in) {
     if (!request_in["deepspeed"].is_object()) {
       return Error{errc::kWrongType, "deepspeed must be a DeepSpeed config object", "deepspeed"};
     }
-    if (auto e = recover([&] { with_ds = import::deepspeed_request_fields(request_in["deepspeed"], ds_notes); })) {
+    if (auto e = recover([&] { with_ds = reach::deepspeed_request_fields(request_in["deepspeed"], ds_notes); })) {
       return std::move(*e);
     }
     json own = request_in;

@@ -28,6 +28,8 @@ void fail(Error e) { throw Failure(std::move(e)); }
 // lets it pass, as it lets every other std::exception pass.
 void fail_internal(const std::string& what) { throw std::runtime_error(what); }
 
+void fail_to_api(Error e) { throw ApiFailure(std::move(e)); }
+
 namespace detail {
 
 std::optional<Error> recover_erased(void (*body)(void*), void* context, bool internal) {
@@ -35,6 +37,10 @@ std::optional<Error> recover_erased(void (*body)(void*), void* context, bool int
     body(context);
     return std::nullopt;
   } catch (const Failure& f) {
+    ++unwinds;
+    return f.error();
+  } catch (const ApiFailure& f) {
+    if (!internal) throw;
     ++unwinds;
     return f.error();
   } catch (const std::exception& ex) {
@@ -81,6 +87,8 @@ thread_local Scope* innermost = nullptr;
 void fail(Error e) { unwind(std::move(e), false); }
 
 void fail_internal(const std::string& what) { unwind(Error{errc::kInternal, "internal error: " + what, ""}, true); }
+
+void fail_to_api(Error e) { unwind(std::move(e), true); }
 
 namespace detail {
 

@@ -85,6 +85,32 @@ TEST(Status, RecoverWithInternalStopsOrdinaryFailuresToo) {
   EXPECT_EQ(e->code, errc::kBadJson);
 }
 
+TEST(Status, AFailureToTheApiPassesRecoverWithoutInternalAndKeepsItsError) {
+  std::string inner_saw = "nothing";
+  const auto e = recover(
+      [&] {
+        const auto inner = recover([] {
+          fail_to_api(
+              Error{errc::kNotInModule, "model_type \"gemma3\" is in the full module", "model.config.model_type"});
+        });
+        inner_saw = inner ? inner->code : "nothing";  // never reached: the failure passes it
+      },
+      /*internal=*/true);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->code, errc::kNotInModule);
+  EXPECT_EQ(e->path, "model.config.model_type");
+  EXPECT_EQ(e->message, "model_type \"gemma3\" is in the full module");
+  EXPECT_EQ(inner_saw, "nothing");
+  // attempt() without internal lets it pass too.
+  const auto outer =
+      recover([] { (void)attempt<int>([]() -> int {
+                     fail_to_api(Error{errc::kNotInModule, "m", "p"});
+                   }); },
+              /*internal=*/true);
+  ASSERT_TRUE(outer.has_value());
+  EXPECT_EQ(outer->code, errc::kNotInModule);
+}
+
 TEST(Status, AFailureRestoresTheBytesDriverPath) {
   const bytes::Driver outer("train.seq_len");
   const auto e = recover([] {

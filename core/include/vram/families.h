@@ -40,16 +40,10 @@ inline constexpr int kQuickSizeMedianErrorPct = 4;
 std::vector<std::string> supported_model_types();
 
 namespace detail {
-// Adapter signature: read the config (throwing Failure on bad fields) and fill
-// the spec. Registered in families/registry.cpp.
+// Adapter signature: read the config (fail() on bad fields) and fill the
+// spec. One per model_type in families/family_list.h, found by
+// reach::find_adapter (core/src/reach.h).
 using Adapter = void (*)(const JsonReader& cfg, ModelSpec& spec);
-
-struct AdapterEntry {
-  const char* model_type;
-  Adapter build;
-};
-
-const std::vector<AdapterEntry>& adapters();
 
 // Shared builders for decoder families (families/common.cpp).
 void add_linear(ModelSpec& s, const std::string& module, const char* component, const std::string& stack, int64_t in,

@@ -29,6 +29,11 @@ inline constexpr const char* kUnknownValue = "unknown_value";  // enum value not
 inline constexpr const char* kUnsupported = "unsupported";     // valid but not modelled yet
 inline constexpr const char* kUnknownField = "unknown_field";  // a key the request format does not have
 inline constexpr const char* kInternal = "internal";
+// The request is valid, but this build leaves out the code that answers it:
+// the WASM module a first visit loads carries the common families only
+// (wasm/reach_lite.cpp); the page asks the full module (vram_plan) instead.
+// Never seen from the CLI, the Python module or the full WASM modules.
+inline constexpr const char* kNotInModule = "not_in_module";
 }  // namespace errc
 
 struct Error {
@@ -71,6 +76,23 @@ class Failure : public std::runtime_error {
 // public API's, api.cpp guarded()), as only that one catches std::exception
 // in the exception build. The message is prefixed "internal error: ".
 [[noreturn]] void fail_internal(const std::string& what);
+
+// Ends the work with `e` at the public API (guarded()), past every recover()
+// without `internal`, as fail_internal() does, but keeping e's code, message
+// and path: for an answer no caller inside core may take as "does not fit"
+// or re-prefix (errc::kNotInModule).
+[[noreturn]] void fail_to_api(Error e);
+
+// Thrown by fail_to_api() in the build with exceptions: not a Failure, so only
+// a recover() with `internal` stops it.
+class ApiFailure : public std::runtime_error {
+ public:
+  explicit ApiFailure(Error e) : std::runtime_error(e.message), error_(std::move(e)) {}
+  const Error& error() const { return error_; }
+
+ private:
+  Error error_;
+};
 
 namespace detail {
 std::optional<Error> recover_erased(void (*body)(void*), void* context, bool internal);

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "checkpoint/inventory.h"
+#include "reach.h"
 #include "vram/families.h"
 
 namespace vram {
@@ -66,7 +67,7 @@ Result<ModelSpec> model_from_sources(const json& model, const std::string& path)
     const json* st = m.get("safetensors");
     if (st != nullptr) {
       const std::string sp = m.child_path("safetensors");
-      auto from_tensors = model_from_safetensors(*st, config, sp);
+      auto from_tensors = reach::model_from_safetensors(*st, config, sp);
       if (!from_tensors.ok()) return from_tensors.error();
       if (!known_type(config)) return from_tensors;
       // A known architecture: the adapter's exact module tree is the model,
@@ -79,7 +80,7 @@ Result<ModelSpec> model_from_sources(const json& model, const std::string& path)
     }
     if (config != nullptr) return model_from_config(*config, m.child_path("config"), m.bool_or("allow_generic", false));
     if (m.has("custom")) return model_from_custom(*m.get("custom"), m.child_path("custom"));
-    if (m.has("size")) return model_from_size(*m.get("size"), m.child_path("size"));
+    if (m.has("size")) return reach::model_from_size(*m.get("size"), m.child_path("size"));
     fail(errc::kMissingField, m.child_path("config"),
          m.child_path("config") + " (an HF config.json object), " + m.child_path("custom") + ", " +
              m.child_path("size") + " or " + m.child_path("safetensors") +

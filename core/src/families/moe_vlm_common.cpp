@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "reach.h"
 #include "vram/families.h"
 
 namespace vram::detail {
@@ -192,16 +193,15 @@ void build_nested_text(const JsonReader& parent, const char* key, const char* de
     spec.notes.push_back(parent.child_path(key) + " missing: using the default " + default_type + " config");
   }
   const std::string mt = tc.str_or("model_type", default_type);
-  const auto& table = adapters();
-  auto it = std::find_if(table.begin(), table.end(), [&](const AdapterEntry& a) { return mt == a.model_type; });
-  if (it == table.end()) {
+  const Adapter build = reach::find_adapter(mt, tc.child_path("model_type"));
+  if (build == nullptr) {
     fail(errc::kUnsupportedModel, tc.child_path("model_type"),
          tc.child_path("model_type") + " " + vram::quoted(mt) + " has no adapter for the language model of this VLM");
   }
   ModelSpec t;
   t.model_type = mt;
   t.family = mt;
-  it->build(tc, t);
+  build(tc, t);
   spec.text = t.text;
   spec.vocab = t.vocab;
   spec.tie_word_embeddings = t.tie_word_embeddings;

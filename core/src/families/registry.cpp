@@ -1,34 +1,22 @@
 // Dispatch from config.json model_type to a family adapter.
 #include <algorithm>
 
+#include "families/family_list.h"
 #include "families/llama_like.h"
-#include "families/registry_entries.h"
 #include "memory/bytes.h"
+#include "reach.h"
 #include "vram/families.h"
 
 namespace vram {
 
-namespace detail {
-
-const std::vector<AdapterEntry>& adapters() {
-  static const std::vector<AdapterEntry> kAdapters = [] {
-    std::vector<AdapterEntry> all = {
-        {"llama", build_llama},
-        {"mistral", build_mistral},
-        {"qwen2", build_qwen2},
-        {"qwen3", build_qwen3},
-    };
-    for (const auto* more : {&dense_adapters(), &moe_vlm_adapters()}) all.insert(all.end(), more->begin(), more->end());
-    return all;
-  }();
-  return kAdapters;
-}
-
-}  // namespace detail
-
+// The names alone (family_list.h): every module reports them all, and
+// finds a builder through reach::find_adapter.
 std::vector<std::string> supported_model_types() {
-  std::vector<std::string> out;
-  for (const auto& a : detail::adapters()) out.emplace_back(a.model_type);
+  std::vector<std::string> out = {
+#define VRAM_NAME(name) #name,
+      VRAM_COMMON_FAMILIES(VRAM_NAME) VRAM_OTHER_FAMILIES(VRAM_NAME)
+#undef VRAM_NAME
+  };
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -70,12 +58,9 @@ Result<ModelSpec> model_from_config(const json& config, const std::string& path,
         arch != nullptr && arch->is_array() && !arch->empty() && (*arch)[0].is_string()) {
       spec.architecture = (*arch)[0].get<std::string>();
     }
-    const auto& table = detail::adapters();
-    auto it = std::find_if(table.begin(), table.end(),
-                           [&](const detail::AdapterEntry& a) { return spec.model_type == a.model_type; });
-    if (it != table.end()) {
-      spec.family = it->model_type;
-      it->build(cfg, spec);
+    if (const detail::Adapter build = reach::find_adapter(spec.model_type, cfg.child_path("model_type"))) {
+      spec.family = spec.model_type;
+      build(cfg, spec);
     } else if (allow_generic) {
       spec.family = "generic";
       spec.exact = false;

@@ -1,4 +1,5 @@
-// Private: every adapter function, declared once for registry.cpp.
+// Private: every adapter function, declared once for the seam's two sides
+// (core/src/reach.cpp, core/lite/reach.cpp; the names: family_list.h).
 #pragma once
 
 #include <vector>
@@ -14,7 +15,7 @@ void build_mistral(const JsonReader& cfg, ModelSpec& spec);
 void build_qwen2(const JsonReader& cfg, ModelSpec& spec);
 void build_qwen3(const JsonReader& cfg, ModelSpec& spec);
 
-// Dense families (dense_registry.cpp): gemma.cpp, phi.cpp, gpt2.cpp,
+// Dense families: gemma.cpp, phi.cpp, gpt2.cpp,
 // gpt_neox.cpp, falcon.cpp, opt.cpp, bloom.cpp, bert.cpp, t5.cpp.
 void build_gemma(const JsonReader& cfg, ModelSpec& spec);
 void build_gemma2(const JsonReader& cfg, ModelSpec& spec);
@@ -77,11 +78,5 @@ void build_llama4(const JsonReader& cfg, ModelSpec& spec);      // llama4.cpp
 void build_llama4_text(const JsonReader& cfg, ModelSpec& spec);
 void build_whisper(const JsonReader& cfg, ModelSpec& spec);   // whisper.cpp
 void build_idefics3(const JsonReader& cfg, ModelSpec& spec);  // idefics3.cpp
-
-struct AdapterEntry;
-// Dense decoders, encoders and encoder-decoders (dense_registry.cpp).
-const std::vector<AdapterEntry>& dense_adapters();
-// Mixture-of-experts, latent attention and vision-language models (moe_vlm_registry.cpp).
-const std::vector<AdapterEntry>& moe_vlm_adapters();
 
 }  // namespace vram::detail

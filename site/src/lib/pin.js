@@ -7,7 +7,7 @@
 import { computed, signal } from '@preact/signals';
 import { fetchHubConfig } from './hub.js';
 import { hasPreset, loadPreset, loadedPreset } from './presets.js';
-import { estimator, model, requestFor, settings, withCheckpoint } from './state.js';
+import { estimator, model, onThisThread, requestFor, settings, withCheckpoint } from './state.js';
 
 /** The pinned setup: {model: {source, id, config}, settings}, or null. */
 export const pinned = signal(null);
@@ -104,9 +104,10 @@ export const pinnedOutcome = computed(() => {
   if (!p.model?.config) return null;
   try {
     // A model read from its checkpoint's tensors carries them (withCheckpoint).
-    return {
-      result: vram.estimate(withCheckpoint(requestFor(p.settings, p.model.config, vram), p.model)),
-    };
+    const request = withCheckpoint(requestFor(p.settings, p.model.config, vram), p.model);
+    const result = onThisThread(vram, () => vram.estimate(request));
+    // null while the full module loads (a pinned Gemma on a first visit).
+    return result === undefined ? null : { result };
   } catch (error) {
     return { error };
   }

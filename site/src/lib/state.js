@@ -177,6 +177,42 @@ export const estimator = signal(null);
 /** Why the estimator could not load, or null. */
 export const estimatorLoadError = signal(null);
 
+/**
+ * Whether the full module (vram_plan.wasm) has loaded on this thread, false
+ * until then. The module every visit loads estimates training for the
+ * common Llama-shaped families; anything else it answers with the code
+ * vram.notInModule (core/lite/reach.cpp). onThisThread then loads the full
+ * module, and whatever read this signal is computed again once it is there.
+ */
+export const fullLoaded = signal(false);
+/** Why the full module could not load, or null. */
+const fullLoadError = signal(null);
+
+/**
+ * `call()` (vram.estimate or vram.modelInfo on this thread), or undefined
+ * while the full module it needs loads; a failed load rethrows the
+ * not_in_module error, which names the module.
+ */
+export function onThisThread(vram, call) {
+  // Dependencies: a computed that calls this runs again when they change.
+  const loaded = fullLoaded.value;
+  const loadError = fullLoadError.value;
+  try {
+    return call();
+  } catch (error) {
+    if (error?.code !== vram.notInModule || loaded || loadError) throw error;
+    vram.loadFull().then(
+      () => {
+        fullLoaded.value = true;
+      },
+      (cause) => {
+        fullLoadError.value = cause;
+      },
+    );
+    return undefined;
+  }
+}
+
 /** vram.version(): schema, version, supported model types and the GPU catalog. */
 export const versionInfo = computed(() => {
   const v = estimator.value;
@@ -209,10 +245,12 @@ function summaryOf(vram, config) {
   if (!summaries.has(config)) {
     let summary = null;
     try {
-      summary = vram.modelInfo({ config });
+      summary = onThisThread(vram, () => vram.modelInfo({ config }));
     } catch {
       // The estimate says why.
     }
+    // Not kept while the full module loads (onThisThread asks again).
+    if (summary === undefined) return null;
     summaries.set(config, summary);
   }
   return summaries.get(config);
@@ -786,10 +824,12 @@ export const outcome = computed(() => {
   }
   let result;
   try {
-    result = vram.estimate(req);
+    result = onThisThread(vram, () => vram.estimate(req));
   } catch (error) {
     return { error };
   }
+  // The full module is loading.
+  if (result === undefined) return null;
   const config = req.model?.config;
   if (result.model && config) summaries.set(config, result.model);
   return { result };

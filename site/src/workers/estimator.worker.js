@@ -18,7 +18,7 @@ import { loadPlanner, loadVram, useCompiledModule } from '../wasm/vram.js';
 async function answer(load, call) {
   try {
     const loaded = await load();
-    return { result: call(loaded) };
+    return { result: await call(loaded) };
   } catch (error) {
     return {
       error: {
@@ -39,9 +39,12 @@ const api = {
     useCompiledModule(which, module);
     return (which === 'plan' ? loadPlanner() : loadVram()).then(() => true);
   },
-  /** vram.estimate(request) as {result} or {error} (the core). */
+  /**
+   * vram.estimate(request) as {result} or {error}: the core, or the full
+   * module for what the core leaves out (loaded here on first need).
+   */
   estimate(request) {
-    return answer(loadVram, (vram) => vram.estimate(request));
+    return answer(loadVram, (vram) => vram.estimateAsync(request));
   },
   /** suggest(request) as {result} or {error} (the plan module). */
   suggest(request) {

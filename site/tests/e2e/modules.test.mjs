@@ -2,7 +2,9 @@
 // (site/dist) requests, in Debian's Chromium. A first visit with the default
 // preset (a job that fits, so no suggestions are searched) requests the core
 // (vram_core) and not the planner's module (vram_plan); the planner's first
-// search loads vram_plan, and the layouts it finds are listed.
+// search loads vram_plan, and the layouts it finds are listed. A model of a
+// family the core leaves out (core/lite/reach.cpp) loads vram_plan, the full
+// module, and is estimated.
 //
 // Run: npm run build && node --test tests/e2e/modules.test.mjs
 // Needs: /usr/bin/chromium (or CHROMIUM).
@@ -68,6 +70,34 @@ describe('the WebAssembly modules a visit loads', () => {
       assert.equal(requested(later, /^vram_plan-[^/]*\.wasm$/).length, 1, 'vram_plan.wasm once');
       assert.equal(requested(later, /^vram_plan-[^/]*\.js$/).length, 1, "vram_plan's glue");
       assert.deepEqual(requested(later, /^vram_core-[^/]*\.wasm$/), [], 'vram_core again');
+      assert.deepEqual(errors, [], 'the page logged errors');
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('a model only the full module estimates (Gemma 2) loads vram_plan and is estimated', async (t) => {
+    const context = await served.browser.newContext({
+      viewport: { width: 1400, height: 900 },
+      serviceWorkers: 'block',
+    });
+    const urls = [];
+    context.on('request', (r) => urls.push(r.url()));
+    const page = await context.newPage();
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+    page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+    try {
+      await page.goto(`${served.base}#m=preset:google/gemma-2-2b&task=train&method=lora`);
+      await page.waitForFunction(
+        () => performance.getEntriesByName('vram:first-estimate').length > 0,
+        { timeout: 60000 },
+      );
+      const summary = page.getByRole('region', { name: 'Model summary' });
+      await summary.getByText('gemma2', { exact: true }).waitFor({ timeout: 60000 });
+      t.diagnostic(`gemma visit: ${requested(urls, /\.wasm$/).join(', ')}`);
+      assert.equal(requested(urls, /^vram_core-[^/]*\.wasm$/).length >= 1, true, 'vram_core.wasm');
+      assert.ok(requested(urls, /^vram_plan-[^/]*\.wasm$/).length >= 1, 'vram_plan.wasm');
       assert.deepEqual(errors, [], 'the page logged errors');
     } finally {
       await context.close();

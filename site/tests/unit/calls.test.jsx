@@ -19,10 +19,14 @@ beforeAll(async () => {
   // The same facade, counting: the page reads whatever `estimator` holds.
   const counting = {};
   for (const [name, fn] of Object.entries(real)) {
-    counting[name] = (...args) => {
-      calls.push(name);
-      return fn(...args);
-    };
+    // Constants (notInModule) stay as they are.
+    counting[name] =
+      typeof fn === 'function'
+        ? (...args) => {
+            calls.push(name);
+            return fn(...args);
+          }
+        : fn;
   }
   estimator.value = counting;
 });

@@ -58,7 +58,7 @@ afterAll(() => {
 
 describe('the fields table', () => {
   it('fields.json is what the WebAssembly module and vram-probe say now', async () => {
-    expect(vram.fields()).toEqual(table);
+    expect(await vram.fields()).toEqual(table);
     const native = runProbe(['fields', '--json']);
     expect(native.status).toBe(0);
     expect(native.stdout).toBe(`${await fieldsRaw()}\n`);

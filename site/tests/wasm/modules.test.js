@@ -11,7 +11,16 @@ import { beforeAll, describe, expect, it } from 'vitest';
 
 import createVramModule from '../../src/wasm/vram_core.mjs';
 import createVramPlanModule from '../../src/wasm/vram_plan.mjs';
-import { EstimatorError, loadPlanner, loadVram, planRaw } from '../../src/wasm/vram.js';
+import {
+  EstimatorError,
+  estimateRaw,
+  kNotInModule,
+  loadPlanner,
+  loadVram,
+  modelInfoRaw,
+  moduleRaw,
+  planRaw,
+} from '../../src/wasm/vram.js';
 import { modelFile, trainRequest } from './requests.js';
 
 const wasmDir = new URL('../../src/wasm/', import.meta.url);
@@ -52,22 +61,17 @@ describe('the modules', () => {
     const names = bindings(core);
     expect(names).not.toContain('_plan');
     expect(names).not.toContain('_suggest');
-    for (const name of [
-      '_estimate',
-      '_modelInfo',
-      '_version',
-      '_fields',
-      '_layoutOptions',
-      '_frameworkDefaults',
-    ])
+    for (const name of ['_estimate', '_modelInfo', '_version', '_layoutOptions', '_frameworkDefaults'])
       expect(names).toContain(name);
+    // The page bundles the fields table (site/src/lib/fields.json): the full module has it.
+    expect(names).not.toContain('_fields');
   });
 
-  it('vram_plan has _plan, _suggest and _version, and none of the form calls', () => {
+  it('vram_plan, the full module, has _plan, _suggest, the estimate and the fields, not import', () => {
     const names = bindings(plan);
-    for (const name of ['_plan', '_suggest', '_version']) expect(names).toContain(name);
-    for (const name of ['_estimate', '_modelInfo', '_fields', '_importFiles'])
-      expect(names).not.toContain(name);
+    for (const name of ['_plan', '_suggest', '_version', '_estimate', '_modelInfo', '_fields'])
+      expect(names).toContain(name);
+    expect(names).not.toContain('_importFiles');
   });
 
   it('vram_plan reports the same version and input limit as vram_core', () => {
@@ -112,5 +116,89 @@ describe('plan and suggest through the plan module', () => {
     expect(error).toBeInstanceOf(EstimatorError);
     expect(error.code).toBe('out_of_range');
     expect(error.message).toMatch(/limit on every input/);
+  });
+});
+
+// The first-visit module carries the common families' training estimate
+// (core/lite/reach.cpp); the full module (vram_plan) everything.
+const config = (id) => JSON.parse(readFileSync(modelFile(id), 'utf8'));
+const errorOf = (text) => JSON.parse(text).error ?? null;
+
+describe('what vram_core answers itself, and what it leaves to vram_plan', () => {
+  const common = {
+    'llama LoRA': trainRequest(llama8b, { method: 'lora' }),
+    'llama QLoRA, unsloth': trainRequest(llama8b, { method: 'qlora', framework: 'unsloth' }),
+    'mistral full, 8 GPUs ZeRO-3': trainRequest(
+      config('mistralai/Mistral-7B-v0.1'),
+      { grad_checkpointing: true },
+      { parallel: { gpus: 8, zero: 3 } },
+    ),
+    'qwen2 torchtune': trainRequest(config('Qwen/Qwen2.5-7B'), { method: 'lora', framework: 'torchtune' }),
+    'qwen3 litgpt, reserved': trainRequest(config('Qwen/Qwen3-0.6B'), { framework: 'litgpt' }),
+    'custom sizes': {
+      ...trainRequest(null),
+      model: { custom: { layers: 4, hidden: 512, heads: 8, vocab: 32000 } },
+    },
+    'a llama with a bad field': trainRequest(llama8b, { seq_len: 0 }),
+    'an unknown model_type': trainRequest({ ...llama8b, model_type: 'not_a_family' }),
+    'an unknown model_type, generic': {
+      ...trainRequest(null),
+      model: { config: { ...llama8b, model_type: 'not_a_family' }, allow_generic: true },
+    },
+  };
+  for (const [name, request] of Object.entries(common)) {
+    it(`${name}: vram_core's own answer, byte for byte the full module's`, async () => {
+      const text = JSON.stringify(request);
+      const own = await moduleRaw('core', '_estimate', text);
+      expect(errorOf(own)?.code).not.toBe(kNotInModule);
+      expect(own).toBe(await moduleRaw('plan', '_estimate', text));
+    });
+  }
+
+  const elsewhere = {
+    'a gemma config': [trainRequest(config('google/gemma-2-2b')), 'model.config.model_type'],
+    'a Mixtral config': [trainRequest(config('mistralai/Mixtral-8x7B-v0.1')), 'model.config.model_type'],
+    'a llava config (whose text model is a llama)': [
+      trainRequest(config('llava-hf/llava-1.5-7b-hf')),
+      'model.config.model_type',
+    ],
+    'inference': [{ ...trainRequest(llama8b), task: 'infer', train: undefined }, 'task'],
+    'a DeepSpeed config': [
+      { ...trainRequest(llama8b), deepspeed: { zero_optimization: { stage: 2 } } },
+      'deepspeed',
+    ],
+    'a quick size': [{ ...trainRequest(null), model: { size: '13B' } }, 'model.size'],
+    'a safetensors list': [
+      {
+        ...trainRequest(null),
+        model: { safetensors: { tensors: [{ name: 'w', dtype: 'BF16', shape: [4, 4] }] } },
+      },
+      'model.safetensors',
+    ],
+  };
+  for (const [name, [request, path]] of Object.entries(elsewhere)) {
+    it(`${name}: vram_core says not_in_module at ${path}, the facade answers from vram_plan`, async () => {
+      const text = JSON.stringify(request);
+      const own = errorOf(await moduleRaw('core', '_estimate', text));
+      expect(own).toMatchObject({ code: kNotInModule, path });
+      expect(own.message).toContain('vram_plan.wasm');
+      const full = await moduleRaw('plan', '_estimate', text);
+      expect(errorOf(full)?.code).not.toBe(kNotInModule);
+      expect(await estimateRaw(text)).toBe(full);
+    });
+  }
+
+  it('modelInfo of a gemma config: not_in_module from vram_core, the count from the facade', async () => {
+    const text = JSON.stringify({ config: config('google/gemma-2-2b') });
+    expect(errorOf(await moduleRaw('core', '_modelInfo', text))?.code).toBe(kNotInModule);
+    const info = JSON.parse(await modelInfoRaw(text));
+    expect(info.params_total).toBeGreaterThan(2e9);
+  });
+
+  it('both modules report every supported model_type', () => {
+    const types = JSON.parse(core._version()).supported_model_types;
+    expect(types).toEqual(JSON.parse(plan._version()).supported_model_types);
+    expect(types).toContain('gemma3n');
+    expect(types).toContain('llama');
   });
 });

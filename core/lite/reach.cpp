@@ -1,0 +1,58 @@
+// The first-visit WASM module's side of the seam (core/src/reach.h): it
+// carries the common Llama-shaped families and the training estimate, and
+// answers everything else with errc::kNotInModule, naming the field that
+// needs the full module, so that the page asks vram_plan.wasm, which carries
+// everything (wasm/vram.js). Linked ahead of the vram_core library into
+// vram_core.wasm (wasm/CMakeLists.txt) and into the native vram_lite_tests
+// (tests/CMakeLists.txt); never into the CLI.
+#include "reach.h"
+
+#include "families/family_list.h"
+#include "families/registry_entries.h"
+
+namespace vram::reach {
+
+namespace {
+
+// The answer for what this module leaves out: the full module's answer is
+// the request's answer.
+[[noreturn]] void elsewhere(const std::string& path, const std::string& what) {
+  std::string common;
+#define VRAM_NAME(name) common += std::string(common.empty() ? "" : ", ") + #name;
+  VRAM_COMMON_FAMILIES(VRAM_NAME)
+#undef VRAM_NAME
+  fail_to_api(Error{errc::kNotInModule,
+                    what + " is estimated by the full module (vram_plan.wasm), which the page loads on first use; " +
+                        "this module (vram_core.wasm) carries the training estimate of " + common + " configs",
+                    path});
+}
+
+}  // namespace
+
+detail::Adapter find_adapter(const std::string& model_type, const std::string& path) {
+#define VRAM_ADAPTER_IF(name) \
+  if (model_type == #name) return detail::build_##name;
+  VRAM_COMMON_FAMILIES(VRAM_ADAPTER_IF)
+#undef VRAM_ADAPTER_IF
+#define VRAM_ELSEWHERE_IF(name) \
+  if (model_type == #name) elsewhere(path, "model_type \"" #name "\"");
+  VRAM_OTHER_FAMILIES(VRAM_ELSEWHERE_IF)
+#undef VRAM_ELSEWHERE_IF
+  return nullptr;
+}
+
+Result<ModelSpec> model_from_safetensors(const json& /*inventory*/, const json* /*config*/, const std::string& path) {
+  elsewhere(path, "a model from its safetensors tensor list");
+}
+
+json deepspeed_request_fields(const json& /*ds*/, std::vector<std::string>& /*notes*/) {
+  elsewhere("deepspeed", "a request with a DeepSpeed config");
+}
+
+Result<ModelSpec> model_from_size(const json& /*size*/, const std::string& path) {
+  elsewhere(path, "a model sized from a parameter count");
+}
+
+Result<Estimate> estimate_infer(const Request& /*req*/) { elsewhere("task", "an inference request"); }
+
+}  // namespace vram::reach

@@ -1,0 +1,36 @@
+// Every build but the first-visit WASM module: each seam call is the real
+// code (reach.h; core/lite/reach.cpp is the other side).
+#include "reach.h"
+
+#include "families/family_list.h"
+#include "families/registry_entries.h"
+#include "import/import_context.h"
+#include "infer/estimate_infer.h"
+#include "vram/checkpoint.h"
+
+namespace vram::reach {
+
+detail::Adapter find_adapter(const std::string& model_type, const std::string& /*path*/) {
+#define VRAM_ADAPTER_IF(name) \
+  if (model_type == #name) return detail::build_##name;
+  VRAM_COMMON_FAMILIES(VRAM_ADAPTER_IF)
+  VRAM_OTHER_FAMILIES(VRAM_ADAPTER_IF)
+#undef VRAM_ADAPTER_IF
+  return nullptr;
+}
+
+Result<ModelSpec> model_from_safetensors(const json& inventory, const json* config, const std::string& path) {
+  return vram::model_from_safetensors(inventory, config, path);
+}
+
+json deepspeed_request_fields(const json& ds, std::vector<std::string>& notes) {
+  return import::deepspeed_request_fields(ds, notes);
+}
+
+Result<ModelSpec> model_from_size(const json& size, const std::string& path) {
+  return vram::model_from_size(size, path);
+}
+
+Result<Estimate> estimate_infer(const Request& req) { return infer::estimate_infer(req); }
+
+}  // namespace vram::reach

@@ -1,0 +1,50 @@
+// What a build of core can answer: the seam between the first-visit WASM
+// module and every other build (issue 18, size).
+//
+// Four calls reach the code a first visit does not need: the family builders
+// beyond the common Llama-shaped ones, the safetensors reader, the DeepSpeed
+// config reader and the inference estimate. Core calls them only through
+// these functions. core/src/reach.cpp (in the vram_core library) forwards
+// each to the real code; core/lite/reach.cpp, linked into vram_core.wasm
+// ahead of the library, defines the same symbols, so the linker never
+// extracts the library's reach.o (an archive member is extracted only for a
+// symbol still undefined) and link-time optimisation drops what only it
+// reached. The lite versions answer errc::kNotInModule through fail_to_api()
+// (status.h), which no recover() inside core stops, so the request's answer
+// is either the full build's answer or "ask the full module"; the facade
+// (wasm/vram.js) then asks vram_plan.wasm, which carries everything.
+// Both files define exactly these symbols: one missing from the lite file
+// would extract reach.o and fail the link with duplicate definitions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "vram/families.h"
+#include "vram/json_reader.h"
+#include "vram/model.h"
+#include "vram/request.h"
+#include "vram/result.h"
+#include "vram/status.h"
+
+namespace vram::reach {
+
+// The builder of model_type `model_type`, or nullptr when no adapter has
+// that name (model_from_config then applies allow_generic). `path` is the
+// model_type field's path, for the lite build's answer.
+detail::Adapter find_adapter(const std::string& model_type, const std::string& path);
+
+// model_from_safetensors (vram/checkpoint.h).
+Result<ModelSpec> model_from_safetensors(const json& inventory, const json* config, const std::string& path);
+
+// import::deepspeed_request_fields (import/import_context.h): the request
+// fields a ds_config.json object sets.
+json deepspeed_request_fields(const json& ds, std::vector<std::string>& notes);
+
+// model_from_size (vram/families.h): quick sizing from a parameter count.
+Result<ModelSpec> model_from_size(const json& size, const std::string& path);
+
+// infer::estimate_infer (infer/estimate_infer.h).
+Result<Estimate> estimate_infer(const Request& req);
+
+}  // namespace vram::reach

@@ -1,0 +1,98 @@
+// The first-visit WASM module's side of the seam (core/lite/reach.cpp),
+// linked natively ahead of the core library exactly as into vram_core.wasm
+// (tests/CMakeLists.txt): what it answers itself, and that everything else is
+// errc::kNotInModule at the field that needs the full module, never another
+// answer. That the answers it does give are the full build's, byte for byte,
+// is checked in WebAssembly (site/tests/wasm/modules.test.js: vram_core
+// against vram_plan).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "fixtures.h"
+#include "vram/api.h"
+#include "vram/families.h"
+
+namespace vram {
+namespace {
+
+json train_request(const json& model) {
+  return {{"model", model},
+          {"task", "train"},
+          {"train", {{"method", "lora"}, {"micro_batch", 1}, {"seq_len", 1024}}},
+          {"gpu", {{"name", "H100 80GB"}}}};
+}
+
+json answer(const json& request) { return json::parse(estimate_json(request.dump())); }
+
+TEST(Lite, EstimatesTheCommonFamilies) {
+  for (const char* id :
+       {"meta-llama/Llama-3.2-1B", "mistralai/Mistral-7B-v0.1", "Qwen/Qwen2.5-7B", "Qwen/Qwen3-0.6B"}) {
+    const json out = answer(train_request({{"config", testing::model_config(id)}}));
+    ASSERT_FALSE(out.contains("error")) << id << ": " << out.dump();
+    EXPECT_GT(out["peak_bytes"].get<int64_t>(), 0) << id;
+  }
+  const json custom =
+      answer(train_request({{"custom", {{"layers", 2}, {"hidden", 256}, {"heads", 4}, {"vocab", 1000}}}}));
+  EXPECT_FALSE(custom.contains("error")) << custom.dump();
+}
+
+TEST(Lite, LeavesEverythingElseToTheFullModuleAtTheFieldThatNeedsIt) {
+  const json llama = testing::model_config("meta-llama/Llama-3.2-1B");
+  struct Case {
+    const char* name;
+    json request;
+    const char* path;
+  };
+  json infer = train_request({{"config", llama}});
+  infer["task"] = "infer";
+  infer.erase("train");
+  json tensor = {{"name", "w"}, {"dtype", "BF16"}, {"shape", {4, 4}}};
+  json tensors = {{"tensors", json::array({tensor})}};
+  json ds = train_request({{"config", llama}});
+  ds["deepspeed"] = {{"zero_optimization", {{"stage", 2}}}};
+  const Case cases[] = {
+      {"gemma2", train_request({{"config", testing::model_config("google/gemma-2-2b")}}), "model.config.model_type"},
+      {"mixtral", train_request({{"config", testing::model_config("mistralai/Mixtral-8x7B-v0.1")}}),
+       "model.config.model_type"},
+      {"llava", train_request({{"config", testing::model_config("llava-hf/llava-1.5-7b-hf")}}),
+       "model.config.model_type"},
+      {"quick size", train_request({{"size", "7B"}}), "model.size"},
+      {"safetensors", train_request({{"safetensors", tensors}}), "model.safetensors"},
+      {"inference", infer, "task"},
+      {"deepspeed", ds, "deepspeed"},
+  };
+  for (const auto& c : cases) {
+    const json out = answer(c.request);
+    ASSERT_TRUE(out.contains("error")) << c.name << ": " << out.dump();
+    EXPECT_EQ(out["error"]["code"], errc::kNotInModule) << c.name;
+    EXPECT_EQ(out["error"]["path"], c.path) << c.name;
+    EXPECT_NE(out["error"]["message"].get<std::string>().find("vram_plan.wasm"), std::string::npos) << c.name;
+  }
+}
+
+TEST(Lite, AnswersABadRequestAndAnUnknownTypeAsTheFullBuildDoes) {
+  json bad = train_request({{"config", testing::model_config("meta-llama/Llama-3.2-1B")}});
+  bad["train"]["seq_len"] = 0;
+  EXPECT_EQ(answer(bad)["error"]["path"], "train.seq_len");
+  json unknown = testing::model_config("meta-llama/Llama-3.2-1B");
+  unknown["model_type"] = "not_a_family";
+  const json out = answer(train_request({{"config", unknown}}));
+  EXPECT_EQ(out["error"]["code"], errc::kUnsupportedModel);
+  // The list of supported types is every module's, not the four it carries.
+  EXPECT_NE(out["error"]["message"].get<std::string>().find("gemma3n"), std::string::npos);
+  json generic = train_request({{"config", unknown}, {"allow_generic", true}});
+  EXPECT_FALSE(answer(generic).contains("error"));
+}
+
+TEST(Lite, ReportsEverySupportedModelType) {
+  const auto types = supported_model_types();
+  EXPECT_EQ(types.size(), 55u);
+  for (const char* t : {"llama", "gemma3n", "deepseek_v3", "whisper"}) {
+    EXPECT_NE(std::find(types.begin(), types.end(), t), types.end()) << t;
+  }
+}
+
+}  // namespace
+}  // namespace vram
