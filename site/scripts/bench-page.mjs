@@ -245,7 +245,7 @@ function sizes(resources, base) {
 const LAZY_MODULES = [
   [
     /(^|\/)vram_plan-[^/]*\.wasm$/,
-    'module loaded on the first planner or suggestions search (`vram_plan`)',
+    'module loaded on the first planner or suggestions search, or for a model the core leaves out (`vram_plan`)',
   ],
   [/(^|\/)vram_io-[^/]*\.wasm$/, 'module loaded on the first import or export (`vram_io`)'],
 ];

@@ -20,20 +20,28 @@ function requested(urls, pattern) {
   return urls.map((u) => new URL(u).pathname.split('/').pop()).filter((name) => pattern.test(name));
 }
 
+/**
+ * A fresh context and page, recording every URL requested (the page's and
+ * its Web Workers') and every error the page logs. No service worker: its
+ * precache would fetch every built file after the load.
+ */
+async function visit() {
+  const context = await served.browser.newContext({
+    viewport: { width: 1400, height: 900 },
+    serviceWorkers: 'block',
+  });
+  const urls = [];
+  context.on('request', (r) => urls.push(r.url()));
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+  return { context, page, urls, errors };
+}
+
 describe('the WebAssembly modules a visit loads', () => {
   it('a first visit loads vram_core, not vram_plan; the planner loads vram_plan', async (t) => {
-    // No service worker: its precache would fetch every built file after the load.
-    const context = await served.browser.newContext({
-      viewport: { width: 1400, height: 900 },
-      serviceWorkers: 'block',
-    });
-    const urls = [];
-    // Context-wide: the page's requests and its Web Workers'.
-    context.on('request', (r) => urls.push(r.url()));
-    const page = await context.newPage();
-    const errors = [];
-    page.on('pageerror', (e) => errors.push(String(e)));
-    page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+    const { context, page, urls, errors } = await visit();
     try {
       await page.goto(served.base);
       await page.waitForFunction(
@@ -77,16 +85,7 @@ describe('the WebAssembly modules a visit loads', () => {
   });
 
   it('a model only the full module estimates (Gemma 2) loads vram_plan and is estimated', async (t) => {
-    const context = await served.browser.newContext({
-      viewport: { width: 1400, height: 900 },
-      serviceWorkers: 'block',
-    });
-    const urls = [];
-    context.on('request', (r) => urls.push(r.url()));
-    const page = await context.newPage();
-    const errors = [];
-    page.on('pageerror', (e) => errors.push(String(e)));
-    page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+    const { context, page, urls, errors } = await visit();
     try {
       await page.goto(`${served.base}#m=preset:google/gemma-2-2b&task=train&method=lora`);
       await page.waitForFunction(
