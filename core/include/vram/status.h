@@ -56,14 +56,21 @@ struct Error {
 //   (bytes::Driver's path) is saved and restored by recover() itself.
 // Either way, parse code calls fail() and stops there: the per-field checks
 // stay one line each.
-class Failure : public std::runtime_error {
+// A std::exception that carries an Error (the base of Failure and ApiFailure).
+template <int Kind>
+class CarriedError : public std::runtime_error {
  public:
-  explicit Failure(Error e) : std::runtime_error(e.message), error_(std::move(e)) {}
+  explicit CarriedError(Error e) : std::runtime_error(e.message), error_(std::move(e)) {}
   const Error& error() const { return error_; }
 
  private:
   Error error_;
 };
+// Thrown by fail() in the build with exceptions.
+using Failure = CarriedError<0>;
+// Thrown by fail_to_api() in the build with exceptions: not a Failure, so only
+// a recover() with `internal` stops it.
+using ApiFailure = CarriedError<1>;
 
 // Ends the current work with `e` at the nearest recover().
 [[noreturn]] void fail(Error e);
@@ -82,17 +89,6 @@ class Failure : public std::runtime_error {
 // and path: for an answer no caller inside core may take as "does not fit"
 // or re-prefix (errc::kNotInModule).
 [[noreturn]] void fail_to_api(Error e);
-
-// Thrown by fail_to_api() in the build with exceptions: not a Failure, so only
-// a recover() with `internal` stops it.
-class ApiFailure : public std::runtime_error {
- public:
-  explicit ApiFailure(Error e) : std::runtime_error(e.message), error_(std::move(e)) {}
-  const Error& error() const { return error_; }
-
- private:
-  Error error_;
-};
 
 namespace detail {
 std::optional<Error> recover_erased(void (*body)(void*), void* context, bool internal);
