@@ -986,9 +986,9 @@ export interface Vram {
   /**
    * Estimates a request. Throws EstimatorError for bad input. The module a
    * page loads first (vram_core.wasm) estimates training for llama, mistral,
-   * qwen2 and qwen3 configs (and custom or quick sizes); for anything else it
-   * throws code "not_in_module" and starts loading the full module
-   * (vram_plan.wasm), after which (loadFull) the same call answers.
+   * qwen2 and qwen3 configs (and custom sizes); anything else needs the
+   * full module (vram_plan.wasm): once loadFull() has resolved the same call
+   * answers, until then it throws code "not_in_module".
    */
   estimate(request: Request): Result;
   /** estimate, waiting for the full module when the request needs it. */

@@ -351,17 +351,13 @@ function notInModule(text) {
 }
 
 // The answer to `name` (_estimate, _modelInfo) from the core or, for what the
-// core leaves out, from the full module: synchronously when that module is
-// loaded; otherwise the core's not_in_module answer, and the full module
-// starts loading (loadFull) so that the same call answers once it is there.
+// core leaves out, from the full module when it is loaded; otherwise the
+// core's not_in_module answer. Loading it is the caller's choice (loadFull):
+// the estimates' Web Worker is handed the module the page compiled instead.
 function fullAnswer(name, text) {
   const out = call(live.core, name, text);
-  if (!notInModule(out)) return out;
-  if (live.plan !== null) return call(live.plan, name, text, 'plan');
-  loadFull().catch(() => {
-    // The next call tries again.
-  });
-  return out;
+  if (!notInModule(out) || live.plan === null) return out;
+  return call(live.plan, name, text, 'plan');
 }
 
 // The same, waiting for the full module when it is needed.

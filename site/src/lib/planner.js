@@ -4,9 +4,11 @@
 // suggestion search or a planner search never blocks typing or painting
 // (issue 18: no main-thread task over 50 ms while typing). Three lanes, each
 // its own worker; the estimate lane runs the core module (vram_core.wasm),
-// the other two the plan module (vram_plan.wasm), which the page downloads
-// and compiles only when the first of them starts (a first visit whose job
-// fits never does):
+// and the full module as well once a request needs it (the core answers
+// not_in_module), the other two the plan module (vram_plan.wasm), which the
+// page downloads and compiles only when the first of them starts or the
+// first estimate needs it (a first visit whose job fits, with a default
+// preset, never does):
 //   estimate  the page's estimate; long-lived (a new request waits for the
 //             one in flight, lib/state.js sends only the newest);
 //   suggest   "what would make it fit": cancelled, by terminating its worker
@@ -18,7 +20,7 @@
 // renders first.
 
 import { wrap } from 'comlink';
-import { compileModule, EstimatorError } from '../wasm/vram.js';
+import { compileModule, EstimatorError, kNotInModule } from '../wasm/vram.js';
 
 /** Whether calls run in Web Workers here (a browser), or on the page's estimator. */
 export const workersAvailable = typeof Worker !== 'undefined';
@@ -74,6 +76,14 @@ export async function callOffThread(name, method, request, vram) {
     try {
       await l.ready;
       answer = await l.remote[method](request);
+      // The core leaves this request to the full module (a family other than
+      // the common Llama-shaped ones, inference, ...): the page compiles that
+      // module once, as for the other lanes, hands it to this worker, and asks
+      // again.
+      if (answer.error?.code === kNotInModule && LANE_MODULES[name] === 'core') {
+        await l.remote.init(await compileModule('plan'), 'plan');
+        answer = await l.remote[method](request);
+      }
     } catch (cause) {
       answer = {
         error: {

@@ -40,11 +40,13 @@ const api = {
     return (which === 'plan' ? loadPlanner() : loadVram()).then(() => true);
   },
   /**
-   * vram.estimate(request) as {result} or {error}: the core, or the full
-   * module for what the core leaves out (loaded here on first need).
+   * vram.estimate(request) as {result} or {error}: the core's answer, or the
+   * full module's once the page has handed it over (init(module, 'plan'));
+   * until then what the core leaves out is the error not_in_module, and the
+   * page compiles the full module and sends it (lib/planner.js).
    */
   estimate(request) {
-    return answer(loadVram, (vram) => vram.estimateAsync(request));
+    return answer(loadVram, (vram) => vram.estimate(request));
   },
   /** suggest(request) as {result} or {error} (the plan module). */
   suggest(request) {
