@@ -71,11 +71,16 @@ struct Face {
   const char* doc;
 };
 
+// A field's place in the fields table and the CLI (kFaces).
+struct Described {
+  const char* path;
+  Face face;
+};
+
 struct Row {
   const char* path;
   FieldType type;
   Def def;
-  Face face;
   bool limited = false;  // int / number: lo and hi apply
   double lo = 0, hi = 0;
   const char* values = "";   // enum: canonical values, '|'-separated
@@ -84,41 +89,41 @@ struct Row {
   double cli_unit = 0;
 };
 
-constexpr Row make(const char* path, FieldType type, Def def, Face face) { return Row{path, type, def, face}; }
+constexpr Row make(const char* path, FieldType type, Def def) { return Row{path, type, def}; }
 
-constexpr Row integer(const char* path, Def def, int64_t lo, int64_t hi, Face face) {
-  Row r = make(path, FieldType::kInt, def, face);
+constexpr Row integer(const char* path, Def def, int64_t lo, int64_t hi) {
+  Row r = make(path, FieldType::kInt, def);
   r.limited = true;
   r.lo = static_cast<double>(lo);
   r.hi = static_cast<double>(hi);
   return r;
 }
 
-constexpr Row number(const char* path, Def def, double lo, double hi, Face face) {
-  Row r = make(path, FieldType::kNumber, def, face);
+constexpr Row number(const char* path, Def def, double lo, double hi) {
+  Row r = make(path, FieldType::kNumber, def);
   r.limited = true;
   r.lo = lo;
   r.hi = hi;
   return r;
 }
 
-constexpr Row boolean(const char* path, Def def, Face face) { return make(path, FieldType::kBool, def, face); }
+constexpr Row boolean(const char* path, Def def) { return make(path, FieldType::kBool, def); }
 
-constexpr Row choice(const char* path, Def def, const char* values, const char* aliases, Face face) {
-  Row r = make(path, FieldType::kEnum, def, face);
+constexpr Row choice(const char* path, Def def, const char* values, const char* aliases) {
+  Row r = make(path, FieldType::kEnum, def);
   r.values = values;
   r.aliases = aliases;
   return r;
 }
 
-constexpr Row optimizer_choice(const char* path, Def def, Face face) {
-  Row r = make(path, FieldType::kEnum, def, face);
+constexpr Row optimizer_choice(const char* path, Def def) {
+  Row r = make(path, FieldType::kEnum, def);
   r.optimizers = true;
   return r;
 }
 
-constexpr Row bytes(const char* path, double cli_unit, Face face) {
-  Row r = integer(path, nullptr, 0, limits::kMaxOverhead, face);
+constexpr Row bytes(const char* path, double cli_unit) {
+  Row r = integer(path, nullptr, 0, limits::kMaxOverhead);
   r.cli_unit = cli_unit;
   return r;
 }
@@ -152,235 +157,306 @@ using T = FieldType;
 
 constexpr Row kRows[] = {
     // ---- model -------------------------------------------------------------
-    make("model.config", T::kObject, nullptr,
-         {"config.json", "--model-config", "", "an HF config.json object (the flag takes its file)"}),
-    make("model.custom", T::kObject, nullptr, {"custom model", "", "", "a Llama-shaped decoder from explicit sizes"}),
-    make("model.size", T::kString, nullptr,
-         {"model size", "--model-size", "size",
-          "quick sizing: a Llama-3-shaped decoder of this many parameters (7B, 1.5B, 350M); approximate"}),
-    make("model.safetensors", T::kObject, nullptr,
-         {"safetensors tensors", "--safetensors", "",
-          "the checkpoint's tensor list {tensors: [{name, dtype, shape}], metadata} (the flag takes an "
-          "index.json, a directory or a .safetensors file): an exact estimate for any architecture, and the "
-          "cross-check of a known one"}),
-    boolean("model.allow_generic", false,
-            {"allow_generic", "--allow-generic", "", "estimate an unknown model_type as a Llama-shaped decoder"}),
-    choice("task", d::kTask, "train|infer", "", {"Task", "--task", "task", "training or inference"}),
+    make("model.config", T::kObject, nullptr),
+    make("model.custom", T::kObject, nullptr),
+    make("model.size", T::kString, nullptr),
+    make("model.safetensors", T::kObject, nullptr),
+    boolean("model.allow_generic", false),
+    choice("task", d::kTask, "train|infer", ""),
     // ---- train -------------------------------------------------------------
-    choice("train.method", d::kMethod, "full|lora|qlora|freeze", "",
-           {"Method", "--method", "method", "LLaMA-Factory finetuning_type, plus QLoRA"}),
+    choice("train.method", d::kMethod, "full|lora|qlora|freeze", ""),
     choice("train.framework", d::kFramework,
            "hf|torchtune|litgpt|unsloth|axolotl|llama_factory|torchtitan|megatron|deepspeed",
-           "trl=hf|accelerate=hf|llamafactory=llama_factory|llama-factory=llama_factory",
-           {"Framework", "--framework", "fw",
-            "the training framework: its memory-relevant defaults fill the fields left out (vram/frameworks.h)"}),
-    integer("train.micro_batch", d::kMicroBatch, 1, l::kMaxBatch,
-            {"per_device_train_batch_size", "--per-device-batch", "mb", "sequences per GPU per step"}),
-    integer("train.seq_len", d::kSeqLen, 1, l::kMaxSeq,
-            {"max_seq_length", "--seq-len", "seq", "tokens per sample (VLMs: with image tokens)"}),
-    integer("train.grad_accum", d::kGradAccum, 1, l::kMaxGradAccum,
-            {"gradient_accumulation_steps", "--grad-accum", "ga", "> 1 keeps gradients alive through forward"}),
-    boolean("train.zero_grad_set_to_none", d::kZeroGradSetToNone,
-            {"zero_grad(set_to_none)", "", "",
-             "false (PyTorch < 2.0's default) keeps every gradient allocated, zeroed, between steps"}),
-    boolean("train.softmax_saves_input", d::kSoftmaxSavesInput,
-            {"softmax keeps its input (PyTorch <= 1.10)", "", "",
-             "PyTorch <= 1.10 softmax / log_softmax also saved their input: one more score matrix per eager "
-             "attention layer"}),
-    boolean("train.keeps_previous_logits", d::kKeepsPreviousLogits,
-            {"loop keeps the previous step's logits", "", "",
-             "LitGPT: the previous step's logits, and with train.quant.saves_input every 4-bit Linear's input, "
-             "stay allocated through the next forward"}),
-    boolean("train.keeps_fused_qkv", d::kKeepsFusedQkv,
-            {"attention keeps the fused q/k/v output", "", "",
-             "LitGPT, multi-head attention: v reaches SDPA as a view of the fused q/k/v projection output, so "
-             "the whole output (q, k and v widths) is kept for backward, not v alone"}),
-    boolean("train.returns_kv_cache", d::kReturnsKvCache,
-            {"model() returns the key/value cache in training", "", "",
-             "Unsloth before 2024.2 (use_cache from the config, not turned off in training): each layer's keys and "
-             "values stay allocated until the loss returns, and under fp16 / bf16 the Trainer's Accelerate wrapper "
-             "copies them to fp32 (modelled with train.kernels unsloth)"}),
-    choice("train.precision", d::kPrecision, "fp32|bf16|fp16|amp_bf16|amp_fp16|mixed_bf16", kPrecisionAliases,
-           {"Precision", "--dtype", "prec", "the named precision recipe"}),
-    optimizer_choice("train.optimizer", d::kOptimizer, {"optim", "--optimizer", "optim", "HF Trainer optim name"}),
-    choice("train.grad_checkpointing", d::kCheckpointing, "none|full|selective|selective_op", "",
-           {"gradient_checkpointing", "--grad-checkpoint", "gc", "also a bool: true = full, false = none"}),
-    choice("train.attention", d::kAttention, "eager|sdpa|flash_attention_2|xformers", kAttentionAliases,
-           {"attn_implementation", "--attention", "attn",
-            "the attention kernel (xformers: memory-efficient attention, as Unsloth runs it without FlashAttention)"}),
-    choice("train.kernels", d::kKernels, "standard|unsloth", "",
-           {"Layer kernels", "--kernels", "",
-            "standard: HF modules + PEFT LoRA layers; unsloth: Unsloth's fused LoRA "
-            "MLP/QKV/O autograd functions, Triton RMSNorm, in-place RoPE and cross-entropy (Llama-family layers)"}),
+           "trl=hf|accelerate=hf|llamafactory=llama_factory|llama-factory=llama_factory"),
+    integer("train.micro_batch", d::kMicroBatch, 1, l::kMaxBatch),
+    integer("train.seq_len", d::kSeqLen, 1, l::kMaxSeq),
+    integer("train.grad_accum", d::kGradAccum, 1, l::kMaxGradAccum),
+    boolean("train.zero_grad_set_to_none", d::kZeroGradSetToNone),
+    boolean("train.softmax_saves_input", d::kSoftmaxSavesInput),
+    boolean("train.keeps_previous_logits", d::kKeepsPreviousLogits),
+    boolean("train.keeps_fused_qkv", d::kKeepsFusedQkv),
+    boolean("train.returns_kv_cache", d::kReturnsKvCache),
+    choice("train.precision", d::kPrecision, "fp32|bf16|fp16|amp_bf16|amp_fp16|mixed_bf16", kPrecisionAliases),
+    optimizer_choice("train.optimizer", d::kOptimizer),
+    choice("train.grad_checkpointing", d::kCheckpointing, "none|full|selective|selective_op", ""),
+    choice("train.attention", d::kAttention, "eager|sdpa|flash_attention_2|xformers", kAttentionAliases),
+    choice("train.kernels", d::kKernels, "standard|unsloth", ""),
     choice("train.padding", d::kPadding, "max_length|packed|longest",
-           "pad_to_max_length=max_length|packing=packed|pad_to_longest=longest",
-           {"padding / packing", "--padding", "pad",
-            "max_length or packed: every step is micro_batch x seq_len; longest: padded to the longest sample "
-            "of each batch, so steps vary in length (up to seq_len) and the allocator caches the blocks of each"}),
-    boolean("train.fused_loss", false,
-            {"Fused cross-entropy", "--fused-loss", "fused", "Liger fused linear cross-entropy"}),
-    boolean("train.fused_norm", false, {"Fused RMSNorm", "", "", "Liger / apex fused RMSNorm (--liger sets it)"}),
-    boolean("train.sdpa_gqa_native", false,
-            {"enable_gqa", "", "", "SDPA's enable_gqa path: K/V not repeated to every head"}),
-    integer("train.lora.rank", d::kLoraRank, 1, l::kMaxLoraRank, {"LoRA r", "--lora-rank", "r", "PEFT r"}),
-    make("train.lora.targets", T::kList, nullptr,
-         {"target_modules", "--lora-target-modules", "targets",
-          "leaf module names or \"all-linear\"; absent: PEFT's default for the family"}),
-    number("train.lora.alpha", d::kLoraAlpha, 0.0, 1e9,
-           {"lora_alpha", "--lora-alpha", "alpha", "PEFT lora_alpha; absent: r"}),
-    number("train.lora.dropout", d::kLoraDropout, 0.0, 1.0,
-           {"lora_dropout", "--lora-dropout", "", "PEFT lora_dropout (a mask per adapter input when > 0)"}),
-    boolean("train.lora.adapter_fp32", d::kLoraAdapterFp32,
-            {"autocast_adapter_dtype", "", "", "adapters upcast to fp32"}),
-    boolean("train.lora.use_dora", d::kLoraUseDora, {"use_dora", "", "", "DoRA's magnitude vectors"}),
-    boolean("train.lora.fused_qkv", d::kLoraFusedQkv,
-            {"q/k/v LoRA fused (LitGPT)", "", "",
-             "one dropout and one lora_A over the shared input of q, k and v (LitGPT LoRAQKVLinear); PEFT "
-             "wraps each projection with its own"}),
-    boolean("train.quant.double_quant", d::kDoubleQuant,
-            {"bnb_4bit_use_double_quant", "", "", "QLoRA: quantised quantisation constants"}),
-    integer("train.quant.blocksize", d::kQuantBlocksize, 16, 4096,
-            {"blocksize", "", "", "bitsandbytes 4-bit block size"}),
-    boolean("train.quant.prepare_kbit", d::kPrepareKbit,
-            {"prepare_model_for_kbit_training", "", "", "fp32 casts of the non-4-bit parameters"}),
-    choice("train.quant.quantizer", d::kQuantizer, "bitsandbytes|torchao|torchao_unchunked|lightning_bitsandbytes", "",
-           {"4-bit quantiser", "", "",
-            "who quantises the 4-bit base at load: bitsandbytes' kernel, or torchao's NF4Tensor (torchtune; "
-            "torchao_unchunked = torchao before 0.2, whose (numel x 16) temporaries the caching allocator keeps), "
-            "or Lightning's BitsandbytesPrecision (LitGPT: every Linear incl. lm_head, quantised from fp16)"}),
-    boolean("train.quant.saves_input", d::kQuantSavesInput,
-            {"4-bit Linear keeps its input (bitsandbytes < 0.43.2)", "", "",
-             "bitsandbytes 0.41-0.43.1 MatMul4Bit saved every 4-bit Linear's input for backward"}),
-    make("train.trainable_modules", T::kList, Def::list(""),
-         {"Trainable modules", "--trainable-modules", "", "method freeze: leaf names or layers.N"}),
-    integer("train.images_per_sample", 0, 0, 1024,
-            {"Images per sample", "--images-per-sample", "imgs", "VLMs: images through the vision tower"}),
-    boolean("train.activation_offload", false,
-            {"Offload activations to CPU", "--activation-offload", "aoff", "saved activations in host memory"}),
-    boolean("train.optimizer_in_backward", false,
-            {"Optimizer step in backward", "--optimizer-in-backward", "oib", "per-parameter step in backward hooks"}),
-    boolean("train.compile", d::kCompile,
-            {"torch_compile", "--compile", "compile",
-             "torch.compile (HF torch_compile, torchtune compile): not modelled, the estimate stays eager mode's"}),
-    number("train.dropout", nullptr, -1.0, 1.0,
-           {"dropout", "", "", "overrides the config's dropout; absent: the model's own"}),
+           "pad_to_max_length=max_length|packing=packed|pad_to_longest=longest"),
+    boolean("train.fused_loss", false),
+    boolean("train.fused_norm", false),
+    boolean("train.sdpa_gqa_native", false),
+    integer("train.lora.rank", d::kLoraRank, 1, l::kMaxLoraRank),
+    make("train.lora.targets", T::kList, nullptr),
+    number("train.lora.alpha", d::kLoraAlpha, 0.0, 1e9),
+    number("train.lora.dropout", d::kLoraDropout, 0.0, 1.0),
+    boolean("train.lora.adapter_fp32", d::kLoraAdapterFp32),
+    boolean("train.lora.use_dora", d::kLoraUseDora),
+    boolean("train.lora.fused_qkv", d::kLoraFusedQkv),
+    boolean("train.quant.double_quant", d::kDoubleQuant),
+    integer("train.quant.blocksize", d::kQuantBlocksize, 16, 4096),
+    boolean("train.quant.prepare_kbit", d::kPrepareKbit),
+    choice("train.quant.quantizer", d::kQuantizer, "bitsandbytes|torchao|torchao_unchunked|lightning_bitsandbytes", ""),
+    boolean("train.quant.saves_input", d::kQuantSavesInput),
+    make("train.trainable_modules", T::kList, Def::list("")),
+    integer("train.images_per_sample", 0, 0, 1024),
+    boolean("train.activation_offload", false),
+    boolean("train.optimizer_in_backward", false),
+    boolean("train.compile", d::kCompile),
+    number("train.dropout", nullptr, -1.0, 1.0),
     // ---- infer -------------------------------------------------------------
-    integer("infer.batch", d::kInferBatch, 1, l::kMaxBatch,
-            {"Concurrent sequences", "--batch", "bs", "sequences generated at once"}),
-    integer("infer.context_len", d::kContextLen, 1, l::kMaxSeq,
-            {"Context length", "--context-len", "ctx", "tokens per sequence (prompt + generated)"}),
+    integer("infer.batch", d::kInferBatch, 1, l::kMaxBatch),
+    integer("infer.context_len", d::kContextLen, 1, l::kMaxSeq),
     choice("infer.weights_dtype", d::kWeightsDtype, "bf16|fp16|fp32|fp8|int8|int4|gptq|awq|nf4|nf4-dq|mxfp4|checkpoint",
-           "",
-           {"Weights dtype", "--weights-dtype", "wdt",
-            "serving dtype or quantisation of the weights; checkpoint: as model.safetensors stores them (its "
-            "default when given)"}),
-    choice("infer.kv_dtype", d::kKvDtype, "bf16|fp16|fp32|fp8|int8|int4", "",
-           {"kv_cache_dtype", "--kv-dtype", "kvdt", "KV-cache dtype"}),
-    integer("infer.prompt_len", nullptr, 1, l::kMaxSeq,
-            {"Prompt length", "--prompt-len", "prompt", "tokens prefilled at once; absent: context_len"}),
-    integer("infer.images_per_prompt", 0, 0, 1024,
-            {"Images per prompt", "--images-per-prompt", "img",
-             "VLMs: images in each sequence's prompt (Mllama: their keys/values in the cross-attention layers; "
-             "the vision tower's prefill)"}),
-    choice("infer.engine", d::kEngine, "hf|vllm|litgpt", "",
-           {"Engine", "--engine", "eng",
-            "transformers generate, vLLM's paged KV cache, or LitGPT generate (preallocated cache; with "
-            "bitsandbytes 4-bit, lm_head quantised too)"}),
-    number("infer.gpu_memory_utilization", d::kGpuMemoryUtilization, 0.01, 1.0,
-           {"gpu_memory_utilization", "--gpu-memory-utilization", "gmu", "vLLM's share of the GPU"}),
-    integer("infer.block_size", d::kBlockSize, 1, 4096, {"block_size", "--block-size", "blk", "vLLM KV block, tokens"}),
-    integer("infer.max_num_seqs", d::kMaxNumSeqs, 1, l::kMaxBatch,
-            {"max_num_seqs", "--max-num-seqs", "seqs", "vLLM sequences per step"}),
-    integer("infer.max_num_batched_tokens", d::kMaxNumBatchedTokens, 1, l::kMaxSeq,
-            {"max_num_batched_tokens", "--max-num-batched-tokens", "mbt", "vLLM tokens per step"}),
-    boolean("infer.enforce_eager", d::kEnforceEager, {"enforce_eager", "", "eager", "vLLM without CUDA graphs"}),
+           ""),
+    choice("infer.kv_dtype", d::kKvDtype, "bf16|fp16|fp32|fp8|int8|int4", ""),
+    integer("infer.prompt_len", nullptr, 1, l::kMaxSeq),
+    integer("infer.images_per_prompt", 0, 0, 1024),
+    choice("infer.engine", d::kEngine, "hf|vllm|litgpt", ""),
+    number("infer.gpu_memory_utilization", d::kGpuMemoryUtilization, 0.01, 1.0),
+    integer("infer.block_size", d::kBlockSize, 1, 4096),
+    integer("infer.max_num_seqs", d::kMaxNumSeqs, 1, l::kMaxBatch),
+    integer("infer.max_num_batched_tokens", d::kMaxNumBatchedTokens, 1, l::kMaxSeq),
+    boolean("infer.enforce_eager", d::kEnforceEager),
     // ---- parallel ----------------------------------------------------------
-    integer("parallel.gpus", d::kGpus, 1, l::kMaxGpus,
-            {"Number of GPUs", "--gpus", "gpus", "dp x tp x pp x cp = gpus"}),
-    integer("parallel.dp", nullptr, 1, l::kMaxGpus, {"Data parallel", "--dp", "", "absent: gpus / (tp x pp x cp)"}),
-    integer("parallel.tp", 1, 1, l::kMaxSmallDegree, {"Tensor parallel", "--tp", "tp", "tensor_parallel_size"}),
-    integer("parallel.pp", 1, 1, l::kMaxDegree, {"Pipeline parallel", "--pp", "pp", "pipeline_parallel_size"}),
-    integer("parallel.zero", 0, 0, 3, {"ZeRO stage", "--zero", "zero", "DeepSpeed zero_optimization.stage"}),
-    choice("parallel.fsdp", "", "|" VRAM_FSDP_STRATEGIES, "",
-           {"FSDP", "--fsdp", "fsdp", "FSDP sharding_strategy; \"\" = off"}),
-    boolean("parallel.offload_optimizer", false,
-            {"Offload optimizer states", "--offload-optimizer", "offload", "ZeRO / FSDP optimizer offload to CPU"}),
-    integer("parallel.cp", 1, 1, l::kMaxDegree, {"Context parallel", "--cp", "cp", "context_parallel_size"}),
-    boolean("parallel.offload_params", false,
-            {"Offload parameters", "--offload-params", "offp", "ZeRO-3 / FSDP parameter offload to CPU"}),
-    boolean("parallel.sequence_parallel", false,
-            {"Sequence parallel", "--sequence-parallel", "sp", "Megatron SP: norms and dropouts split over tp"}),
-    integer("parallel.gpus_per_node", d::kGpusPerNode, 1, l::kMaxSmallDegree,
-            {"GPUs per node", "--gpus-per-node", "gpn", "nproc_per_node; HYBRID_SHARD's shard group"}),
-    boolean("parallel.gradient_as_bucket_view", d::kGradientAsBucketView,
-            {"gradient_as_bucket_view", "", "", "DDP gradients as views of its buckets"}),
-    boolean("parallel.overlap_comm", nullptr,
-            {"overlap_comm", "", "", "DeepSpeed overlap_comm; absent: on for ZeRO-3 only"}),
-    integer("parallel.ep", 1, 1, l::kMaxDegree, {"Expert parallel", "--ep", "ep", "expert_model_parallel_size (MoE)"}),
-    integer("parallel.vp", 1, 1, l::kMaxSmallDegree,
-            {"Virtual pipeline stages", "--vp", "vp", "virtual_pipeline_model_parallel_size (pp > 1)"}),
+    integer("parallel.gpus", d::kGpus, 1, l::kMaxGpus),
+    integer("parallel.dp", nullptr, 1, l::kMaxGpus),
+    integer("parallel.tp", 1, 1, l::kMaxSmallDegree),
+    integer("parallel.pp", 1, 1, l::kMaxDegree),
+    integer("parallel.zero", 0, 0, 3),
+    choice("parallel.fsdp", "", "|" VRAM_FSDP_STRATEGIES, ""),
+    boolean("parallel.offload_optimizer", false),
+    integer("parallel.cp", 1, 1, l::kMaxDegree),
+    boolean("parallel.offload_params", false),
+    boolean("parallel.sequence_parallel", false),
+    integer("parallel.gpus_per_node", d::kGpusPerNode, 1, l::kMaxSmallDegree),
+    boolean("parallel.gradient_as_bucket_view", d::kGradientAsBucketView),
+    boolean("parallel.overlap_comm", nullptr),
+    integer("parallel.ep", 1, 1, l::kMaxDegree),
+    integer("parallel.vp", 1, 1, l::kMaxSmallDegree),
     choice("parallel.sharding", nullptr, "ddp|zero1|zero2|zero3|" VRAM_FSDP_STRATEGIES "|distributed_optimizer",
-           "none=ddp", {"sharding", "", "", "one field for zero / fsdp / distributed_optimizer"}),
-    boolean("parallel.distributed_optimizer", false,
-            {"Distributed optimizer (Megatron)", "--distributed-optimizer", "dopt", "use_distributed_optimizer"}),
-    boolean("parallel.main_grads_fp32", d::kMainGradsFp32,
-            {"fp32 main gradients", "--main-grads-fp32", "mgf32", "accumulate_allreduce_grads_in_fp32"}),
-    integer("parallel.fsdp_version", d::kFsdpVersion, 1, 2,
-            {"FSDP version", "--fsdp-version", "fsdpv", "1 FlatParameter, 2 fully_shard"}),
-    choice("parallel.fsdp_param_dtype", nullptr, "bf16|fp16|fp32", "",
-           {"mixed_precision.param_dtype", "", "", "FSDP gathered copy; absent: the weights' dtype"}),
-    choice("parallel.fsdp_reduce_dtype", nullptr, "bf16|fp16|fp32", "",
-           {"FSDP reduce dtype", "--fsdp-reduce-dtype", "rdt", "FSDP reduce-scatter dtype; absent: param dtype"}),
-    integer("parallel.nodes", nullptr, 1, l::kMaxNodes,
-            {"Nodes", "--nodes", "nodes", "nnodes; absent: gpus / gpus_per_node, rounded up"}),
-    integer("parallel.nccl_channels", d::kNcclChannels, 1, l::kMaxNcclChannels,
-            {"NCCL channels", "--nccl-channels", "nccl", "NCCL_MAX_NCHANNELS per communicator"}),
-    boolean("parallel.nvls", nullptr, {"NVLink SHARP", "--nvls", "nvls", "NCCL_NVLS_ENABLE buffers; absent: by GPU"}),
-    integer("parallel.stage3_param_persistence_threshold", d::kStage3ParamPersistenceThreshold, 0, l::kMaxElems,
-            {"stage3_param_persistence_threshold", "", "", "ZeRO-3: smaller tensors stay whole"}),
-    integer("parallel.stage3_prefetch_bucket_size", d::kStage3PrefetchBucketSize, 0, l::kMaxElems,
-            {"stage3_prefetch_bucket_size", "", "", "ZeRO-3 prefetch, elements"}),
-    integer("parallel.stage3_max_live_parameters", d::kStage3MaxLiveParameters, 0, l::kMaxElems,
-            {"stage3_max_live_parameters", "", "", "ZeRO-3 gathered-parameter cap, elements"}),
-    integer("parallel.reduce_bucket_size", d::kReduceBucketSize, 1, l::kMaxElems,
-            {"reduce_bucket_size", "", "", "DeepSpeed reduce bucket, elements"}),
-    boolean("parallel.contiguous_gradients", d::kContiguousGradients,
-            {"contiguous_gradients", "", "", "DeepSpeed contiguous gradient buffer"}),
-    make("deepspeed", T::kObject, nullptr,
-         {"DeepSpeed config", "--deepspeed-config", "ds", "a ds_config.json (the flag takes its file)"}),
+           "none=ddp"),
+    boolean("parallel.distributed_optimizer", false),
+    boolean("parallel.main_grads_fp32", d::kMainGradsFp32),
+    integer("parallel.fsdp_version", d::kFsdpVersion, 1, 2),
+    choice("parallel.fsdp_param_dtype", nullptr, "bf16|fp16|fp32", ""),
+    choice("parallel.fsdp_reduce_dtype", nullptr, "bf16|fp16|fp32", ""),
+    integer("parallel.nodes", nullptr, 1, l::kMaxNodes),
+    integer("parallel.nccl_channels", d::kNcclChannels, 1, l::kMaxNcclChannels),
+    boolean("parallel.nvls", nullptr),
+    integer("parallel.stage3_param_persistence_threshold", d::kStage3ParamPersistenceThreshold, 0, l::kMaxElems),
+    integer("parallel.stage3_prefetch_bucket_size", d::kStage3PrefetchBucketSize, 0, l::kMaxElems),
+    integer("parallel.stage3_max_live_parameters", d::kStage3MaxLiveParameters, 0, l::kMaxElems),
+    integer("parallel.reduce_bucket_size", d::kReduceBucketSize, 1, l::kMaxElems),
+    boolean("parallel.contiguous_gradients", d::kContiguousGradients),
+    make("deepspeed", T::kObject, nullptr),
     // ---- gpu and overheads -------------------------------------------------
-    make("gpu.name", T::kString, nullptr, {"GPU", "--gpu", "gpu", "a catalog name or alias"}),
-    number("gpu.memory_gib", nullptr, 0.25, 65536.0, {"GPU memory", "--gpu-mem", "gib", "any other card, GiB"}),
-    bytes("overheads.cuda_context_bytes", kGiB,
-          {"CUDA context (measured)", "--cuda-context-gib", "cudactx", "absent: the 512 MiB prior"}),
-    bytes("overheads.cublas_workspace_bytes", kMiB,
-          {"cuBLAS workspace", "--cublas-workspace-mib", "", "absent: by GPU generation"}),
-    number("overheads.fragmentation", nullptr, 0.0, 4.0,
-           {"fragmentation", "--fragmentation", "", "extra reserved / allocated; absent: 0"}),
-    with_default(bytes("overheads.misc_bytes", kGiB,
-                       {"misc overhead", "--misc-overhead-gib", "", "a cushion added to every phase"}),
-                 defaults::kMiscBytes),
-    bytes("overheads.nccl_bytes", 0,
-          {"NCCL memory per GPU (measured)", "", "ncclb", "absent: the modelled NCCL buffers"}),
+    make("gpu.name", T::kString, nullptr),
+    number("gpu.memory_gib", nullptr, 0.25, 65536.0),
+    bytes("overheads.cuda_context_bytes", kGiB),
+    bytes("overheads.cublas_workspace_bytes", kMiB),
+    number("overheads.fragmentation", nullptr, 0.0, 4.0),
+    with_default(bytes("overheads.misc_bytes", kGiB), defaults::kMiscBytes),
+    bytes("overheads.nccl_bytes", 0),
     // PYTORCH_CUDA_ALLOC_CONF (c10/cuda/CUDAAllocatorConfig.cpp), replayed by
     // the caching-allocator model (core/src/memory/caching_allocator.h).
-    make("allocator.conf", T::kString, "",
-         {"PYTORCH_CUDA_ALLOC_CONF", "--alloc-conf", "aconf",
-          "the environment variable's text, e.g. expandable_segments:True,max_split_size_mb:128"}),
-    boolean("allocator.expandable_segments", false,
-            {"expandable_segments", "--expandable-segments", "xseg",
-             "PYTORCH_CUDA_ALLOC_CONF expandable_segments:True (wins over allocator.conf)"}),
-    integer("allocator.max_split_size_mb", nullptr, 21, l::kMaxSplitSizeMb,
-            {"max_split_size_mb", "--max-split-size-mb", "msplit",
-             "blocks this large are never split; absent: unlimited (wins over allocator.conf)"}),
-    number("calibration.attention", nullptr, 0.0, 100.0,
-           {"attention factor", "--attn-act-factor", "", "seed 000 factor on attention activations; absent: off"}),
-    number("calibration.mlp", nullptr, 0.0, 100.0,
-           {"MLP factor", "--mlp-act-factor", "", "seed 000 factor on MLP activations; absent: off"}),
-    number("calibration.logits", nullptr, 0.0, 100.0,
-           {"logits factor", "--logits-factor", "", "seed 000 factor on the loss buffers; absent: off"}),
-    number("calibration.checkpointing", nullptr, 0.0, 100.0,
-           {"checkpointing factor", "--grad-ckpt-factor", "", "seed 000 factor on checkpointed inputs; absent: off"}),
+    make("allocator.conf", T::kString, ""),
+    boolean("allocator.expandable_segments", false),
+    integer("allocator.max_split_size_mb", nullptr, 21, l::kMaxSplitSizeMb),
+    number("calibration.attention", nullptr, 0.0, 100.0),
+    number("calibration.mlp", nullptr, 0.0, 100.0),
+    number("calibration.logits", nullptr, 0.0, 100.0),
+    number("calibration.checkpointing", nullptr, 0.0, 100.0),
+};
+
+// Where each field shows up outside the request, by path, in kRows' order:
+// only request_fields() (the fields table, the CLI's flags) reads these, so a
+// build that never calls it (the first-visit WASM module, whose parser reads
+// kRows through find_field) carries none of their text.
+constexpr Described kFaces[] = {
+    {"model.config", {"config.json", "--model-config", "", "an HF config.json object (the flag takes its file)"}},
+    {"model.custom", {"custom model", "", "", "a Llama-shaped decoder from explicit sizes"}},
+    {"model.size",
+     {"model size", "--model-size", "size",
+      "quick sizing: a Llama-3-shaped decoder of this many parameters (7B, 1.5B, 350M); approximate"}},
+    {"model.safetensors",
+     {"safetensors tensors", "--safetensors", "",
+      "the checkpoint's tensor list {tensors: [{name, dtype, shape}], metadata} (the flag takes an "
+      "index.json, a directory or a .safetensors file): an exact estimate for any architecture, and the "
+      "cross-check of a known one"}},
+    {"model.allow_generic",
+     {"allow_generic", "--allow-generic", "", "estimate an unknown model_type as a Llama-shaped decoder"}},
+    {"task", {"Task", "--task", "task", "training or inference"}},
+    {"train.method", {"Method", "--method", "method", "LLaMA-Factory finetuning_type, plus QLoRA"}},
+    {"train.framework",
+     {"Framework", "--framework", "fw",
+      "the training framework: its memory-relevant defaults fill the fields left out (vram/frameworks.h)"}},
+    {"train.micro_batch", {"per_device_train_batch_size", "--per-device-batch", "mb", "sequences per GPU per step"}},
+    {"train.seq_len", {"max_seq_length", "--seq-len", "seq", "tokens per sample (VLMs: with image tokens)"}},
+    {"train.grad_accum",
+     {"gradient_accumulation_steps", "--grad-accum", "ga", "> 1 keeps gradients alive through forward"}},
+    {"train.zero_grad_set_to_none",
+     {"zero_grad(set_to_none)", "", "",
+      "false (PyTorch < 2.0's default) keeps every gradient allocated, zeroed, between steps"}},
+    {"train.softmax_saves_input",
+     {"softmax keeps its input (PyTorch <= 1.10)", "", "",
+      "PyTorch <= 1.10 softmax / log_softmax also saved their input: one more score matrix per eager "
+      "attention layer"}},
+    {"train.keeps_previous_logits",
+     {"loop keeps the previous step's logits", "", "",
+      "LitGPT: the previous step's logits, and with train.quant.saves_input every 4-bit Linear's input, "
+      "stay allocated through the next forward"}},
+    {"train.keeps_fused_qkv",
+     {"attention keeps the fused q/k/v output", "", "",
+      "LitGPT, multi-head attention: v reaches SDPA as a view of the fused q/k/v projection output, so "
+      "the whole output (q, k and v widths) is kept for backward, not v alone"}},
+    {"train.returns_kv_cache",
+     {"model() returns the key/value cache in training", "", "",
+      "Unsloth before 2024.2 (use_cache from the config, not turned off in training): each layer's keys and "
+      "values stay allocated until the loss returns, and under fp16 / bf16 the Trainer's Accelerate wrapper "
+      "copies them to fp32 (modelled with train.kernels unsloth)"}},
+    {"train.precision", {"Precision", "--dtype", "prec", "the named precision recipe"}},
+    {"train.optimizer", {"optim", "--optimizer", "optim", "HF Trainer optim name"}},
+    {"train.grad_checkpointing",
+     {"gradient_checkpointing", "--grad-checkpoint", "gc", "also a bool: true = full, false = none"}},
+    {"train.attention",
+     {"attn_implementation", "--attention", "attn",
+      "the attention kernel (xformers: memory-efficient attention, as Unsloth runs it without FlashAttention)"}},
+    {"train.kernels",
+     {"Layer kernels", "--kernels", "",
+      "standard: HF modules + PEFT LoRA layers; unsloth: Unsloth's fused LoRA "
+      "MLP/QKV/O autograd functions, Triton RMSNorm, in-place RoPE and cross-entropy (Llama-family layers)"}},
+    {"train.padding",
+     {"padding / packing", "--padding", "pad",
+      "max_length or packed: every step is micro_batch x seq_len; longest: padded to the longest sample "
+      "of each batch, so steps vary in length (up to seq_len) and the allocator caches the blocks of each"}},
+    {"train.fused_loss", {"Fused cross-entropy", "--fused-loss", "fused", "Liger fused linear cross-entropy"}},
+    {"train.fused_norm", {"Fused RMSNorm", "", "", "Liger / apex fused RMSNorm (--liger sets it)"}},
+    {"train.sdpa_gqa_native", {"enable_gqa", "", "", "SDPA's enable_gqa path: K/V not repeated to every head"}},
+    {"train.lora.rank", {"LoRA r", "--lora-rank", "r", "PEFT r"}},
+    {"train.lora.targets",
+     {"target_modules", "--lora-target-modules", "targets",
+      "leaf module names or \"all-linear\"; absent: PEFT's default for the family"}},
+    {"train.lora.alpha", {"lora_alpha", "--lora-alpha", "alpha", "PEFT lora_alpha; absent: r"}},
+    {"train.lora.dropout",
+     {"lora_dropout", "--lora-dropout", "", "PEFT lora_dropout (a mask per adapter input when > 0)"}},
+    {"train.lora.adapter_fp32", {"autocast_adapter_dtype", "", "", "adapters upcast to fp32"}},
+    {"train.lora.use_dora", {"use_dora", "", "", "DoRA's magnitude vectors"}},
+    {"train.lora.fused_qkv",
+     {"q/k/v LoRA fused (LitGPT)", "", "",
+      "one dropout and one lora_A over the shared input of q, k and v (LitGPT LoRAQKVLinear); PEFT "
+      "wraps each projection with its own"}},
+    {"train.quant.double_quant", {"bnb_4bit_use_double_quant", "", "", "QLoRA: quantised quantisation constants"}},
+    {"train.quant.blocksize", {"blocksize", "", "", "bitsandbytes 4-bit block size"}},
+    {"train.quant.prepare_kbit", {"prepare_model_for_kbit_training", "", "", "fp32 casts of the non-4-bit parameters"}},
+    {"train.quant.quantizer",
+     {"4-bit quantiser", "", "",
+      "who quantises the 4-bit base at load: bitsandbytes' kernel, or torchao's NF4Tensor (torchtune; "
+      "torchao_unchunked = torchao before 0.2, whose (numel x 16) temporaries the caching allocator keeps), "
+      "or Lightning's BitsandbytesPrecision (LitGPT: every Linear incl. lm_head, quantised from fp16)"}},
+    {"train.quant.saves_input",
+     {"4-bit Linear keeps its input (bitsandbytes < 0.43.2)", "", "",
+      "bitsandbytes 0.41-0.43.1 MatMul4Bit saved every 4-bit Linear's input for backward"}},
+    {"train.trainable_modules",
+     {"Trainable modules", "--trainable-modules", "", "method freeze: leaf names or layers.N"}},
+    {"train.images_per_sample",
+     {"Images per sample", "--images-per-sample", "imgs", "VLMs: images through the vision tower"}},
+    {"train.activation_offload",
+     {"Offload activations to CPU", "--activation-offload", "aoff", "saved activations in host memory"}},
+    {"train.optimizer_in_backward",
+     {"Optimizer step in backward", "--optimizer-in-backward", "oib", "per-parameter step in backward hooks"}},
+    {"train.compile",
+     {"torch_compile", "--compile", "compile",
+      "torch.compile (HF torch_compile, torchtune compile): not modelled, the estimate stays eager mode's"}},
+    {"train.dropout", {"dropout", "", "", "overrides the config's dropout; absent: the model's own"}},
+    {"infer.batch", {"Concurrent sequences", "--batch", "bs", "sequences generated at once"}},
+    {"infer.context_len", {"Context length", "--context-len", "ctx", "tokens per sequence (prompt + generated)"}},
+    {"infer.weights_dtype",
+     {"Weights dtype", "--weights-dtype", "wdt",
+      "serving dtype or quantisation of the weights; checkpoint: as model.safetensors stores them (its "
+      "default when given)"}},
+    {"infer.kv_dtype", {"kv_cache_dtype", "--kv-dtype", "kvdt", "KV-cache dtype"}},
+    {"infer.prompt_len", {"Prompt length", "--prompt-len", "prompt", "tokens prefilled at once; absent: context_len"}},
+    {"infer.images_per_prompt",
+     {"Images per prompt", "--images-per-prompt", "img",
+      "VLMs: images in each sequence's prompt (Mllama: their keys/values in the cross-attention layers; "
+      "the vision tower's prefill)"}},
+    {"infer.engine",
+     {"Engine", "--engine", "eng",
+      "transformers generate, vLLM's paged KV cache, or LitGPT generate (preallocated cache; with "
+      "bitsandbytes 4-bit, lm_head quantised too)"}},
+    {"infer.gpu_memory_utilization",
+     {"gpu_memory_utilization", "--gpu-memory-utilization", "gmu", "vLLM's share of the GPU"}},
+    {"infer.block_size", {"block_size", "--block-size", "blk", "vLLM KV block, tokens"}},
+    {"infer.max_num_seqs", {"max_num_seqs", "--max-num-seqs", "seqs", "vLLM sequences per step"}},
+    {"infer.max_num_batched_tokens",
+     {"max_num_batched_tokens", "--max-num-batched-tokens", "mbt", "vLLM tokens per step"}},
+    {"infer.enforce_eager", {"enforce_eager", "", "eager", "vLLM without CUDA graphs"}},
+    {"parallel.gpus", {"Number of GPUs", "--gpus", "gpus", "dp x tp x pp x cp = gpus"}},
+    {"parallel.dp", {"Data parallel", "--dp", "", "absent: gpus / (tp x pp x cp)"}},
+    {"parallel.tp", {"Tensor parallel", "--tp", "tp", "tensor_parallel_size"}},
+    {"parallel.pp", {"Pipeline parallel", "--pp", "pp", "pipeline_parallel_size"}},
+    {"parallel.zero", {"ZeRO stage", "--zero", "zero", "DeepSpeed zero_optimization.stage"}},
+    {"parallel.fsdp", {"FSDP", "--fsdp", "fsdp", "FSDP sharding_strategy; \"\" = off"}},
+    {"parallel.offload_optimizer",
+     {"Offload optimizer states", "--offload-optimizer", "offload", "ZeRO / FSDP optimizer offload to CPU"}},
+    {"parallel.cp", {"Context parallel", "--cp", "cp", "context_parallel_size"}},
+    {"parallel.offload_params",
+     {"Offload parameters", "--offload-params", "offp", "ZeRO-3 / FSDP parameter offload to CPU"}},
+    {"parallel.sequence_parallel",
+     {"Sequence parallel", "--sequence-parallel", "sp", "Megatron SP: norms and dropouts split over tp"}},
+    {"parallel.gpus_per_node",
+     {"GPUs per node", "--gpus-per-node", "gpn", "nproc_per_node; HYBRID_SHARD's shard group"}},
+    {"parallel.gradient_as_bucket_view", {"gradient_as_bucket_view", "", "", "DDP gradients as views of its buckets"}},
+    {"parallel.overlap_comm", {"overlap_comm", "", "", "DeepSpeed overlap_comm; absent: on for ZeRO-3 only"}},
+    {"parallel.ep", {"Expert parallel", "--ep", "ep", "expert_model_parallel_size (MoE)"}},
+    {"parallel.vp", {"Virtual pipeline stages", "--vp", "vp", "virtual_pipeline_model_parallel_size (pp > 1)"}},
+    {"parallel.sharding", {"sharding", "", "", "one field for zero / fsdp / distributed_optimizer"}},
+    {"parallel.distributed_optimizer",
+     {"Distributed optimizer (Megatron)", "--distributed-optimizer", "dopt", "use_distributed_optimizer"}},
+    {"parallel.main_grads_fp32",
+     {"fp32 main gradients", "--main-grads-fp32", "mgf32", "accumulate_allreduce_grads_in_fp32"}},
+    {"parallel.fsdp_version", {"FSDP version", "--fsdp-version", "fsdpv", "1 FlatParameter, 2 fully_shard"}},
+    {"parallel.fsdp_param_dtype",
+     {"mixed_precision.param_dtype", "", "", "FSDP gathered copy; absent: the weights' dtype"}},
+    {"parallel.fsdp_reduce_dtype",
+     {"FSDP reduce dtype", "--fsdp-reduce-dtype", "rdt", "FSDP reduce-scatter dtype; absent: param dtype"}},
+    {"parallel.nodes", {"Nodes", "--nodes", "nodes", "nnodes; absent: gpus / gpus_per_node, rounded up"}},
+    {"parallel.nccl_channels", {"NCCL channels", "--nccl-channels", "nccl", "NCCL_MAX_NCHANNELS per communicator"}},
+    {"parallel.nvls", {"NVLink SHARP", "--nvls", "nvls", "NCCL_NVLS_ENABLE buffers; absent: by GPU"}},
+    {"parallel.stage3_param_persistence_threshold",
+     {"stage3_param_persistence_threshold", "", "", "ZeRO-3: smaller tensors stay whole"}},
+    {"parallel.stage3_prefetch_bucket_size", {"stage3_prefetch_bucket_size", "", "", "ZeRO-3 prefetch, elements"}},
+    {"parallel.stage3_max_live_parameters",
+     {"stage3_max_live_parameters", "", "", "ZeRO-3 gathered-parameter cap, elements"}},
+    {"parallel.reduce_bucket_size", {"reduce_bucket_size", "", "", "DeepSpeed reduce bucket, elements"}},
+    {"parallel.contiguous_gradients", {"contiguous_gradients", "", "", "DeepSpeed contiguous gradient buffer"}},
+    {"deepspeed", {"DeepSpeed config", "--deepspeed-config", "ds", "a ds_config.json (the flag takes its file)"}},
+    {"gpu.name", {"GPU", "--gpu", "gpu", "a catalog name or alias"}},
+    {"gpu.memory_gib", {"GPU memory", "--gpu-mem", "gib", "any other card, GiB"}},
+    {"overheads.cuda_context_bytes",
+     {"CUDA context (measured)", "--cuda-context-gib", "cudactx", "absent: the 512 MiB prior"}},
+    {"overheads.cublas_workspace_bytes",
+     {"cuBLAS workspace", "--cublas-workspace-mib", "", "absent: by GPU generation"}},
+    {"overheads.fragmentation", {"fragmentation", "--fragmentation", "", "extra reserved / allocated; absent: 0"}},
+    {"overheads.misc_bytes", {"misc overhead", "--misc-overhead-gib", "", "a cushion added to every phase"}},
+    {"overheads.nccl_bytes", {"NCCL memory per GPU (measured)", "", "ncclb", "absent: the modelled NCCL buffers"}},
+    {"allocator.conf",
+     {"PYTORCH_CUDA_ALLOC_CONF", "--alloc-conf", "aconf",
+      "the environment variable's text, e.g. expandable_segments:True,max_split_size_mb:128"}},
+    {"allocator.expandable_segments",
+     {"expandable_segments", "--expandable-segments", "xseg",
+      "PYTORCH_CUDA_ALLOC_CONF expandable_segments:True (wins over allocator.conf)"}},
+    {"allocator.max_split_size_mb",
+     {"max_split_size_mb", "--max-split-size-mb", "msplit",
+      "blocks this large are never split; absent: unlimited (wins over allocator.conf)"}},
+    {"calibration.attention",
+     {"attention factor", "--attn-act-factor", "", "seed 000 factor on attention activations; absent: off"}},
+    {"calibration.mlp", {"MLP factor", "--mlp-act-factor", "", "seed 000 factor on MLP activations; absent: off"}},
+    {"calibration.logits",
+     {"logits factor", "--logits-factor", "", "seed 000 factor on the loss buffers; absent: off"}},
+    {"calibration.checkpointing",
+     {"checkpointing factor", "--grad-ckpt-factor", "", "seed 000 factor on checkpointed inputs; absent: off"}},
 };
 
 #undef VRAM_FSDP_STRATEGIES
@@ -407,12 +483,31 @@ std::vector<FieldSpec> build() {
       f.min = r.lo;
       f.max = r.hi;
     }
-    f.label = r.face.label;
-    f.cli = r.face.cli;
     f.cli_unit = r.cli_unit;
-    f.url = r.face.url;
-    f.doc = r.face.doc;
     out.push_back(std::move(f));
+  }
+  return out;
+}
+
+// The rows the request parser reads (find_field, field, the known paths),
+// without label, flag, URL key and doc.
+const std::vector<FieldSpec>& parsed_fields() {
+  static const std::vector<FieldSpec> kFields = build();
+  return kFields;
+}
+
+// Those rows with their faces (kFaces, in the same order: a mismatch is a
+// bug in this file, caught by fields_test).
+std::vector<FieldSpec> described() {
+  std::vector<FieldSpec> out = parsed_fields();
+  if (std::size(kFaces) != out.size()) std::abort();
+  for (size_t i = 0; i < out.size(); ++i) {
+    const Described& d = kFaces[i];
+    if (out[i].path != d.path) std::abort();
+    out[i].label = d.face.label;
+    out[i].cli = d.face.cli;
+    out[i].url = d.face.url;
+    out[i].doc = d.face.doc;
   }
   return out;
 }
@@ -420,12 +515,14 @@ std::vector<FieldSpec> build() {
 }  // namespace
 
 const std::vector<FieldSpec>& request_fields() {
-  static const std::vector<FieldSpec> kFields = build();
+  static const std::vector<FieldSpec> kFields = described();
   return kFields;
 }
 
+const std::vector<FieldSpec>& known_fields() { return parsed_fields(); }
+
 const FieldSpec* find_field(std::string_view path) {
-  for (const auto& f : request_fields()) {
+  for (const auto& f : parsed_fields()) {
     if (f.path == path) return &f;
   }
   return nullptr;

@@ -571,7 +571,7 @@ const std::map<std::string, std::set<std::string>>& request_keys() {
         start = dot + 1;
       }
     };
-    for (const FieldSpec& f : request_fields()) add(f.path);
+    for (const FieldSpec& f : known_fields()) add(f.path);
     for (const char* k : kUndeclaredKeys) add(k);
     return t;
   }();

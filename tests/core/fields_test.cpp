@@ -85,6 +85,27 @@ TEST(Fields, FlagsAndUrlKeysAreUnique) {
   }
 }
 
+// The parser's rows (known_fields, find_field) are the table's rows without
+// their faces, in the same order (fields.cpp keeps the faces apart so the
+// first-visit WASM module carries none of their text).
+TEST(Fields, TheParsersRowsAreTheTableWithoutFaces) {
+  const auto& table = request_fields();
+  const auto& known = known_fields();
+  ASSERT_EQ(known.size(), table.size());
+  for (size_t i = 0; i < table.size(); ++i) {
+    EXPECT_EQ(known[i].path, table[i].path);
+    EXPECT_EQ(known[i].type, table[i].type);
+    EXPECT_EQ(known[i].default_value, table[i].default_value);
+    EXPECT_EQ(known[i].values, table[i].values);
+    EXPECT_EQ(known[i].min, table[i].min);
+    EXPECT_EQ(known[i].max, table[i].max);
+    EXPECT_EQ(known[i].cli_unit, table[i].cli_unit);
+    EXPECT_TRUE(known[i].label.empty() && known[i].cli.empty() && known[i].url.empty() && known[i].doc.empty())
+        << known[i].path;
+    EXPECT_EQ(&field(table[i].path), &known[i]);
+  }
+}
+
 TEST(Fields, OptimizerValuesAreTheOptimizerTable) {
   EXPECT_EQ(field("train.optimizer").values, optimizer_names());
   for (const auto& [alias, name] : optimizer_aliases()) {

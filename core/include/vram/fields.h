@@ -224,7 +224,13 @@ struct FieldSpec {
 // Every request field, in docs/schema.md order.
 const std::vector<FieldSpec>& request_fields();
 
-// The declaration of `path`, or nullptr.
+// The same fields without label, cli, url and doc (empty): what the request
+// parser reads, and all find_field and field return. Core itself calls only
+// these, so a build that never writes the fields table or reads CLI flags
+// (the first-visit WASM module) carries none of that text.
+const std::vector<FieldSpec>& known_fields();
+
+// The declaration of `path` (without its face: known_fields()), or nullptr.
 const FieldSpec* find_field(std::string_view path);
 
 // The declaration of `path`. Core calls it with declared paths only (the
