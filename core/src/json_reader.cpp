@@ -400,9 +400,9 @@ namespace {
 // keep a std::function and two bit stacks (4 KiB of each WASM module).
 class ReportingDom {
  public:
-  ReportingDom(json& root, const std::string& path) : dom_(root, false), path_(path) {
-    what_input_ = path.empty() ? std::string("input") : path;
-  }
+  // `path` is the document's path, `what` its name in messages ("input" at the root).
+  ReportingDom(json& root, const std::string& path, const std::string& what)
+      : dom_(root, false), path_(path), what_(what) {}
 
   bool null() { return value() && dom_.null(); }
   bool boolean(bool v) { return value() && dom_.boolean(v); }
@@ -430,12 +430,13 @@ class ReportingDom {
     // A syntax error (parse_error, with its byte) or a number too large for
     // a double (out_of_range.406, without one).
     if constexpr (std::is_same_v<Exception, json::parse_error>) byte_ = ex.byte;
-    what_ = ex.what();
+    error_ = ex.what();
     return false;
   }
 
   const std::optional<size_t>& byte() const { return byte_; }
-  const std::string& what() const { return what_; }
+  // The parse error's message (nlohmann's what()).
+  const std::string& error() const { return error_; }
   // Drops the path frames (before fail(), which may not unwind them: status.h).
   void forget() { frames_ = {}; }
 
@@ -445,7 +446,7 @@ class ReportingDom {
     if (frames_.size() >= static_cast<size_t>(limits::kMaxJsonDepth)) {
       const std::string at = frames_path(path_, frames_);
       fail(errc::kOutOfRange, at,
-           what_input_ + " nests objects and arrays deeper than " + std::to_string(limits::kMaxJsonDepth) + " levels" +
+           what_ + " nests objects and arrays deeper than " + std::to_string(limits::kMaxJsonDepth) + " levels" +
                (at.empty() ? "" : " (at " + at + ")"));
     }
     frames_.push_back({object, {}, {}, 0});
@@ -464,10 +465,10 @@ class ReportingDom {
 
   nlohmann::detail::json_sax_dom_parser<json> dom_;
   const std::string& path_;
-  std::string what_input_;
+  const std::string& what_;
   std::vector<Frame> frames_;
   std::optional<size_t> byte_;
-  std::string what_;
+  std::string error_;
 };
 
 }  // namespace
@@ -484,11 +485,11 @@ json parse_json_text(const std::string& text, const std::string& path) {
   const std::string what = path.empty() ? std::string("input") : path;
   check_input_size(text.size(), path);
   json out;
-  ReportingDom dom(out, path);
+  ReportingDom dom(out, path, what);
   if (json::sax_parse(text, &dom)) return out;
   out = nullptr;  // the part read so far, freed before fail() (which may not unwind it: status.h)
   dom.forget();
-  const std::string why = reason(dom.what());
+  const std::string why = reason(dom.error());
   fail(errc::kBadJson, path,
        what + " is not valid JSON: " + (dom.byte() ? line_column(text, *dom.byte()) + ": " : "") + why);
 }
