@@ -103,4 +103,16 @@ describe('the WebAssembly modules a visit loads', () => {
       await context.close();
     }
   });
+
+  it('an inference link (the default model) loads vram_plan once and shows the serving answers', async () => {
+    const { context, page, urls, errors } = await visit();
+    try {
+      await page.goto(`${served.base}#m=preset:meta-llama/Llama-3.2-1B&task=infer`);
+      await page.getByRole('region', { name: 'Serving answers' }).waitFor({ timeout: 60000 });
+      assert.equal(requested(urls, /^vram_plan-[^/]*\.wasm$/).length, 1, 'vram_plan.wasm once');
+      assert.deepEqual(errors, [], 'the page logged errors');
+    } finally {
+      await context.close();
+    }
+  });
 });
