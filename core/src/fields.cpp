@@ -489,17 +489,10 @@ std::vector<FieldSpec> build() {
   return out;
 }
 
-// The rows the request parser reads (find_field, field, the known paths),
-// without label, flag, URL key and doc.
-const std::vector<FieldSpec>& parsed_fields() {
-  static const std::vector<FieldSpec> kFields = build();
-  return kFields;
-}
-
 // Those rows with their faces (kFaces, in the same order: a mismatch is a
 // bug in this file, caught by fields_test).
 std::vector<FieldSpec> described() {
-  std::vector<FieldSpec> out = parsed_fields();
+  std::vector<FieldSpec> out = known_fields();
   if (std::size(kFaces) != out.size()) std::abort();
   for (size_t i = 0; i < out.size(); ++i) {
     const Described& d = kFaces[i];
@@ -514,15 +507,20 @@ std::vector<FieldSpec> described() {
 
 }  // namespace
 
+// The rows the request parser reads (find_field, field, the known paths),
+// without label, flag, URL key and doc.
+const std::vector<FieldSpec>& known_fields() {
+  static const std::vector<FieldSpec> kFields = build();
+  return kFields;
+}
+
 const std::vector<FieldSpec>& request_fields() {
   static const std::vector<FieldSpec> kFields = described();
   return kFields;
 }
 
-const std::vector<FieldSpec>& known_fields() { return parsed_fields(); }
-
 const FieldSpec* find_field(std::string_view path) {
-  for (const auto& f : parsed_fields()) {
+  for (const auto& f : known_fields()) {
     if (f.path == path) return &f;
   }
   return nullptr;
