@@ -15,6 +15,7 @@ import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { repoRoot, trainRequest } from '../../site/tests/wasm/requests.js';
+import { GgufWriter, llamaGguf } from '../../site/tests/gguf-writer.mjs';
 
 const out = process.argv[2];
 if (!out) {
@@ -115,7 +116,23 @@ const parallels = [
   { gpus: 64, tp: 8, pp: 4, ep: 2, distributed_optimizer: true },
 ];
 
-// target name (tests/fuzz/CMakeLists.txt) -> its seed documents
+// GGUF headers (gguf_header): small Llama-shaped files in several types, a
+// per-layer array, and the header alone (the reader then names the missing
+// data).
+const ggufSeeds = [
+  llamaGguf().bytes(),
+  llamaGguf({ weights: 'Q8_0', output: 'Q8_0', blocks: 3 }).bytes(),
+  llamaGguf({ weights: 'F16', output: 'F16', arch: 'qwen2' }).bytes({ data: false }),
+  new GgufWriter()
+    .str('general.architecture', 'gemma3')
+    .i32s('gemma3.attention.head_count_kv', [1, 1, 2])
+    .u32('general.alignment', 64)
+    .tensor('token_embd.weight', [64, 8], 0, 2048)
+    .bytes({ alignment: 64 }),
+];
+
+// target name (tests/fuzz/CMakeLists.txt) -> its seed documents (a string or
+// bytes is written as it is, anything else as JSON)
 const SEEDS = {
   request: [
     ...validation,
@@ -132,6 +149,7 @@ const SEEDS = {
   layout: parallels,
   import: importSeeds,
   import_file: importFiles.map((f) => f.text),
+  gguf_header: ggufSeeds,
   framework_defaults: fields
     .find((f) => f.path === 'train.framework')
     .values.flatMap((framework) =>
@@ -146,7 +164,9 @@ for (const [target, docs] of Object.entries(SEEDS)) {
   docs.forEach((doc, i) =>
     writeFileSync(
       join(dir, `${String(i).padStart(4, '0')}.json`),
-      typeof doc === 'string' ? doc : JSON.stringify(doc, null, i % 2 ? 2 : 0),
+      typeof doc === 'string' || doc instanceof Uint8Array
+        ? doc
+        : JSON.stringify(doc, null, i % 2 ? 2 : 0),
     ),
   );
 }
