@@ -15,6 +15,7 @@
 #include "vram/gpus.h"
 #include "vram/optimizers.h"
 #include "vram/plan.h"
+#include "vram/releases.h"
 #include "vram/request.h"
 #include "vram/utf8.h"
 
@@ -191,8 +192,14 @@ json result_json(const Request& req, const Estimate& e) {
       applied.push_back({{"path", d.path}, {"value", d.value}, {"source", d.source}});
     }
     const Framework* fw = find_framework(req.framework);
+    const FrameworkJob& job = req.framework_job;
+    json versions = json::object();
+    for (const LibraryVersion& v : job.versions) versions[v.library] = {{"version", v.version}, {"from", v.from}};
     out["framework"] = {{"name", req.framework},
                         {"label", fw != nullptr ? fw->label : req.framework},
+                        {"release", job.release},
+                        {"release_given", job.release_given},
+                        {"versions", versions},
                         {"defaults_applied", applied},
                         {"not_modelled", fw != nullptr ? json(fw->not_modelled) : json::array()}};
   }
@@ -430,23 +437,28 @@ std::string framework_defaults_json(const std::string& query_text) {
   return guarded([&] {
     const json doc = parse_json_text(query_text, "");
     const JsonReader q(doc, "");
-    // Spelt as the request fields are (aliases included), absent = their default.
-    const auto read = [&](const char* key, const char* path) {
-      const FieldSpec& f = field(path);
-      return enum_value(q, key, f).value_or(f.default_value.get<std::string>());
-    };
-    const std::string name = read("framework", "train.framework");
-    const std::string method = read("method", "train.method");
-    const Framework& fw = *find_framework(name);
+    // Spelt as the request fields are (aliases included; the framework may
+    // name a release, NAME@RELEASE), absent = their default.
+    const FieldSpec& m = field("train.method");
+    const std::string method = enum_value(q, "method", m).value_or(m.default_value.get<std::string>());
+    json request = {{"train", {{"method", method}}}};
+    if (const auto name = q.str_opt("framework")) request["train"]["framework"] = *name;
+    if (doc.contains("versions")) request["versions"] = doc["versions"];
+    FrameworkJob job;
+    if (auto e = recover([&] { job = framework_job(request); })) {
+      // The query's own key, not the request path the job names.
+      e->path = e->path == "train.framework" ? "framework" : e->path;
+      fail(std::move(*e));
+    }
+    std::vector<FrameworkDefault> applied;
+    with_framework_defaults(request, job, applied);
     json defaults = json::array();
-    for (const FrameworkDefault& d : defaults_for(fw, method)) {
+    for (const FrameworkDefault& d : applied) {
       defaults.push_back({{"path", d.path}, {"value", d.value}, {"source", d.source}});
     }
-    return json{{"framework", fw.name},
-                {"label", fw.label},
-                {"method", method},
-                {"defaults", defaults},
-                {"not_modelled", fw.not_modelled}}
+    const Framework& fw = *job.framework;
+    return json{{"framework", fw.name}, {"label", fw.label},    {"release", job.release},
+                {"method", method},     {"defaults", defaults}, {"not_modelled", fw.not_modelled}}
         .dump(2);
   });
 }
@@ -456,6 +468,22 @@ namespace {
 std::vector<std::string> framework_names() {
   std::vector<std::string> out;
   for (const auto& f : frameworks()) out.push_back(f.name);
+  return out;
+}
+
+// Each framework's releases, oldest first, with the library versions each
+// implies (vram/releases.h).
+json framework_releases() {
+  json out = json::object();
+  for (const auto& f : frameworks()) {
+    json list = json::array();
+    for (const FrameworkRelease& r : releases_of(f.name)) {
+      json libs = json::object();
+      for (const auto& [lib, v] : r.libraries) libs[lib] = v;
+      list.push_back({{"version", r.version}, {"date", r.date}, {"libraries", libs}, {"source", r.source}});
+    }
+    out[f.name] = std::move(list);
+  }
   return out;
 }
 
@@ -481,6 +509,7 @@ std::string version_json() {
                  {"supported_model_types", supported_model_types()},
                  {"optimizers", optimizer_names()},
                  {"frameworks", framework_names()},
+                 {"framework_releases", framework_releases()},
                  {"gpus", gpus},
                  // The input rules every entry point applies (vram/fields.h
                  // limits): the page's facade refuses longer text before

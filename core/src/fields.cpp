@@ -87,6 +87,7 @@ struct Row {
   const char* aliases = "";  // enum: alias=value pairs, '|'-separated
   bool optimizers = false;   // enum: the values and aliases of vram/optimizers.h
   double cli_unit = 0;
+  bool internal = false;  // FieldSpec::internal
 };
 
 constexpr Row make(const char* path, FieldType type, Def def) { return Row{path, type, def}; }
@@ -133,6 +134,12 @@ constexpr Row with_default(Row r, Def def) {
   return r;
 }
 
+// A consequence of a framework release or library version (FieldSpec::internal).
+constexpr Row internal(Row r) {
+  r.internal = true;
+  return r;
+}
+
 constexpr double kGiB = 1073741824.0;
 constexpr double kMiB = 1048576.0;
 
@@ -171,39 +178,52 @@ constexpr Row kRows[] = {
     integer("train.micro_batch", d::kMicroBatch, 1, l::kMaxBatch),
     integer("train.seq_len", d::kSeqLen, 1, l::kMaxSeq),
     integer("train.grad_accum", d::kGradAccum, 1, l::kMaxGradAccum),
-    boolean("train.zero_grad_set_to_none", d::kZeroGradSetToNone),
-    boolean("train.softmax_saves_input", d::kSoftmaxSavesInput),
-    boolean("train.keeps_previous_logits", d::kKeepsPreviousLogits),
-    boolean("train.keeps_fused_qkv", d::kKeepsFusedQkv),
-    boolean("train.returns_kv_cache", d::kReturnsKvCache),
+    internal(boolean("train.zero_grad_set_to_none", d::kZeroGradSetToNone)),
+    internal(boolean("train.softmax_saves_input", d::kSoftmaxSavesInput)),
+    internal(boolean("train.keeps_previous_logits", d::kKeepsPreviousLogits)),
+    internal(boolean("train.keeps_fused_qkv", d::kKeepsFusedQkv)),
+    internal(boolean("train.returns_kv_cache", d::kReturnsKvCache)),
     choice("train.precision", d::kPrecision, "fp32|bf16|fp16|amp_bf16|amp_fp16|mixed_bf16", kPrecisionAliases),
     optimizer_choice("train.optimizer", d::kOptimizer),
     choice("train.grad_checkpointing", d::kCheckpointing, "none|full|selective|selective_op", ""),
     choice("train.attention", d::kAttention, "eager|sdpa|flash_attention_2|xformers", kAttentionAliases),
-    choice("train.kernels", d::kKernels, "standard|unsloth", ""),
+    internal(choice("train.kernels", d::kKernels, "standard|unsloth", "")),
     choice("train.padding", d::kPadding, "max_length|packed|longest",
            "pad_to_max_length=max_length|packing=packed|pad_to_longest=longest"),
     boolean("train.fused_loss", false),
+    choice("train.loss", "standard", "standard|chunked|fused", "chunked_output=chunked|fused_linear=fused"),
+    integer("train.loss_chunks", d::kLossChunks, 1, l::kMaxLossChunks),
+    integer("train.loss_chunk_size", nullptr, 1, l::kMaxSeq),
+    internal(boolean("train.loss_upcast", d::kLossUpcast)),
     boolean("train.fused_norm", false),
-    boolean("train.sdpa_gqa_native", false),
+    internal(boolean("train.sdpa_gqa_native", false)),
     integer("train.lora.rank", d::kLoraRank, 1, l::kMaxLoraRank),
     make("train.lora.targets", T::kList, nullptr),
     number("train.lora.alpha", d::kLoraAlpha, 0.0, 1e9),
     number("train.lora.dropout", d::kLoraDropout, 0.0, 1.0),
-    boolean("train.lora.adapter_fp32", d::kLoraAdapterFp32),
+    internal(boolean("train.lora.adapter_fp32", d::kLoraAdapterFp32)),
     boolean("train.lora.use_dora", d::kLoraUseDora),
-    boolean("train.lora.fused_qkv", d::kLoraFusedQkv),
+    internal(boolean("train.lora.fused_qkv", d::kLoraFusedQkv)),
     boolean("train.quant.double_quant", d::kDoubleQuant),
     integer("train.quant.blocksize", d::kQuantBlocksize, 16, 4096),
-    boolean("train.quant.prepare_kbit", d::kPrepareKbit),
-    choice("train.quant.quantizer", d::kQuantizer, "bitsandbytes|torchao|torchao_unchunked|lightning_bitsandbytes", ""),
-    boolean("train.quant.saves_input", d::kQuantSavesInput),
+    internal(boolean("train.quant.prepare_kbit", d::kPrepareKbit)),
+    internal(choice("train.quant.quantizer", d::kQuantizer,
+                    "bitsandbytes|torchao|torchao_unchunked|lightning_bitsandbytes", "")),
+    internal(boolean("train.quant.saves_input", d::kQuantSavesInput)),
     make("train.trainable_modules", T::kList, Def::list("")),
     integer("train.images_per_sample", 0, 0, 1024),
     boolean("train.activation_offload", false),
     boolean("train.optimizer_in_backward", false),
     boolean("train.compile", d::kCompile),
     number("train.dropout", nullptr, -1.0, 1.0),
+    // ---- versions (vram/releases.h: absent = the framework release's) ------
+    make("versions.torch", T::kString, nullptr),
+    make("versions.transformers", T::kString, nullptr),
+    make("versions.peft", T::kString, nullptr),
+    make("versions.trl", T::kString, nullptr),
+    make("versions.bitsandbytes", T::kString, nullptr),
+    make("versions.torchao", T::kString, nullptr),
+    make("versions.flash_attn", T::kString, nullptr),
     // ---- infer -------------------------------------------------------------
     integer("infer.batch", d::kInferBatch, 1, l::kMaxBatch),
     integer("infer.context_len", d::kContextLen, 1, l::kMaxSeq),
@@ -290,7 +310,9 @@ constexpr Described kFaces[] = {
     {"train.method", {"Method", "--method", "method", "LLaMA-Factory finetuning_type, plus QLoRA"}},
     {"train.framework",
      {"Framework", "--framework", "fw",
-      "the training framework: its memory-relevant defaults fill the fields left out (vram/frameworks.h)"}},
+      "the training framework, optionally at a release (torchtune@0.2, unsloth@2024.8, hf@4.44): its "
+      "memory-relevant defaults and the rules of its library versions fill the fields left out "
+      "(vram/frameworks.h, vram/releases.h); absent release: the newest"}},
     {"train.micro_batch", {"per_device_train_batch_size", "--per-device-batch", "mb", "sequences per GPU per step"}},
     {"train.seq_len", {"max_seq_length", "--seq-len", "seq", "tokens per sample (VLMs: with image tokens)"}},
     {"train.grad_accum",
@@ -330,7 +352,21 @@ constexpr Described kFaces[] = {
      {"padding / packing", "--padding", "pad",
       "max_length or packed: every step is micro_batch x seq_len; longest: padded to the longest sample "
       "of each batch, so steps vary in length (up to seq_len) and the allocator caches the blocks of each"}},
-    {"train.fused_loss", {"Fused cross-entropy", "--fused-loss", "fused", "Liger fused linear cross-entropy"}},
+    {"train.fused_loss",
+     {"Fused cross-entropy", "--fused-loss", "fused", "Liger fused linear cross-entropy (= train.loss fused)"}},
+    {"train.loss",
+     {"Loss", "--loss", "loss",
+      "standard: full logits, then the cross-entropy; chunked: the output layer and an fp32 cross-entropy per "
+      "chunk of the sequence (torchtune CEWithChunkedOutputLoss, LitGPT chunked_cross_entropy); fused: a fused "
+      "linear cross-entropy (Liger)"}},
+    {"train.loss_chunks",
+     {"num_output_chunks", "--loss-chunks", "lchunks", "chunked loss: chunks of the sequence (torchtune: 8)"}},
+    {"train.loss_chunk_size",
+     {"lm_head_chunk_size", "", "", "chunked loss: tokens per chunk instead of a count (LitGPT: 128)"}},
+    {"train.loss_upcast",
+     {"chunk upcast to fp32", "", "",
+      "chunked loss: each chunk's logits cast to fp32 before the cross-entropy (torchtune: yes; LitGPT "
+      "bf16-true: no)"}},
     {"train.fused_norm", {"Fused RMSNorm", "", "", "Liger / apex fused RMSNorm (--liger sets it)"}},
     {"train.sdpa_gqa_native", {"enable_gqa", "", "", "SDPA's enable_gqa path: K/V not repeated to every head"}},
     {"train.lora.rank", {"LoRA r", "--lora-rank", "r", "PEFT r"}},
@@ -369,6 +405,16 @@ constexpr Described kFaces[] = {
      {"torch_compile", "--compile", "compile",
       "torch.compile (HF torch_compile, torchtune compile): not modelled, the estimate stays eager mode's"}},
     {"train.dropout", {"dropout", "", "", "overrides the config's dropout; absent: the model's own"}},
+    {"versions.torch", {"PyTorch version", "--torch-version", "vtorch", "torch.__version__; absent: the release's"}},
+    {"versions.transformers",
+     {"transformers version", "--transformers-version", "vtf", "transformers.__version__; absent: the release's"}},
+    {"versions.peft", {"PEFT version", "--peft-version", "vpeft", "peft.__version__; absent: the release's"}},
+    {"versions.trl", {"TRL version", "--trl-version", "vtrl", "trl.__version__; absent: the release's"}},
+    {"versions.bitsandbytes",
+     {"bitsandbytes version", "--bitsandbytes-version", "vbnb", "bitsandbytes.__version__; absent: the release's"}},
+    {"versions.torchao", {"torchao version", "--torchao-version", "vao", "torchao.__version__; absent: the release's"}},
+    {"versions.flash_attn",
+     {"flash-attn version", "--flash-attn-version", "vfa", "flash_attn.__version__; absent: the release's"}},
     {"infer.batch", {"Concurrent sequences", "--batch", "bs", "sequences generated at once"}},
     {"infer.context_len", {"Context length", "--context-len", "ctx", "tokens per sequence (prompt + generated)"}},
     {"infer.weights_dtype",
@@ -484,6 +530,7 @@ std::vector<FieldSpec> build() {
       f.max = r.hi;
     }
     f.cli_unit = r.cli_unit;
+    f.internal = r.internal;
     out.push_back(std::move(f));
   }
   return out;
@@ -549,6 +596,7 @@ json fields_table() {
     if (f.cli_unit > 0) j["cli_unit"] = static_cast<int64_t>(f.cli_unit);
     j["url"] = f.url.empty() ? json(nullptr) : json(f.url);
     j["doc"] = f.doc;
+    j["internal"] = f.internal;
     out.push_back(std::move(j));
   }
   return {{"schema", kSchema}, {"version", VRAM_VERSION}, {"fields", out}};

@@ -24,13 +24,19 @@ struct DefaultRow {
   const char* prefix;
   const char* source;
   const char* methods;
+  const char* releases = "";  // the framework releases it holds for (vram/releases.h version_in); "" = all
 };
 
 constexpr const char* kAdapters = "lora|qlora";
 
-// torchtune at bd2a0fc7 (recipes/configs/llama3_1/8B_{lora,qlora,full}_single_device.yaml,
-// recipes/lora_finetune_single_device.py, recipes/full_finetune_single_device.py).
+// torchtune by release (tags v0.1.0 .. v0.6.1 of pytorch/torchtune):
+// recipes/configs/llama3_1/8B_{lora,qlora,full}_single_device.yaml (v0.3.0 on;
+// before: llama3/8B_* from v0.1.1, llama2/7B_* in v0.1.0),
+// recipes/lora_finetune_single_device.py, recipes/full_finetune_single_device.py.
+// The builders' lora_dropout is 0.05 (torchtune/models/llama3/_model_builders.py
+// lora_llama3_8b) until the configs set 0.0 in v0.3.0.
 constexpr const char* kTorchtuneCfg = "torchtune recipes/configs/llama3_1/8B_";
+constexpr const char* kTorchtuneOld = "torchtune v0.2.0 recipes/configs/llama3/8B_";
 constexpr DefaultRow kTorchtuneDefaults[] = {
     {"train.precision", "bf16", kTorchtuneCfg, "*_single_device.yaml dtype: bf16 (weights, grads and states in bf16)",
      ""},
@@ -39,13 +45,32 @@ constexpr DefaultRow kTorchtuneDefaults[] = {
     {"train.activation_offload", false, kTorchtuneCfg, "*_single_device.yaml enable_activation_offloading: False", ""},
     {"train.attention", "sdpa", "", "torchtune/modules/attention_utils.py _sdpa_or_flex_attention (SDPA unless packed)",
      ""},
+    {"train.micro_batch", 2, kTorchtuneCfg, "*_single_device.yaml batch_size: 2", ""},
+    {"train.grad_accum", 64, kTorchtuneOld, "lora_single_device.yaml gradient_accumulation_steps: 64", "lora", "<0.4"},
+    {"train.grad_accum", 16, kTorchtuneOld, "qlora_single_device.yaml gradient_accumulation_steps: 16", "qlora",
+     "<0.4"},
+    {"train.grad_accum", 8, kTorchtuneCfg, "*lora_single_device.yaml gradient_accumulation_steps: 8 (v0.4.0 on)",
+     kAdapters, ">=0.4"},
+    {"train.optimizer", "adamw_torch", kTorchtuneOld,
+     "*lora_single_device.yaml optimizer: torch.optim.AdamW (no fused: the foreach kernel)", kAdapters, "<0.3.1"},
     {"train.optimizer", "adamw_torch_fused", kTorchtuneCfg,
-     "lora_single_device.yaml optimizer: torch.optim.AdamW fused: True", kAdapters},
+     "lora_single_device.yaml optimizer: torch.optim.AdamW fused: True (v0.3.1 on)", kAdapters, ">=0.3.1"},
     {"train.lora.rank", 8, kTorchtuneCfg, "lora_single_device.yaml model.lora_rank: 8", kAdapters},
     {"train.lora.alpha", 16, kTorchtuneCfg, "lora_single_device.yaml model.lora_alpha: 16", kAdapters},
-    {"train.lora.dropout", 0.0, kTorchtuneCfg, "lora_single_device.yaml model.lora_dropout: 0.0", kAdapters},
+    {"train.lora.dropout", 0.05, "",
+     "torchtune v0.2.0 torchtune/models/llama3/_model_builders.py lora_llama3_8b(lora_dropout=0.05), which "
+     "the configs leave as it is",
+     kAdapters, "<0.3"},
+    {"train.lora.dropout", 0.0, kTorchtuneCfg, "lora_single_device.yaml model.lora_dropout: 0.0 (v0.3.0 on)", kAdapters,
+     ">=0.3"},
+    {"train.lora.targets", Def::list("q_proj|v_proj"), kTorchtuneOld,
+     "lora_single_device.yaml lora_attn_modules [q_proj, v_proj], apply_lora_to_mlp: False", "lora", "<0.4"},
+    {"train.lora.targets", Def::list("q_proj|v_proj|k_proj|o_proj|gate_proj|up_proj|down_proj"), kTorchtuneOld,
+     "qlora_single_device.yaml lora_attn_modules [q_proj, v_proj, k_proj, output_proj], apply_lora_to_mlp: True",
+     "qlora", "<0.4"},
     {"train.lora.targets", Def::list("q_proj|v_proj|o_proj|gate_proj|up_proj|down_proj"), kTorchtuneCfg,
-     "lora_single_device.yaml lora_attn_modules [q_proj, v_proj, output_proj], apply_lora_to_mlp: True", kAdapters},
+     "*lora_single_device.yaml lora_attn_modules [q_proj, v_proj, output_proj], apply_lora_to_mlp: True (v0.4.0 on)",
+     kAdapters, ">=0.4"},
     {"train.lora.adapter_fp32", false, "",
      "torchtune recipes/lora_finetune_single_device.py: the model, adapters included, is built under "
      "set_default_dtype(bf16)",
@@ -56,9 +81,27 @@ constexpr DefaultRow kTorchtuneDefaults[] = {
      "torchtune torchtune/modules/peft/lora.py LoRALinear(quantize_base=True): to_nf4(linear.weight) "
      "(torchao dtypes/nf4tensor.py), and again when the checkpoint is copied in (NF4Tensor copy_)",
      "qlora"},
+    // Issue 29: torchtune never calls PEFT's prepare_model_for_kbit_training;
+    // the embeddings, norms and output stay in the bf16 the model is built in.
+    {"train.quant.prepare_kbit", false, "",
+     "torchtune recipes/lora_finetune_single_device.py _setup_model: the whole model is built under "
+     "training.set_default_dtype(self._dtype) (bf16); only the LoRA linears' base weights become NF4, nothing is "
+     "upcast",
+     "qlora"},
+    {"train.optimizer", "paged_adamw_32bit", "",
+     "torchtune v0.1.0 recipes/configs/llama2/7B_full_low_memory.yaml optimizer: bitsandbytes.optim.PagedAdamW", "full",
+     "<0.1.1"},
+    {"train.optimizer", "adamw_bnb_8bit", "",
+     "torchtune v0.1.1 recipes/configs/llama3/8B_full_single_device.yaml optimizer: bitsandbytes.optim.AdamW8bit",
+     "full", ">=0.1.1,<0.2"},
     {"train.optimizer", "paged_adamw_8bit", kTorchtuneCfg,
-     "full_single_device.yaml optimizer: bitsandbytes.optim.PagedAdamW8bit", "full"},
+     "full_single_device.yaml optimizer: bitsandbytes.optim.PagedAdamW8bit (v0.2.0 on)", "full", ">=0.2"},
     {"train.optimizer_in_backward", true, kTorchtuneCfg, "full_single_device.yaml optimizer_in_bwd: True", "full"},
+    {"train.loss", "standard", kTorchtuneOld, "*_single_device.yaml loss: torch.nn.CrossEntropyLoss", "", "<0.3"},
+    {"train.loss", "chunked", kTorchtuneCfg,
+     "*_single_device.yaml loss: torchtune.modules.loss.CEWithChunkedOutputLoss (v0.3.0 on; 8 chunks, each "
+     "upcast to fp32)",
+     "", ">=0.3"},
     {"train.compile", false, kTorchtuneCfg,
      "*_single_device.yaml compile: False (with True the estimate stays eager mode's, not modelled)", ""},
     {"train.padding", "longest", kTorchtuneCfg,
@@ -68,9 +111,8 @@ constexpr DefaultRow kTorchtuneDefaults[] = {
      ""},
 };
 constexpr const char* kTorchtuneNotModelled[] = {
-    "loss: LinearCrossEntropyLoss computes the output projection and an fp32 cross-entropy in 8 chunks of the "
-    "tokens that are not ignored; counted as the standard loss (all chunks' results stay alive until "
-    "backward in eager mode), an upper bound",
+    "after v0.6.1, main (unreleased) uses LinearCrossEntropyLoss (the output projection inside the loss, by "
+    "chunk of the tokens that are not ignored), which this table does not follow",
     "QLoRA quantises every attention and MLP linear to NF4 (torchtune PR #1485), as modelled; the embeddings "
     "and output stay bf16",
 };
@@ -88,7 +130,7 @@ constexpr DefaultRow kTorchtitanDefaults[] = {
      "attention outputs saved)",
      ""},
     {"train.optimizer", "adamw_torch_fused", kTorchtitanSrc, " optimizer=default_adamw (torch AdamW, fused)", ""},
-    {"train.fused_loss", true, kTorchtitanSrc, " loss=ChunkedLossWrapper (output layer and loss in 8 chunks)", ""},
+    {"train.loss", "fused", kTorchtitanSrc, " loss=ChunkedLossWrapper (output layer and loss in 8 chunks)", ""},
 };
 constexpr const char* kTorchtitanNotModelled[] = {
     "attention: FlexAttention by default (not modelled; estimated as SDPA)",
@@ -173,7 +215,7 @@ constexpr DefaultRow kUnslothDefaults[] = {
      "unsloth unsloth/models/_utils.py: 'unsloth' checkpointing keeps each layer's input in pinned host "
      "memory",
      ""},
-    {"train.fused_loss", true, "",
+    {"train.loss", "fused", "",
      "unsloth unsloth/models/llama.py CausalLM_fast_forward: fused linear cross-entropy (no full logits)", ""},
     {"train.optimizer", "adamw_bnb_8bit", "",
      "unsloth studio/backend/assets/configs/model_defaults/default.yaml optim: adamw_8bit (its recipes)", ""},
@@ -218,6 +260,15 @@ constexpr DefaultRow kAxolotlDefaults[] = {
      kAdapters},
     {"train.quant.double_quant", true, "", "axolotl src/axolotl/loaders/model.py BitsAndBytesConfig for qlora",
      "qlora"},
+    // prepare_model_for_kbit_training upcasts every non-4-bit parameter, then
+    // _configure_embedding_dtypes casts the norms ("norm" in the name) and the
+    // embedding modules (embed_tokens, lm_head) back to torch_dtype for an
+    // adapter (needs_fa2_dtype), so nothing stays fp32.
+    {"train.quant.prepare_kbit", false, "",
+     "axolotl src/axolotl/loaders/model.py _configure_embedding_dtypes: after prepare_model_for_kbit_training, "
+     "_convert_embedding_modules_dtype(dist_dtype=cfg.torch_dtype) puts norms, embed_tokens and lm_head back in "
+     "bf16",
+     "qlora"},
 };
 constexpr const char* kAxolotlNotModelled[] = {
     "lora_r and lora_alpha have no default (the config must set them); the request's own apply",
@@ -238,8 +289,16 @@ constexpr DefaultRow kLlamaFactoryDefaults[] = {
     {"train.optimizer", "adamw_torch_fused", kLlamaFactoryHp, "training_args.py (transformers' default optim)", ""},
     {"train.grad_checkpointing", "full", kLlamaFactoryHp, "model_args.py disable_gradient_checkpointing=False", ""},
     {"train.activation_offload", false, kLlamaFactoryHp, "model_args.py use_unsloth_gc=False", ""},
-    {"train.fused_loss", false, kLlamaFactoryHp, "model_args.py enable_liger_kernel=False", ""},
+    {"train.loss", "standard", kLlamaFactoryHp, "model_args.py enable_liger_kernel=False", ""},
     {"train.quant.double_quant", true, kLlamaFactoryHp, "model_args.py double_quantization=True", "qlora"},
+    // Issue 29: LLaMA-Factory never calls PEFT's prepare_model_for_kbit_training
+    // (git grep at ff6d4d12 finds no call); its own
+    // model/model_utils/checkpointing.py prepare_model_for_training upcasts
+    // the norms only with upcast_layernorm (default False).
+    {"train.quant.prepare_kbit", false, kLlamaFactoryHp,
+     "model_args.py upcast_layernorm=False; model/model_utils/checkpointing.py prepare_model_for_training (no "
+     "prepare_model_for_kbit_training)",
+     "qlora"},
 };
 constexpr const char* kLlamaFactoryNotModelled[] = {
     "upcast_layernorm and upcast_lmhead_output are off by default (as modelled)",
@@ -258,7 +317,8 @@ Framework make(const char* name, const char* label, const DefaultRow (&rows)[N],
   Framework fw{name, label, {}, {not_modelled, not_modelled + M}};
   fw.defaults.reserve(N);
   for (const DefaultRow& r : rows) {
-    fw.defaults.push_back({r.path, r.value.to_json(), std::string(r.prefix) + r.source, detail::split_bars(r.methods)});
+    fw.defaults.push_back(
+        {r.path, r.value.to_json(), std::string(r.prefix) + r.source, detail::split_bars(r.methods), r.releases});
   }
   return fw;
 }

@@ -14,6 +14,7 @@
 #include "vram/fields.h"
 #include "vram/gpus.h"
 #include "vram/optimizers.h"
+#include "vram/releases.h"
 
 namespace vram {
 
@@ -75,6 +76,18 @@ const char* to_string(Padding p) {
   return "?";
 }
 
+const char* to_string(LossKind k) {
+  switch (k) {
+    case LossKind::kStandard:
+      return "standard";
+    case LossKind::kChunked:
+      return "chunked";
+    case LossKind::kFused:
+      return "fused";
+  }
+  return "?";
+}
+
 const char* to_string(Kernels k) {
   switch (k) {
     case Kernels::kStandard:
@@ -127,6 +140,7 @@ constexpr AttentionImpl kAllAttention[] = {AttentionImpl::kEager, AttentionImpl:
                                            AttentionImpl::kXformers};
 constexpr Kernels kAllKernels[] = {Kernels::kStandard, Kernels::kUnsloth};
 constexpr Padding kAllPadding[] = {Padding::kMaxLength, Padding::kPacked, Padding::kLongest};
+constexpr LossKind kAllLoss[] = {LossKind::kStandard, LossKind::kChunked, LossKind::kFused};
 constexpr Checkpointing kAllCheckpointing[] = {Checkpointing::kNone, Checkpointing::kFull, Checkpointing::kSelective,
                                                Checkpointing::kSelectiveOp};
 
@@ -147,6 +161,26 @@ E default_of(const char* path, const E (&all)[N]) {
 
 using limits::kMaxBatch;
 using limits::kMaxSeq;
+
+// train.loss, and train.fused_loss, the older spelling of loss "fused": both
+// may be given when they agree.
+void parse_loss(const JsonReader& t, TrainOptions& o) {
+  bool loss_here = false;
+  o.loss = pick(t, "loss", "train.loss", kAllLoss, default_of("train.loss", kAllLoss), &loss_here);
+  if (t.has("fused_loss")) {
+    const bool fused = t.bool_or("fused_loss", false);
+    if (loss_here && fused != (o.loss == LossKind::kFused)) {
+      fail(errc::kInconsistent, t.child_path("fused_loss"),
+           t.child_path("fused_loss") + " " + (fused ? "true" : "false") + " contradicts " + t.child_path("loss") +
+               " " + vram::quoted(to_string(o.loss)) + " (fused_loss true is loss \"fused\")");
+    }
+    if (!loss_here) o.loss = fused ? LossKind::kFused : LossKind::kStandard;
+  }
+  o.fused_loss = o.loss == LossKind::kFused;
+  o.loss_chunks = t.int_or("loss_chunks", defaults::kLossChunks, 1, limits::kMaxLossChunks);
+  o.loss_chunk_size = t.int_or("loss_chunk_size", 0, 1, kMaxSeq);
+  o.loss_upcast = t.bool_or("loss_upcast", defaults::kLossUpcast);
+}
 
 void parse_train(const JsonReader& t, Request& req) {
   TrainOptions& o = req.train;
@@ -183,7 +217,7 @@ void parse_train(const JsonReader& t, Request& req) {
   o.kernels = pick(t, "kernels", "train.kernels", kAllKernels, default_of("train.kernels", kAllKernels));
   o.padding =
       pick(t, "padding", "train.padding", kAllPadding, default_of("train.padding", kAllPadding), &o.padding_given);
-  o.fused_loss = t.bool_or("fused_loss", false);
+  parse_loss(t, o);
   o.fused_norm = t.bool_or("fused_norm", false);
   o.sdpa_gqa_native = t.bool_or("sdpa_gqa_native", false);
   o.optimizer_in_backward = t.bool_or("optimizer_in_backward", false);
@@ -649,40 +683,7 @@ void check_keys(const json& obj, const std::string& path, std::vector<Error>* ou
   }
 }
 
-// The framework's defaults, set in a copy of the request where it leaves the
-// field out (a path through a non-object is left for the parser to report).
-json with_framework_defaults(const json& request, const Framework& fw, std::vector<FrameworkDefault>& applied) {
-  json filled = request;
-  // The recipe follows the method (a framework's LoRA and full recipes differ).
-  const json& train = request["train"];
-  const std::string method = train.contains("method") && train["method"].is_string()
-                                 ? train["method"].get<std::string>()
-                                 : std::string(defaults::kMethod);
-  for (const FrameworkDefault& d : defaults_for(fw, method)) {
-    json* node = &filled;
-    size_t start = 0;
-    bool placed = false;
-    while (node->is_object()) {
-      const size_t dot = d.path.find('.', start);
-      const std::string key = d.path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-      if (dot == std::string::npos) {
-        if (!node->contains(key)) {
-          (*node)[key] = d.value;
-          placed = true;
-        }
-        break;
-      }
-      if (!node->contains(key)) (*node)[key] = json::object();
-      node = &(*node)[key];
-      start = dot + 1;
-    }
-    if (placed) applied.push_back(d);
-  }
-  return filled;
-}
-
-Result<Request> parse_request_filled(const json& request, const std::string& framework,
-                                     std::vector<FrameworkDefault> applied);
+Result<Request> parse_request_filled(const json& request, FrameworkJob job, std::vector<FrameworkDefault> applied);
 Result<Request> parse_request_framework(const json& request);
 
 }  // namespace
@@ -728,29 +729,16 @@ Result<Request> parse_request(const json& request_in) {
 namespace {
 
 Result<Request> parse_request_framework(const json& request) {
-  // train.framework first: its defaults fill what the request leaves out.
-  const json* fw_name = nullptr;
-  if (request.is_object() && request.contains("train") && request["train"].is_object() &&
-      request["train"].contains("framework")) {
-    fw_name = &request["train"]["framework"];
-  }
-  if (fw_name == nullptr) return parse_request_filled(request, defaults::kFramework, {});
-  const FieldSpec& spec = field("train.framework");
-  const auto name = fw_name->is_string() ? spec.canonical(fw_name->get<std::string>()) : std::nullopt;
-  const Framework* fw = name ? find_framework(*name) : nullptr;
-  if (fw == nullptr) {
-    std::string allowed;
-    for (const auto& v : spec.values) allowed += (allowed.empty() ? "" : ", ") + v;
-    return Error{errc::kUnknownValue, "train.framework " + fw_name->dump() + " is not one of: " + allowed,
-                 "train.framework"};
-  }
+  // train.framework (and its release, and versions) first: its defaults and
+  // the rules of its library versions fill what the request leaves out.
+  FrameworkJob job;
+  if (auto e = recover([&] { job = framework_job(request); })) return std::move(*e);
   std::vector<FrameworkDefault> applied;
-  const json filled = with_framework_defaults(request, *fw, applied);  // before `applied` is moved
-  return parse_request_filled(filled, fw->name, std::move(applied));
+  const json filled = with_framework_defaults(request, job, applied);  // before `applied` is moved
+  return parse_request_filled(filled, std::move(job), std::move(applied));
 }
 
-Result<Request> parse_request_filled(const json& request, const std::string& framework,
-                                     std::vector<FrameworkDefault> applied) {
+Result<Request> parse_request_filled(const json& request, FrameworkJob job, std::vector<FrameworkDefault> applied) {
   return attempt<Request>([&]() -> Result<Request> {
     JsonReader r(request, "");
     Request req;
@@ -809,13 +797,16 @@ Result<Request> parse_request_filled(const json& request, const std::string& fra
     if (auto c = r.object_opt("calibration")) parse_calibration(*c, req);
     if (auto a = r.object_opt("allocator")) parse_allocator(*a, req);
     if (auto g = r.object_opt("gpu")) parse_gpu(*g, req);
-    req.framework = framework;
+    req.framework = job.framework->name;
+    if (!job.note.empty()) req.assumptions.push_back(job.note);
     if (!applied.empty()) {
       std::string list;
       for (const auto& d : applied) list += (list.empty() ? "" : ", ") + d.path + " = " + d.value.dump();
-      req.assumptions.push_back("framework " + framework + " defaults (fields the request left out): " + list);
+      req.assumptions.push_back("framework " + req.framework + "@" + job.release +
+                                " defaults (fields the request left out): " + list);
     }
     req.framework_defaults = std::move(applied);
+    req.framework_job = std::move(job);
     return req;
   });
 }

@@ -339,7 +339,12 @@ Model:     --request FILE            a request JSON (docs/schema.md); flags belo
 Task:      --task train|infer
 Training:  --method full|lora|qlora|freeze   --lora  --qlora (shortcuts)
            --framework hf|torchtune|litgpt|unsloth|axolotl|llama_factory|torchtitan|megatron|deepspeed
-                     (its defaults fill the fields left out; `vram-probe version` lists them)
+                     [@RELEASE] (torchtune@0.2, unsloth@2024.8, hf@4.44: its defaults and the rules of its
+                     library versions fill the fields left out; no release: the newest; `vram-probe version`
+                     lists the releases)
+           --torch-version V  --transformers-version V  --peft-version V  --trl-version V
+           --bitsandbytes-version V  --torchao-version V  --flash-attn-version V
+                     (override one library of the release: versions.<library>)
            --per-device-batch N  --seq-len N  --grad-accum N
            --dtype fp32|bf16|fp16|amp_bf16|amp_fp16|mixed_bf16
            --optimizer NAME (HF optim names: adamw_torch, adamw_torch_fused, adamw_bnb_8bit, paged_adamw_8bit,
@@ -349,6 +354,8 @@ Training:  --method full|lora|qlora|freeze   --lora  --qlora (shortcuts)
            --padding max_length|packed|longest (longest: batches padded to their longest sample vary in length,
                      and the allocator replay keeps the blocks of each; torchtune and LitGPT default to it)
            --fused-loss true|false  --liger true|false (fused loss + fused norms)
+           --loss standard|chunked|fused  --loss-chunks N (chunked: the output layer and an fp32
+                     cross-entropy per chunk of the sequence, torchtune's CEWithChunkedOutputLoss: 8)
            --kernels standard|unsloth (unsloth: Unsloth's fused LoRA / RMSNorm / RoPE / cross-entropy kernels;
                      --framework unsloth sets it)
            --activation-offload true|false  --optimizer-in-backward true|false

@@ -170,6 +170,9 @@ const std::map<std::string, std::function<json(const Request&)>>& readers() {
       {"train.kernels", [](const Request& r) { return to_string(r.train.kernels); }},
       {"train.padding", [](const Request& r) { return to_string(r.train.padding); }},
       {"train.fused_loss", [](const Request& r) { return r.train.fused_loss; }},
+      {"train.loss", [](const Request& r) { return to_string(r.train.loss); }},
+      {"train.loss_chunks", [](const Request& r) { return r.train.loss_chunks; }},
+      {"train.loss_upcast", [](const Request& r) { return r.train.loss_upcast; }},
       {"train.fused_norm", [](const Request& r) { return r.train.fused_norm; }},
       {"train.sdpa_gqa_native", [](const Request& r) { return r.train.sdpa_gqa_native; }},
       {"train.lora.rank", [](const Request& r) { return r.train.lora.rank; }},
@@ -235,10 +238,28 @@ const std::map<std::string, std::function<json(const Request&)>>& readers() {
   return kReaders;
 }
 
+// The version the request itself named for `library`, else null.
+json asked_version(const Request& r, const std::string& library) {
+  for (const LibraryVersion& v : r.framework_job.versions) {
+    if (v.library == library && v.from == "versions." + library) return v.version;
+  }
+  return json();
+}
+
 // Fields whose null default stands for "absent", read back as null.
 const std::map<std::string, std::function<json(const Request&)>>& absent_readers() {
   static const std::map<std::string, std::function<json(const Request&)>> kReaders = {
       {"train.dropout", [](const Request& r) { return r.train.dropout < 0 ? json() : json(r.train.dropout); }},
+      {"train.loss_chunk_size",
+       [](const Request& r) { return r.train.loss_chunk_size > 0 ? json(r.train.loss_chunk_size) : json(); }},
+      // versions.*: absent means the framework release's own (vram/releases.h).
+      {"versions.torch", [](const Request& r) { return asked_version(r, "torch"); }},
+      {"versions.transformers", [](const Request& r) { return asked_version(r, "transformers"); }},
+      {"versions.peft", [](const Request& r) { return asked_version(r, "peft"); }},
+      {"versions.trl", [](const Request& r) { return asked_version(r, "trl"); }},
+      {"versions.bitsandbytes", [](const Request& r) { return asked_version(r, "bitsandbytes"); }},
+      {"versions.torchao", [](const Request& r) { return asked_version(r, "torchao"); }},
+      {"versions.flash_attn", [](const Request& r) { return asked_version(r, "flash_attn"); }},
       // model.size: absent means the model comes from model.config (not quick sizing).
       {"model.size",
        [](const Request& r) { return r.model.family == "quick_size" ? json(r.model.params_total()) : json(); }},

@@ -9,6 +9,7 @@
 #include "fixtures.h"
 #include "vram/api.h"
 #include "vram/fields.h"
+#include "vram/releases.h"
 
 namespace vram {
 namespace {
@@ -47,9 +48,14 @@ TEST(Frameworks, EveryDefaultIsADeclaredFieldWithAParsingValueAndASource) {
 TEST(Frameworks, DefaultsFillOnlyWhatTheRequestLeavesOutAndAreListed) {
   for (const Framework& fw : frameworks()) {
     for (const FrameworkDefault& d : fw.defaults) {
-      // The recipe of the method the default belongs to.
+      // The recipe of the method the default belongs to, at a release it holds for.
       const std::string method = d.methods.empty() ? "lora" : d.methods.front();
-      const json base = estimate(request({{"method", method}, {"framework", fw.name}}));
+      std::string release;
+      for (const FrameworkRelease& r : releases_of(fw.name)) {
+        if (version_in(r.version, d.releases)) release = r.version;
+      }
+      ASSERT_FALSE(release.empty()) << fw.name << " " << d.path << ": no release in " << d.releases;
+      const json base = estimate(request({{"method", method}, {"framework", fw.name + "@" + release}}));
       ASSERT_FALSE(base.contains("error")) << fw.name << " " << method << ": " << base.dump();
       bool listed = false;
       for (const auto& a : base["framework"]["defaults_applied"]) {

@@ -176,12 +176,24 @@ TEST(ImportLlamaFactory, QloraOtfqExampleGivesItsRequest) {
   EXPECT_EQ(r["request"], expected) << r["request"].dump(2);
 }
 
+// Issue 29: LLaMA-Factory spells the bitsandbytes method "bnb" since 2025
+// (extras/constants.py QuantizationMethod.BNB); quantization_bit 4 with it is
+// LLaMA-Factory's QLoRA, not plain LoRA with a note.
+TEST(ImportLlamaFactory, QuantizationBit4WithBnbIsQlora) {
+  const json r = Import({Fixture("llama_factory_qwen3_lora_sft_otfq.yaml")});
+  ExpectEveryKeyExplained(r);
+  EXPECT_TRUE(r["files"][0]["not_understood"].empty()) << r["files"][0].dump(2);
+  EXPECT_EQ(r["request"]["train"]["method"], "qlora") << r["request"].dump(2);
+  EXPECT_EQ(r["request"]["train"]["framework"], "llama_factory");
+  EXPECT_EQ(r["request"]["train"]["lora"]["rank"], 8);
+}
+
 TEST(ImportTorchtune, Llama31QloraSingleDeviceRecipeGivesItsRequest) {
   const json r = Import({Fixture("torchtune_llama3_1_8B_qlora_single_device.yaml")});
   ExpectEveryKeyExplained(r);
   EXPECT_EQ(r["files"][0]["kind"], "torchtune");
-  // The chunked cross-entropy is counted as the standard loss: said, not hidden.
-  EXPECT_EQ(NotUnderstoodKeys(r["files"][0]), std::vector<std::string>{"loss._component_"});
+  // CEWithChunkedOutputLoss is the chunked loss kind (issue 29).
+  EXPECT_TRUE(NotUnderstoodKeys(r["files"][0]).empty()) << r["files"][0].dump(2);
   EXPECT_EQ(r["model"]["id"], "meta-llama/Llama-3.1-8B");
   EXPECT_EQ(r["model"]["preset"], "meta-llama/Llama-3.1-8B");
   const json expected = json::parse(R"({
@@ -191,10 +203,37 @@ TEST(ImportTorchtune, Llama31QloraSingleDeviceRecipeGivesItsRequest) {
       "lora": {"rank": 8, "alpha": 16, "dropout": 0,
                "targets": ["q_proj", "v_proj", "k_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]},
       "optimizer": "adamw_torch_fused", "precision": "bf16", "grad_checkpointing": "full",
-      "activation_offload": false, "compile": false
+      "activation_offload": false, "compile": false, "loss": "chunked"
     }
   })");
   EXPECT_EQ(WithoutModel(r["request"]), expected) << r["request"].dump(2);
+}
+
+TEST(ImportTorchtune, TheQloraRecipeEstimatesWithBf16EmbeddingsAndTheChunkedLoss) {
+  // Issue 29: vram-probe estimate --model-config Llama-3.1-8B --framework
+  // torchtune --method qlora --per-device-batch 2 --seq-len 2048 --padding
+  // packed --gpu "RTX 4090" answered 17.83 GiB with fp32 embeddings and norms
+  // (PEFT's prepare_model_for_kbit_training, which torchtune never calls) and
+  // the full fp32 logits. The recipe file and the framework name now give the
+  // same job: 16-bit embeddings, output and norms, and the chunked loss.
+  json r = Import({Fixture("torchtune_llama3_1_8B_qlora_single_device.yaml")})["request"];
+  std::ifstream cfg(std::string(VRAM_FIXTURES_DIR) + "/models/meta-llama__Llama-3.1-8B.json");
+  r["model"] = {{"config", json::parse(cfg)}};
+  r["train"]["seq_len"] = 2048;
+  r["train"]["padding"] = "packed";
+  const json e = vram::estimate(r);
+  ASSERT_FALSE(e.contains("error")) << e.dump();
+  for (const auto& c : e["components"]) {
+    if (c["key"] == "weights") {
+      // 4-bit linears 3,600,416,768 B; the rest (embeddings 525,336,576 x 2,
+      // output 525,336,576 x 2, 65 norms of 4,096 x 2 B) in bf16.
+      EXPECT_NE(c["formula"].get<std::string>().find("the rest 2,101,878,784 B"), std::string::npos) << c.dump();
+    }
+    if (c["key"] == "loss_buffers") {
+      // 8 chunks of 4,096 x 128,256: (2 + 4 + 4 / 8) B per logit in forward.
+      EXPECT_EQ(c["bytes"].get<int64_t>(), int64_t{4096} * 128256 * 13 / 2) << c.dump();
+    }
+  }
 }
 
 TEST(ImportLitgpt, Llama32QloraConfigHubGivesItsRequest) {

@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "config_files.h"
 #include "vram/api.h"
+#include "vram/import.h"
 
 namespace {
 
@@ -34,6 +36,27 @@ std::string fixed(double x, int digits) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", digits, x);
   return buf;
+}
+
+// A row's request as its user would type it (issue 29): the recipe files its
+// source names, through `vram-probe import`, then the settings the source
+// states on top (request fields, user-facing only: validation_rows_test).
+vram::json row_request(const vram::json& spec, const std::string& fixtures) {
+  vram::json req = vram::json::object();
+  if (spec.contains("recipe")) {
+    vram::json files = vram::json::array();
+    for (const auto& f : spec["recipe"]) {
+      const std::string path = fixtures + "/validation/" + f.get<std::string>();
+      files.push_back({{"file", f}, {"content", vram::cli::read_config_tree(path)}});
+    }
+    const vram::json imported = vram::import_files({{"files", files}});
+    if (imported.contains("error")) return imported;
+    req = imported["request"];
+  }
+  req.merge_patch(spec["request"]);
+  const std::string cfg_text = slurp(fixtures + "/validation/" + spec["config_file"].get<std::string>());
+  req["model"] = {{"config", vram::json::parse(cfg_text)}};
+  return req;
 }
 
 }  // namespace
@@ -60,10 +83,8 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < measured.size(); ++i) {
     const auto& row = measured[i];
     const auto& spec = requests[i];
-    vram::json req = spec["request"];
-    const std::string cfg_text = slurp(fixtures + "/validation/" + spec["config_file"].get<std::string>());
-    req["model"] = {{"config", vram::json::parse(cfg_text)}};
-    const vram::json res = vram::estimate(req);
+    const vram::json req = row_request(spec, fixtures);
+    const vram::json res = req.contains("error") ? req : vram::estimate(req);
     const std::string kind = row["measure_kind"].get<std::string>();
     const double meas = row["measured_gib"].get<double>();
     double est = NAN;

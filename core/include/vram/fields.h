@@ -84,6 +84,11 @@ inline constexpr const char* kPadding = "max_length";
 // = False; torchtune's recipes compile: False
 // (recipes/configs/llama3_1/8B_*_single_device.yaml at bd2a0fc7); LitGPT's
 // finetune scripts do not compile.
+// torchtune modules/loss/ce_chunked_output_loss.py CEWithChunkedOutputLoss
+// (num_output_chunks: int = 8, v0.6.1), whose compute_cross_entropy upcasts
+// each chunk: F.cross_entropy(logits.float(), ...).
+inline constexpr int64_t kLossChunks = 8;
+inline constexpr bool kLossUpcast = true;
 inline constexpr bool kCompile = false;
 
 // peft LoraConfig: r = 8, lora_alpha = 8, lora_dropout = 0.0; autocast_adapter_dtype=True
@@ -173,8 +178,9 @@ inline constexpr int64_t kMaxGpus = int64_t{1} << 20;
 inline constexpr int64_t kMaxSmallDegree = int64_t{1} << 10;  // tp, vp, GPUs per node
 inline constexpr int64_t kMaxDegree = int64_t{1} << 12;       // pp, cp, ep
 inline constexpr int64_t kMaxNodes = int64_t{1} << 16;
-inline constexpr int64_t kMaxNcclChannels = 64;         // NCCL MAXCHANNELS (src/include/device.h)
-inline constexpr int64_t kMaxElems = int64_t{1} << 40;  // DeepSpeed bucket and threshold sizes, elements
+inline constexpr int64_t kMaxNcclChannels = 64;              // NCCL MAXCHANNELS (src/include/device.h)
+inline constexpr int64_t kMaxLossChunks = int64_t{1} << 16;  // train.loss_chunks: at most a chunk per token
+inline constexpr int64_t kMaxElems = int64_t{1} << 40;       // DeepSpeed bucket and threshold sizes, elements
 // Up to 64 GiB for any single overhead: larger is a unit mistake.
 inline constexpr int64_t kMaxOverhead = int64_t{64} << 30;
 // max_split_size_mb: CUDAAllocatorConfig.cpp requires more than 20 (MiB);
@@ -214,6 +220,10 @@ struct FieldSpec {
   double cli_unit = 0;  // bytes per unit of the flag's value (--cuda-context-gib), 0 = as is
   std::string url;      // the page's URL key, "" for none
   std::string doc;      // one line
+  // Not a setting of the user's job but a consequence of a framework release
+  // or a library version (vram/releases.h): the rules set it, a user may see
+  // and override it, and no validation request sets it (issue 29).
+  bool internal = false;
 
   // The canonical value of an accepted enum name, or nullopt.
   std::optional<std::string> canonical(const std::string& name) const;

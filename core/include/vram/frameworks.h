@@ -17,6 +17,9 @@ struct FrameworkDefault {
   std::string source;  // the framework's file (recipe, config class, module) it comes from
   // The train.method values it applies to (its recipe for them); empty = all.
   std::vector<std::string> methods = {};
+  // The framework releases it applies to, as a version range (vram/releases.h
+  // version_in: "<0.3", ">=0.3"); empty = every release.
+  std::string releases = "";
 };
 
 struct Framework {

@@ -10,6 +10,7 @@
 #include "vram/frameworks.h"
 #include "vram/json_reader.h"
 #include "vram/model.h"
+#include "vram/releases.h"
 #include "vram/status.h"
 
 namespace vram {
@@ -37,6 +38,12 @@ enum class Checkpointing { kNone, kFull, kSelective, kSelectiveOp };
 // train.padding (vram/fields.h kPadding): kLongest varies the batch length
 // from step to step.
 enum class Padding { kMaxLength, kPacked, kLongest };
+// train.loss: how the logits and the cross-entropy are computed
+// (memory/loss.cpp). kChunked: the output projection in chunks of the
+// sequence, one cross-entropy per chunk (torchtune CEWithChunkedOutputLoss,
+// LitGPT chunked_cross_entropy); kFused: a fused linear cross-entropy that
+// never holds the logits (Liger; train.fused_loss).
+enum class LossKind { kStandard, kChunked, kFused };
 
 struct LoraOptions {
   // Defaults and their sources: vram/fields.h.
@@ -80,9 +87,13 @@ struct TrainOptions {
   Kernels kernels = Kernels::kStandard;   // Unsloth's fused LoRA / norm / loss kernels
   Padding padding = Padding::kMaxLength;  // how batches are shaped (seq_len is the longest)
   bool padding_given = false;
-  bool fused_loss = false;       // Liger / cut-cross-entropy fused linear cross-entropy
-  bool fused_norm = false;       // Liger / apex fused RMSNorm kernels
-  bool sdpa_gqa_native = false;  // SDPA enable_gqa path (no padding mask, torch >= 2.5)
+  bool fused_loss = false;  // Liger / cut-cross-entropy fused linear cross-entropy (loss == kFused)
+  LossKind loss = LossKind::kStandard;
+  int64_t loss_chunks = defaults::kLossChunks;  // kChunked: chunks of the sequence (torchtune num_output_chunks)
+  int64_t loss_chunk_size = 0;                  // kChunked: tokens per chunk instead (LitGPT lm_head_chunk_size)
+  bool loss_upcast = defaults::kLossUpcast;     // kChunked: each chunk's logits cast to fp32 before the loss
+  bool fused_norm = false;                      // Liger / apex fused RMSNorm kernels
+  bool sdpa_gqa_native = false;                 // SDPA enable_gqa path (no padding mask, torch >= 2.5)
   bool optimizer_in_backward = false;
   bool activation_offload = false;    // saved activations kept in host memory
   bool compile = defaults::kCompile;  // torch.compile: accepted, not modelled (a warning says so)
@@ -200,6 +211,8 @@ struct Request {
   // left out), in the order applied.
   std::string framework = "hf";
   std::vector<FrameworkDefault> framework_defaults;
+  // Its release and library versions (vram/releases.h).
+  FrameworkJob framework_job;
   std::vector<std::string> assumptions;  // defaults the parser chose, shown to the user
 };
 
@@ -235,5 +248,6 @@ const char* to_string(AttentionImpl a);
 const char* to_string(Kernels k);
 const char* to_string(Checkpointing c);
 const char* to_string(Padding p);
+const char* to_string(LossKind k);
 
 }  // namespace vram

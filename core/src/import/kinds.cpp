@@ -610,9 +610,12 @@ void map_llama_factory(FileContext& ctx) {
   }
   if (ctx.has("quantization_bit")) {
     const int64_t bits = int_at(ctx, "quantization_bit");
-    const std::string method = ctx.has("quantization_method") ? lower(str(*ctx.at("quantization_method")))
-                                                              : "bitsandbytes";  // model_args.py default
-    if (bits == 4 && method == "bitsandbytes") {
+    // model_args.py quantization_method: QuantizationMethod.BNB ("bnb",
+    // extras/constants.py at ff6d4d12); releases before 2025 spelt it
+    // "bitsandbytes". Both load the base with BitsAndBytesConfig(load_in_4bit)
+    // (model/model_utils/quantization.py): that recipe is QLoRA.
+    const std::string method = ctx.has("quantization_method") ? lower(str(*ctx.at("quantization_method"))) : "bnb";
+    if (bits == 4 && (method == "bnb" || method == "bitsandbytes")) {
       ctx.set("quantization_bit", "#quant4", true);
       if (ctx.at("quantization_method") != nullptr) ctx.use("quantization_method");
     } else {
@@ -886,12 +889,17 @@ void map_torchtune(FileContext& ctx) {
   if (ctx.has("loss._component_")) {
     const std::string l = str(*ctx.at("loss._component_"));
     if (l == "torch.nn.CrossEntropyLoss") {
-      ctx.set("loss._component_", "train.fused_loss", false);
-    } else if (l.find("CEWithChunkedOutputLoss") != std::string::npos ||
-               l.find("LinearCrossEntropyLoss") != std::string::npos) {
+      ctx.set("loss._component_", "train.loss", "standard");
+    } else if (l.find("CEWithChunkedOutputLoss") != std::string::npos) {
+      // torchtune/modules/loss/ce_chunked_output_loss.py: num_output_chunks
+      // (default 8) chunks of the sequence, each upcast to fp32.
+      ctx.set("loss._component_", "train.loss", "chunked");
+      set_int(ctx, "loss.num_output_chunks", "train.loss_chunks");
+    } else if (l.find("LinearCrossEntropyLoss") != std::string::npos) {
       ctx.not_understood("loss._component_",
-                         "torchtune's chunked cross-entropy is counted as the standard loss, an upper bound "
-                         "(frameworks.cpp torchtune not_modelled)");
+                         "LinearCrossEntropyLoss (torchtune main after v0.6.1: the output projection inside the "
+                         "loss, by chunk of the tokens that are not ignored) is not modelled; set train.loss "
+                         "chunked for an upper bound");
     } else {
       ctx.not_understood("loss._component_", "loss " + l + " is not modelled");
     }

@@ -55,6 +55,47 @@ void head_lora_buffers(LossBuffers& out, const Dtypes& dt, const HeadLora& head,
                  std::to_string(bwd) + " B of logits-sized gradients in its backward";
 }
 
+// The output projection and the cross-entropy in C chunks of the sequence
+// (train.loss chunked). torchtune v0.6.1: TransformerDecoder.forward returns
+// [self.output(chunk) for chunk in h.chunk(num_output_chunks, dim=1)]
+// (modules/transformer.py, with set_num_output_chunks(8)), and
+// CEWithChunkedOutputLoss (modules/loss/ce_chunked_output_loss.py) runs
+// F.cross_entropy(logits.float(), ...) chunk by chunk; the recipe deletes the
+// logits before backward (recipes/lora_finetune_single_device.py "del
+// logits"). LitGPT: model(..., lm_head_chunk_size=128) and
+// chunked_cross_entropy over those 128-token chunks, without an upcast under
+// bf16-true (litgpt/utils.py). Each chunk's log_softmax output, in the loss
+// dtype, is saved for backward (LogSoftmaxBackward0 keeps its result), so
+// all C stay alive until backward while only one chunk's fp32 copy is alive
+// at a time. Forward: the logits (C chunks, model dtype), the saved
+// log-probabilities and one chunk's copy. Backward, from the last chunk: the
+// saved outputs still alive, the nll and log_softmax gradients of one chunk
+// and its cast back to the logits' dtype (those chunk gradients wait for the
+// output layers' backward, which autograd runs after every loss node: at most
+// the logits' size, below the start of the sweep for C >= 2).
+void chunked_loss(LossBuffers& out, const TrainOptions& t, int64_t N, int64_t V, double logit_factor) {
+  const int64_t chunks = std::max<int64_t>(
+      1, std::min(t.loss_chunk_size > 0 ? ceil_div(t.seq_len, t.loss_chunk_size) : t.loss_chunks, t.seq_len));
+  const int64_t le = out.logits_elem;
+  const int64_t ce = t.loss_upcast ? 4 : le;  // the cross-entropy's dtype
+  const double chunk_nv = static_cast<double>(N) * static_cast<double>(V) * logit_factor / static_cast<double>(chunks);
+  const int64_t logits_chunk = to_bytes(chunk_nv * static_cast<double>(le), kLoss);
+  const int64_t loss_chunk = to_bytes(chunk_nv * static_cast<double>(ce), kLoss);
+  out.forward_pieces = {{logits_chunk, chunks}, {loss_chunk, chunks}};
+  if (ce != le) out.forward_pieces.push_back({loss_chunk, 1});
+  out.backward_pieces = {{loss_chunk, chunks}, {loss_chunk, 2}};
+  if (ce != le) out.backward_pieces.push_back({logits_chunk, 1});
+  for (const Piece& p : out.forward_pieces)
+    out.forward = bytes::add(out.forward, bytes::mul(p.bytes, p.count, kLoss), kLoss);
+  for (const Piece& p : out.backward_pieces)
+    out.backward = bytes::add(out.backward, bytes::mul(p.bytes, p.count, kLoss), kLoss);
+  out.formula = "chunked loss, " + fmt_int(chunks) + " chunks of N " + fmt_int(N) + " x V " + fmt_int(V) + ": " +
+                std::to_string(le) + " B logits + " + std::to_string(ce) + " B saved log-probabilities per logit" +
+                (ce != le ? " + one chunk's fp32 copy" : "") +
+                " in forward; the saved log-probabilities + one chunk's " +
+                (ce != le ? "two fp32 gradients and its cast back" : "two gradients") + " in backward";
+}
+
 }  // namespace
 
 LossBuffers loss_buffers(const Request& req, const Dtypes& dt, int64_t grads_head, bool last, int64_t micro_batch,
@@ -96,6 +137,8 @@ LossBuffers loss_buffers(const Request& req, const Dtypes& dt, int64_t grads_hea
     out.backward_pieces = out.forward_pieces;
     loss_formula =
         "fused linear cross-entropy: chunk " + fmt_int(chunk) + " x V " + fmt_int(V) + " logits + grad_input N x h";
+  } else if (lm_loss && t.loss == LossKind::kChunked) {
+    chunked_loss(out, t, N, V, logit_factor);
   } else if (lm_loss && t.kernels == Kernels::kUnsloth) {
     // Unsloth kernels/cross_entropy_loss.py Fast_CrossEntropyLoss (015bdef0):
     // forward reads the logits as they are (vocabularies above MAX_FUSED_SIZE

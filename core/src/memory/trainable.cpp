@@ -174,7 +174,10 @@ void check_head_lora(const Request& req, const OutputHead& head, const std::stri
   const TrainOptions& t = req.train;
   const auto from_framework = [&](const char* field) {
     for (const auto& d : req.framework_defaults) {
-      if (d.path == field) return " (the " + req.framework + " framework's default)";
+      // train.loss "fused" is train.fused_loss.
+      if (d.path == field || (std::string(field) == "train.fused_loss" && d.path == "train.loss")) {
+        return " (the " + req.framework + " framework's default)";
+      }
     }
     return std::string();
   };
