@@ -181,6 +181,7 @@ constexpr Row kRows[] = {
     internal(boolean("train.zero_grad_set_to_none", d::kZeroGradSetToNone)),
     internal(boolean("train.softmax_saves_input", d::kSoftmaxSavesInput)),
     internal(boolean("train.keeps_previous_logits", d::kKeepsPreviousLogits)),
+    internal(boolean("train.keeps_logits", d::kKeepsLogits)),
     internal(boolean("train.keeps_fused_qkv", d::kKeepsFusedQkv)),
     internal(boolean("train.returns_kv_cache", d::kReturnsKvCache)),
     choice("train.precision", d::kPrecision, "fp32|bf16|fp16|amp_bf16|amp_fp16|mixed_bf16", kPrecisionAliases),
@@ -328,6 +329,10 @@ constexpr Described kFaces[] = {
      {"loop keeps the previous step's logits", "", "",
       "LitGPT: the previous step's logits, and with train.quant.saves_input every 4-bit Linear's input, "
       "stay allocated through the next forward"}},
+    {"train.keeps_logits",
+     {"loop keeps the logits through backward", "", "",
+      "LitGPT fit(): `logits = model(...)` stays referenced while fabric.backward(loss) runs, so the logits "
+      "are alive through the loss backward (torchtune deletes them first; the HF Trainer never returns them)"}},
     {"train.keeps_fused_qkv",
      {"attention keeps the fused q/k/v output", "", "",
       "LitGPT, multi-head attention: v reaches SDPA as a view of the fused q/k/v projection output, so "

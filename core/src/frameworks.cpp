@@ -129,11 +129,16 @@ constexpr DefaultRow kTorchtitanDefaults[] = {
      " activation_checkpoint=SelectiveAC (op level: layer input, every second matmul and the "
      "attention outputs saved)",
      ""},
-    {"train.optimizer", "adamw_torch_fused", kTorchtitanSrc, " optimizer=default_adamw (torch AdamW, fused)", ""},
-    {"train.loss", "fused", kTorchtitanSrc, " loss=ChunkedLossWrapper (output layer and loss in 8 chunks)", ""},
+    {"train.optimizer", "adamw_torch", "",
+     "torchtitan 9dec370 torchtitan/config_manager.py --optimizer.fused store_true (default False: foreach)", "",
+     "<0.1"},
+    {"train.optimizer", "adamw_torch_fused", "",
+     "torchtitan v0.1.0 torchtitan/config/job_config.py Optimizer.implementation = \"fused\"", "", ">=0.1"},
 };
 constexpr const char* kTorchtitanNotModelled[] = {
     "attention: FlexAttention by default (not modelled; estimated as SDPA)",
+    "main after v0.2.2 (b5bcd76c) computes the output layer and the loss in 8 chunks (ChunkedLossWrapper); "
+    "every release up to v0.2.2 takes F.cross_entropy on the full fp32 logits, as modelled",
 };
 
 // Megatron-LM at d98e8a64 (megatron/training/arguments.py, megatron/core configs).
@@ -182,16 +187,34 @@ constexpr DefaultRow kLitgptDefaults[] = {
     {"train.attention", "sdpa", "", "litgpt litgpt/model.py CausalSelfAttention.scaled_dot_product_attention", ""},
     {"train.keeps_previous_logits", true, "",
      "litgpt litgpt/finetune/lora.py fit(): `logits = model(input_ids, lm_head_chunk_size=128)` holds the "
-     "previous step's logits and graph until the next model() returns",
+     "previous step's logits and graph until the next model() returns (from 73baa2d5, 2024-03-15; lit-gpt ran "
+     "the longest sample first, `get_batch(..., longest_seq_ix if iter_num == 0 else None)`, so its peak step had "
+     "no previous graph)",
+     "", ">=0.1"},
+    {"train.keeps_logits", true, "",
+     "litgpt litgpt/finetune/lora.py fit(): `logits = model(...)` is still referenced while fabric.backward(loss) "
+     "runs (lit-gpt finetune/lora.py at 8641822 the same)",
      ""},
     {"train.keeps_fused_qkv", true, "",
      "litgpt litgpt/model.py CausalSelfAttention.forward: q, k, v split from the fused qkv output as views; "
      "with multi-head attention SDPA saves v as that view, so the whole qkv output stays for backward",
      ""},
+    {"train.loss", "chunked", "",
+     "litgpt litgpt/finetune/lora.py fit(): model(input_ids, lm_head_chunk_size=128) returns the logits in "
+     "128-token chunks and litgpt/utils.py chunked_cross_entropy runs F.cross_entropy per chunk (lit-gpt "
+     "538bd992 / 4af1a50f, 2023-06, through v0.5.13)",
+     ""},
+    {"train.loss_chunk_size", 128, "", "litgpt litgpt/finetune/lora.py fit(): lm_head_chunk_size=128", ""},
+    {"train.loss_upcast", false, "",
+     "litgpt litgpt/utils.py chunked_cross_entropy: F.cross_entropy on the chunks as they are (no .float(); "
+     "under bf16-mixed autocast computes it in fp32)",
+     ""},
+    {"train.quant.prepare_kbit", false, "",
+     "lightning lightning_fabric/plugins/precision/bitsandbytes.py BitsandbytesPrecision.convert_module: only "
+     "the Linear layers are replaced; nothing is upcast",
+     "qlora"},
 };
 constexpr const char* kLitgptNotModelled[] = {
-    "loss: chunked_cross_entropy in 128-token chunks, every chunk's logits kept for backward (counted as the "
-    "standard loss)",
     "with --quantize, loading replays bitsandbytes' quantiser, not Lightning's fp16-first one (load is not "
     "the peak)",
     "batches are padded to the longest sample (litgpt/data/base.py get_sft_collate_fn); train.padding stays "
@@ -211,12 +234,22 @@ constexpr DefaultRow kUnslothDefaults[] = {
     {"train.lora.adapter_fp32", true, "",
      "unsloth-zoo unsloth_zoo/training_utils.py prepare_model_for_training: lora_A/B cast to fp32", kAdapters},
     {"train.grad_checkpointing", "full", kUnslothPeft, "use_gradient_checkpointing='unsloth')", ""},
+    {"train.activation_offload", false, "",
+     "unsloth before 2024.4: use_gradient_checkpointing=True is the plain HF checkpointing (no "
+     "Unsloth_Offloaded_Gradient_Checkpointer yet)",
+     "", "<2024.4"},
     {"train.activation_offload", true, "",
      "unsloth unsloth/models/_utils.py: 'unsloth' checkpointing keeps each layer's input in pinned host "
-     "memory",
-     ""},
+     "memory (Unsloth_Offloaded_Gradient_Checkpointer, 4474e4bc, 2024.4)",
+     "", ">=2024.4"},
+    {"train.loss", "standard", "",
+     "unsloth before 2024.11.9: CausalLM_fast_forward returns the 16-bit logits and fast_cross_entropy_loss "
+     "(kernels/cross_entropy_loss.py, modelled with train.kernels unsloth) takes them",
+     "", "<2024.11.9"},
     {"train.loss", "fused", "",
-     "unsloth unsloth/models/llama.py CausalLM_fast_forward: fused linear cross-entropy (no full logits)", ""},
+     "unsloth unsloth/models/llama.py CausalLM_fast_forward: fused linear cross-entropy, no logits (cut cross "
+     "entropy through unsloth-zoo from 549c5be6, 2024.11.9; unsloth_zoo fused_losses from 2025.8)",
+     "", ">=2024.11.9"},
     {"train.optimizer", "adamw_bnb_8bit", "",
      "unsloth studio/backend/assets/configs/model_defaults/default.yaml optim: adamw_8bit (its recipes)", ""},
     {"train.quant.double_quant", true, "",

@@ -49,6 +49,11 @@ inline constexpr bool kSoftmaxSavesInput = false;
 // backward. LitGPT's fit() keeps `logits = model(...)` (litgpt/finetune/lora.py
 // at 43c44323) until the next step's model() returns, and with it the graph.
 inline constexpr bool kKeepsPreviousLogits = false;
+// The same loop keeps this step's logits through its own backward: torchtune
+// deletes them first (recipes/lora_finetune_single_device.py "del logits"),
+// the HF Trainer's compute_loss returns only the loss; LitGPT's fit() holds
+// `logits` while fabric.backward(loss) runs.
+inline constexpr bool kKeepsLogits = false;
 // Attention that takes q, k and v as views of one fused projection output:
 // when the kernel's saved v is such a view, the whole fused output (q, k and
 // v widths) stays allocated until backward, not v alone. LitGPT's

@@ -73,11 +73,13 @@ void head_lora_buffers(LossBuffers& out, const Dtypes& dt, const HeadLora& head,
 // and its cast back to the logits' dtype (those chunk gradients wait for the
 // output layers' backward, which autograd runs after every loss node: at most
 // the logits' size, below the start of the sweep for C >= 2).
-void chunked_loss(LossBuffers& out, const TrainOptions& t, int64_t N, int64_t V, double logit_factor) {
+void chunked_loss(LossBuffers& out, const TrainOptions& t, bool autocast, int64_t N, int64_t V, double logit_factor) {
   const int64_t chunks = std::max<int64_t>(
       1, std::min(t.loss_chunk_size > 0 ? ceil_div(t.seq_len, t.loss_chunk_size) : t.loss_chunks, t.seq_len));
   const int64_t le = out.logits_elem;
-  const int64_t ce = t.loss_upcast ? 4 : le;  // the cross-entropy's dtype
+  // The cross-entropy's dtype: fp32 with an explicit upcast, and under
+  // autocast (cross_entropy is on its fp32 list) whatever the code does.
+  const int64_t ce = t.loss_upcast || autocast ? 4 : le;
   const double chunk_nv = static_cast<double>(N) * static_cast<double>(V) * logit_factor / static_cast<double>(chunks);
   const int64_t logits_chunk = to_bytes(chunk_nv * static_cast<double>(le), kLoss);
   const int64_t loss_chunk = to_bytes(chunk_nv * static_cast<double>(ce), kLoss);
@@ -85,6 +87,7 @@ void chunked_loss(LossBuffers& out, const TrainOptions& t, int64_t N, int64_t V,
   if (ce != le) out.forward_pieces.push_back({loss_chunk, 1});
   out.backward_pieces = {{loss_chunk, chunks}, {loss_chunk, 2}};
   if (ce != le) out.backward_pieces.push_back({logits_chunk, 1});
+  if (t.keeps_logits) out.backward_pieces.push_back({logits_chunk, chunks});  // held by the loop (LitGPT)
   for (const Piece& p : out.forward_pieces)
     out.forward = bytes::add(out.forward, bytes::mul(p.bytes, p.count, kLoss), kLoss);
   for (const Piece& p : out.backward_pieces)
@@ -93,7 +96,8 @@ void chunked_loss(LossBuffers& out, const TrainOptions& t, int64_t N, int64_t V,
                 std::to_string(le) + " B logits + " + std::to_string(ce) + " B saved log-probabilities per logit" +
                 (ce != le ? " + one chunk's fp32 copy" : "") +
                 " in forward; the saved log-probabilities + one chunk's " +
-                (ce != le ? "two fp32 gradients and its cast back" : "two gradients") + " in backward";
+                (ce != le ? "two fp32 gradients and its cast back" : "two gradients") + " in backward" +
+                (t.keeps_logits ? ", with the logits the loop still holds" : "");
 }
 
 }  // namespace
@@ -138,7 +142,7 @@ LossBuffers loss_buffers(const Request& req, const Dtypes& dt, int64_t grads_hea
     loss_formula =
         "fused linear cross-entropy: chunk " + fmt_int(chunk) + " x V " + fmt_int(V) + " logits + grad_input N x h";
   } else if (lm_loss && t.loss == LossKind::kChunked) {
-    chunked_loss(out, t, N, V, logit_factor);
+    chunked_loss(out, t, dt.autocast, N, V, logit_factor);
   } else if (lm_loss && t.kernels == Kernels::kUnsloth) {
     // Unsloth kernels/cross_entropy_loss.py Fast_CrossEntropyLoss (015bdef0):
     // forward reads the logits as they are (vocabularies above MAX_FUSED_SIZE
@@ -182,6 +186,11 @@ LossBuffers loss_buffers(const Request& req, const Dtypes& dt, int64_t grads_hea
     out.forward_pieces = {{nv4, 1}, {to_bytes(static_cast<double>(N) * V * logits_elem * logit_factor, kLoss), 1}};
     if (upcast > 0) out.forward_pieces.push_back({nv4, 1});
     out.backward_pieces = {{nv4, 3 + kept_in}};
+    if (t.keeps_logits) {  // the loop still holds the logits through backward (LitGPT)
+      const int64_t held = to_bytes(static_cast<double>(N) * V * logits_elem * logit_factor, kLoss);
+      out.backward_pieces.push_back({held, 1});
+      loss_bwd = bytes::add(loss_bwd, held, kLoss);
+    }
     loss_formula = "N " + fmt_int(N) + " x V " + fmt_int(V) + " x (" + std::to_string(logits_elem) + " logits + " +
                    std::to_string(upcast) + " fp32 copy + 4 log_softmax) in forward; x " +
                    std::to_string(12 + 4 * kept_in) + " B in backward" +

@@ -200,6 +200,50 @@ void check_head_lora(const Request& req, const OutputHead& head, const std::stri
   }
 }
 
+// The input projections of attention (the families' names for q, k, v).
+bool qkv(const std::string& name) {
+  static const std::set<std::string> kNames = {
+      "q_proj", "k_proj", "v_proj", "qkv_proj", "query_key_value", "c_attn",
+      "Wqkv",   "query",  "key",    "value",    "q_a_proj",        "kv_a_proj_with_mqa"};
+  return kNames.count(name) != 0;
+}
+
+// Recipes that name roles rather than modules (LitGPT's lora_projection /
+// lora_mlp, torchtune's output_proj and apply_lora_to_mlp, imported as the
+// Llama names o_proj and gate/up/down_proj) on a model whose modules are
+// named otherwise (Phi: dense, fc1, fc2): a role name the model lacks becomes
+// the text stack's linears of that role. o_proj: the attention's linear that
+// returns to the hidden size; up/gate_proj: the MLP's linears from the hidden
+// size; down_proj: the MLP's linear back to it. Any other name stays as given.
+std::vector<std::string> by_role(const ModelSpec& m, const std::vector<std::string>& targets,
+                                 const std::set<std::string>& linear_names) {
+  std::vector<std::string> out;
+  const auto add = [&](const std::string& n) {
+    if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+  };
+  const int64_t h = m.text.hidden;
+  for (const std::string& name : targets) {
+    const bool o = name == "o_proj", up = name == "up_proj" || name == "gate_proj", down = name == "down_proj";
+    if (linear_names.count(name) != 0 || !(o || up || down)) {
+      add(name);
+      continue;
+    }
+    std::vector<std::string> found;
+    for (const auto& g : m.groups) {
+      if (g.kind != ModuleKind::kLinear || g.stack != "text") continue;
+      const bool role = o ? g.component == std::string(comp::kAttention) && g.out_features == h && !qkv(g.module)
+                          : g.component == std::string(comp::kMlp) && (up ? g.in_features == h : g.out_features == h);
+      if (role && std::find(found.begin(), found.end(), g.module) == found.end()) found.push_back(g.module);
+    }
+    if (found.empty()) {
+      add(name);  // the caller names the field and lists the modules
+    } else {
+      for (const std::string& f : found) add(f);
+    }
+  }
+  return out;
+}
+
 // LoRA's target modules: PEFT's "all-linear" (every Linear but the output
 // layer: tuners_utils.py _maybe_include_all_linear_layers removes the
 // get_output_embeddings() module), the request's names, or the family's
@@ -214,6 +258,7 @@ std::vector<std::string> lora_targets(const Request& req, bool holds_head, HeadL
   }
   if (t.lora.all_linear) return {linear_names.begin(), linear_names.end()};
   std::vector<std::string> targets = t.lora.targets.empty() ? default_lora_targets(m) : t.lora.targets;
+  if (!t.lora.targets.empty()) targets = by_role(m, targets, linear_names);
   const OutputHead out = output_head(m);
   for (size_t i = 0; i < targets.size(); ++i) {
     if (linear_names.count(targets[i]) != 0) continue;
