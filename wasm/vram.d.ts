@@ -112,6 +112,11 @@ export interface QuantOptions {
 export interface TrainOptions {
   /** Contract. full | lora | qlora | freeze; default full. */
   method?: Method;
+  /**
+   * Contract. The training framework, optionally at a release: "torchtune", "torchtune@0.2",
+   * "unsloth@2024.8", "hf@4.44"; default "hf" at its newest release (core/include/vram/releases.h).
+   */
+  framework?: string;
   /** Contract. Sequences per GPU per forward pass; default 1. */
   micro_batch?: number;
   /** Contract. Tokens per sequence; default 2048. */
@@ -132,6 +137,10 @@ export interface TrainOptions {
   attention?: Attention;
   /** Contract. Fused linear cross-entropy (Liger, cut-cross-entropy): no full logits; default false. */
   fused_loss?: boolean;
+  /** How the logits and the cross-entropy are computed: standard, chunked (torchtune CEWithChunkedOutputLoss, LitGPT chunked_cross_entropy) or fused (= fused_loss). */
+  loss?: 'standard' | 'chunked' | 'fused';
+  /** chunked: chunks of the sequence (torchtune num_output_chunks); default 8. */
+  loss_chunks?: number;
   /** Fused RMSNorm kernels (Liger, apex); default false. */
   fused_norm?: boolean;
   /** SDPA's native GQA path (torch >= 2.5, no padding mask); default false. */
@@ -309,6 +318,16 @@ export interface Request {
   task?: 'train' | 'infer';
   /** Contract. Training workload. */
   train?: TrainOptions;
+  /** Library versions the job runs on, overriding what `train.framework`'s release implies ("0.41.1"). */
+  versions?: {
+    torch?: string;
+    transformers?: string;
+    peft?: string;
+    trl?: string;
+    bitsandbytes?: string;
+    torchao?: string;
+    flash_attn?: string;
+  };
   /** Contract. Inference workload. */
   infer?: InferOptions;
   /** Contract. Multi-GPU layout. */
@@ -708,6 +727,18 @@ export interface Result {
   gpus: GpuRow[];
   /** Defaults the estimator chose for fields the request left out. */
   assumptions: string[];
+  /** Training: the framework at its release, the library versions, and every default it applied. */
+  framework?: {
+    name: string;
+    label: string;
+    /** The release applied (the newest when `release_given` is false). */
+    release: string;
+    release_given: boolean;
+    /** Each library's version and where it came from ("torchtune@0.2.1" or "versions.torch"). */
+    versions: Record<string, { version: string; from: string }>;
+    defaults_applied: { path: string; value: unknown; source: string }[];
+    not_modelled: string[];
+  };
   /** Contract. Things the user should know (inexact counts, risky settings). */
   warnings: string[];
   /** Contract (`fit.fits`, `fit.capacity_bytes`). The verdict for `request.gpu`; null without a GPU. */
@@ -771,6 +802,13 @@ export interface VersionInfo {
   supported_model_types: string[];
   /** Known optimizer names (HF Trainer `optim` vocabulary plus aliases). */
   optimizers: string[];
+  /** Contract. The `train.framework` names. */
+  frameworks: string[];
+  /** Each framework's releases, oldest first, with the library versions each implies. */
+  framework_releases: Record<
+    string,
+    { version: string; date: string; libraries: Record<string, string>; source: string }[]
+  >;
   /** The GPU catalog. */
   gpus: CatalogGpu[];
   /** The input rules every entry point applies (README "Input rules"). */
@@ -1038,6 +1076,8 @@ export interface FrameworkQuery {
   framework: string;
   /** A `train.method` value; the core's default when absent. */
   method?: string;
+  /** Library versions overriding the release's (`versions.bitsandbytes`, ...). */
+  versions?: Record<string, string>;
 }
 
 /** One framework's defaults for one method (core/src/frameworks.cpp). */
@@ -1046,6 +1086,8 @@ export interface FrameworkDefaults {
   framework: string;
   /** For people, e.g. "torchtune". */
   label: string;
+  /** The release the defaults are for (the newest when the query named none). */
+  release: string;
   /** Canonical method name. */
   method: string;
   /** Each default: request field path, its value, and the framework file it comes from. */

@@ -57,6 +57,9 @@ export const DEFAULT_SETTINGS = Object.freeze({
     // the form (applyFramework) and are left out of the request, so the core
     // applies and lists them.
     framework: f('train.framework'),
+    // Its release ('' = the newest, which the core names in the result):
+    // sent as train.framework NAME@RELEASE (core/include/vram/releases.h).
+    release: '',
     method: f('train.method'),
     micro_batch: f('train.micro_batch'),
     seq_len: f('train.seq_len'),
@@ -347,6 +350,7 @@ function loraTargets(text) {
  * {} for hf (whose defaults are the fields' own) or without an estimator.
  */
 export function frameworkForm(vram, framework, method) {
+  // hf's defaults are the fields' own, but a named hf release has rules.
   if (!vram || !framework || framework === coreDefault('train.framework')) return {};
   let answer;
   try {
@@ -368,7 +372,7 @@ export function frameworkForm(vram, framework, method) {
  */
 export function applyFramework(s, vram) {
   const next = structuredClone(s);
-  const fw = frameworkForm(vram, next.train.framework, next.train.method);
+  const fw = frameworkForm(vram, frameworkName(next.train), next.train.method);
   for (const path of FRAMEWORK_FORM_PATHS)
     putPath(next, path, path in fw ? fw[path] : formStart(path));
   return next;
@@ -380,7 +384,7 @@ export function applyFramework(s, vram) {
  * changes for hf or without an estimator.
  */
 export function fillFrameworkDefaults(s, vram, given) {
-  const fw = frameworkForm(vram, s.train?.framework, s.train?.method);
+  const fw = frameworkForm(vram, s.train ? frameworkName(s.train) : undefined, s.train?.method);
   const missing = Object.keys(fw).filter((path) => !given.includes(path));
   if (!missing.length) return s;
   const next = structuredClone(s);
@@ -388,10 +392,26 @@ export function fillFrameworkDefaults(s, vram, given) {
   return next;
 }
 
-/** Picks the training framework: its defaults replace the form's values of the fields it sets. */
+/**
+ * The train.framework value of the form's framework and release:
+ * NAME@RELEASE, or NAME for its newest release.
+ */
+export function frameworkName(t) {
+  return t.release ? `${t.framework}@${t.release}` : t.framework;
+}
+
+/** Picks the training framework (at its newest release): its defaults replace the form's values of the fields it sets. */
 export function setFramework(name) {
   const next = structuredClone(settings.value);
   next.train.framework = name;
+  next.train.release = '';
+  settings.value = applyFramework(next, estimator.value);
+}
+
+/** Picks the framework's release ('' = the newest): its defaults fill the form as the framework's do. */
+export function setRelease(release) {
+  const next = structuredClone(settings.value);
+  next.train.release = release;
   settings.value = applyFramework(next, estimator.value);
 }
 
@@ -400,7 +420,7 @@ export function setMethod(method) {
   const next = structuredClone(settings.value);
   next.train.method = method;
   settings.value =
-    next.train.framework && next.train.framework !== coreDefault('train.framework')
+    (next.train.framework && next.train.framework !== coreDefault('train.framework')) || next.train.release
       ? applyFramework(next, estimator.value)
       : next;
 }
@@ -611,8 +631,8 @@ export function buildRequest(s, config, catalog = [], experts = 0, fwForm = {}, 
     }
     if (t.method === 'freeze')
       req.train.trainable_modules = freezeModules(t.freeze_modules, config);
-    if (t.framework && t.framework !== coreDefault('train.framework')) {
-      req.train.framework = t.framework;
+    if ((t.framework && t.framework !== coreDefault('train.framework')) || t.release) {
+      req.train.framework = frameworkName(t);
       // A field at the framework's default is left out, so the core applies
       // and lists it (result.framework.defaults_applied) exactly as
       // `vram-probe estimate --framework` does; one the user changed is sent,
@@ -732,7 +752,7 @@ export function requestFor(s, config, vram = estimator.value, fwForm = undefined
   // modelFacts, which is read from the estimate of this request).
   const experts = vram && s.parallel?.ep > 1 ? routedExperts(summaryOf(vram, config)) : 0;
   const fw =
-    fwForm ?? (s.task === 'train' ? frameworkForm(vram, s.train.framework, s.train.method) : {});
+    fwForm ?? (s.task === 'train' ? frameworkForm(vram, frameworkName(s.train), s.train.method) : {});
   // Likewise the vision tower only decides whether an image count is sent.
   const images = s.task === 'train' ? s.train?.images_per_sample : s.infer?.images_per_prompt;
   const vision = Boolean(vram && config && images > 0 && hasVisionTower(summaryOf(vram, config)));
@@ -782,11 +802,28 @@ export const frameworkOptions = computed(() => {
   });
 });
 
+/**
+ * The chosen framework's releases as select options, newest first, after
+ * "newest" itself ('': the core applies the newest and says which), from the
+ * core's release table (version().framework_releases).
+ */
+export const releaseOptions = computed(() => {
+  const list = versionInfo.value?.framework_releases?.[settings.value.train.framework] ?? [];
+  const newest = list[list.length - 1];
+  return [
+    { value: '', label: newest ? `newest (${newest.version}, ${newest.date})` : 'newest' },
+    ...list
+      .slice()
+      .reverse()
+      .map((r) => ({ value: r.version, label: `${r.version} (${r.date})` })),
+  ];
+});
+
 /** The form values of the chosen framework's defaults for the chosen method (frameworkForm). */
 export const framework = computed(() => {
   const s = settings.value;
   return s.task === 'train'
-    ? frameworkForm(estimator.value, s.train.framework, s.train.method)
+    ? frameworkForm(estimator.value, frameworkName(s.train), s.train.method)
     : {};
 });
 

@@ -77,6 +77,8 @@ const FIELDS = [
     return [f.url, f.path, kind, options];
   }),
   ['freeze', 'train.freeze_modules', 'text'],
+  // The framework's release (train.framework NAME@RELEASE; '' = the newest).
+  ['rel', 'train.release', 'version'],
   ['planfw', 'planner.framework', 'enum', PLAN_FRAMEWORKS],
   ['hostram', 'planner.host_ram_gib', 'num'],
 ];
@@ -242,6 +244,9 @@ export function parse(hash, { nested = false } = {}) {
     } else if (kind === 'bool') {
       if (raw !== '0' && raw !== '1') continue;
       v = raw === '1';
+    } else if (kind === 'version') {
+      if (!/^[0-9][0-9A-Za-z.+_-]{0,31}$/.test(raw)) continue;
+      v = raw;
     } else if (kind === 'name') {
       if (!/^[a-z0-9_]{1,64}$/.test(raw)) continue;
       v = raw;

@@ -33,6 +33,27 @@ describe('the framework select', () => {
     expect(screen.getByLabelText(/train\.framework/).value).toBe('unsloth');
   });
 
+  it('a release select follows the framework, fills its recipe and is kept in the link', async () => {
+    cleanup();
+    await openPage('#m=preset:Qwen/Qwen3-0.6B&method=lora&fw=torchtune');
+    const newest = peakBytes();
+    const release = screen.getByLabelText(/framework@release/);
+    expect(release.value).toBe('');
+    expect([...release.options].map((o) => o.value)).toContain('0.2.1');
+    fireEvent.change(release, { target: { value: '0.2.1' } });
+    await peakChangedFrom(newest);
+    expect(settings.value.train.lora.targets).toBe('q_proj,v_proj'); // v0.2 configs: q and v only
+    expect(settings.value.train.optimizer).toBe('adamw_torch'); // fused AdamW from v0.3.1
+    await waitFor(() => expect(window.location.hash).toContain('rel=0.2.1'));
+    const link = window.location.hash;
+    cleanup();
+    window.history.replaceState(null, '', window.location.pathname);
+    await openPage(link);
+    expect(screen.getByLabelText(/framework@release/).value).toBe('0.2.1');
+    fireEvent.change(screen.getByLabelText(/train\.framework/), { target: { value: 'unsloth' } });
+    await waitFor(() => expect(settings.value.train.release).toBe(''));
+  });
+
   it("a hand-written link naming only the framework gets its recipe; the link's own fields win", async () => {
     cleanup();
     await openPage('#m=preset:Qwen/Qwen3-0.6B&method=qlora&fw=unsloth&optim=adamw_torch');

@@ -18,6 +18,7 @@ import {
   estimator,
   FRAMEWORK_FORM_PATHS,
   frameworkForm,
+  frameworkName,
 } from '../../src/lib/state.js';
 import { estimateRaw, loadVram } from '../../src/wasm/vram.js';
 import { modelFile, probe } from './requests.js';
@@ -40,15 +41,16 @@ beforeAll(async () => {
 });
 
 /** The form with `framework` and `method` chosen, as the select leaves it. */
-function formFor(framework, method) {
+function formFor(framework, method, release = '') {
   const s = structuredClone(DEFAULT_SETTINGS);
   s.train.framework = framework;
+  s.train.release = release;
   s.train.method = method;
   return applyFramework(s, vram);
 }
 
 function requestFor(s) {
-  return buildRequest(s, config, catalog, 0, frameworkForm(vram, s.train.framework, s.train.method));
+  return buildRequest(s, config, catalog, 0, frameworkForm(vram, frameworkName(s.train), s.train.method));
 }
 
 /** The CLI flags that say what the request says: one per leaf, from the fields table. */
@@ -129,6 +131,30 @@ describe('the framework select', () => {
       }
     }
     expect(compared).toBe(FRAMEWORKS.length * METHODS.length);
+  });
+
+  it('a release gives the same bytes as vram-probe estimate --framework NAME@RELEASE (issue 29)', async () => {
+    const releases = vram.version().framework_releases;
+    for (const framework of FRAMEWORKS) expect(releases[framework]?.length, framework).toBeGreaterThan(0);
+    for (const [framework, release, method] of [
+      ['torchtune', '0.2.1', 'qlora'],
+      ['torchtune', '0.1.0', 'lora'],
+      ['unsloth', '2024.1', 'qlora'],
+      ['litgpt', '0.0', 'lora'],
+      ['hf', '4.15.0', 'full'],
+    ]) {
+      const req = requestFor(formFor(framework, method, release));
+      expect(req.train.framework).toBe(`${framework}@${release}`);
+      const r = vram.estimate(req);
+      expect(r.framework.release).toBe(release);
+      expect(r.framework.release_given).toBe(true);
+      const run = spawnSync(probe, ['estimate', ...flagsOf(req), '--json'], { encoding: 'utf8' });
+      expect(run.status, `${framework}@${release}: ${run.stdout}${run.stderr}`).toBe(0);
+      expect(run.stdout, `${framework}@${release}`).toBe(`${await estimateRaw(JSON.stringify(req))}\n`);
+    }
+    // torchtune's recipes changed with the release: the form follows.
+    expect(formFor('torchtune', 'lora', '0.2.1').train.lora.targets).toBe('q_proj,v_proj');
+    expect(formFor('torchtune', 'lora', '0.2.1').train.optimizer).toBe('adamw_torch');
   });
 
   it('three frameworks give three different QLoRA estimates of the same model', () => {

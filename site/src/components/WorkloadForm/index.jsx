@@ -8,8 +8,10 @@ import {
   model,
   modelFacts,
   optimizerOptions,
+  releaseOptions,
   setFramework,
   setMethod,
+  setRelease,
   setSetting,
   settings,
 } from '../../lib/state.js';
@@ -123,7 +125,7 @@ function frameworkHint(path, t) {
   )
     return undefined;
   const label = frameworkOptions.value.find((o) => o.value === t.framework)?.label ?? t.framework;
-  return `${label} default`;
+  return `${label}${t.release ? ` ${t.release}` : ''} default`;
 }
 
 function TrainingFields({ t }) {
@@ -138,6 +140,14 @@ function TrainingFields({ t }) {
           options={frameworkOptions.value}
           onChange={setFramework}
           hint="Its recipe's defaults fill the fields below; what you change wins."
+        />
+        <SelectField
+          label="Release"
+          name="train.framework@release"
+          value={t.release}
+          options={releaseOptions.value}
+          onChange={setRelease}
+          hint="The libraries its users ran (PyTorch, transformers, PEFT, bitsandbytes, torchao) follow it."
         />
         <SelectField
           label="Method"
