@@ -420,7 +420,8 @@ export function setMethod(method) {
   const next = structuredClone(settings.value);
   next.train.method = method;
   settings.value =
-    (next.train.framework && next.train.framework !== coreDefault('train.framework')) || next.train.release
+    (next.train.framework && next.train.framework !== coreDefault('train.framework')) ||
+    next.train.release
       ? applyFramework(next, estimator.value)
       : next;
 }
@@ -752,7 +753,8 @@ export function requestFor(s, config, vram = estimator.value, fwForm = undefined
   // modelFacts, which is read from the estimate of this request).
   const experts = vram && s.parallel?.ep > 1 ? routedExperts(summaryOf(vram, config)) : 0;
   const fw =
-    fwForm ?? (s.task === 'train' ? frameworkForm(vram, frameworkName(s.train), s.train.method) : {});
+    fwForm ??
+    (s.task === 'train' ? frameworkForm(vram, frameworkName(s.train), s.train.method) : {});
   // Likewise the vision tower only decides whether an image count is sent.
   const images = s.task === 'train' ? s.train?.images_per_sample : s.infer?.images_per_prompt;
   const vision = Boolean(vram && config && images > 0 && hasVisionTower(summaryOf(vram, config)));
