@@ -62,9 +62,10 @@ int run_frameworks(const std::vector<std::string>& args) {
       (a == "--method" ? method : names.emplace_back()) = args[++i];
     } else if (a == "--help" || a == "-h") {
       std::printf(
-          "usage: vram-probe frameworks [--framework NAME] [--method lora|qlora|full|freeze] [--json]\n\n"
-          "The defaults each training framework's recipe sets for a method (default lora), each with the "
-          "framework file it comes from; `estimate --framework NAME` applies them to the fields left out.\n"
+          "usage: vram-probe frameworks [--framework NAME[@RELEASE]] [--method lora|qlora|full|freeze] [--json]\n\n"
+          "The defaults each training framework's recipe sets for a method (default lora) at a release (default "
+          "the newest), each with the framework file or the library change it comes from; `estimate --framework "
+          "NAME[@RELEASE]` applies them to the fields left out. `vram-probe version` lists the releases.\n"
           "--json  one object per framework, the same bytes as the page's WASM frameworkDefaults()\n");
       return 0;
     } else {
@@ -89,8 +90,9 @@ int run_frameworks(const std::vector<std::string>& args) {
     return 0;
   }
   for (const auto& f : all) {
-    std::printf("%s (%s), method %s\n", f["label"].get<std::string>().c_str(),
-                f["framework"].get<std::string>().c_str(), f["method"].get<std::string>().c_str());
+    std::printf("%s (%s@%s), method %s\n", f["label"].get<std::string>().c_str(),
+                f["framework"].get<std::string>().c_str(), f["release"].get<std::string>().c_str(),
+                f["method"].get<std::string>().c_str());
     if (f["defaults"].empty()) std::printf("  the request fields' own defaults (docs/schema.md)\n");
     for (const auto& d : f["defaults"]) {
       std::printf("  %-28s %-22s %s\n", d["path"].get<std::string>().c_str(), d["value"].dump().c_str(),

@@ -88,5 +88,160 @@ TEST(Frameworks, AnUnknownFrameworkNamesTheField) {
   EXPECT_EQ(r["error"]["path"], "train.framework");
 }
 
+// Issue 29 item 2: each framework's recipe for each method, at its newest
+// release, as its source states it (frameworks.cpp cites each): a row per
+// framework and method of the defaults that change memory most.
+struct Expected {
+  const char* framework;
+  const char* method;
+  const char* path;
+  json value;
+};
+
+const std::vector<Expected>& expected_defaults() {
+  static const std::vector<Expected> kRows = {
+      // torchtune v0.6.1: no kbit upcast, CEWithChunkedOutputLoss, fused AdamW, bf16 everywhere.
+      {"torchtune", "qlora", "train.quant.prepare_kbit", false},
+      {"torchtune", "qlora", "train.loss", "chunked"},
+      {"torchtune", "qlora", "train.optimizer", "adamw_torch_fused"},
+      {"torchtune", "qlora", "train.quant.quantizer", "torchao"},
+      {"torchtune", "lora", "train.lora.adapter_fp32", false},
+      {"torchtune", "lora", "train.loss", "chunked"},
+      {"torchtune", "full", "train.optimizer", "paged_adamw_8bit"},
+      {"torchtune", "full", "train.optimizer_in_backward", true},
+      // LitGPT: chunked bf16 loss over 128-token chunks, the logits held, Lightning's quantiser.
+      {"litgpt", "lora", "train.loss", "chunked"},
+      {"litgpt", "lora", "train.loss_chunk_size", 128},
+      {"litgpt", "lora", "train.keeps_logits", true},
+      {"litgpt", "qlora", "train.quant.quantizer", "lightning_bitsandbytes"},
+      {"litgpt", "qlora", "train.quant.prepare_kbit", false},
+      {"litgpt", "qlora", "train.optimizer", "paged_adamw_32bit"},
+      {"litgpt", "full", "train.optimizer", "adamw_torch"},
+      // Unsloth 2026.8.1: fused loss, offloaded checkpoints, its kernels, 8-bit AdamW.
+      {"unsloth", "qlora", "train.loss", "fused"},
+      {"unsloth", "qlora", "train.activation_offload", true},
+      {"unsloth", "qlora", "train.kernels", "unsloth"},
+      {"unsloth", "qlora", "train.quant.prepare_kbit", false},
+      {"unsloth", "lora", "train.optimizer", "adamw_bnb_8bit"},
+      // Axolotl and LLaMA-Factory: 16-bit embeddings and norms under QLoRA, fp32 adapters.
+      {"axolotl", "qlora", "train.quant.prepare_kbit", false},
+      {"axolotl", "lora", "train.lora.adapter_fp32", true},
+      {"axolotl", "full", "train.optimizer", "adamw_torch_fused"},
+      {"llama_factory", "qlora", "train.quant.prepare_kbit", false},
+      {"llama_factory", "qlora", "train.quant.double_quant", true},
+      {"llama_factory", "lora", "train.grad_checkpointing", "full"},
+      {"llama_factory", "full", "train.loss", "standard"},
+      // torchtitan v0.2.2: op-level selective checkpointing, fused AdamW, fp32 weights with bf16 compute.
+      {"torchtitan", "full", "train.grad_checkpointing", "selective_op"},
+      {"torchtitan", "full", "train.optimizer", "adamw_torch_fused"},
+      {"torchtitan", "full", "train.precision", "amp_bf16"},
+      {"megatron", "full", "train.precision", "mixed_bf16"},
+      {"megatron", "full", "train.grad_checkpointing", "none"},
+      {"deepspeed", "full", "train.precision", "mixed_bf16"},
+  };
+  return kRows;
+}
+
+TEST(Frameworks, EachFrameworksNewestRecipeMatchesItsSource) {
+  for (const Expected& x : expected_defaults()) {
+    const json r = estimate(request({{"method", x.method}, {"framework", x.framework}}));
+    ASSERT_FALSE(r.contains("error")) << x.framework << " " << x.method << ": " << r.dump();
+    json got;
+    for (const auto& d : r["framework"]["defaults_applied"]) {
+      if (d["path"] == x.path) got = d["value"];
+    }
+    EXPECT_EQ(got, x.value) << x.framework << " " << x.method << " " << x.path;
+    EXPECT_FALSE(r["framework"]["release_given"].get<bool>());
+  }
+  // hf runs PEFT's documented QLoRA flow: prepare_model_for_kbit_training upcasts (the field's own default).
+  const json hf = estimate(request({{"method", "qlora"}}));
+  for (const auto& d : hf["framework"]["defaults_applied"]) EXPECT_NE(d["path"], "train.quant.prepare_kbit");
+}
+
+// A release is part of the job: the rules of its library versions apply, the
+// result names the versions, and a request's own versions.* win.
+TEST(Frameworks, AReleaseBringsItsLibraryRulesAndVersionsOverrideThem) {
+  const json old = estimate(request({{"method", "qlora"}, {"framework", "torchtune@0.1"}}));
+  ASSERT_FALSE(old.contains("error")) << old.dump();
+  EXPECT_EQ(old["framework"]["release"], "0.1.1");  // the newest 0.1.x
+  EXPECT_EQ(old["framework"]["versions"]["torchao"]["version"], "0.1");
+  bool unchunked = false;
+  for (const auto& d : old["framework"]["defaults_applied"]) {
+    unchunked = unchunked || (d["path"] == "train.quant.quantizer" && d["value"] == "torchao_unchunked");
+  }
+  EXPECT_TRUE(unchunked) << old["framework"].dump(2);  // torchao < 0.2
+
+  json newer = request({{"method", "qlora"}, {"framework", "torchtune@0.1"}});
+  newer["versions"] = {{"torchao", "0.3.1"}};
+  const json r = estimate(newer);
+  ASSERT_FALSE(r.contains("error")) << r.dump();
+  EXPECT_EQ(r["framework"]["versions"]["torchao"]["from"], "versions.torchao");
+  for (const auto& d : r["framework"]["defaults_applied"]) EXPECT_NE(d["value"], "torchao_unchunked");
+
+  // bitsandbytes 0.41.1 under HF QLoRA: every 4-bit Linear keeps its input.
+  json bnb = request({{"method", "qlora"}});
+  bnb["versions"] = {{"bitsandbytes", "0.41.1"}};
+  bool saves = false;
+  const json with_bnb = estimate(bnb);
+  for (const auto& d : with_bnb["framework"]["defaults_applied"]) {
+    saves = saves || (d["path"] == "train.quant.saves_input" && d["value"] == true);
+  }
+  EXPECT_TRUE(saves);
+}
+
+TEST(Frameworks, ABadReleaseOrVersionNamesItsField) {
+  json r = estimate(request({{"framework", "torchtune@0.0.1"}}));
+  ASSERT_TRUE(r.contains("error"));
+  EXPECT_EQ(r["error"]["path"], "train.framework");
+  EXPECT_NE(r["error"]["message"].get<std::string>().find("0.1.0"), std::string::npos);  // lists the releases
+  r = estimate(request({{"framework", "torchtune@latest"}}));
+  EXPECT_EQ(r["error"]["path"], "train.framework");
+  json v = request({{"framework", "hf@4.44"}});
+  v["versions"] = {{"transformers", "4.40.0"}};
+  r = estimate(v);
+  EXPECT_EQ(r["error"]["path"], "versions.transformers");
+  v["versions"] = {{"bitsandbytes", 0.41}};
+  r = estimate(v);
+  EXPECT_EQ(r["error"]["path"], "versions.bitsandbytes");
+  v["versions"] = {{"torchvision", "0.19"}};
+  r = estimate(v);
+  EXPECT_EQ(r["error"]["code"], "unknown_field");
+}
+
+TEST(Releases, VersionsCompareNumberByNumber) {
+  EXPECT_LT(compare_versions("0.43.1", "0.43.2"), 0);
+  EXPECT_LT(compare_versions("0.43.2", "0.43.10"), 0);
+  EXPECT_EQ(compare_versions("2.0", "2.0.0"), 0);
+  EXPECT_LT(compare_versions("2024.8", "2024.11.9"), 0);
+  EXPECT_EQ(compare_versions("2.1.0+cu121", "2.1.0"), 0);
+  EXPECT_TRUE(version_in("0.42.0", "<0.43.2"));
+  EXPECT_FALSE(version_in("0.43.2", "<0.43.2"));
+  EXPECT_TRUE(version_in("0.7.0", ">=0.6,<0.12"));
+  EXPECT_FALSE(version_in("0.12.0", ">=0.6,<0.12"));
+  EXPECT_TRUE(version_in("9.9", ""));
+  EXPECT_TRUE(valid_version("2.6.0.dev20241223"));
+  EXPECT_FALSE(valid_version("latest"));
+  EXPECT_FALSE(valid_version(""));
+}
+
+TEST(Releases, EveryReleaseRowIsWellFormedAndOrdered) {
+  for (const Framework& fw : frameworks()) {
+    const std::vector<FrameworkRelease> all = releases_of(fw.name);
+    ASSERT_FALSE(all.empty()) << fw.name;
+    for (size_t i = 0; i < all.size(); ++i) {
+      EXPECT_TRUE(valid_version(all[i].version)) << fw.name << " " << all[i].version;
+      EXPECT_FALSE(all[i].source.empty()) << fw.name << " " << all[i].version;
+      if (i > 0) EXPECT_LT(compare_versions(all[i - 1].version, all[i].version), 0) << fw.name;
+      if (i > 0) EXPECT_LE(all[i - 1].date, all[i].date) << fw.name;
+      for (const auto& [lib, v] : all[i].libraries) {
+        EXPECT_TRUE(lib == "transformers" || std::find(versioned_libraries().begin(), versioned_libraries().end(),
+                                                       lib) != versioned_libraries().end())
+            << fw.name << " " << lib;
+        EXPECT_TRUE(valid_version(v)) << fw.name << " " << lib << " " << v;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace vram

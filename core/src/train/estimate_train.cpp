@@ -324,7 +324,9 @@ void step_assumptions(Estimate& e, const RankBasis& b) {
     e.warnings.push_back(
         "train.compile: torch.compile is not modelled; this is the eager-mode estimate, likely an upper bound for "
         "activations (Inductor fuses pointwise ops, and the min-cut partitioner, torch/_functorch/partitioners.py "
-        "min_cut_rematerialization_partition, recomputes some of them in backward instead of saving them)");
+        "min_cut_rematerialization_partition, recomputes some of them in backward instead of saving them). "
+        "Measured: torchtune's README 'Optimization flags' table (1814feb, Llama-3.2-3B full fine-tune, 2 x 4096 "
+        "packed, no checkpointing) goes from 60.0 to 51.0 GiB of active memory with compile, 15 % below eager");
   }
   if (m.stack("vision") != nullptr) {
     e.assumptions.push_back("train.seq_len counts the image tokens the language model sees");
