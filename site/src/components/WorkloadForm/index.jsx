@@ -143,7 +143,7 @@ function TrainingFields({ t }) {
         />
         <SelectField
           label="Release"
-          name="train.framework@release"
+          name="framework@release"
           value={t.release}
           options={releaseOptions.value}
           onChange={setRelease}
