@@ -74,10 +74,13 @@ const OptimizerInfo kOptimizers[] = {
      true},
 };
 
+// adamw_hf is transformers' own AdamW (transformers/optimization.py AdamW:
+// a Python loop over the parameters, no foreach temporaries), the Trainer's
+// default optim before 4.32 (transformers PR #25109), not torch's.
 const std::pair<const char*, const char*> kAliases[] = {
-    {"adamw", "adamw_torch"},       {"adamw_hf", "adamw_torch"},      {"adamw_8bit", "adamw_bnb_8bit"},
-    {"adam8bit", "adamw_bnb_8bit"}, {"adamw8bit", "adamw_bnb_8bit"},  {"paged_adamw", "paged_adamw_32bit"},
-    {"lion", "lion_32bit"},         {"sgd-momentum", "sgd_momentum"}, {"adamw_torch_foreach", "adamw_torch"},
+    {"adamw", "adamw_torch"},       {"adamw_hf", "adamw_torch_forloop"}, {"adamw_8bit", "adamw_bnb_8bit"},
+    {"adam8bit", "adamw_bnb_8bit"}, {"adamw8bit", "adamw_bnb_8bit"},     {"paged_adamw", "paged_adamw_32bit"},
+    {"lion", "lion_32bit"},         {"sgd-momentum", "sgd_momentum"},    {"adamw_torch_foreach", "adamw_torch"},
 };
 
 }  // namespace
