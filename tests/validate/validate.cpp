@@ -59,6 +59,35 @@ vram::json row_request(const vram::json& spec, const std::string& fixtures) {
   return req;
 }
 
+// The estimate's figure for what the row measured, in GiB (NaN on an error).
+double estimate_gib(const vram::json& res, const vram::json& spec, const std::string& kind) {
+  if (res.contains("error")) return NAN;
+  if (spec.contains("phase")) {
+    for (const auto& p : res["phases"]) {
+      if (p["key"] == spec["phase"]) return p["bytes"].get<double>() / 1073741824.0;
+    }
+    return NAN;
+  }
+  const char* key = kind == "max_memory_allocated"  ? "peak_allocated_bytes"
+                    : kind == "max_memory_reserved" ? "peak_reserved_bytes"
+                                                    : "peak_bytes";
+  return res[key].get<double>() / 1073741824.0;
+}
+
+// The row's settings as the table shows them.
+std::string setting_of(const vram::json& row) {
+  std::string setting =
+      row.value("precision", "") + ", " + (row["optimizer"].is_string() ? row["optimizer"].get<std::string>() : "-");
+  if (row["micro_batch"].is_number()) setting += ", b " + std::to_string(row["micro_batch"].get<int>());
+  if (row["seq_len"].is_number()) setting += ", s " + std::to_string(row["seq_len"].get<int>());
+  if (row["grad_checkpointing"].is_boolean() && row["grad_checkpointing"].get<bool>()) setting += ", ckpt";
+  if (row["lora_rank"].is_number()) setting += ", r " + std::to_string(row["lora_rank"].get<int>());
+  for (auto& c : setting) {
+    if (c == '|') c = '/';
+  }
+  return setting;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -87,35 +116,17 @@ int main(int argc, char** argv) {
     const vram::json res = req.contains("error") ? req : vram::estimate(req);
     const std::string kind = row["measure_kind"].get<std::string>();
     const double meas = row["measured_gib"].get<double>();
-    double est = NAN;
     if (res.contains("error")) {
       ++failures;
       std::fprintf(stderr, "row %zu: %s\n", i, res.dump().c_str());
-    } else if (spec.contains("phase")) {
-      for (const auto& p : res["phases"]) {
-        if (p["key"] == spec["phase"]) est = p["bytes"].get<double>() / 1073741824.0;
-      }
-    } else if (kind == "max_memory_allocated") {
-      est = res["peak_allocated_bytes"].get<double>() / 1073741824.0;
-    } else if (kind == "max_memory_reserved") {
-      est = res["peak_reserved_bytes"].get<double>() / 1073741824.0;
-    } else {
-      est = res["peak_bytes"].get<double>() / 1073741824.0;
     }
+    const double est = estimate_gib(res, spec, kind);
     const double err = (est - meas) / meas;
     if (std::isfinite(err)) {
       errors[kind].push_back(std::fabs(err));
       by_framework[row.value("framework_id", "hf")][kind].push_back(err);
     }
-    std::string setting =
-        row.value("precision", "") + ", " + (row["optimizer"].is_string() ? row["optimizer"].get<std::string>() : "-");
-    if (row["micro_batch"].is_number()) setting += ", b " + std::to_string(row["micro_batch"].get<int>());
-    if (row["seq_len"].is_number()) setting += ", s " + std::to_string(row["seq_len"].get<int>());
-    if (row["grad_checkpointing"].is_boolean() && row["grad_checkpointing"].get<bool>()) setting += ", ckpt";
-    if (row["lora_rank"].is_number()) setting += ", r " + std::to_string(row["lora_rank"].get<int>());
-    for (auto& c : setting) {
-      if (c == '|') c = '/';
-    }
+    const std::string setting = setting_of(row);
     table << "| " << i << " | " << row.value("framework_id", "hf") << " | " << row["model"].get<std::string>() << " | "
           << row["task"].get<std::string>() << " | " << setting << " | " << kind << " | " << fixed(meas, 2) << " | "
           << (std::isfinite(est) ? fixed(est, 2) : "error") << " | "

@@ -100,6 +100,90 @@ void chunked_loss(LossBuffers& out, const TrainOptions& t, bool autocast, int64_
                 (t.keeps_logits ? ", with the logits the loop still holds" : "");
 }
 
+// Liger fused_linear_cross_entropy: chunk_size = next_pow2(ceil(N / ceil(V/h)));
+// one chunk of logits (input dtype, upcast inside the kernel) plus
+// grad_input (N x h) allocated in forward. Its grad_weight (V x h) is the
+// lm_head gradient itself, so it is counted as gradients from the loss phase
+// on rather than as a loss buffer.
+void fused_loss(LossBuffers& out, const TrainOptions& t, int64_t grads_head, int64_t N, int64_t V, int64_t h,
+                double logit_factor) {
+  const int64_t le = out.logits_elem;
+  const int64_t inc = ceil_div(V, h);
+  int64_t chunk = 1;
+  const int64_t chunks = ceil_div(N, inc);
+  while (chunk < chunks) chunk *= 2;
+  out.early_head_grads = t.gradients_persist() ? 0 : grads_head;
+  out.forward =
+      to_bytes((static_cast<double>(chunk) * V * (le + 4) + static_cast<double>(N) * h * le) * logit_factor, kLoss);
+  out.backward = out.forward;
+  out.forward_pieces = {{to_bytes(static_cast<double>(chunk) * V * (le + 4) * logit_factor, kLoss), 1},
+                        {to_bytes(static_cast<double>(N) * h * le * logit_factor, kLoss), 1}};
+  out.backward_pieces = out.forward_pieces;
+  out.formula =
+      "fused linear cross-entropy: chunk " + fmt_int(chunk) + " x V " + fmt_int(V) + " logits + grad_input N x h";
+}
+
+// Unsloth kernels/cross_entropy_loss.py Fast_CrossEntropyLoss (015bdef0):
+// forward reads the logits as they are (vocabularies above MAX_FUSED_SIZE
+// 65,536 go through _chunked_cross_entropy_forward, no fp32 copy) and keeps
+// them with an fp32 loss and logsumexp per row
+// (ctx.save_for_backward(logits, logsumexp, labels)); backward writes the
+// gradient into the saved logits and returns them (no N x V gradient of its
+// own). Release 2024.1 (2f55935f) cast vocabularies above 65,536 to fp32
+// first (fast_cross_entropy_loss: logits.float()); not modelled. The model
+// returns those 16-bit logits (CausalLM_fast_forward), and the HF Trainer's
+// Accelerate wrapper under fp16 / bf16, which Unsloth's notebooks always set,
+// converts every 16-bit output to fp32 (accelerate accelerator.py
+// prepare_model: model.forward = convert_outputs_to_fp32(autocast_context(...))):
+// an N x V fp32 copy alive from the end of forward until compute_loss drops
+// the outputs, before backward.
+void unsloth_loss(LossBuffers& out, int64_t N, int64_t V, double logit_factor) {
+  const int64_t le = out.logits_elem;
+  const double nv = static_cast<double>(N) * static_cast<double>(V) * logit_factor;
+  const int64_t logits_b = to_bytes(nv * static_cast<double>(le), kLoss);
+  const int64_t copy_b = le == 4 ? 0 : to_bytes(nv * 4.0, kLoss);
+  const int64_t rows = to_bytes(8.0 * static_cast<double>(N), kLoss);
+  out.forward_pieces = {{logits_b, 1}, {rows, 1}};
+  if (copy_b > 0) out.forward_pieces.push_back({copy_b, 1});
+  out.backward_pieces = {{logits_b, 1}, {rows, 1}};
+  out.forward = bytes::add(bytes::add(logits_b, rows, kLoss), copy_b, kLoss);
+  out.backward = bytes::add(logits_b, rows, kLoss);
+  out.formula = "Unsloth Fast_CrossEntropyLoss: N " + fmt_int(N) + " x V " + fmt_int(V) + " x (" + std::to_string(le) +
+                " logits + " + std::to_string(copy_b > 0 ? 4 : 0) +
+                " Accelerate's fp32 copy of the returned logits) in forward; backward writes the gradient into "
+                "the saved logits; + fp32 loss and logsumexp per token";
+}
+
+// transformers loss_utils.py ForCausalLMLoss: logits (compute dtype),
+// logits.float() (4 B, freed after log_softmax), log_softmax output (4 B,
+// saved). Backward: nll grad (4 B) + log_softmax grad (4 B) while the saved
+// output is alive = 12 N V (research §3.1).
+void standard_loss(LossBuffers& out, const TrainOptions& t, int64_t N, int64_t V, double logit_factor) {
+  const int64_t le = out.logits_elem;
+  const int64_t upcast = le == 4 ? 0 : 4;
+  out.forward = to_bytes(static_cast<double>(N) * V * (le + upcast + 4) * logit_factor, kLoss);
+  // PyTorch <= 1.10 (train.softmax_saves_input): log_softmax also keeps its
+  // fp32 input until its backward (derivatives.yaml up to 1.10:
+  // _log_softmax_backward_data(grad, result, dim, self); issue #64000).
+  const int64_t kept_in = t.softmax_saves_input ? 1 : 0;
+  out.backward = to_bytes(static_cast<double>(N) * V * (12.0 + 4.0 * kept_in) * logit_factor, kLoss);
+  // Forward: the logits, their fp32 copy, the saved log_softmax output;
+  // backward: three fp32 N x V tensors (the saved output and two grads).
+  const int64_t nv4 = to_bytes(static_cast<double>(N) * V * 4.0 * logit_factor, kLoss);
+  out.forward_pieces = {{nv4, 1}, {to_bytes(static_cast<double>(N) * V * le * logit_factor, kLoss), 1}};
+  if (upcast > 0) out.forward_pieces.push_back({nv4, 1});
+  out.backward_pieces = {{nv4, 3 + kept_in}};
+  if (t.keeps_logits) {  // the loop still holds the logits through backward (LitGPT)
+    const int64_t held = to_bytes(static_cast<double>(N) * V * le * logit_factor, kLoss);
+    out.backward_pieces.push_back({held, 1});
+    out.backward = bytes::add(out.backward, held, kLoss);
+  }
+  out.formula = "N " + fmt_int(N) + " x V " + fmt_int(V) + " x (" + std::to_string(le) + " logits + " +
+                std::to_string(upcast) + " fp32 copy + 4 log_softmax) in forward; x " +
+                std::to_string(12 + 4 * kept_in) + " B in backward" +
+                (kept_in > 0 ? " (log_softmax keeps its input)" : "");
+}
+
 }  // namespace
 
 LossBuffers loss_buffers(const Request& req, const Dtypes& dt, int64_t grads_head, bool last, int64_t micro_batch,
@@ -108,101 +192,27 @@ LossBuffers loss_buffers(const Request& req, const Dtypes& dt, int64_t grads_hea
   const LayerStack& st = req.model.text;
   const int64_t N = bytes::mul(micro_batch, t.seq_len, "tokens per micro-batch");
   const int64_t V = req.model.vocab;
-  const int64_t h = st.hidden;
-  // transformers loss_utils.py ForCausalLMLoss: logits (compute dtype),
-  // logits.float() (4 B, freed after log_softmax), log_softmax output (4 B,
-  // saved). Backward: nll grad (4 B) + log_softmax grad (4 B) while the saved
-  // output is alive = 12 N V (research §3.1).
   const bool lm_loss = st.causal && last;
   const double logit_factor = req.calibration.logits.value_or(1.0);
   LossBuffers out;
-  int64_t& loss_fwd = out.forward;
-  int64_t& loss_bwd = out.backward;
-  std::string& loss_formula = out.formula;
-  const int64_t logits_elem = dt.autocast ? 2 : dt.compute;
-  out.logits_elem = logits_elem;
-  if (lm_loss && t.fused_loss) {
-    // Liger fused_linear_cross_entropy: chunk_size = next_pow2(ceil(N / ceil(V/h)));
-    // one chunk of logits (input dtype, upcast inside the kernel) plus
-    // grad_input (N x h) allocated in forward. Its grad_weight (V x h) is
-    // the lm_head gradient itself, so it is counted as gradients from the
-    // loss phase on rather than as a loss buffer.
-    const int64_t inc = ceil_div(V, h);
-    int64_t chunk = 1;
-    const int64_t chunks = ceil_div(N, inc);
-    while (chunk < chunks) chunk *= 2;
-    out.early_head_grads = t.gradients_persist() ? 0 : grads_head;
-    loss_fwd = to_bytes(
-        (static_cast<double>(chunk) * V * (logits_elem + 4) + static_cast<double>(N) * h * logits_elem) * logit_factor,
-        kLoss);
-    loss_bwd = loss_fwd;
-    out.forward_pieces = {{to_bytes(static_cast<double>(chunk) * V * (logits_elem + 4) * logit_factor, kLoss), 1},
-                          {to_bytes(static_cast<double>(N) * h * logits_elem * logit_factor, kLoss), 1}};
-    out.backward_pieces = out.forward_pieces;
-    loss_formula =
-        "fused linear cross-entropy: chunk " + fmt_int(chunk) + " x V " + fmt_int(V) + " logits + grad_input N x h";
-  } else if (lm_loss && t.loss == LossKind::kChunked) {
-    chunked_loss(out, t, dt.autocast, N, V, logit_factor);
-  } else if (lm_loss && t.kernels == Kernels::kUnsloth) {
-    // Unsloth kernels/cross_entropy_loss.py Fast_CrossEntropyLoss (015bdef0):
-    // forward reads the logits as they are (vocabularies above MAX_FUSED_SIZE
-    // 65,536 go through _chunked_cross_entropy_forward, no fp32 copy) and
-    // keeps them with an fp32 loss and logsumexp per row
-    // (ctx.save_for_backward(logits, logsumexp, labels)); backward writes the
-    // gradient into the saved logits and returns them (no N x V gradient of
-    // its own). Release 2024.1 (2f55935f) cast vocabularies above 65,536 to
-    // fp32 first (fast_cross_entropy_loss: logits.float()); not modelled.
-    // The model returns those 16-bit logits (CausalLM_fast_forward), and the
-    // HF Trainer's Accelerate wrapper under fp16 / bf16, which Unsloth's
-    // notebooks always set, converts every 16-bit output to fp32
-    // (accelerate accelerator.py prepare_model: model.forward =
-    // convert_outputs_to_fp32(autocast_context(...))): an N x V fp32 copy
-    // alive from the end of forward until compute_loss drops the outputs,
-    // before backward.
-    const double nv = static_cast<double>(N) * static_cast<double>(V) * logit_factor;
-    const int64_t logits_b = to_bytes(nv * static_cast<double>(logits_elem), kLoss);
-    const int64_t copy_b = logits_elem == 4 ? 0 : to_bytes(nv * 4.0, kLoss);
-    const int64_t rows = to_bytes(8.0 * static_cast<double>(N), kLoss);
-    out.forward_pieces = {{logits_b, 1}, {rows, 1}};
-    if (copy_b > 0) out.forward_pieces.push_back({copy_b, 1});
-    out.backward_pieces = {{logits_b, 1}, {rows, 1}};
-    loss_fwd = bytes::add(bytes::add(logits_b, rows, kLoss), copy_b, kLoss);
-    loss_bwd = bytes::add(logits_b, rows, kLoss);
-    loss_formula = "Unsloth Fast_CrossEntropyLoss: N " + fmt_int(N) + " x V " + fmt_int(V) + " x (" +
-                   std::to_string(logits_elem) + " logits + " + std::to_string(copy_b > 0 ? 4 : 0) +
-                   " Accelerate's fp32 copy of the returned logits) in forward; backward writes the gradient into "
-                   "the saved logits; + fp32 loss and logsumexp per token";
-  } else if (lm_loss) {
-    const int64_t upcast = logits_elem == 4 ? 0 : 4;
-    loss_fwd = to_bytes(static_cast<double>(N) * V * (logits_elem + upcast + 4) * logit_factor, kLoss);
-    // PyTorch <= 1.10 (train.softmax_saves_input): log_softmax also keeps its
-    // fp32 input until its backward (derivatives.yaml up to 1.10:
-    // _log_softmax_backward_data(grad, result, dim, self); issue #64000).
-    const int64_t kept_in = t.softmax_saves_input ? 1 : 0;
-    loss_bwd = to_bytes(static_cast<double>(N) * V * (12.0 + 4.0 * kept_in) * logit_factor, kLoss);
-    // Forward: the logits, their fp32 copy, the saved log_softmax output;
-    // backward: three fp32 N x V tensors (the saved output and two grads).
-    const int64_t nv4 = to_bytes(static_cast<double>(N) * V * 4.0 * logit_factor, kLoss);
-    out.forward_pieces = {{nv4, 1}, {to_bytes(static_cast<double>(N) * V * logits_elem * logit_factor, kLoss), 1}};
-    if (upcast > 0) out.forward_pieces.push_back({nv4, 1});
-    out.backward_pieces = {{nv4, 3 + kept_in}};
-    if (t.keeps_logits) {  // the loop still holds the logits through backward (LitGPT)
-      const int64_t held = to_bytes(static_cast<double>(N) * V * logits_elem * logit_factor, kLoss);
-      out.backward_pieces.push_back({held, 1});
-      loss_bwd = bytes::add(loss_bwd, held, kLoss);
-    }
-    loss_formula = "N " + fmt_int(N) + " x V " + fmt_int(V) + " x (" + std::to_string(logits_elem) + " logits + " +
-                   std::to_string(upcast) + " fp32 copy + 4 log_softmax) in forward; x " +
-                   std::to_string(12 + 4 * kept_in) + " B in backward" +
-                   (kept_in > 0 ? " (log_softmax keeps its input)" : "");
-  } else if (!last) {
-    loss_formula = "none on this pipeline stage: the last stage computes the logits and the loss";
-  } else {
+  out.logits_elem = dt.autocast ? 2 : dt.compute;
+  if (!lm_loss) {
     // Encoder-only models carry a small task head (classification), not a
     // vocabulary-sized loss.
-    loss_formula = "classification head: negligible";
+    out.formula = last ? "classification head: negligible"
+                       : "none on this pipeline stage: the last stage computes the logits and the loss";
+    return out;
   }
-  if (lm_loss && head.on) head_lora_buffers(out, dt, head, N, logit_factor);
+  if (t.fused_loss) {
+    fused_loss(out, t, grads_head, N, V, st.hidden, logit_factor);
+  } else if (t.loss == LossKind::kChunked) {
+    chunked_loss(out, t, dt.autocast, N, V, logit_factor);
+  } else if (t.kernels == Kernels::kUnsloth) {
+    unsloth_loss(out, N, V, logit_factor);
+  } else {
+    standard_loss(out, t, N, V, logit_factor);
+  }
+  if (head.on) head_lora_buffers(out, dt, head, N, logit_factor);
   return out;
 }
 
