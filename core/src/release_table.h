@@ -49,6 +49,8 @@ inline constexpr ReleaseRow kReleases[] = {
      "hf transformers 4.33.0: others the newest on 2023-09-06"},
     {"hf", "4.36.0", "2023-12-11", "torch=2.1.1|peft=0.7.0|trl=0.7.4|bitsandbytes=0.41.0",
      "hf transformers 4.36.0: others the newest on 2023-12-11"},
+    {"hf", "4.39.0", "2024-03-20", "torch=2.2.1|peft=0.9.0|trl=0.8.1|bitsandbytes=0.43.0",
+     "hf transformers 4.39.0: others the newest on 2024-03-20"},
     {"hf", "4.40.0", "2024-04-18", "torch=2.2.2|peft=0.10.0|trl=0.8.1|bitsandbytes=0.43.1",
      "hf transformers 4.40.0: others the newest on 2024-04-18"},
     {"hf", "4.44.0", "2024-08-06", "torch=2.4.0|peft=0.12.0|trl=0.9.6|bitsandbytes=0.43.3",
@@ -231,6 +233,25 @@ inline constexpr RuleRow kRules[] = {
      "huggingface/peft b786b884 (PR #915, 0.6.0): LoraLayer.update_layer moves the adapters to the base weight's "
      "dtype; ae1ae20b (PR #1706, 0.12.0) added get_peft_model(autocast_adapter_dtype=True), which casts them "
      "back to fp32"},
+    // QLoRA sharded by FSDP: the 4-bit codes are stored as the model's bf16
+    // (bnb_4bit_quant_storage) so FSDP can flatten them with the rest of a
+    // unit, which must be one dtype (torch FSDP1 FlatParameter).
+    {"trl", ">=0.8.0", "hf", "train.method=qlora|parallel.fsdp=full_shard,shard_grad_op,hybrid_shard,no_shard",
+     "train.quant.prepare_kbit", false,
+     "huggingface/trl 58c08889 (PR #1416, first in v0.8.0) sft_trainer.py: 'one should never call "
+     "peft_module_casting_to_bf16 or prepare_model_for_kbit_training when doing QLoRA + FSDP / DS-Zero3', so the "
+     "embeddings, norms and lm_head stay bf16; Answer.AI fsdp_qlora train.py (50efa1e) never calls it either"},
+    {"trl", ">=0.8.0", "hf", "train.method=qlora|parallel.zero=3", "train.quant.prepare_kbit", false,
+     "huggingface/trl 58c08889 (PR #1416, first in v0.8.0) sft_trainer.py: no prepare_model_for_kbit_training for "
+     "QLoRA under DeepSpeed ZeRO-3 (is_sharded_qlora)"},
+    {"peft", ">=0.6,<0.12", "hf", "train.method=qlora|parallel.fsdp=full_shard,shard_grad_op,hybrid_shard,no_shard",
+     "train.lora.adapter_fp32", false,
+     "huggingface/peft b786b884 (PR #915, 0.6.0) LoraLayer.update_layer: the adapters take the base weight's dtype "
+     "when it is a float one, and a 4-bit weight sharded by FSDP is stored as bf16 (bnb_4bit_quant_storage)"},
+    {"trl", ">=0.9.3", "hf", "train.method=qlora|parallel.fsdp=full_shard,shard_grad_op,hybrid_shard,no_shard",
+     "train.lora.adapter_fp32", false,
+     "huggingface/trl e4ed7a3a (PR #1654, first in v0.9.3): get_peft_model(..., autocast_adapter_dtype=False) for "
+     "QLoRA under FSDP, so PEFT >= 0.12 does not upcast the adapters either"},
     {"transformers", "<4.36", "hf|axolotl|llama_factory|unsloth", "", "train.attention", "eager",
      "huggingface/transformers v4.36.0 (PR #26572) added attn_implementation and the SDPA path; before, every "
      "model ran its eager attention (the s^2 probabilities kept for backward)"},

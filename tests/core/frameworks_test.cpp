@@ -189,6 +189,35 @@ TEST(Frameworks, AReleaseBringsItsLibraryRulesAndVersionsOverrideThem) {
   EXPECT_TRUE(saves);
 }
 
+// QLoRA sharded by FSDP (hf): TRL >= 0.8.0 never calls
+// prepare_model_for_kbit_training (58c08889), and the adapters stay in the
+// 4-bit weight's bf16 storage dtype (PEFT 0.6-0.11 update_layer; TRL >= 0.9.3
+// passes autocast_adapter_dtype=False). Without FSDP nothing changes.
+TEST(Frameworks, FsdpQloraKeepsSixteenBitEmbeddingsAndAdapters) {
+  const auto applied = [](const json& r, const std::string& path) {
+    json v;
+    for (const auto& d : r["framework"]["defaults_applied"]) {
+      if (d["path"] == path) v = d["value"];
+    }
+    return v;
+  };
+  for (const char* release : {"hf@4.39.0", "hf@4.44.0"}) {
+    json fsdp = request({{"method", "qlora"}, {"framework", release}});
+    fsdp["parallel"] = {{"gpus", 2}, {"fsdp", "full_shard"}};
+    const json r = estimate(fsdp);
+    ASSERT_FALSE(r.contains("error")) << r.dump();
+    EXPECT_EQ(applied(r, "train.quant.prepare_kbit"), false) << release;
+    EXPECT_EQ(applied(r, "train.lora.adapter_fp32"), false) << release;
+    const json single = estimate(request({{"method", "qlora"}, {"framework", release}}));
+    EXPECT_TRUE(applied(single, "train.quant.prepare_kbit").is_null()) << release;
+    EXPECT_TRUE(applied(single, "train.lora.adapter_fp32").is_null()) << release;
+  }
+  // Before TRL 0.8.0 the rule does not hold (hf@4.36.0: trl 0.7.4).
+  json old = request({{"method", "qlora"}, {"framework", "hf@4.36.0"}});
+  old["parallel"] = {{"gpus", 2}, {"fsdp", "full_shard"}};
+  EXPECT_TRUE(applied(estimate(old), "train.quant.prepare_kbit").is_null());
+}
+
 TEST(Frameworks, ABadReleaseOrVersionNamesItsField) {
   json r = estimate(request({{"framework", "torchtune@0.0.1"}}));
   ASSERT_TRUE(r.contains("error"));

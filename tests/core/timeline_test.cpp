@@ -7,11 +7,13 @@
 #include <cmath>
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "fixtures.h"
 #include "memory/allocator_replay.h"
+#include "memory/parallel_buffers.h"
 #include "train/layout.h"
 #include "train/step.h"
 #include "vram/api.h"
@@ -492,6 +494,104 @@ TEST_F(ReservedTest, AGivenFragmentationFactorReplacesTheReplay) {
   const json e = estimate(r);
   const int64_t a = e["peak_allocated_bytes"].get<int64_t>();
   EXPECT_EQ(e["peak_reserved_bytes"].get<int64_t>(), a + static_cast<int64_t>(std::ceil(0.1 * static_cast<double>(a))));
+}
+
+}  // namespace
+}  // namespace vram
+
+namespace vram {
+namespace {
+
+// FSDP1's construction (memory::fsdp1_construct), worked through the caching
+// allocator by hand. Three layer units of 100 MiB and a root unit of 300 MiB,
+// sharded over 2 ranks (every size a multiple of the 2 MiB segment rounding):
+//   layer 1: moved -> new segment A (100), flat -> new B (100), moved freed,
+//            shard (50) carved from A, flat freed (B free).
+//   layer 2: moved -> B, flat -> new C, moved freed, shard -> A's free 50
+//            (best fit, exact), flat freed.
+//   layer 3: moved and flat take B and C, the shard is carved from the moved
+//            block, the flat one is freed.
+//   root:    moved -> new D (300), flat -> new E (300), moved freed, shard
+//            (150) carved from D (no other free block holds it), flat freed.
+// Reserved 3 x 100 + 2 x 300 = 900 MiB; 3 x 50 + 150 = 300 MiB stay allocated;
+// the peak is at the root's flat parameter: 150 + 300 + 300 = 750 MiB.
+TEST(Fsdp1Construction, UnitsMovedFlattenedAndShardedLeaveTheirBlocksCached) {
+  constexpr int64_t MiB = 1 << 20;
+  memory::Fsdp1Units u;
+  u.on = true;
+  u.layers = 3;
+  u.layer_bytes = 100 * MiB;
+  u.root_bytes = 300 * MiB;
+  u.shards = 2;
+  const auto replay = [](const memory::Fsdp1Units& units, int64_t budget) {
+    Timeline tl;
+    const int64_t kept = memory::fsdp1_construct(tl, units, budget);
+    tl.begin_step();
+    const memory::ReservedReplay r = memory::replay_reserved(tl, {}, {}, {});
+    return std::make_tuple(kept, r.peak_reserved, r.peak_allocated);
+  };
+  EXPECT_EQ(replay(u, 1000 * MiB), std::make_tuple(300 * MiB, 900 * MiB, 750 * MiB));
+  // The shards are the rank's weights: never more than the budget.
+  EXPECT_EQ(std::get<0>(replay(u, 200 * MiB)), 200 * MiB);
+  // CPUOffload(offload_params=True): each shard goes to the CPU once made, so
+  // the layers reuse A and B; the root still needs two new segments.
+  u.offload = true;
+  EXPECT_EQ(replay(u, 1000 * MiB), std::make_tuple(int64_t{0}, 800 * MiB, 600 * MiB));
+  // NO_SHARD: the flat parameter is kept whole, the moved copy freed; each
+  // layer's flat takes a new segment while A serves every move, and the root
+  // needs two more: 100 + 3 x 100 + 2 x 300.
+  u.offload = false;
+  u.shards = 1;
+  EXPECT_EQ(replay(u, 1000 * MiB), std::make_tuple(600 * MiB, 1000 * MiB, 900 * MiB));
+}
+
+// In training FSDP1 allocates the unsharded flat parameters on its unshard
+// stream: the root unit and two layers (current + prefetched), in the
+// parameters' dtype. Llama-3.2-1B LoRA in bf16 over 2 GPUs: a decoder layer
+// is 60,821,504 parameters, the root unit 262,670,336 (tied embedding, final
+// norm). The construction replays 16 layer units and the root, each shard
+// half its unit.
+TEST(Fsdp1Construction, GathersOnTheUnshardStreamAndShardsAtLoad) {
+  json r = {{"model", {{"config", testing::model_config("meta-llama/Llama-3.2-1B")}}},
+            {"task", "train"},
+            {"train", {{"method", "lora"}, {"micro_batch", 1}, {"seq_len", 512}, {"precision", "bf16"}}},
+            {"parallel", {{"gpus", 2}, {"fsdp", "full_shard"}, {"fsdp_version", 1}}}};
+  auto p = parse_request(r);
+  ASSERT_TRUE(p.ok());
+  const Request req = p.value();
+  const auto basis = train::rank_basis(req, req, train::whole_model(req));
+  const Timeline tl = train::training_step(basis, train::step_terms(basis, 1));
+  constexpr int64_t kLayer = 60821504 * 2, kRoot = 262670336 * 2;
+  std::vector<int64_t> shards;
+  int32_t moved = 0;
+  for (size_t e = 0; e < tl.step_begin(); ++e) {
+    const Event& ev = tl.events()[e];
+    if (ev.op != Event::Op::kAlloc) continue;
+    const auto& t = tl.tensors()[static_cast<size_t>(ev.index)];
+    if (std::string(t.name) == "FSDP1 shard") shards.push_back(t.bytes);
+    if (std::string(t.name) == "FSDP1 construction: the unit moved to the GPU") ++moved;
+  }
+  EXPECT_EQ(moved, 17);
+  ASSERT_EQ(shards.size(), 17u);
+  EXPECT_EQ(shards.front(), kLayer / 2);
+  EXPECT_EQ(shards.back(), kRoot / 2);
+  bool gathered = false;
+  for (size_t e = tl.step_begin(); e < tl.events().size(); ++e) {
+    const Event& ev = tl.events()[e];
+    if (ev.op != Event::Op::kAlloc) continue;
+    const auto& t = tl.tensors()[static_cast<size_t>(ev.index)];
+    if (std::string(t.component) != "gathered_params") continue;
+    gathered = true;
+    EXPECT_EQ(t.stream, memory::kFsdp1UnshardStream);
+    EXPECT_EQ(t.bytes, kRoot + 2 * kLayer);
+    const std::vector<memory::Piece> pieces = {{kRoot, 1}, {kLayer, 2}};
+    ASSERT_EQ(t.pieces.size(), pieces.size());
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      EXPECT_EQ(t.pieces[i].bytes, pieces[i].bytes);
+      EXPECT_EQ(t.pieces[i].count, pieces[i].count);
+    }
+  }
+  EXPECT_TRUE(gathered);
 }
 
 }  // namespace

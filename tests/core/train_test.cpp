@@ -85,6 +85,16 @@ TEST_F(TrainTest, LoraDefaultTargetsAreQAndVAsInPeft) {
   EXPECT_EQ(r["model"]["params_trainable"].get<int64_t>(), 32 * (8 * 8192 + 8 * 5120));
 }
 
+// LitGPT's lora_query / lora_value (imported as q_proj / v_proj) on a model
+// with one fused q/k/v projection: the adapter goes on that projection
+// (GPT-NeoX's query_key_value). Pythia-160m: 12 layers of 768 -> 2,304,
+// rank 8: 12 x 8 x (768 + 2304).
+TEST_F(TrainTest, LoraQueryAndValueRolesFindTheFusedProjection) {
+  const json r = run(request("EleutherAI/pythia-160m",
+                             {{"method", "lora"}, {"lora", {{"rank", 8}, {"targets", {"q_proj", "v_proj"}}}}}));
+  EXPECT_EQ(r["model"]["params_trainable"].get<int64_t>(), 12 * 8 * (768 + 2304));
+}
+
 TEST_F(TrainTest, LoraTargetThatMatchesNothingNamesTheField) {
   const json r =
       estimate(request("meta-llama/Llama-3.1-8B", {{"method", "lora"}, {"lora", {{"targets", {"q_proj", "wq"}}}}}));

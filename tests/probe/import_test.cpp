@@ -255,6 +255,23 @@ TEST(ImportLitgpt, Llama32QloraConfigHubGivesItsRequest) {
   EXPECT_EQ(WithoutModel(r["request"]), expected) << r["request"].dump(2);
 }
 
+// devices > 1: litgpt/finetune/full.py setup() (43c44323) trains under
+// FSDPStrategy(auto_wrap_policy={Block}, activation_checkpointing_policy={Block}):
+// FSDP1 FULL_SHARD with every Block checkpointed. global_batch_size 16 / 4
+// devices / micro_batch_size 1 = 4 accumulation steps.
+TEST(ImportLitgpt, MultiDeviceConfigTrainsUnderFsdpWithCheckpointing) {
+  const json r = Import({Fixture("litgpt_gemma-2b_full.yaml")});
+  ExpectEveryKeyExplained(r);
+  EXPECT_TRUE(r["files"][0]["not_understood"].empty()) << r["files"][0].dump(2);
+  const json expected = json::parse(R"({
+    "task": "train",
+    "train": {"framework": "litgpt", "method": "full", "precision": "bf16", "micro_batch": 1, "grad_accum": 4,
+              "seq_len": 512, "grad_checkpointing": "full"},
+    "parallel": {"gpus": 4, "fsdp": "full_shard", "fsdp_version": 1}
+  })");
+  EXPECT_EQ(WithoutModel(r["request"]), expected) << r["request"].dump(2);
+}
+
 TEST(ImportDeepSpeed, TransformersZero3TestConfigGivesItsRequest) {
   const json r = Import({Fixture("transformers_ds_config_zero3.json")});
   ExpectEveryKeyExplained(r);

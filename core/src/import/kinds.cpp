@@ -995,6 +995,14 @@ void map_litgpt(FileContext& ctx) {
            "devices " + std::to_string(devices) + " must be a positive GPU count, -1 or \"auto\"");
     }
     ctx.set("devices", "parallel.gpus", devices);
+    if (devices > 1) {
+      // litgpt/finetune/{full,lora,adapter}.py setup() (43c44323 .. v0.5.13): with devices > 1 the Fabric
+      // strategy is FSDPStrategy(auto_wrap_policy={Block}, activation_checkpointing_policy={Block},
+      // limit_all_gathers=True, cpu_offload=False): FSDP1 FULL_SHARD, every Block checkpointed.
+      ctx.set("devices", "parallel.fsdp", "full_shard");
+      ctx.set("devices", "parallel.fsdp_version", 1);
+      ctx.set("devices", "train.grad_checkpointing", "full");
+    }
   } else if (dev != nullptr) {
     ctx.use("devices", "every visible GPU: the form's GPU count");
   }

@@ -468,12 +468,14 @@ Timeline::Id quantise_on_load(Timeline& tl, const StatePieces::QuantLoad& q, con
 }  // namespace
 
 StateTensors load_state(Timeline& tl, const OptimizerInfo& opt, const RankState& rs, const StatePieces& pieces,
-                        const QuantOptions& quant) {
+                        const QuantOptions& quant, int64_t placed) {
   const StateSizes& sz = rs.sz;
   StateTensors out;
   int64_t packed = 0;
   for (const auto& q : pieces.quant_load) packed += q.packed * q.count;
-  const int64_t other_weights = sz.weights + sz.weights_quantized + sz.lora_weights - packed;
+  // `placed`: the weights FSDP1's construction already left on the GPU
+  // (parallel_buffers.h fsdp1_construct).
+  const int64_t other_weights = sz.weights + sz.weights_quantized + sz.lora_weights - packed - placed;
   // The 4-bit weights are quantised on the device one at a time; the caching
   // allocator keeps the segments their temporaries took (the reserved memory a
   // QLoRA run shows from the load on). torchao quantises twice: when

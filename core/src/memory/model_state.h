@@ -110,9 +110,10 @@ struct StateTensors {
   Timeline::Id states = -1;
 };
 // `quant` says who quantises the 4-bit base (bitsandbytes' kernel or
-// torchao's NF4Tensor, chunked or not) and so which load temporaries occur.
+// torchao's NF4Tensor, chunked or not) and so which load temporaries occur;
+// `placed` weights are on the GPU already (FSDP1's shards).
 StateTensors load_state(Timeline& tl, const OptimizerInfo& opt, const RankState& rs, const StatePieces& pieces,
-                        const QuantOptions& quant);
+                        const QuantOptions& quant, int64_t placed = 0);
 
 // The weights, master, gradients, states and temporaries components.
 void state_components(std::vector<Component>& out, const Request& req, const ParallelOptions& par,

@@ -137,6 +137,23 @@ ParallelBuffers parallel_buffers(const Request& req, const ParallelOptions& par,
       gathered_formula += "; 4-bit codes " + std::to_string(copies) + " x " + fmt_int(layer_quant_bytes) + " B";
     }
   }
+  if (sh.fsdp && par.fsdp_version == 1) {
+    // FSDP1's units (Fsdp1Units): built in the model's dtype (a frozen base
+    // in its storage dtype), gathered in param_dtype.
+    Fsdp1Units& f = out.fsdp1;
+    f.on = true;
+    f.layers = st.layers;
+    const int64_t built = plan.base_trainable > 0 ? dt.weight : dt.frozen;
+    f.layer_bytes = layer_params * built + layer_quant_bytes;
+    f.root_bytes = root_params * built;
+    f.shards = sh.weights ? std::max<int64_t>(sh.group, 1) : 1;
+    f.offload = par.offload_params;
+    if (gathered > 0 && !sh.deepspeed) {
+      const int64_t elem = par.fsdp_param_bytes > 0 ? par.fsdp_param_bytes : dt.weight;
+      f.gathered = {{layer_params * elem + layer_quant_bytes, 2}, {root_params * elem, 1}};
+      std::sort(f.gathered.begin(), f.gathered.end(), [](const Piece& a, const Piece& b) { return a.bytes > b.bytes; });
+    }
+  }
   // Communication buffers: DDP's bucket copy of the gradients; DeepSpeed's
   // contiguous reduce bucket (doubled by overlap_comm, on by default for
   // stage 3); FSDP's reduce-scatter input of one unit; Megatron reduces in
@@ -183,6 +200,39 @@ ParallelBuffers parallel_buffers(const Request& req, const ParallelOptions& par,
         std::max<int64_t>(st.hidden_split, 1);
   }
   return out;
+}
+
+int64_t fsdp1_construct(Timeline& tl, const Fsdp1Units& u, int64_t budget) {
+  if (!u.on) return 0;
+  int64_t kept = 0;
+  // What a unit leaves on the GPU, within the rank's weights (`budget`).
+  const auto keep = [&](int64_t bytes) {
+    const int64_t b = std::min(bytes, budget - kept);
+    kept += b;
+    return b;
+  };
+  const auto construct = [&](int64_t bytes) {
+    if (bytes <= 0) return;
+    const Timeline::Id moved = tl.alloc("weights_load", "FSDP1 construction: the unit moved to the GPU", bytes);
+    if (u.shards <= 1) {  // NO_SHARD: the flat parameter is the unit's parameter
+      tl.alloc("weights", "FSDP1 flat parameter (NO_SHARD)", keep(bytes));
+      tl.free(moved);
+      return;
+    }
+    const Timeline::Id flat = tl.alloc("weights_load", "FSDP1 construction: the unit's FlatParameter", bytes);
+    tl.free(moved);
+    const int64_t shard = ceil_div(bytes, u.shards);
+    if (u.offload) {
+      tl.free(tl.alloc("weights_load", "FSDP1 construction: the shard, before it moves to the CPU", shard));
+    } else {
+      tl.alloc("weights", "FSDP1 shard", keep(shard));
+    }
+    tl.free(flat);
+  };
+  // Auto-wrapping builds the inner units first: the layers, then the root.
+  for (int64_t i = 0; i < u.layers; ++i) construct(u.layer_bytes);
+  construct(u.root_bytes);
+  return kept;
 }
 
 }  // namespace vram::memory

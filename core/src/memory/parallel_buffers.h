@@ -35,6 +35,39 @@ struct Fsdp2Unshard {
   int64_t root_cast = 0, layer_cast = 0;  // param_dtype copies of the local shards (copy-in stream; 0 without a cast)
 };
 
+// FSDP1 (torch.distributed.fsdp.FullyShardedDataParallel, torch 2.2-2.5) on
+// one rank, unit by unit: the decoder layers and the root (embeddings, final
+// norm, lm_head). Construction, with the model on the CPU or the meta device
+// (accelerate's FSDP, Answer.AI fsdp_qlora train.py low_memory): each unit
+// is moved to the GPU (_init_utils.py _move_module_to_device), flattened
+// into a new FlatParameter (_flat_param.py flatten_tensors_into_flat_param:
+// the original parameters become views and are freed) and sharded
+// (FlatParamHandle.shard: flat_param.set_(a clone of this rank's chunk)),
+// so the caching allocator keeps the unsharded blocks on the default stream;
+// NO_SHARD keeps the flat parameter whole; CPUOffload(offload_params=True)
+// then moves the shard to the CPU (_init_param_handle_from_params
+// flat_param_to(cpu)). In training the unsharded flat parameters are
+// allocated on the unshard stream (_runtime_utils.py _unshard: `with
+// state._device_handle.stream(unshard_stream): handle.unshard()`), whose
+// pool the default stream cannot reuse; under CPU offload pre_unshard copies
+// the CPU shard to the GPU on the pre-unshard stream first
+// (FlatParamHandle.pre_unshard: flat_param_to(self.device)), a copy freed
+// once the all-gather has read it.
+struct Fsdp1Units {
+  bool on = false;
+  int64_t layers = 0;           // decoder-layer units
+  int64_t layer_bytes = 0;      // one layer unit's parameters as built (model dtype; packed 4-bit codes)
+  int64_t root_bytes = 0;       // the root unit's
+  int64_t shards = 1;           // ranks a unit is sharded over (1: NO_SHARD)
+  bool offload = false;         // CPUOffload(offload_params=True)
+  std::vector<Piece> gathered;  // unshard stream: the root unit, the current and the prefetched layer
+};
+
+// Emits FSDP1's construction (Fsdp1Units) into the load part of `tl`; returns
+// the bytes of shards it leaves on the GPU, at most `budget` (the rank's
+// weights, which the load then allocates less of).
+int64_t fsdp1_construct(Timeline& tl, const Fsdp1Units& u, int64_t budget);
+
 struct ParallelBuffers {
   int64_t layer_params = 0;  // one decoder layer's parameters on this rank (FSDP unit, ZeRO-3 gather)
   int64_t root_params = 0;   // parameters outside the layers (FSDP root unit)
@@ -45,6 +78,7 @@ struct ParallelBuffers {
   int64_t cp_kv = 0;     // one context-parallel K + V receive buffer
   int64_t dispatch = 0;  // expert-parallel all-to-all send + receive
   Fsdp2Unshard fsdp2;    // FSDP2: how `gathered` is allocated, by stream
+  Fsdp1Units fsdp1;      // FSDP1: its construction and the unshard stream
 };
 
 // `req` is the rank's view of the model, `par` the layout as the user gave it.

@@ -51,7 +51,15 @@ struct Tensor {
 // (torch/distributed/_composable/fsdp/_fsdp_param_group.py FSDPCommContext)
 // allocates its all-gather buffers on the all-gather copy-in stream and the
 // reduce-scatter outputs (the sharded gradients) on the reduce-scatter stream.
-enum Stream : int32_t { kDefaultStream = 0, kAllGatherCopyInStream = 1, kReduceScatterStream = 2 };
+// FSDP1 (parallel_buffers.h Fsdp1Units) unshards on its unshard stream and,
+// under CPU offload, copies the shards in on its pre-unshard stream.
+enum Stream : int32_t {
+  kDefaultStream = 0,
+  kAllGatherCopyInStream = 1,
+  kReduceScatterStream = 2,
+  kFsdp1UnshardStream = 3,
+  kFsdp1PreUnshardStream = 4,
+};
 
 struct Event {
   enum class Op { kAlloc, kFree, kMark };

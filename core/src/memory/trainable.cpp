@@ -214,7 +214,11 @@ bool qkv(const std::string& name) {
 // named otherwise (Phi: dense, fc1, fc2): a role name the model lacks becomes
 // the text stack's linears of that role. o_proj: the attention's linear that
 // returns to the hidden size; up/gate_proj: the MLP's linears from the hidden
-// size; down_proj: the MLP's linear back to it. Any other name stays as given.
+// size; down_proj: the MLP's linear back to it; q_proj / k_proj / v_proj: the
+// fused q/k/v projection (Falcon's and GPT-NeoX's query_key_value, Phi-3's
+// qkv_proj), where LitGPT's LoRAQKVLinear adapts the enabled parts of the one
+// fused output (its lora_B covers those widths only; the whole output's
+// adapter is counted, a few MiB more at r 32). Any other name stays as given.
 std::vector<std::string> by_role(const ModelSpec& m, const std::vector<std::string>& targets,
                                  const std::set<std::string>& linear_names) {
   std::vector<std::string> out;
@@ -224,15 +228,17 @@ std::vector<std::string> by_role(const ModelSpec& m, const std::vector<std::stri
   const int64_t h = m.text.hidden;
   for (const std::string& name : targets) {
     const bool o = name == "o_proj", up = name == "up_proj" || name == "gate_proj", down = name == "down_proj";
-    if (linear_names.count(name) != 0 || !(o || up || down)) {
+    const bool q_k_v = name == "q_proj" || name == "k_proj" || name == "v_proj";
+    if (linear_names.count(name) != 0 || !(o || up || down || q_k_v)) {
       add(name);
       continue;
     }
     std::vector<std::string> found;
     for (const auto& g : m.groups) {
       if (g.kind != ModuleKind::kLinear || g.stack != "text") continue;
-      const bool role = o ? g.component == std::string(comp::kAttention) && g.out_features == h && !qkv(g.module)
-                          : g.component == std::string(comp::kMlp) && (up ? g.in_features == h : g.out_features == h);
+      const bool role = q_k_v ? g.component == std::string(comp::kAttention) && g.in_features == h && qkv(g.module)
+                        : o   ? g.component == std::string(comp::kAttention) && g.out_features == h && !qkv(g.module)
+                            : g.component == std::string(comp::kMlp) && (up ? g.in_features == h : g.out_features == h);
       if (role && std::find(found.begin(), found.end(), g.module) == found.end()) found.push_back(g.module);
     }
     if (found.empty()) {

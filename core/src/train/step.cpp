@@ -120,7 +120,10 @@ Timeline training_step(const RankBasis& b, const StepTerms& t) {
   Timeline tl;
 
   // ---- load: model state, workspaces, persistent buffers ----------------
-  memory::load_state(tl, *b.opt, b.state, b.pieces, req.train.quant);
+  const int64_t placed = memory::fsdp1_construct(
+      tl, pb.fsdp1,
+      bytes::add(bytes::add(sz.weights, sz.weights_quantized, "the weights"), sz.lora_weights, "the weights"));
+  memory::load_state(tl, *b.opt, b.state, b.pieces, req.train.quant, placed);
   tl.alloc("cublas_workspace", "cuBLAS/cuBLASLt workspaces", b.cublas);
   if (pb.comm > 0) tl.alloc("comm_buffers", "communication buckets", pb.comm);
   tl.alloc("misc", "user cushion", req.overheads.misc_bytes);
@@ -166,6 +169,20 @@ Timeline training_step(const RankBasis& b, const StepTerms& t) {
       flat = next;
     }
     fwd.push_back(tl.alloc("gathered_params", "unsharded layer parameters (one layer)", f2.layer_bytes, f2.layer));
+  } else if (pb.fsdp1.on && pb.gathered > 0) {
+    // FSDP1 (memory::Fsdp1Units): under CPU offload each unit's shard is
+    // first copied in on the pre-unshard stream; the unsharded flat
+    // parameters (the root unit, the current and the prefetched layer) are
+    // allocated on the unshard stream.
+    const memory::Fsdp1Units& f1 = pb.fsdp1;
+    if (f1.offload) {
+      for (int64_t unit : {f1.root_bytes, f1.layer_bytes}) {
+        tl.free(tl.alloc_on(memory::kFsdp1PreUnshardStream, "gathered_params", "CPU shard copied to the GPU",
+                            memory::ceil_div(unit, f1.shards)));
+      }
+    }
+    fwd.push_back(tl.alloc_on(memory::kFsdp1UnshardStream, "gathered_params", "unsharded flat parameters", pb.gathered,
+                              f1.gathered));
   } else if (pb.gathered > 0) {
     fwd.push_back(tl.alloc("gathered_params", "gathered parameters", pb.gathered));
   }
