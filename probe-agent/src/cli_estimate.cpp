@@ -127,6 +127,18 @@ void set_path(json& j, const std::string& dotted, json value) {
   }
 }
 
+// The keys `vram-probe import` lists as not understood, on stderr, so an
+// estimate from the files never drops one silently (issue 33); stdout keeps
+// the estimate's bytes, the page's.
+void warn_not_understood(const json& imported) {
+  for (const auto& f : imported["files"]) {
+    for (const auto& n : f["not_understood"]) {
+      std::fprintf(stderr, "vram-probe: warning: %s: %s not understood: %s\n", f["file"].get<std::string>().c_str(),
+                   n["key"].get<std::string>().c_str(), n["why"].get<std::string>().c_str());
+    }
+  }
+}
+
 // The checkpoint's inventory (model.safetensors): what is stored, by dtype,
 // and the cross-check against the model's exact count.
 void print_checkpoint(const json& c) {
@@ -662,6 +674,7 @@ int run_request_command(const std::vector<std::string>& args, const RequestComma
     // The files' request over the --request file's; the flags below win over both.
     const json imported = import_config_files(from_files);
     if (imported.contains("error")) return print_error(imported, as_json);
+    warn_not_understood(imported);
     if (!req.is_object()) req = json::object();
     req.merge_patch(imported["request"]);
     // export: the recipe's model id, unless --model-id names one.

@@ -1,10 +1,9 @@
 #include "config_files.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <cmath>
-#include <filesystem>
-#include <regex>
+#include <iterator>
+#include <set>
+#include <vector>
 
 #include "cli_input.h"
 #include "vram/fields.h"
@@ -15,76 +14,95 @@ namespace vram::cli {
 
 namespace {
 
-// YAML 1.2.2 §10.3.2 core schema tag resolution (the npm `yaml` package's
-// default schema "core", yaml/dist/schema/core).
-json resolve_plain(const std::string& s) {
-  static const std::regex kNull("^(~|null|Null|NULL|)$");
-  static const std::regex kTrue("^(true|True|TRUE)$");
-  static const std::regex kFalse("^(false|False|FALSE)$");
-  static const std::regex kInt("^[-+]?[0-9]+$");
-  static const std::regex kOct("^0o[0-7]+$");
-  static const std::regex kHex("^0x[0-9a-fA-F]+$");
-  static const std::regex kFloat(R"(^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$)");
-  static const std::regex kInf(R"(^[-+]?\.(inf|Inf|INF)$)");
-  static const std::regex kNan(R"(^\.(nan|NaN|NAN)$)");
-  if (std::regex_match(s, kNull)) return nullptr;
-  if (std::regex_match(s, kTrue)) return true;
-  if (std::regex_match(s, kFalse)) return false;
-  auto number = [](double d) -> json {
-    // JSON has no Infinity / NaN: JSON.stringify writes null, and so do we.
-    if (!std::isfinite(d)) return nullptr;
-    // JSON.stringify(3.0) is "3": an integral value becomes an integer.
-    if (d == std::floor(d) && std::fabs(d) <= 9007199254740992.0) return static_cast<int64_t>(d);
-    return d;
-  };
-  if (std::regex_match(s, kOct)) return number(static_cast<double>(std::stoull(s.substr(2), nullptr, 8)));
-  if (std::regex_match(s, kHex)) return number(static_cast<double>(std::stoull(s.substr(2), nullptr, 16)));
-  if (std::regex_match(s, kInt) || std::regex_match(s, kFloat)) return number(std::strtod(s.c_str(), nullptr));
-  if (std::regex_match(s, kInf) || std::regex_match(s, kNan)) return nullptr;
-  return s;
-}
+// A forward iterator over the text that counts the newlines it has passed,
+// so a parse event knows its line: nlohmann/json's lexer reads one character
+// at a time, and a key's event comes right after its closing quote
+// (detail/input/parser.hpp sax_parse_internal).
+class LineCounting {
+ public:
+  using iterator_category = std::forward_iterator_tag;
+  using value_type = char;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const char*;
+  using reference = const char&;
 
-// A file's tree nests at most limits::kMaxJsonDepth levels, the limit of
-// every JSON input (vram/fields.h), so nothing recursive in the importer sees
-// a deeper one. yaml-cpp's own parser stops at 2000 levels (DepthGuard<2000>
-// in yaml-cpp 0.7 singledocparser), so this recursion is bounded too.
-[[noreturn]] void too_deep(const std::string& file, const std::string& where) {
-  fail(errc::kOutOfRange, file,
-       file + where + ": nested deeper than " + std::to_string(limits::kMaxJsonDepth) +
-           " levels (the limit on every input)");
-}
+  LineCounting(const char* p, int64_t* line) : p_(p), line_(line) {}
+  reference operator*() const { return *p_; }
+  LineCounting& operator++() {
+    if (*p_ == '\n') ++*line_;
+    ++p_;
+    return *this;
+  }
+  LineCounting operator++(int) {
+    LineCounting old = *this;
+    ++*this;
+    return old;
+  }
+  bool operator==(const LineCounting& o) const { return p_ == o.p_; }
+  bool operator!=(const LineCounting& o) const { return p_ != o.p_; }
 
-json to_json(const YAML::Node& n, const std::string& file, int depth) {
-  if ((n.IsSequence() || n.IsMap()) && depth >= limits::kMaxJsonDepth) {
-    too_deep(file, " line " + std::to_string(n.Mark().line + 1));
-  }
-  switch (n.Type()) {
-    case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined:
-      return nullptr;
-    case YAML::NodeType::Scalar:
-      // "!" is the tag of a quoted (non-plain) scalar: always a string.
-      // yaml-cpp can hand back bytes that are not UTF-8 even from UTF-8 text
-      // (found by fuzz_import_file): every scalar and key is made valid.
-      return n.Tag() == "!" ? json(valid_utf8(n.Scalar())) : resolve_plain(valid_utf8(n.Scalar()));
-    case YAML::NodeType::Sequence: {
-      json a = json::array();
-      for (const auto& item : n) a.push_back(to_json(item, file, depth + 1));
-      return a;
+ private:
+  const char* p_;
+  int64_t* line_;
+};
+
+// nlohmann/json's DOM builder under two rules of one imported file
+// (vram/import.h): a key given twice and more than limits::kMaxJsonDepth
+// levels fail as they are read, naming the file and the line. (A JSON file
+// holds no aliases: its values are bounded by its size, and import_files
+// counts them.) A syntax error only stops the parse: the text is then read as
+// YAML (the page's order), which reports it or reads it.
+class ImportDom : public nlohmann::detail::json_sax_dom_parser<json> {
+  using Dom = nlohmann::detail::json_sax_dom_parser<json>;
+
+ public:
+  ImportDom(json& root, const std::string& file, const int64_t& line) : Dom(root, false), file_(file), line_(line) {}
+
+  bool start_object(std::size_t n) { return open() && Dom::start_object(n); }
+  bool start_array(std::size_t n) { return open() && Dom::start_array(n); }
+  bool end_object() { return close() && Dom::end_object(); }
+  bool end_array() { return close() && Dom::end_array(); }
+  bool key(json::string_t& v) {
+    if (!keys_.back().insert(v).second) {
+      fail(errc::kBadJson, file_,
+           file_ + " line " + std::to_string(line_) + ": key \"" + v + "\" is given twice in one mapping; keep one");
     }
-    case YAML::NodeType::Map: {
-      json o = json::object();
-      for (const auto& kv : n) {
-        if (!kv.first.IsScalar()) {
-          fail(errc::kBadJson, file,
-               file + " line " + std::to_string(kv.first.Mark().line + 1) + ": a mapping key must be a scalar");
-        }
-        o[valid_utf8(kv.first.Scalar())] = to_json(kv.second, file, depth + 1);
-      }
-      return o;
-    }
+    return Dom::key(v);
   }
-  return nullptr;
+  template <typename Exception>
+  bool parse_error(std::size_t, const std::string&, const Exception&) {
+    return false;
+  }
+
+ private:
+  bool open() {
+    if (keys_.size() >= static_cast<size_t>(limits::kMaxJsonDepth)) {
+      fail(errc::kOutOfRange, file_,
+           file_ + " line " + std::to_string(line_) + ": nested deeper than " + std::to_string(limits::kMaxJsonDepth) +
+               " levels (the limit on every input)");
+    }
+    keys_.emplace_back();  // an array's set stays empty
+    return true;
+  }
+  bool close() {
+    keys_.pop_back();
+    return true;
+  }
+
+  const std::string& file_;
+  const int64_t& line_;
+  std::vector<std::set<std::string>> keys_;
+};
+
+// The text as JSON under ImportDom's rules, or nullopt when it is not JSON.
+std::optional<json> json_tree(const std::string& text, const std::string& file) {
+  int64_t line = 1;
+  json out;
+  ImportDom dom(out, file, line);
+  const LineCounting first(text.data(), &line);
+  const LineCounting last(text.data() + text.size(), &line);
+  if (!json::sax_parse(first, last, &dom)) return std::nullopt;
+  return out;
 }
 
 }  // namespace
@@ -98,35 +116,18 @@ void normalize_numbers(json& j) {
   }
 }
 
-json yaml_to_json(const std::string& text, const std::string& file) {
-  try {
-    return to_json(YAML::Load(text), file, 0);
-  } catch (const YAML::Exception& e) {
-    fail(errc::kBadJson, file,
-         file + " line " + std::to_string(e.mark.line + 1) + ": not valid YAML or JSON (" + e.msg + ")");
-  }
-}
-
 json config_tree(const std::string& raw, const std::string& file) {
   // The page reads a dropped file with File.text(), which decodes UTF-8 and
   // replaces ill-formed bytes with U+FFFD; so does this, and no string in the
   // tree is one nlohmann::json cannot dump.
   const std::string text = valid_utf8(raw);
-  // JSON first (the page's JSON.parse, then YAML). The callback sees each
-  // object and array as it opens, so a deep document is refused before it is
-  // built (as parse_json_text does for requests); a syntax error means "not
-  // JSON" and the text is read as YAML.
-  const json::parser_callback_t depth = [&file](int level, json::parse_event_t event, json&) {
-    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
-        level >= limits::kMaxJsonDepth) {
-      too_deep(file, "");
-    }
-    return true;
-  };
-  json j = json::parse(text, depth, false);
-  if (!j.is_discarded()) {
-    normalize_numbers(j);
-    return j;
+  // JSON first (the page's JSON.parse, then YAML), under the same rules: a
+  // document that breaks one (a duplicate key, too many values) is refused
+  // as it is read; a syntax error means "not JSON" and the text is read as
+  // YAML (trailing text after a JSON value is a second document there).
+  if (auto j = json_tree(text, file)) {
+    normalize_numbers(*j);
+    return *j;
   }
   return yaml_to_json(text, file);
 }
@@ -146,6 +147,16 @@ json read_config_tree(const std::string& path) {
       break;
   }
   return config_tree(text, path);
+}
+
+std::string yaml_tree_json(const std::string& text) {
+  try {
+    return json{{"tree", yaml_to_json(valid_utf8(text), "input")}}.dump();
+  } catch (const Failure& f) {
+    return error_json(f.error()).dump();
+  } catch (const std::exception& e) {
+    return error_json({errc::kInternal, std::string("yaml failed: ") + e.what(), ""}).dump();
+  }
 }
 
 std::string import_file_json(const std::string& text) {

@@ -64,6 +64,14 @@ const importSeeds = [
   }),
 ];
 
+// Hostile files (issue 33): alias bombs, keys given twice, second documents,
+// numbers that are not finite; every one an error or a warning.
+const hostileDir = 'tests/fixtures/hostile';
+const hostileTexts = readdirSync(join(repoRoot, hostileDir))
+  .filter((f) => /\.(ya?ml|json)$/.test(f) && f !== 'cases.json')
+  .sort()
+  .map((f) => readFileSync(join(repoRoot, hostileDir, f), 'utf8'));
+
 // Every enum value of the field table once, on a small model's request.
 function setPath(o, path, value) {
   const keys = path.split('.');
@@ -148,7 +156,8 @@ const SEEDS = {
   ),
   layout: parallels,
   import: importSeeds,
-  import_file: importFiles.map((f) => f.text),
+  import_file: [...importFiles.map((f) => f.text), ...hostileTexts],
+  yaml: [...importFiles.filter((f) => !f.file.endsWith('.json')).map((f) => f.text), ...hostileTexts],
   gguf_header: ggufSeeds,
   framework_defaults: fields
     .find((f) => f.path === 'train.framework')

@@ -21,6 +21,31 @@ namespace vram {
 // reading (issue 15: "a 10 MB limit per file").
 inline constexpr int64_t kMaxImportBytes = int64_t{10} * 1024 * 1024;
 
+// The rules of one file's tree, the same on both front ends (the CLI's
+// readers, probe-agent/src/config_files.cpp and yaml_tree.cpp; the page's,
+// site/src/lib/import.js), so a file either reads the same or is refused by
+// both, naming the file and the line (README "Input rules and limits"):
+// - at most kMaxImportValues values (every scalar, list and mapping, aliases
+//   expanded). The largest file in tests/fixtures holds about 200; a
+//   classifier's config.json with 21,843 labels (id2label and label2id) would
+//   hold about 44,000. So this refuses only files built to exhaust memory.
+//   The YAML readers count as they read, before an alias is copied; a JSON
+//   file holds no aliases (its 10 MiB bound it) and import_files counts it.
+// - YAML aliases under the npm `yaml` package's own rule (yaml 2.x
+//   nodes/Alias.js, Document.toJS maxAliasCount default 100): an anchor may be
+//   aliased while (its aliases + 1) x (the aliases inside it, the largest
+//   product) stays <= kMaxImportAliases. A "billion laughs" file stops at its
+//   fourth level, before anything is expanded.
+// - a key given twice in one mapping, and anything after the first document
+//   (trailing text after a JSON object, a second YAML document), are errors.
+// - at most limits::kMaxJsonDepth levels of nesting.
+// - a number that is not finite (YAML .inf / .nan, a JSON number beyond a
+//   double such as 1e400) is kept as the text ".inf", "-.inf" or ".nan", so
+//   the key that holds it is reported (an error where a number is read),
+//   never silently null.
+inline constexpr int64_t kMaxImportValues = 100000;
+inline constexpr int64_t kMaxImportAliases = 100;
+
 // {"files": [{"file": NAME, "content": TREE}, ...], "presets": [HUB_ID, ...]}
 // -> {"request": {...}, "model": {"id", "file", "key", "preset"} | null,
 //     "files": [{"file", "kind", "used", "not_understood", "ignored"}]}

@@ -10,6 +10,7 @@
 #include "guarded.h"
 #include "import/import_context.h"
 #include "vram/api.h"
+#include "vram/fields.h"
 
 namespace vram {
 
@@ -44,11 +45,63 @@ const json* FileContext::at(const std::string& key) const {
   }
 }
 
+namespace {
+
+// A value an import sets, against its request field's declaration
+// (vram/fields.h: type, limits, values): `num_processes: -8`, `zero_stage: 7`
+// or `fsdp_sharding_strategy: NUCLEAR` fail here, naming the key, never later
+// in the estimate. Fails (throws Failure) at `key`.
+void check_setting(const std::string& key, const std::string& path, const json& value) {
+  const FieldSpec* f = find_field(path);
+  if (f == nullptr) return;  // "#adapter" / "#quant4" and model.config
+  const auto bad = [&](const char* code, const std::string& why) {
+    fail(code, key, key + " = " + value.dump() + ": " + path + " " + why);
+  };
+  const auto limits = [&]() {
+    const auto show = [&](double x) {
+      return f->type == FieldType::kInt ? json(static_cast<int64_t>(x)).dump() : json(x).dump();
+    };
+    return "must be between " + show(*f->min) + " and " + show(*f->max);
+  };
+  switch (f->type) {
+    case FieldType::kInt:
+    case FieldType::kNumber: {
+      if (!value.is_number() || (f->type == FieldType::kInt && !value.is_number_integer())) {
+        bad(errc::kWrongType, f->type == FieldType::kInt ? "takes an integer" : "takes a number");
+      }
+      const double d = value.get<double>();
+      if (!std::isfinite(d) || (f->min && d < *f->min) || (f->max && d > *f->max)) bad(errc::kOutOfRange, limits());
+      break;
+    }
+    case FieldType::kBool:
+      if (!value.is_boolean()) bad(errc::kWrongType, "takes true or false");
+      break;
+    case FieldType::kEnum:
+      if (!value.is_string() || !f->canonical(value.get<std::string>())) {
+        std::string names;
+        for (const auto& v : f->accepted()) names += (names.empty() ? "" : ", ") + (v.empty() ? "\"\"" : v);
+        bad(errc::kUnknownValue, "takes one of " + names);
+      }
+      break;
+    case FieldType::kList:  // a list, or a name the parser expands ("all-linear")
+      if (!value.is_array() && !value.is_string()) bad(errc::kWrongType, "takes a list");
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace
+
 void FileContext::set(const std::string& key, const std::string& field, json value) {
+  check_setting(key, field, value);
   seen_.insert(key);
   if (field[0] != '#') {
     used_.push_back({{"key", key}, {"field", field}, {"value", value}});
-  } else if (method_keys_.insert(key).second && at(key) != nullptr) {
+  } else if (method_keys_.insert(key).second && at(key) != nullptr &&
+             std::none_of(not_understood_.begin(), not_understood_.end(),
+                          [&](const json& n) { return n["key"] == key; })) {
+    // (A key reported as not understood is not listed as used too: an unknown torchtune builder.)
     // "#adapter" / "#quant4": what the key says about adapters and 4-bit
     // weights; the merge turns them into train.method (full, lora, qlora, freeze).
     const bool quant = field == "#quant4";
@@ -148,14 +201,28 @@ std::optional<int64_t> as_int(const json& v) {
 
 bool is_auto(const json& v) { return v.is_string() && v.get<std::string>() == "auto"; }
 
-bool truthy(const json& v) {
+bool is_nonfinite(const json& v) {
+  if (!v.is_string()) return false;
+  const std::string& s = v.get_ref<const std::string&>();
+  return s == ".inf" || s == "-.inf" || s == ".nan";
+}
+
+std::optional<bool> as_flag(const json& v) {
   if (v.is_boolean()) return v.get<bool>();
-  if (v.is_number()) return v.get<double>() != 0;
+  if (v.is_number_integer() && (v == 0 || v == 1)) return v == 1;
   if (v.is_string()) {
     const std::string s = lower(v.get<std::string>());
-    return s == "true" || s == "yes" || s == "1";
+    if (s == "true" || s == "yes" || s == "on" || s == "1") return true;
+    if (s == "false" || s == "no" || s == "off" || s == "0") return false;
   }
-  return false;
+  return std::nullopt;
+}
+
+bool FileContext::flag(const std::string& key) const {
+  const json* v = at(key);
+  const auto b = v != nullptr ? as_flag(*v) : std::nullopt;
+  if (!b) fail(errc::kWrongType, key, key + " must be true or false, got " + (v ? v->dump() : "nothing"));
+  return *b;
 }
 
 json deepspeed_request_fields(const json& ds, std::vector<std::string>& notes) {
@@ -279,6 +346,25 @@ std::optional<int64_t> hidden_size(const json& cfg) {
   return std::nullopt;
 }
 
+// At most kMaxImportValues values in one file's tree (vram/import.h), as the
+// CLI's and the page's readers count them: the last guard for trees handed
+// in directly (import_json, Python).
+void check_values(const json& content, const std::string& file) {
+  int64_t values = 0;
+  std::vector<const json*> todo = {&content};
+  while (!todo.empty()) {
+    const json* v = todo.back();
+    todo.pop_back();
+    if (++values > kMaxImportValues) {
+      fail(errc::kOutOfRange, file,
+           file + ": more than " + std::to_string(kMaxImportValues) + " values, the limit on an imported file");
+    }
+    if (v->is_structured()) {
+      for (const auto& child : *v) todo.push_back(&child);
+    }
+  }
+}
+
 json import_impl(const json& input) {
   if (!input.is_object() || !input.contains("files") || !input["files"].is_array()) {
     fail(errc::kMissingField, "files", "files must be a list of {\"file\": name, \"content\": tree}");
@@ -293,6 +379,7 @@ json import_impl(const json& input) {
       fail(errc::kMissingField, at, at + " must be {\"file\": name, \"content\": tree}");
     }
     const std::string name = f["file"].get<std::string>();
+    check_values(f["content"], name);
     if (!f["content"].is_object()) {
       fail(errc::kWrongType, name, name + ": the file must hold a mapping of keys (a JSON object or a YAML mapping)");
     }

@@ -35,7 +35,11 @@ class FileContext {
     return v != nullptr && !v->is_null();
   }
 
-  // `key` sets request `field` to `value`.
+  // A yes/no key (as_flag); anything else fails naming the key, never read as false.
+  bool flag(const std::string& key) const;
+
+  // `key` sets request `field` to `value`, which must fit the field's
+  // declaration (vram/fields.h: type, limits, values) or fail naming the key.
   void set(const std::string& key, const std::string& field, json value);
   // train.framework from the kind of the file.
   void framework(const std::string& name);
@@ -83,7 +87,10 @@ class FileContext {
 // configs use for sizes) become 1000000000 and 500000000.
 std::optional<int64_t> as_int(const json& v);
 bool is_auto(const json& v);
-bool truthy(const json& v);  // true, "true", "True", 1
+// ".inf", "-.inf" or ".nan": a number that was not finite in the file (vram/import.h).
+bool is_nonfinite(const json& v);
+// true / false, "true" / "false", "yes" / "no", "on" / "off" (any case), 1 / 0; else nullopt.
+std::optional<bool> as_flag(const json& v);
 
 // Kinds (kinds.cpp): each fills ctx from ctx.root().
 void map_deepspeed(FileContext& ctx, const std::string& prefix);

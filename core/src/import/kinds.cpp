@@ -3,6 +3,7 @@
 // FileContext::finish, as irrelevant (the kind's list below) or not understood.
 #include <algorithm>
 #include <array>
+#include <sstream>
 #include <string_view>
 
 #include "import/import_context.h"
@@ -34,9 +35,20 @@ std::string lower(std::string s) {
   return s;
 }
 
+// A number that is not finite, as the readers keep it (vram/import.h:
+// YAML .inf / .nan, a JSON 1e400): an error naming the key.
+void finite_at(const std::string& key, const json* v) {
+  if (v != nullptr && is_nonfinite(*v)) {
+    fail(errc::kOutOfRange, key,
+         key + " is " + v->get<std::string>() +
+             ", not a finite number (YAML .inf / .nan, or a number beyond a double such as 1e400)");
+  }
+}
+
 // An integer at `key`, or a failure naming the key.
 int64_t int_at(const FileContext& ctx, const std::string& key) {
   const json* v = ctx.at(key);
+  finite_at(key, v);
   const auto i = v != nullptr ? as_int(*v) : std::nullopt;
   if (!i) fail(errc::kWrongType, key, key + " must be an integer, got " + (v ? v->dump() : "nothing"));
   return *i;
@@ -44,6 +56,7 @@ int64_t int_at(const FileContext& ctx, const std::string& key) {
 
 double num_at(const FileContext& ctx, const std::string& key) {
   const json* v = ctx.at(key);
+  finite_at(key, v);
   if (v == nullptr || !v->is_number()) {
     fail(errc::kWrongType, key, key + " must be a number, got " + (v ? v->dump() : "nothing"));
   }
@@ -70,7 +83,7 @@ void set_num(FileContext& ctx, const std::string& key, const std::string& field)
 void set_bool(FileContext& ctx, const std::string& key, const std::string& field) {
   const json* v = ctx.at(key);
   if (v == nullptr || v->is_null()) return;
-  ctx.set(key, field, truthy(*v));
+  ctx.set(key, field, ctx.flag(key));
 }
 
 // An HF Trainer optim name (training_args.py OptimizerNames), as the core knows them.
@@ -95,7 +108,25 @@ void set_attention(FileContext& ctx, const std::string& key, const std::string& 
 
 void set_checkpointing(FileContext& ctx, const std::string& key) {
   if (!ctx.has(key)) return;
-  ctx.set(key, "train.grad_checkpointing", truthy(*ctx.at(key)) ? "full" : "none");
+  const json& v = *ctx.at(key);
+  if (v.is_string() && !as_flag(v)) {
+    // Axolotl's "unsloth" / "offload" (schemas/training.py gradient_checkpointing): checkpoints kept on the CPU.
+    ctx.not_understood(key, "gradient checkpointing " + v.get<std::string>() + " is not modelled (true or false is)");
+    return;
+  }
+  ctx.set(key, "train.grad_checkpointing", ctx.flag(key) ? "full" : "none");
+}
+
+// 4-bit and 8-bit base weights at once: transformers' BitsAndBytesConfig
+// refuses it ("load_in_4bit and load_in_8bit are both True, but only one can
+// be used at the same time", src/transformers/utils/quantization_config.py at
+// 142576881d), as TRL's ModelConfig.__post_init__ does. An error naming the
+// 8-bit key, never a QLoRA estimate.
+void refuse_both_bit_widths(const FileContext& ctx, const std::string& key4, const std::string& key8) {
+  if (ctx.has(key4) && ctx.has(key8) && ctx.flag(key4) && ctx.flag(key8)) {
+    fail(errc::kInconsistent, key8,
+         key4 + " and " + key8 + " are both true: bitsandbytes loads the weights in 4 bits or in 8, not both");
+  }
 }
 
 // LoRA targets: a list of leaf names or PEFT's "all-linear".
@@ -124,8 +155,8 @@ void set_targets(FileContext& ctx, const std::string& key) {
 // model was loaded in; the framework's recipe (frameworks.cpp) says that
 // dtype, so bf16 confirms it and fp16 swaps the half type.
 void trainer_precision(FileContext& ctx, const std::string& bf16, const std::string& fp16) {
-  const bool b = ctx.has(bf16) && (truthy(*ctx.at(bf16)) || is_auto(*ctx.at(bf16)));
-  const bool f = ctx.has(fp16) && (truthy(*ctx.at(fp16)) || is_auto(*ctx.at(fp16)));
+  const bool b = ctx.has(bf16) && (is_auto(*ctx.at(bf16)) || ctx.flag(bf16));
+  const bool f = ctx.has(fp16) && (is_auto(*ctx.at(fp16)) || ctx.flag(fp16));
   if (ctx.at(bf16) != nullptr) ctx.use(bf16, b ? "bf16 autocast: the precision of the framework's recipe" : "");
   if (f && !b) {
     ctx.not_understood(fp16,
@@ -174,7 +205,7 @@ void map_fsdp_config(FileContext& ctx, const std::string& base) {
     ctx.set(k("reshard_after_forward"), "parallel.fsdp", s);
   }
   if (ctx.has(k("version"))) ctx.set(k("version"), "parallel.fsdp_version", int_at(ctx, k("version")));
-  if (ctx.has(k("offload_params")) && truthy(*ctx.at(k("offload_params")))) {
+  if (ctx.has(k("offload_params")) && ctx.flag(k("offload_params"))) {
     // torch CPUOffload(offload_params=True): parameters and gradients live on
     // the CPU and the optimizer steps there.
     ctx.set(k("offload_params"), "parallel.offload_params", true);
@@ -339,7 +370,7 @@ void map_deepspeed(FileContext& ctx, const std::string& p) {
     if (v == nullptr) continue;
     if (is_auto(*v)) {
       ctx.use_auto(key, "train.precision");
-    } else if (truthy(*v)) {
+    } else if (ctx.flag(key)) {
       ctx.set(key, "train.precision", "mixed_bf16");
     } else {
       ctx.use(key);
@@ -349,7 +380,7 @@ void map_deepspeed(FileContext& ctx, const std::string& p) {
       if (ctx.at(p + mode + "." + n) != nullptr) ctx.ignore(p + mode + "." + n);
     }
   }
-  if (ctx.has(p + "amp.enabled") && truthy(*ctx.at(p + "amp.enabled"))) {
+  if (ctx.has(p + "amp.enabled") && ctx.flag(p + "amp.enabled")) {
     ctx.not_understood(p + "amp", "Apex AMP is not modelled");
   }
   // DeepSpeed's own Adam / AdamW (FusedAdam, or DeepSpeedCPUAdam with offload): the framework's optimizer.
@@ -451,8 +482,9 @@ void map_axolotl(FileContext& ctx) {
   } else {
     ctx.set("adapter", "#adapter", "full");
   }
-  if (ctx.has("load_in_4bit")) ctx.set("load_in_4bit", "#quant4", truthy(*ctx.at("load_in_4bit")));
-  if (ctx.has("load_in_8bit") && truthy(*ctx.at("load_in_8bit"))) {
+  refuse_both_bit_widths(ctx, "load_in_4bit", "load_in_8bit");
+  if (ctx.has("load_in_4bit")) ctx.set("load_in_4bit", "#quant4", ctx.flag("load_in_4bit"));
+  if (ctx.has("load_in_8bit") && ctx.flag("load_in_8bit")) {
     ctx.not_understood("load_in_8bit", "8-bit base weights (LLM.int8) are not modelled");
   } else if (ctx.at("load_in_8bit") != nullptr) {
     ctx.use("load_in_8bit");
@@ -463,10 +495,10 @@ void map_axolotl(FileContext& ctx) {
   // axolotl core/builders/causal.py: packed samples fill sequence_len;
   // pad_to_sequence_len pads every batch to it; otherwise its collator
   // (DataCollatorForSeq2Seq, padding=True) pads to the longest in the batch.
-  if (ctx.has("sample_packing") && truthy(*ctx.at("sample_packing"))) {
+  if (ctx.has("sample_packing") && ctx.flag("sample_packing")) {
     ctx.set("sample_packing", "train.padding", "packed");
     if (ctx.at("pad_to_sequence_len") != nullptr) ctx.use("pad_to_sequence_len", "packed batches fill sequence_len");
-  } else if (ctx.has("pad_to_sequence_len") && truthy(*ctx.at("pad_to_sequence_len"))) {
+  } else if (ctx.has("pad_to_sequence_len") && ctx.flag("pad_to_sequence_len")) {
     ctx.set("pad_to_sequence_len", "train.padding", "max_length");
     if (ctx.at("sample_packing") != nullptr) ctx.use("sample_packing");
   } else if (ctx.has("sample_packing") || ctx.has("pad_to_sequence_len")) {
@@ -483,7 +515,7 @@ void map_axolotl(FileContext& ctx) {
   set_int(ctx, "lora_r", "train.lora.rank");
   set_num(ctx, "lora_alpha", "train.lora.alpha");
   set_num(ctx, "lora_dropout", "train.lora.dropout");
-  if (ctx.has("lora_target_linear") && truthy(*ctx.at("lora_target_linear"))) {
+  if (ctx.has("lora_target_linear") && ctx.flag("lora_target_linear")) {
     // axolotl loaders/adapter.py: lora_target_linear adds every linear but the head (find_all_linear_names).
     ctx.set("lora_target_linear", "train.lora.targets", "all-linear");
     if (ctx.has("lora_target_modules")) ctx.use("lora_target_modules", "lora_target_linear covers them");
@@ -497,11 +529,11 @@ void map_axolotl(FileContext& ctx) {
   set_optimizer(ctx, "optimizer");
   trainer_precision(ctx, "bf16", "fp16");
   set_checkpointing(ctx, "gradient_checkpointing");
-  if (ctx.has("flash_attention") && truthy(*ctx.at("flash_attention"))) {
+  if (ctx.has("flash_attention") && ctx.flag("flash_attention")) {
     set_attention(ctx, "flash_attention", "flash_attention_2");
-  } else if (ctx.has("sdp_attention") && truthy(*ctx.at("sdp_attention"))) {
+  } else if (ctx.has("sdp_attention") && ctx.flag("sdp_attention")) {
     set_attention(ctx, "sdp_attention", "sdpa");
-  } else if (ctx.has("xformers_attention") && truthy(*ctx.at("xformers_attention"))) {
+  } else if (ctx.has("xformers_attention") && ctx.flag("xformers_attention")) {
     ctx.not_understood("xformers_attention", "xformers attention is not modelled (counted as SDPA would be)");
   }
   if (ctx.has("attn_implementation")) set_attention(ctx, "attn_implementation", str(*ctx.at("attn_implementation")));
@@ -656,11 +688,11 @@ void map_llama_factory(FileContext& ctx) {
   if (ctx.has("additional_target"))
     ctx.not_understood("additional_target", "fully trained extra modules are not modelled");
   trainer_precision(ctx, "bf16", "fp16");
-  if (ctx.has("pure_bf16") && truthy(*ctx.at("pure_bf16"))) ctx.set("pure_bf16", "train.precision", "bf16");
+  if (ctx.has("pure_bf16") && ctx.flag("pure_bf16")) ctx.set("pure_bf16", "train.precision", "bf16");
   set_optimizer(ctx, "optim");
   if (ctx.has("disable_gradient_checkpointing")) {
     ctx.set("disable_gradient_checkpointing", "train.grad_checkpointing",
-            truthy(*ctx.at("disable_gradient_checkpointing")) ? "none" : "full");
+            ctx.flag("disable_gradient_checkpointing") ? "none" : "full");
   }
   if (ctx.has("flash_attn")) {
     // model_args.py AttentionFunction: auto, disabled (eager), sdpa, fa2.
@@ -675,18 +707,18 @@ void map_llama_factory(FileContext& ctx) {
     set_bool(ctx, "enable_liger_kernel", "train.fused_loss");
     set_bool(ctx, "enable_liger_kernel", "train.fused_norm");
   }
-  if (ctx.has("use_unsloth") && truthy(*ctx.at("use_unsloth"))) {
+  if (ctx.has("use_unsloth") && ctx.flag("use_unsloth")) {
     ctx.not_understood("use_unsloth", "Unsloth inside LLaMA-Factory: choose the unsloth framework instead");
   }
   set_bool(ctx, "torch_compile", "train.compile");
   // LLaMA-Factory data/collator.py: packed (or neat-packed) samples fill
   // cutoff_len; unpacked batches are padded to their longest sample.
-  if (ctx.has("neat_packing") && truthy(*ctx.at("neat_packing"))) {
+  if (ctx.has("neat_packing") && ctx.flag("neat_packing")) {
     ctx.set("neat_packing", "train.padding", "packed");
     if (ctx.at("packing") != nullptr) ctx.use("packing", "neat_packing packs");
   } else {
     if (ctx.has("packing")) {
-      ctx.set("packing", "train.padding", truthy(*ctx.at("packing")) ? "packed" : "longest");
+      ctx.set("packing", "train.padding", ctx.flag("packing") ? "packed" : "longest");
     } else if (ctx.at("packing") != nullptr) {
       ctx.use("packing");
     }
@@ -812,17 +844,22 @@ void map_torchtune(FileContext& ctx) {
         break;
       }
     }
-    ctx.set("model._component_", "#adapter", method == "full" ? "full" : "lora");
-    if (method == "qlora") ctx.set("model._component_", "#quant4", true);
     const auto it = std::find_if(kTorchtuneBuilders.begin(), kTorchtuneBuilders.end(),
                                  [&](const Builder& b) { return builder == b.name; });
-    if (it != kTorchtuneBuilders.end()) {
-      ctx.name_model("model._component_", it->hub);
-    } else {
-      ctx.not_understood("model._component_", "model builder " + builder + " names no Hub model the importer knows");
+    if (it == kTorchtuneBuilders.end()) {
+      // Reported before the method is taken from its prefix, so the key is listed as not understood,
+      // never as used (issue 33).
+      ctx.not_understood("model._component_", "model builder " + builder +
+                                                  " names no Hub model the importer knows: pass the model's "
+                                                  "config.json as another file (the " +
+                                                  (method == "full" ? std::string("full") : method + "_") +
+                                                  " prefix still sets train.method)");
     }
+    ctx.set("model._component_", "#adapter", method == "full" ? "full" : "lora");
+    if (method == "qlora") ctx.set("model._component_", "#quant4", true);
+    if (it != kTorchtuneBuilders.end()) ctx.name_model("model._component_", it->hub);
   }
-  if (ctx.has("model.quantize_base")) ctx.set("model.quantize_base", "#quant4", truthy(*ctx.at("model.quantize_base")));
+  if (ctx.has("model.quantize_base")) ctx.set("model.quantize_base", "#quant4", ctx.flag("model.quantize_base"));
   // lora_attn_modules + apply_lora_to_mlp (w1, w2, w3) + apply_lora_to_output.
   if (ctx.has("model.lora_attn_modules")) {
     json targets = json::array();
@@ -835,10 +872,10 @@ void map_torchtune(FileContext& ctx) {
         fail(errc::kUnknownValue, "model.lora_attn_modules", "unknown module " + m.dump());
       targets.push_back(it->second);
     }
-    if (ctx.has("model.apply_lora_to_mlp") && truthy(*ctx.at("model.apply_lora_to_mlp"))) {
+    if (ctx.has("model.apply_lora_to_mlp") && ctx.flag("model.apply_lora_to_mlp")) {
       for (const char* m : {"gate_proj", "up_proj", "down_proj"}) targets.push_back(m);
     }
-    if (ctx.has("model.apply_lora_to_output") && truthy(*ctx.at("model.apply_lora_to_output"))) {
+    if (ctx.has("model.apply_lora_to_output") && ctx.flag("model.apply_lora_to_output")) {
       targets.push_back("lm_head");
     }
     ctx.set("model.lora_attn_modules", "train.lora.targets", targets);
@@ -861,14 +898,14 @@ void map_torchtune(FileContext& ctx) {
   // torchtune recipes: packed datasets fill max_seq_len (padded_collate_packed);
   // otherwise padded_collate_sft pads to the longest sample of the batch.
   if (ctx.has("dataset.packed")) {
-    ctx.set("dataset.packed", "train.padding", truthy(*ctx.at("dataset.packed")) ? "packed" : "longest");
+    ctx.set("dataset.packed", "train.padding", ctx.flag("dataset.packed") ? "packed" : "longest");
   }
   if (ctx.has("optimizer._component_")) {
     // torch.optim.AdamW (fused: True -> the fused kernel), bitsandbytes.optim.*.
     const std::string o = str(*ctx.at("optimizer._component_"));
     std::string name;
     if (o == "torch.optim.AdamW" || o == "torch.optim.Adam") {
-      name = ctx.has("optimizer.fused") && truthy(*ctx.at("optimizer.fused")) ? "adamw_torch_fused" : "adamw_torch";
+      name = ctx.has("optimizer.fused") && ctx.flag("optimizer.fused") ? "adamw_torch_fused" : "adamw_torch";
       ctx.use("optimizer.fused");
     } else if (o == "bitsandbytes.optim.PagedAdamW8bit") {
       name = "paged_adamw_8bit";
@@ -916,10 +953,10 @@ void map_torchtune(FileContext& ctx) {
   if (ctx.at("fsdp_cpu_offload") != nullptr || ctx.at("fsdp_reshard_after_forward") != nullptr) {
     ctx.set(ctx.at("fsdp_reshard_after_forward") != nullptr ? "fsdp_reshard_after_forward" : "fsdp_cpu_offload",
             "parallel.fsdp",
-            ctx.has("fsdp_reshard_after_forward") && !truthy(*ctx.at("fsdp_reshard_after_forward")) ? "shard_grad_op"
-                                                                                                    : "full_shard");
+            ctx.has("fsdp_reshard_after_forward") && !ctx.flag("fsdp_reshard_after_forward") ? "shard_grad_op"
+                                                                                             : "full_shard");
     ctx.set("fsdp_cpu_offload", "parallel.fsdp_version", 2);
-    if (ctx.has("fsdp_cpu_offload") && truthy(*ctx.at("fsdp_cpu_offload"))) {
+    if (ctx.has("fsdp_cpu_offload") && ctx.flag("fsdp_cpu_offload")) {
       // torch CPUOffloadPolicy: parameters, gradients and the optimizer step on the CPU.
       ctx.set("fsdp_cpu_offload", "parallel.offload_params", true);
       ctx.set("fsdp_cpu_offload", "parallel.offload_optimizer", true);
@@ -1032,8 +1069,8 @@ void map_litgpt(FileContext& ctx) {
         {"lora_head", {"lm_head"}}};
     // litgpt/finetune/lora.py setup() defaults: query and value True, the rest False.
     for (const auto& [flag, mods] : flags) {
-      const bool on = ctx.has(flag) ? truthy(*ctx.at(flag))
-                                    : (std::string(flag) == "lora_query" || std::string(flag) == "lora_value");
+      const bool on =
+          ctx.has(flag) ? ctx.flag(flag) : (std::string(flag) == "lora_query" || std::string(flag) == "lora_value");
       if (on) {
         for (const char* m : mods) targets.push_back(m);
       }
@@ -1096,9 +1133,10 @@ void map_litgpt(FileContext& ctx) {
 // alignment-handbook recipes): how the model is loaded and its LoRA.
 static void map_trl_model_config(FileContext& ctx) {
   if (ctx.has("model_name_or_path")) ctx.name_model("model_name_or_path", str(*ctx.at("model_name_or_path")));
-  if (ctx.has("use_peft")) ctx.set("use_peft", "#adapter", truthy(*ctx.at("use_peft")) ? "lora" : "full");
-  if (ctx.has("load_in_4bit")) ctx.set("load_in_4bit", "#quant4", truthy(*ctx.at("load_in_4bit")));
-  if (ctx.has("load_in_8bit") && truthy(*ctx.at("load_in_8bit"))) {
+  if (ctx.has("use_peft")) ctx.set("use_peft", "#adapter", ctx.flag("use_peft") ? "lora" : "full");
+  refuse_both_bit_widths(ctx, "load_in_4bit", "load_in_8bit");
+  if (ctx.has("load_in_4bit")) ctx.set("load_in_4bit", "#quant4", ctx.flag("load_in_4bit"));
+  if (ctx.has("load_in_8bit") && ctx.flag("load_in_8bit")) {
     ctx.not_understood("load_in_8bit", "8-bit base weights (LLM.int8) are not modelled for training");
   } else if (ctx.at("load_in_8bit") != nullptr) {
     ctx.use("load_in_8bit");
@@ -1124,7 +1162,7 @@ static void map_trl_model_config(FileContext& ctx) {
   for (const char* k : {"torch_dtype", "dtype"}) {
     if (!ctx.has(k)) continue;
     const std::string d = lower(str(*ctx.at(k)));
-    const bool bf16 = ctx.has("bf16") && truthy(*ctx.at("bf16"));
+    const bool bf16 = ctx.has("bf16") && ctx.flag("bf16");
     if (d == "bfloat16" || d == "auto") {
       ctx.use(k, "16-bit weights: the hf recipe's dtype");
     } else if (d == "float32") {
@@ -1137,6 +1175,44 @@ static void map_trl_model_config(FileContext& ctx) {
   }
 }
 
+// TrainingArguments.fsdp (transformers training_args.py __post_init__): true
+// is full_shard, a string is split on spaces, and each word must be an
+// FSDPOption (trainer_utils.py: full_shard, shard_grad_op, no_shard,
+// hybrid_shard, hybrid_shard_zero2, offload, auto_wrap) or FSDPOption()
+// raises ValueError; so does the importer, naming the key.
+static void map_trainer_fsdp(FileContext& ctx) {
+  const json& f = *ctx.at("fsdp");
+  std::vector<std::string> words;
+  if (f.is_boolean()) {
+    if (f.get<bool>()) words.push_back("full_shard");
+  } else if (f.is_string() || f.is_array()) {
+    std::istringstream in(f.is_string() ? f.get<std::string>() : std::string());
+    for (std::string w; in >> w;) words.push_back(w);
+    if (f.is_array()) {
+      for (const auto& o : f) words.push_back(str(o));
+    }
+  } else {
+    fail(errc::kWrongType, "fsdp",
+         "fsdp must be true, false or FSDP options (\"full_shard auto_wrap\"), got " + f.dump());
+  }
+  for (const std::string& w : words) {
+    if (w == "full_shard" || w == "shard_grad_op" || w == "hybrid_shard" || w == "no_shard") {
+      ctx.set("fsdp", "parallel.fsdp", w);
+    } else if (w == "offload") {
+      ctx.set("fsdp", "parallel.offload_params", true);
+      ctx.set("fsdp", "parallel.offload_optimizer", true);
+    } else if (w == "hybrid_shard_zero2") {
+      ctx.not_understood("fsdp", "HYBRID_SHARD_ZERO2 is not modelled");
+    } else if (w != "auto_wrap") {
+      fail(errc::kUnknownValue, "fsdp",
+           "fsdp option " + quoted(w) +
+               " is not one of full_shard, shard_grad_op, no_shard, hybrid_shard, hybrid_shard_zero2, offload, "
+               "auto_wrap (transformers FSDPOption)");
+    }
+  }
+  ctx.use("fsdp");
+}
+
 // transformers TrainingArguments.to_json_string() (training_args.py), TRL
 // SFTConfig (trl/trainer/sft_config.py) and Seq2SeqTrainingArguments keys.
 void map_trainer(FileContext& ctx) {
@@ -1145,7 +1221,7 @@ void map_trainer(FileContext& ctx) {
   set_int(ctx, "gradient_accumulation_steps", "train.grad_accum");
   trainer_precision(ctx, "bf16", "fp16");
   set_optimizer(ctx, "optim");
-  if (ctx.has("adafactor") && truthy(*ctx.at("adafactor"))) ctx.set("adafactor", "train.optimizer", "adafactor");
+  if (ctx.has("adafactor") && ctx.flag("adafactor")) ctx.set("adafactor", "train.optimizer", "adafactor");
   set_checkpointing(ctx, "gradient_checkpointing");
   set_bool(ctx, "torch_compile", "train.compile");
   // SFTConfig: max_length (TRL >= 0.20, default 1024) or max_seq_length (older).
@@ -1153,10 +1229,10 @@ void map_trainer(FileContext& ctx) {
   // TRL SFTConfig: packing fills max_length; padding_free concatenates the
   // batch's samples without padding (its length varies with the batch);
   // otherwise the collator pads to the longest sample of the batch.
-  if (ctx.has("packing") && truthy(*ctx.at("packing"))) {
+  if (ctx.has("packing") && ctx.flag("packing")) {
     ctx.set("packing", "train.padding", "packed");
     if (ctx.at("padding_free") != nullptr) ctx.use("padding_free", "packed batches fill max_length");
-  } else if (ctx.has("padding_free") && truthy(*ctx.at("padding_free"))) {
+  } else if (ctx.has("padding_free") && ctx.flag("padding_free")) {
     ctx.set("padding_free", "train.padding", "longest");
     if (ctx.at("packing") != nullptr) ctx.use("packing");
   } else if (ctx.has("packing")) {
@@ -1177,23 +1253,7 @@ void map_trainer(FileContext& ctx) {
       ctx.refer("deepspeed", "deepspeed");
     }
   }
-  if (ctx.has("fsdp")) {
-    // training_args.py FSDPOption: "full_shard auto_wrap offload" (a string or a list).
-    const json& f = *ctx.at("fsdp");
-    std::string opts;
-    if (f.is_string()) opts = f.get<std::string>();
-    if (f.is_array()) {
-      for (const auto& o : f) opts += " " + str(o);
-    }
-    for (const char* s : {"full_shard", "shard_grad_op", "hybrid_shard", "no_shard"}) {
-      if (opts.find(s) != std::string::npos) ctx.set("fsdp", "parallel.fsdp", s);
-    }
-    if (opts.find("offload") != std::string::npos) {
-      ctx.set("fsdp", "parallel.offload_params", true);
-      ctx.set("fsdp", "parallel.offload_optimizer", true);
-    }
-    ctx.use("fsdp");
-  }
+  if (ctx.has("fsdp")) map_trainer_fsdp(ctx);
   if (ctx.has("fsdp_config")) map_fsdp_config(ctx, "fsdp_config");
   if (ctx.has("ddp_bucket_cap_mb")) {
     ctx.not_understood("ddp_bucket_cap_mb", "DDP's bucket size is modelled at torch's default (25 MiB)");
@@ -1262,7 +1322,7 @@ void map_peft(FileContext& ctx) {
   } else if (ctx.at("bias") != nullptr) {
     ctx.use("bias");
   }
-  if (ctx.has("lora_bias") && truthy(*ctx.at("lora_bias"))) {
+  if (ctx.has("lora_bias") && ctx.flag("lora_bias")) {
     ctx.not_understood("lora_bias", "a bias on lora_B is not modelled");
   } else if (ctx.at("lora_bias") != nullptr) {
     ctx.use("lora_bias");
@@ -1295,11 +1355,13 @@ void map_bnb(FileContext& ctx, const std::string& p) {
     return;
   }
   if (ctx.at(p + "quant_method") != nullptr) ctx.use(p + "quant_method");
+  refuse_both_bit_widths(ctx, p + "load_in_4bit", p + "load_in_8bit");
+  refuse_both_bit_widths(ctx, p + "_load_in_4bit", p + "_load_in_8bit");
   for (const char* k : {"load_in_4bit", "_load_in_4bit"}) {
-    if (ctx.has(p + k)) ctx.set(p + k, "#quant4", truthy(*ctx.at(p + k)));
+    if (ctx.has(p + k)) ctx.set(p + k, "#quant4", ctx.flag(p + k));
   }
   for (const char* k : {"load_in_8bit", "_load_in_8bit"}) {
-    if (ctx.has(p + k) && truthy(*ctx.at(p + k))) {
+    if (ctx.has(p + k) && ctx.flag(p + k)) {
       ctx.not_understood(p + k, "8-bit base weights (LLM.int8) are not modelled");
     } else if (ctx.at(p + k) != nullptr) {
       ctx.use(p + k);

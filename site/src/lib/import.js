@@ -23,26 +23,14 @@ import {
 export const MAX_IMPORT_BYTES = 10 * 1024 * 1024;
 
 /**
- * A file's text as the JSON tree the core reads; rejects with an Error naming
- * the file and the line. The YAML reader (about 30 KiB gzip of the page's
- * first bundle, README "Speed and size") is imported on the first file that
- * is not JSON.
+ * A file's text as the JSON tree the core reads, under the rules of one
+ * imported file (lib/config-text.js, the CLI's rules); rejects with an Error
+ * naming the file and the line. The reader and the YAML package (about 30
+ * KiB gzip, README "Speed and size") are loaded on the first import.
  */
 export async function parseConfigText(name, text) {
-  try {
-    return JSON.parse(text);
-  } catch {
-    // not JSON: YAML
-  }
-  const { parse: parseYaml } = await import('yaml');
-  try {
-    return parseYaml(text);
-  } catch (e) {
-    const line = e.linePos?.[0]?.line;
-    throw new Error(
-      `${name}${line ? ` line ${line}` : ''}: not valid YAML or JSON (${e.message.split('\n')[0]})`,
-    );
-  }
+  const { readConfigText } = await import('./config-text.js');
+  return readConfigText(name, text);
 }
 
 /** A dropped or chosen File -> {file, content}; refuses files over the limit before reading them. */

@@ -7,7 +7,8 @@
 // `vram-probe import FILE... --json` and `vram-probe estimate --from FILE...
 // --json`, whose trees come from yaml-cpp.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 
@@ -98,4 +99,79 @@ describe('import on the page and in the CLI', () => {
   it('names the file and the line of a malformed YAML file', async () => {
     await expect(parseConfigText('bad.yml', 'a: 1\nb: [1, 2\n')).rejects.toThrow(/bad\.yml/);
   });
+});
+
+// Hostile and careless files (issue 33, tests/fixtures/hostile/cases.json):
+// the page (lib/config-text.js, then the WASM module) and the CLI (`vram-probe
+// import` and `estimate --from`) answer each with the same error code, both
+// naming the file, the line and the key where the table gives them, or both
+// report the key as not understood. The page's time is printed (the README's
+// "Input rules and limits" quotes it), not asserted.
+const hostileDir = join(repoRoot, 'tests/fixtures/hostile');
+const hostile = JSON.parse(readFileSync(join(hostileDir, 'cases.json'), 'utf8')).cases;
+
+async function pageAnswer(path) {
+  try {
+    return JSON.parse(await pageImport([path]));
+  } catch (e) {
+    return { error: { code: e.code, message: e.message } };
+  }
+}
+
+function expectAnswer(answer, c, path, who) {
+  if (c.not_understood) {
+    expect(answer.error, who).toBeUndefined();
+    expect(answer.files[0].not_understood.map((n) => n.key)).toContain(c.not_understood);
+    expect(answer.files[0].used.map((u) => u.key)).not.toContain(c.not_understood);
+    return;
+  }
+  expect(answer.error?.code, `${who}: ${JSON.stringify(answer.error)}`).toBe(c.code);
+  const { message } = answer.error;
+  expect(message, who).toContain(path);
+  expect(message, who).toContain(c.says);
+  if (c.line) expect(message, who).toContain(`${path} line ${c.line}:`);
+  if (c.key) expect(answer.error.path, who).toBe(`${path}:${c.key}`);
+}
+
+describe('hostile files on the page and in the CLI (issue 33)', () => {
+  for (const c of hostile) {
+    const path = join(hostileDir, c.file);
+    it(`${c.file}: ${c.code ?? `${c.not_understood} not understood`} on both front ends`, async () => {
+      const start = performance.now();
+      const page = await pageAnswer(path);
+      const ms = performance.now() - start;
+      const native = cli(['import', path, '--json']);
+      expectAnswer(page, c, path, 'page');
+      expectAnswer(JSON.parse(native.out), c, path, 'vram-probe import');
+      const estimate = spawnSync(probe, ['estimate', '--from', path, '--json'], { encoding: 'utf8' });
+      if (c.not_understood) {
+        expect(estimate.stderr).toContain(`${c.not_understood} not understood`);
+      } else {
+        expect(estimate.status).toBe(1);
+        expectAnswer(JSON.parse(estimate.stdout), c, path, 'vram-probe estimate --from');
+      }
+      console.log(`${c.file}: page ${ms.toFixed(1)} ms`);
+    });
+  }
+
+  // The value cap (vram::kMaxImportValues, lib/config-text.js): a DeepSpeed
+  // JSON with exactly 100,000 values imports on both; one more is refused by both.
+  for (const extra of [0, 1]) {
+    it(`${extra ? 'refuses' : 'reads'} a file of ${100000 + extra} values on both front ends`, async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'vram-values-'));
+      const path = join(dir, `values-${extra}.json`);
+      // 1 root + 1 micro-batch + 1 wandb object + 1 list + its items
+      const items = new Array(100000 - 4 + extra).fill(0);
+      writeFileSync(path, JSON.stringify({ train_micro_batch_size_per_gpu: 2, wandb: { tags: items } }));
+      const page = await pageAnswer(path);
+      const native = JSON.parse(cli(['import', path, '--json']).out);
+      for (const [who, answer] of [
+        ['page', page],
+        ['vram-probe', native],
+      ]) {
+        if (extra) expect(answer.error?.message, who).toContain('more than 100000 values');
+        else expect(answer.error, who).toBeUndefined();
+      }
+    });
+  }
 });
