@@ -917,6 +917,8 @@ export interface PlanCandidate {
   peak_bytes: number;
   /** peak / usable memory of the GPU. */
   utilization: number;
+  /** How far from fitting: the larger of utilization and host RAM needed / available; <= 1 when it fits. Layouts that do not fit rank by it, closest first. */
+  fit_ratio: number;
   fits: boolean;
   /** Peak at or under 80 % of the card's memory. */
   headroom_ok: boolean;

@@ -374,6 +374,7 @@ json plan(const json& request) {
                        {"grad_checkpointing", to_string(c.checkpointing)},
                        {"peak_bytes", c.peak_bytes},
                        {"utilization", round4(c.utilization)},
+                       {"fit_ratio", round4(c.fit_ratio)},
                        {"fits", c.fits},
                        {"headroom_ok", c.headroom_ok},
                        {"max_micro_batch", c.max_micro_batch},

@@ -110,6 +110,7 @@ void set_fit(PlanCandidate& c, const fit::Card& card) {
   c.fits = f.fits && c.host_fits;
   c.headroom_ok = f.headroom_ok && c.host_fits;
   c.utilization = f.utilization;
+  c.fit_ratio = std::max(c.utilization, c.host_ratio);
 }
 
 // The costs a candidate carries besides memory, and why.
@@ -167,6 +168,7 @@ std::optional<PlanCandidate> evaluate(const Request& base, const ParallelOptions
   c.global_batch = r.train.micro_batch * p.dp * r.train.grad_accum;
   c.host_bytes = host_bytes_for(r, est.value().params_trainable);
   c.host_fits = c.host_bytes <= host_ram;
+  c.host_ratio = host_ram > 0 ? static_cast<double>(c.host_bytes) / static_cast<double>(host_ram) : 0;
   set_fit(c, card);
   explain_costs(c, p, ck, r.train.grad_accum);
   if (c.host_bytes > 0) {
@@ -245,19 +247,29 @@ void for_each_layout(const Request& req, const PlanOptions& o, const SearchSpace
   }
 }
 
-// Best first, every layout training the same global batch: fits with the
-// 80% headroom, then fits (host RAM included); no offload; least recompute
-// and bubble; least tensor parallel (it all-reduces activations every layer,
-// Megatron-LM §3; HF "Parallelism methods": DDP or ZeRO when the model fits,
-// then ZeRO, PP or TP); least data-parallel traffic; lowest peak.
+// Two keys, in this order. First whether it fits, and how close: fits with
+// the 80% headroom, then fits (host RAM included), then the layouts that do
+// not fit, the closest first (fit_ratio: peak / capacity, or host RAM
+// needed / available), so a layout at 105% of the card never ranks below one
+// at 18x (issue 33). Then, among equals, the preference: no offload; least
+// recompute and bubble; least tensor parallel (it all-reduces activations
+// every layer, Megatron-LM §3; HF "Parallelism methods": DDP or ZeRO when the
+// model fits, then ZeRO, PP or TP); least data-parallel traffic; lowest peak.
+// Every layout trains the same global batch.
+std::tuple<int, double> fit_key(const PlanCandidate& c) {
+  if (c.headroom_ok) return {0, 0.0};
+  if (c.fits) return {1, 0.0};
+  return {2, std::round(c.fit_ratio * 1e6)};
+}
+
+std::tuple<bool, double, int64_t, double, int64_t> preference_key(const PlanCandidate& c) {
+  return {c.layout.offload_optimizer, std::round(c.step_time_factor * 1e6), c.layout.tp, c.comm_factor, c.peak_bytes};
+}
+
 void rank(std::vector<PlanCandidate>& all) {
-  auto key = [](const PlanCandidate& c) {
-    const int fit_class = c.headroom_ok ? 0 : c.fits ? 1 : 2;
-    return std::make_tuple(fit_class, c.layout.offload_optimizer, std::round(c.step_time_factor * 1e6), c.layout.tp,
-                           c.comm_factor, c.peak_bytes);
-  };
-  std::stable_sort(all.begin(), all.end(),
-                   [&](const PlanCandidate& a, const PlanCandidate& b) { return key(a) < key(b); });
+  std::stable_sort(all.begin(), all.end(), [](const PlanCandidate& a, const PlanCandidate& b) {
+    return std::make_pair(fit_key(a), preference_key(a)) < std::make_pair(fit_key(b), preference_key(b));
+  });
 }
 
 // The shown candidates: the top ones, each with the allocator replay's peak
@@ -281,6 +293,20 @@ void finish(std::vector<PlanCandidate>& all, const Request& base, const PlanOpti
       c.max_micro_batch =
           train::max_micro_batch(candidate_request(base, c.layout, c.checkpointing, global_batch), card.capacity);
   }
+}
+
+// When nothing fits, what is closest and by how much (issue 33: the
+// planner says what is closest): the first candidate, ranked by fit_ratio.
+std::string closest_note(const Plan& plan) {
+  const PlanCandidate& c = plan.candidates.front();
+  const auto percent = [](double r) { return std::to_string(static_cast<int64_t>(std::llround(r * 100))) + "%"; };
+  if (c.host_ratio > c.utilization) {
+    return "nothing fits; the closest is " + c.label + ": it fits the GPU but needs " + fmt_gib(c.host_bytes) +
+           " of host RAM per node, " + percent(c.host_ratio) + " of the " + fmt_gib(plan.host_ram_bytes) + " available";
+  }
+  return "nothing fits; the closest is " + c.label + " at " + percent(c.utilization) + " of the " + plan.gpu + "'s " +
+         fmt_gib(plan.capacity_bytes) + " (peak " + fmt_gib(c.peak_bytes) + ", " +
+         fmt_gib(c.peak_bytes - plan.capacity_bytes) + " over)";
 }
 
 }  // namespace
@@ -350,6 +376,7 @@ Result<Plan> plan_request(const Request& req, const PlanOptions& o) {
     plan.fitting = count_fitting();
     finish(all, base, o, *card, global_batch);
     plan.candidates = std::move(all);
+    if (plan.fitting == 0 && !plan.candidates.empty()) plan.notes.push_back(closest_note(plan));
     plan.notes.push_back(
         "global batch " + fmt_int(global_batch) + " samples per step held fixed (" + std::to_string(req.parallel.gpus) +
         " GPUs x micro_batch " + std::to_string(req.train.micro_batch) + " x grad_accum " +

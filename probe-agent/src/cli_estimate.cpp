@@ -754,8 +754,9 @@ const char* kPlanHelp =
 
 Searches every layout of N GPUs the framework can run (tensor x pipeline x context x expert x data
 parallel, its sharding, activation checkpointing; CPU offload only when nothing else fits), estimates
-each, and ranks them: fits with the 80% headroom first, then no offload, the least recompute and
-pipeline bubble, the least data-parallel traffic, the least tensor parallel.
+each, and ranks them: fits with the 80% headroom first, then fits, then the closest to fitting (peak /
+capacity, or host RAM for offload; a note names the closest when nothing fits); among equals no offload,
+the least recompute and pipeline bubble, the least tensor parallel, the least data-parallel traffic.
 
 Planner: --framework deepspeed|fsdp|megatron (default deepspeed; fsdp or megatron when the request
            already uses them)  --top N (default 10)  --allow-offload true|false

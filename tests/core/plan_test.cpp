@@ -92,6 +92,35 @@ TEST(Planner, OffloadsOnlyWhenNothingElseFits) {
   for (const auto& c : small["plan"]["candidates"]) EXPECT_FALSE(c["parallel"].value("offload_optimizer", false));
 }
 
+// Issue 33: when nothing fits, the layouts rank by how far they miss, the
+// closest first, and a note names it. DeepSeek-V3 full fine-tuning at 16K
+// tokens on 65,521 H100s (a prime: data parallel only): ZeRO-3 with full
+// recomputation misses by about a quarter of the card; ZeRO-2 without
+// recomputation by 26x. Before, the preference key (no recompute first)
+// ranked the 26x miss first and the closest eighth.
+TEST(Planner, WhenNothingFitsTheClosestRanksFirst) {
+  json req = request("deepseek-ai/DeepSeek-V3", 65521, "H100 80GB", {{"seq_len", 16384}, {"grad_accum", 1}});
+  req["plan"] = {{"top", 20}};
+  const json r = plan(req);
+  ASSERT_FALSE(r.contains("error")) << r.dump();
+  ASSERT_EQ(r["plan"]["fitting"], 0) << r.dump();
+  const json& cands = r["plan"]["candidates"];
+  ASSERT_GE(cands.size(), 8u);
+  const json& best = cands[0];
+  EXPECT_EQ(best["parallel"].value("zero", 0), 3) << best.dump();
+  EXPECT_EQ(best["grad_checkpointing"], "full") << best.dump();
+  EXPECT_GT(best["fit_ratio"].get<double>(), 1.0);
+  EXPECT_LT(best["fit_ratio"].get<double>(), 1.5);
+  for (size_t i = 1; i < cands.size(); ++i) {
+    EXPECT_LE(cands[i - 1]["fit_ratio"].get<double>(), cands[i]["fit_ratio"].get<double>()) << cands[i]["label"];
+  }
+  const auto& notes = r["plan"]["notes"];
+  const bool named = std::any_of(notes.begin(), notes.end(), [&](const json& n) {
+    return n.get<std::string>().find("nothing fits; the closest is " + best["label"].get<std::string>()) == 0;
+  });
+  EXPECT_TRUE(named) << notes.dump(2);
+}
+
 // Issue 18: every layout trains the same global batch (data parallel and
 // accumulation fill it), and for an 8B model on 8 x A100 80GB at 4k tokens,
 // where sharded data parallel fits without recomputation, it ranks before

@@ -45,6 +45,10 @@ struct PlanCandidate {
   // the search ranks the rest on their live tensors, a lower bound).
   bool replayed = false;
   double utilization = 0;
+  // How far from fitting: the larger of peak / capacity (utilization) and
+  // host_bytes / host RAM; at most 1 when it fits. Layouts that do not fit
+  // rank by it, the closest first.
+  double fit_ratio = 0;
   bool fits = false;
   bool headroom_ok = false;
   int64_t max_micro_batch = 0;
@@ -58,6 +62,7 @@ struct PlanCandidate {
   // plan's host RAM.
   int64_t host_bytes = 0;
   bool host_fits = true;
+  double host_ratio = 0;  // host_bytes / the plan's host RAM
   // Step time relative to the same work without recomputation or pipeline
   // bubble: (4/3 with full recompute) x (1 + (pp - 1) / (m vp)).
   double step_time_factor = 1;
