@@ -520,20 +520,23 @@ struct RequestCommand {
   bool exporter = false;  // accepts --format and --model-id (vram-probe export)
 };
 
-int run_request_command(const std::vector<std::string>& args, const RequestCommand& cmd) {
+// The command line: flags that set request fields (the field table's, then
+// the CLI's aliases and shortcuts, kExtraFlags), the files, the output mode.
+struct CommandLine {
   bool as_json = false;
   bool suggest = false;
-  for (const auto& a : args) as_json = as_json || a == "--json";
-  json req = json::object();
-  // Flags that set a request field: the field table's (vram/fields.h), then
-  // the CLI's own aliases and shortcuts (kExtraFlags).
-  std::map<std::string, const FieldSpec*> table_flags;
-  for (const auto& f : request_fields()) {
-    if (!f.cli.empty()) table_flags[f.cli] = &f;
-  }
   std::vector<std::pair<std::string, json>> sets;
   std::string request_file, config_file;
   std::vector<std::string> from_files;  // --from: configuration files (vram-probe import)
+};
+
+// Reads `args` into `f`; an exit code when the command ends here (--help, a usage or input error).
+std::optional<int> parse_command_line(const std::vector<std::string>& args, const RequestCommand& cmd, CommandLine& f) {
+  for (const auto& a : args) f.as_json = f.as_json || a == "--json";
+  std::map<std::string, const FieldSpec*> table_flags;
+  for (const auto& spec : request_fields()) {
+    if (!spec.cli.empty()) table_flags[spec.cli] = &spec;
+  }
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto need = [&](std::string& out) {
@@ -545,7 +548,7 @@ int run_request_command(const std::vector<std::string>& args, const RequestComma
     bool ok = true;
     if (a == "--json") continue;
     if (!cmd.plan && a == "--suggest") {
-      suggest = true;
+      f.suggest = true;
       continue;
     }
     if (a == "--help" || a == "-h") {
@@ -553,17 +556,17 @@ int run_request_command(const std::vector<std::string>& args, const RequestComma
       return 0;
     }
     if (a == "--request") {
-      if (!need(request_file)) return print_error(usage_error(a, a + " needs a file"), as_json) + 1;
+      if (!need(f.request_file)) return print_error(usage_error(a, a + " needs a file"), f.as_json) + 1;
     } else if (a == "--from") {
-      if (!need(v)) return print_error(usage_error(a, a + " needs a file"), as_json) + 1;
-      from_files.push_back(v);
+      if (!need(v)) return print_error(usage_error(a, a + " needs a file"), f.as_json) + 1;
+      f.from_files.push_back(v);
     } else if (cmd.exporter && (a == "--format" || a == "--model-id")) {
-      if (!need(v)) return print_error(usage_error(a, a + " needs a value"), as_json) + 1;
-      sets.emplace_back(a == "--format" ? "export.format" : "export.model_id", v);
+      if (!need(v)) return print_error(usage_error(a, a + " needs a value"), f.as_json) + 1;
+      f.sets.emplace_back(a == "--format" ? "export.format" : "export.model_id", v);
     } else if (cmd.plan && (a == "--framework" || a == "--top")) {
-      if (!need(v)) return print_error(usage_error(a, a + " needs a value"), as_json) + 1;
+      if (!need(v)) return print_error(usage_error(a, a + " needs a value"), f.as_json) + 1;
       if (a == "--framework") {
-        sets.emplace_back("plan.framework", v);
+        f.sets.emplace_back("plan.framework", v);
       } else {
         // plan.top is the planner's option, not a request field: parsed as
         // strictly, its range is checked where it is read (api.cpp plan).
@@ -572,55 +575,55 @@ int run_request_command(const std::vector<std::string>& args, const RequestComma
         top.type = FieldType::kInt;
         json err;
         const auto n = strict_number(a, v, top, err);
-        if (!n) return print_error(err, as_json);
-        sets.emplace_back("plan.top", *n);
+        if (!n) return print_error(err, f.as_json);
+        f.sets.emplace_back("plan.top", *n);
       }
     } else if (cmd.plan && (a == "--allow-offload" || a == "--allow-checkpointing")) {
-      if (!need(v)) return print_error(usage_error(a, a + " needs true or false"), as_json) + 1;
+      if (!need(v)) return print_error(usage_error(a, a + " needs true or false"), f.as_json) + 1;
       const bool b = truthy(v, ok);
-      if (!ok) return print_error(usage_error(a, a + " needs true or false, got '" + v + "'"), as_json) + 1;
-      sets.emplace_back(a == "--allow-offload" ? "plan.allow_offload" : "plan.allow_checkpointing", b);
+      if (!ok) return print_error(usage_error(a, a + " needs true or false, got '" + v + "'"), f.as_json) + 1;
+      f.sets.emplace_back(a == "--allow-offload" ? "plan.allow_offload" : "plan.allow_checkpointing", b);
     } else if (a == "--lora" || a == "--qlora") {
-      sets.emplace_back("train.method", a == "--lora" ? "lora" : "qlora");
+      f.sets.emplace_back("train.method", a == "--lora" ? "lora" : "qlora");
     } else if (a == "--flashattn" || a == "--liger") {
-      if (!need(v)) return print_error(usage_error(a, a + " needs true or false"), as_json) + 1;
+      if (!need(v)) return print_error(usage_error(a, a + " needs true or false"), f.as_json) + 1;
       const bool b = truthy(v, ok);
-      if (!ok) return print_error(usage_error(a, a + " needs true or false, got '" + v + "'"), as_json) + 1;
-      if (a == "--flashattn") sets.emplace_back("train.attention", b ? "flash_attention_2" : "eager");
+      if (!ok) return print_error(usage_error(a, a + " needs true or false, got '" + v + "'"), f.as_json) + 1;
+      if (a == "--flashattn") f.sets.emplace_back("train.attention", b ? "flash_attention_2" : "eager");
       if (a == "--liger") {
-        sets.emplace_back("train.fused_loss", b);
-        sets.emplace_back("train.fused_norm", b);
+        f.sets.emplace_back("train.fused_loss", b);
+        f.sets.emplace_back("train.fused_norm", b);
       }
     } else if (const auto alias = kFlagAliases.find(a); alias != kFlagAliases.end() || table_flags.count(a) != 0) {
-      const FieldSpec& f = alias != kFlagAliases.end() ? field(alias->second) : *table_flags.at(a);
-      if (f.path == "model.allow_generic") {  // a switch, no value
-        sets.emplace_back(f.path, true);
+      const FieldSpec& spec = alias != kFlagAliases.end() ? field(alias->second) : *table_flags.at(a);
+      if (spec.path == "model.allow_generic") {  // a switch, no value
+        f.sets.emplace_back(spec.path, true);
         continue;
       }
       if (!need(v)) {
-        return print_error(usage_error(a, a + (f.type == FieldType::kObject ? " needs a file" : " needs a value")),
-                           as_json) +
+        return print_error(usage_error(a, a + (spec.type == FieldType::kObject ? " needs a file" : " needs a value")),
+                           f.as_json) +
                1;
       }
-      if (f.path == "model.config") {
-        config_file = v;
-      } else if (f.path == "model.safetensors") {  // headers of local files, not a JSON file
+      if (spec.path == "model.config") {
+        f.config_file = v;
+      } else if (spec.path == "model.safetensors") {  // headers of local files, not a JSON file
         auto inv = read_safetensors_inventory(v);
-        if (!inv.ok()) return print_error(error_json(inv.error()), as_json);
-        sets.emplace_back(f.path, inv.value());
-      } else if (f.type == FieldType::kObject) {
+        if (!inv.ok()) return print_error(error_json(inv.error()), f.as_json);
+        f.sets.emplace_back(spec.path, inv.value());
+      } else if (spec.type == FieldType::kObject) {
         json err;
-        auto obj = read_json_file(v, f.path, err);
-        if (!obj) return print_error(err, as_json);
-        sets.emplace_back(f.path, std::move(*obj));
-      } else if (f.type == FieldType::kBool) {
+        auto obj = read_json_file(v, spec.path, err);
+        if (!obj) return print_error(err, f.as_json);
+        f.sets.emplace_back(spec.path, std::move(*obj));
+      } else if (spec.type == FieldType::kBool) {
         const bool b = truthy(v, ok);
-        if (!ok) return print_error(usage_error(a, a + " needs true or false, got '" + v + "'"), as_json) + 1;
-        sets.emplace_back(f.path, b);
-      } else if (f.path == "train.grad_checkpointing") {  // true|false|selective|selective_op
+        if (!ok) return print_error(usage_error(a, a + " needs true or false, got '" + v + "'"), f.as_json) + 1;
+        f.sets.emplace_back(spec.path, b);
+      } else if (spec.path == "train.grad_checkpointing") {  // true|false|selective|selective_op
         const bool b = truthy(v, ok);
-        sets.emplace_back(f.path, ok ? json(b) : json(v));
-      } else if (f.type == FieldType::kList) {
+        f.sets.emplace_back(spec.path, ok ? json(b) : json(v));
+      } else if (spec.type == FieldType::kList) {
         json list = json::array();
         std::stringstream ss(v);
         std::string item;
@@ -628,86 +631,97 @@ int run_request_command(const std::vector<std::string>& args, const RequestComma
           if (!item.empty()) list.push_back(item);
         }
         // PEFT's "all-linear" is a string, not a one-name list.
-        sets.emplace_back(f.path, v == "all-linear" ? json("all-linear") : list);
-      } else if (f.type == FieldType::kInt || f.type == FieldType::kNumber) {
+        f.sets.emplace_back(spec.path, v == "all-linear" ? json("all-linear") : list);
+      } else if (spec.type == FieldType::kInt || spec.type == FieldType::kNumber) {
         // --cuda-context-gib: GiB or MiB on the command line, bytes in the request.
         json err;
-        const auto n = strict_number(a, v, f, err);
-        if (!n) return print_error(err, as_json);
-        sets.emplace_back(f.path, *n);
+        const auto n = strict_number(a, v, spec, err);
+        if (!n) return print_error(err, f.as_json);
+        f.sets.emplace_back(spec.path, *n);
       } else {
-        sets.emplace_back(f.path, v);
+        f.sets.emplace_back(spec.path, v);
       }
     } else {
-      return print_error(usage_error(a, "unknown argument '" + a + "' (see --help)"), as_json) + 1;
+      return print_error(usage_error(a, "unknown argument '" + a + "' (see --help)"), f.as_json) + 1;
     }
   }
-  std::string request_text;
-  if (!request_file.empty()) {
-    json err;
-    if (!read_text_file(request_file, "", request_text, err)) return print_error(err, as_json);
-  }
-  // A request file with no flags goes to the core as text, exactly as the page
-  // sends it, so every answer (errors included) is byte-identical to WASM.
-  if (!request_file.empty() && config_file.empty() && sets.empty() && from_files.empty()) {
-    std::string out = cmd.core(request_text);
-    json result = json::parse(out);
-    if (suggest && !result.contains("error")) out = with_suggestions(result, request_text);
-    if (result.contains("error")) return as_json ? (std::printf("%s\n", out.c_str()), 1) : print_error(result, false);
-    if (as_json) {
-      std::printf("%s\n", out.c_str());
-    } else {
-      cmd.print(result);
-    }
-    return 0;
-  }
-  if (!request_file.empty()) {
+  return std::nullopt;
+}
+
+// The request the command line gives: the --request file's, the --from
+// files' over it, --model-config, then every flag; an exit code on an error.
+std::optional<int> assemble_request(const CommandLine& f, const RequestCommand& cmd, const std::string& request_text,
+                                    json& req) {
+  if (!f.request_file.empty()) {
     try {
       req = parse_json_text(request_text, "");
-    } catch (const Failure& f) {
-      return print_error(error_json(f.error()), as_json);
+    } catch (const Failure& e) {
+      return print_error(error_json(e.error()), f.as_json);
     }
     if (!req.is_object())
-      return print_error(error_json({errc::kWrongType, "the request must be a JSON object", ""}), as_json);
+      return print_error(error_json({errc::kWrongType, "the request must be a JSON object", ""}), f.as_json);
   }
-  if (!from_files.empty()) {
+  if (!f.from_files.empty()) {
     // The files' request over the --request file's; the flags below win over both.
-    const json imported = import_config_files(from_files);
-    if (imported.contains("error")) return print_error(imported, as_json);
+    const json imported = import_config_files(f.from_files);
+    if (imported.contains("error")) return print_error(imported, f.as_json);
     warn_not_understood(imported);
     if (!req.is_object()) req = json::object();
     req.merge_patch(imported["request"]);
     // export: the recipe's model id, unless --model-id names one.
     if (cmd.exporter && imported["model"].is_object() &&
-        std::none_of(sets.begin(), sets.end(), [](const auto& s) { return s.first == "export.model_id"; })) {
+        std::none_of(f.sets.begin(), f.sets.end(), [](const auto& s) { return s.first == "export.model_id"; })) {
       const json& m = imported["model"];
       set_path(req, "export.model_id", m["preset"].is_string() ? m["preset"] : m["id"]);
     }
   }
-  if (!config_file.empty()) {
+  if (!f.config_file.empty()) {
     json err;
-    auto cfg = read_json_file(config_file, "model.config", err);
-    if (!cfg) return print_error(err, as_json);
+    auto cfg = read_json_file(f.config_file, "model.config", err);
+    if (!cfg) return print_error(err, f.as_json);
     set_path(req, "model.config", std::move(*cfg));
   }
-  for (auto& [path, val] : sets) set_path(req, path, val);
-  // Same code path and same bytes as the WASM module's estimate() / plan().
-  std::string out = cmd.core(req.dump());
+  for (const auto& [path, val] : f.sets) set_path(req, path, val);
+  return std::nullopt;
+}
+
+// The core's answer (`request_text`, the page's bytes), printed.
+int answer(const CommandLine& f, const RequestCommand& cmd, const std::string& request_text) {
+  std::string out = cmd.core(request_text);
   json result = json::parse(out);
-  if (suggest && !result.contains("error")) out = with_suggestions(result, req.dump());
+  if (f.suggest && !result.contains("error")) out = with_suggestions(result, request_text);
   if (result.contains("error")) {
-    if (as_json) {
+    if (f.as_json) {
       std::printf("%s\n", out.c_str());
       return 1;
     }
     return print_error(result, false);
   }
-  if (as_json) {
+  if (f.as_json) {
     std::printf("%s\n", out.c_str());
   } else {
     cmd.print(result);
   }
   return 0;
+}
+
+int run_request_command(const std::vector<std::string>& args, const RequestCommand& cmd) {
+  CommandLine f;
+  if (const auto exit = parse_command_line(args, cmd, f)) return *exit;
+  std::string request_text;
+  if (!f.request_file.empty()) {
+    json err;
+    if (!read_text_file(f.request_file, "", request_text, err)) return print_error(err, f.as_json);
+  }
+  // A request file with no flags goes to the core as text, exactly as the page
+  // sends it, so every answer (errors included) is byte-identical to WASM.
+  if (!f.request_file.empty() && f.config_file.empty() && f.sets.empty() && f.from_files.empty()) {
+    return answer(f, cmd, request_text);
+  }
+  json req = json::object();
+  if (const auto exit = assemble_request(f, cmd, request_text, req)) return *exit;
+  // Same code path and same bytes as the WASM module's estimate() / plan().
+  return answer(f, cmd, req.dump());
 }
 
 // The planner's answer: the ranked layouts and the flags of the best one.

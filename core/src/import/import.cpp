@@ -365,7 +365,8 @@ void check_values(const json& content, const std::string& file) {
   }
 }
 
-json import_impl(const json& input) {
+// Each file of the input, recognised and mapped by its kind's rules.
+std::vector<FileContext> read_files(const json& input) {
   if (!input.is_object() || !input.contains("files") || !input["files"].is_array()) {
     fail(errc::kMissingField, "files", "files must be a list of {\"file\": name, \"content\": tree}");
   }
@@ -397,24 +398,26 @@ json import_impl(const json& input) {
       fail(e->code.c_str(), name + ":" + e->path, name + ": " + e->message);
     }
   }
+  return files;
+}
 
-  // DeepSpeed "auto" bucket sizes from the model, as the HF integration does.
-  const json* model_cfg = nullptr;
-  for (const auto& ctx : files) {
-    if (ctx.kind == "model_config") model_cfg = &ctx.root();
-  }
-
-  // Merge. Two files that set one field to different values disagree, as the
-  // HF integration's "mismatch" error does for DeepSpeed and the Trainer.
+// Every field the files set, with its value and "file key", in the order
+// first set. Two files that set one field to different values disagree, as
+// the HF integration's "mismatch" error does for DeepSpeed and the Trainer.
+struct Merged {
   std::map<std::string, std::pair<json, std::string>> fields;  // field -> value, "file key"
   std::vector<std::string> order;
+};
+
+Merged merge(const std::vector<FileContext>& files) {
+  Merged m;
   for (const auto& ctx : files) {
     for (const Setting& s : ctx.settings) {
       const std::string where = ctx.file() + " " + s.key;
-      auto it = fields.find(s.field);
-      if (it == fields.end()) {
-        fields[s.field] = {s.value, where};
-        order.push_back(s.field);
+      auto it = m.fields.find(s.field);
+      if (it == m.fields.end()) {
+        m.fields[s.field] = {s.value, where};
+        m.order.push_back(s.field);
       } else if (it->second.first != s.value) {
         fail(errc::kInconsistent, ctx.file() + ":" + s.key,
              where + " = " + s.value.dump() + " disagrees with " + it->second.second + " = " + it->second.first.dump() +
@@ -422,18 +425,15 @@ json import_impl(const json& input) {
       }
     }
   }
-  json request = {{"task", "train"}};
-  for (const auto& field : order) {
-    if (field[0] == '#') continue;
-    if (field == "model.config") continue;  // set below
-    set_path(request, field, fields[field].first);
-  }
-  if (model_cfg != nullptr) set_path(request, "model.config", *model_cfg);
-  // train.method from what the files say about adapters and 4-bit weights.
-  const auto adapter = fields.find("#adapter");
-  const auto quant4 = fields.find("#quant4");
-  const bool q4 = quant4 != fields.end() && quant4->second.first == true;
-  if (adapter != fields.end()) {
+  return m;
+}
+
+// train.method from what the files say about adapters and 4-bit weights.
+void set_method(json& request, const Merged& m) {
+  const auto adapter = m.fields.find("#adapter");
+  const auto quant4 = m.fields.find("#quant4");
+  const bool q4 = quant4 != m.fields.end() && quant4->second.first == true;
+  if (adapter != m.fields.end()) {
     const std::string a = adapter->second.first.get<std::string>();
     if (q4 && a != "lora") {
       fail(errc::kInconsistent, quant4->second.second,
@@ -444,36 +444,32 @@ json import_impl(const json& input) {
   } else if (q4) {
     set_path(request, "train.method", "qlora");
   }
-  if (model_cfg != nullptr) {
-    if (const auto h = hidden_size(*model_cfg)) {
-      // transformers integrations/deepspeed.py HfTrainerDeepSpeedConfig.trainer_config_finalize:
-      // reduce_bucket_size = hidden^2, stage3_prefetch_bucket_size = 0.9 hidden^2 (int since 4.38),
-      // stage3_param_persistence_threshold = 10 hidden.
-      for (const auto& ctx : files) {
-        for (const auto& [key, what] : ctx.references) {
-          if (what != "auto_bucket") continue;
-          const std::string name = key.substr(key.rfind('.') + 1);
-          int64_t v = 0;
-          if (name == "reduce_bucket_size") v = *h * *h;
-          if (name == "stage3_prefetch_bucket_size") v = static_cast<int64_t>(0.9 * static_cast<double>(*h * *h));
-          if (name == "stage3_param_persistence_threshold") v = 10 * *h;
-          if (v > 0 && fields.count("parallel." + name) == 0) set_path(request, "parallel." + name, v);
-        }
-      }
+}
+
+// DeepSpeed "auto" bucket sizes from the model's hidden size, as transformers
+// integrations/deepspeed.py HfTrainerDeepSpeedConfig.trainer_config_finalize
+// does: reduce_bucket_size = hidden^2, stage3_prefetch_bucket_size = 0.9
+// hidden^2 (int since 4.38), stage3_param_persistence_threshold = 10 hidden.
+void auto_buckets(json& request, const std::vector<FileContext>& files, const Merged& m, const json& model_cfg) {
+  const auto h = hidden_size(model_cfg);
+  if (!h) return;
+  for (const auto& ctx : files) {
+    for (const auto& [key, what] : ctx.references) {
+      if (what != "auto_bucket") continue;
+      const std::string name = key.substr(key.rfind('.') + 1);
+      int64_t v = 0;
+      if (name == "reduce_bucket_size") v = *h * *h;
+      if (name == "stage3_prefetch_bucket_size") v = static_cast<int64_t>(0.9 * static_cast<double>(*h * *h));
+      if (name == "stage3_param_persistence_threshold") v = 10 * *h;
+      if (v > 0 && m.fields.count("parallel." + name) == 0) set_path(request, "parallel." + name, v);
     }
   }
+}
 
-  json model = nullptr;
-  for (const auto& ctx : files) {
-    if (!ctx.model_id) continue;
-    model = {{"id", *ctx.model_id}, {"file", ctx.file()}, {"key", ctx.model_key}};
-    const auto preset = match_preset(*ctx.model_id, input.value("presets", json::array()));
-    model["preset"] = preset ? json(*preset) : json(nullptr);
-    break;
-  }
+// Each file's report; a recipe that points at a DeepSpeed JSON: used when that file is here.
+json reports_of(const std::vector<FileContext>& files) {
   json reports = json::array();
-  for (auto& ctx : files) {
-    // A recipe that points at a DeepSpeed JSON: used when that file is here.
+  for (const auto& ctx : files) {
     json rep = ctx.report();
     for (const auto& ref : ctx.references) {
       const std::string& key = ref.first;
@@ -490,7 +486,34 @@ json import_impl(const json& input) {
     }
     reports.push_back(rep);
   }
-  return {{"request", request}, {"model", model}, {"files", reports}};
+  return reports;
+}
+
+json import_impl(const json& input) {
+  const std::vector<FileContext> files = read_files(input);
+  const json* model_cfg = nullptr;
+  for (const auto& ctx : files) {
+    if (ctx.kind == "model_config") model_cfg = &ctx.root();
+  }
+  const Merged m = merge(files);
+  json request = {{"task", "train"}};
+  for (const auto& field : m.order) {
+    if (field[0] == '#') continue;
+    if (field == "model.config") continue;  // set below
+    set_path(request, field, m.fields.at(field).first);
+  }
+  if (model_cfg != nullptr) set_path(request, "model.config", *model_cfg);
+  set_method(request, m);
+  if (model_cfg != nullptr) auto_buckets(request, files, m, *model_cfg);
+  json model = nullptr;
+  for (const auto& ctx : files) {
+    if (!ctx.model_id) continue;
+    model = {{"id", *ctx.model_id}, {"file", ctx.file()}, {"key", ctx.model_key}};
+    const auto preset = match_preset(*ctx.model_id, input.value("presets", json::array()));
+    model["preset"] = preset ? json(*preset) : json(nullptr);
+    break;
+  }
+  return {{"request", request}, {"model", model}, {"files", reports_of(files)}};
 }
 
 }  // namespace

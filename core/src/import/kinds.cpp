@@ -264,16 +264,20 @@ std::function<bool(const std::string&)> deepspeed_irrelevant() {
                "dump_state", "sparse_gradients", "memory_breakdown", "checkpoint", "seed"});
 }
 
-}  // namespace
+// DeepSpeed's offload device (runtime/zero/offload_config.py
+// OffloadDeviceEnum: none, cpu, nvme): cpu and nvme both take the state off
+// the GPU; any other name is refused, as DeepSpeed's config model refuses it.
+bool offloads(const FileContext& ctx, const std::string& key) {
+  const std::string dev = lower(str(*ctx.at(key)));
+  if (dev != "none" && dev != "cpu" && dev != "nvme") {
+    fail(errc::kUnknownValue, key,
+         key + " " + quoted(dev) + " is not one of none, cpu, nvme (DeepSpeed's offload devices)");
+  }
+  return dev != "none";
+}
 
-// DeepSpeed's config JSON (deepspeed/runtime/config.py, zero/config.py). Its
-// "auto" values are the HF integration's (transformers
-// integrations/deepspeed.py HfTrainerDeepSpeedConfig.trainer_config_process):
-// they take the Trainer's / the form's value, so the importer leaves them to
-// the other files and the form. `prefix` is "" for a file of its own, or
-// "deepspeed." when a TrainingArguments JSON carries it inline.
-void map_deepspeed(FileContext& ctx, const std::string& p) {
-  const std::string z = p + "zero_optimization.";
+// zero_optimization (deepspeed/runtime/zero/config.py DeepSpeedZeroConfig), keys under `z`.
+void deepspeed_zero(FileContext& ctx, const std::string& z) {
   if (ctx.has(z + "stage") && !is_auto(*ctx.at(z + "stage"))) {
     const int64_t stage = int_at(ctx, z + "stage");
     if (stage < 0 || stage > 3)
@@ -284,11 +288,7 @@ void map_deepspeed(FileContext& ctx, const std::string& p) {
     const std::string key = z + what + ".device";
     const std::string field =
         std::string("parallel.") + (what == std::string("offload_optimizer") ? "offload_optimizer" : "offload_params");
-    if (ctx.has(key)) {
-      const std::string dev = lower(str(*ctx.at(key)));
-      // cpu and nvme both take the state off the GPU.
-      ctx.set(key, field, dev == "cpu" || dev == "nvme");
-    }
+    if (ctx.has(key)) ctx.set(key, field, offloads(ctx, key));
     for (const char* host : {"pin_memory", "nvme_path", "buffer_count", "buffer_size", "max_in_cpu", "fast_init",
                              "pipeline_read", "pipeline_write", "pipeline", "ratio"}) {
       if (ctx.at(z + what + "." + host) != nullptr) ctx.ignore(z + what + "." + host);
@@ -336,6 +336,18 @@ void map_deepspeed(FileContext& ctx, const std::string& p) {
       }
     }
   }
+}
+
+}  // namespace
+
+// DeepSpeed's config JSON (deepspeed/runtime/config.py, zero/config.py). Its
+// "auto" values are the HF integration's (transformers
+// integrations/deepspeed.py HfTrainerDeepSpeedConfig.trainer_config_process):
+// they take the Trainer's / the form's value, so the importer leaves them to
+// the other files and the form. `prefix` is "" for a file of its own, or
+// "deepspeed." when a TrainingArguments JSON carries it inline.
+void map_deepspeed(FileContext& ctx, const std::string& p) {
+  deepspeed_zero(ctx, p + "zero_optimization.");
   set_int(ctx, p + "train_micro_batch_size_per_gpu", "train.micro_batch");
   set_int(ctx, p + "gradient_accumulation_steps", "train.grad_accum");
   if (ctx.at(p + "train_batch_size") != nullptr) {
@@ -431,10 +443,7 @@ void map_accelerate(FileContext& ctx) {
     set_int(ctx, d + "gradient_accumulation_steps", "train.grad_accum");
     for (const auto& [key, field] : {std::pair{d + "offload_optimizer_device", "parallel.offload_optimizer"},
                                      std::pair{d + "offload_param_device", "parallel.offload_params"}}) {
-      if (ctx.has(key)) {
-        const std::string dev = lower(str(*ctx.at(key)));
-        ctx.set(key, field, dev == "cpu" || dev == "nvme");
-      }
+      if (ctx.has(key)) ctx.set(key, field, offloads(ctx, key));
     }
     if (ctx.has(d + "deepspeed_config_file")) ctx.refer(d + "deepspeed_config_file", "deepspeed");
     if (ctx.has(d + "gradient_clipping")) ctx.ignore(d + "gradient_clipping");
@@ -467,6 +476,77 @@ void map_accelerate(FileContext& ctx) {
 }
 
 // ---------------------------------------------------------------- Axolotl
+
+namespace {
+
+// Axolotl keys with no effect on GPU memory: data, logging, schedules, saving, evaluation, hub.
+std::function<bool(const std::string&)> axolotl_irrelevant() {
+  return keys({"datasets",
+               "dataset_*",
+               "val_set_size",
+               "output_dir",
+               "wandb_*",
+               "num_epochs",
+               "lr_scheduler*",
+               "learning_rate",
+               "warmup_*",
+               "evals_per_epoch",
+               "saves_per_epoch",
+               "weight_decay",
+               "special_tokens",
+               "logging_steps",
+               "resume_from_checkpoint",
+               "loss_watchdog_*",
+               "hub_*",
+               "strict",
+               "chat_template*",
+               "tokens",
+               "seed",
+               "max_grad_norm",
+               "save_*",
+               "eval_*",
+               "early_stopping_patience",
+               "local_rank",
+               "train_on_inputs",
+               "group_by_length",
+               "debug",
+               "auto_resume_from_checkpoints",
+               "tf32",
+               "max_steps",
+               "shuffle_*",
+               "test_datasets",
+               "is_*_derived_model",
+               "trust_remote_code",
+               "tokenizer_*",
+               "model_type",
+               "lora_model_dir",
+               "lora_fan_in_fan_out",
+               "eval_sample_packing",
+               "gptq",
+               "lora_on_cpu",
+               "ddp_*",
+               "dataloader_*",
+               "remove_unused_columns",
+               "adam_*",
+               "cosine_*",
+               "lr_div_factor",
+               "log_*",
+               "profiler_steps",
+               "use_tensorboard",
+               "mlflow_*",
+               "comet_*",
+               "include_*",
+               "skip_prepare_dataset",
+               "default_system_message",
+               "rl",
+               "trl",
+               "sample_packing_*",
+               "gradient_checkpointing_kwargs",
+               "base_model_config",
+               "bnb_config_kwargs"});
+}
+
+}  // namespace
 
 // Axolotl YAML (axolotl src/axolotl/utils/schemas/config.py AxolotlInputConfig,
 // model.py, peft.py, training.py).
@@ -555,72 +635,109 @@ void map_axolotl(FileContext& ctx) {
   if (ctx.has("fsdp_version")) ctx.set("fsdp_version", "parallel.fsdp_version", int_at(ctx, "fsdp_version"));
   if (ctx.has("fsdp")) ctx.use("fsdp", "FSDP on: fsdp_config says how");
   if (ctx.has("bnb_config_kwargs")) map_bnb(ctx, "bnb_config_kwargs.");
-  ctx.finish(keys({"datasets",
-                   "dataset_*",
-                   "val_set_size",
-                   "output_dir",
-                   "wandb_*",
-                   "num_epochs",
-                   "lr_scheduler*",
-                   "learning_rate",
-                   "warmup_*",
-                   "evals_per_epoch",
-                   "saves_per_epoch",
-                   "weight_decay",
-                   "special_tokens",
-                   "logging_steps",
-                   "resume_from_checkpoint",
-                   "loss_watchdog_*",
-                   "hub_*",
-                   "strict",
-                   "chat_template*",
-                   "tokens",
-                   "seed",
-                   "max_grad_norm",
-                   "save_*",
-                   "eval_*",
-                   "early_stopping_patience",
-                   "local_rank",
-                   "train_on_inputs",
-                   "group_by_length",
-                   "debug",
-                   "auto_resume_from_checkpoints",
-                   "tf32",
-                   "max_steps",
-                   "shuffle_*",
-                   "test_datasets",
-                   "is_*_derived_model",
-                   "trust_remote_code",
-                   "tokenizer_*",
-                   "model_type",
-                   "lora_model_dir",
-                   "lora_fan_in_fan_out",
-                   "eval_sample_packing",
-                   "gptq",
-                   "lora_on_cpu",
-                   "ddp_*",
-                   "dataloader_*",
-                   "remove_unused_columns",
-                   "adam_*",
-                   "cosine_*",
-                   "lr_div_factor",
-                   "log_*",
-                   "profiler_steps",
-                   "use_tensorboard",
-                   "mlflow_*",
-                   "comet_*",
-                   "include_*",
-                   "skip_prepare_dataset",
-                   "default_system_message",
-                   "rl",
-                   "trl",
-                   "sample_packing_*",
-                   "gradient_checkpointing_kwargs",
-                   "base_model_config",
-                   "bnb_config_kwargs"}));
+  ctx.finish(axolotl_irrelevant());
 }
 
 // ---------------------------------------------------------------- LLaMA-Factory
+
+namespace {
+
+// LLaMA-Factory keys with no effect on GPU memory: data, logging, schedules, saving, evaluation, export.
+std::function<bool(const std::string&)> llama_factory_irrelevant() {
+  return keys({"do_train",
+               "do_eval",
+               "do_predict",
+               "dataset",
+               "dataset_dir",
+               "eval_dataset",
+               "template",
+               "max_samples",
+               "overwrite_cache",
+               "preprocessing_num_workers",
+               "output_dir",
+               "logging_*",
+               "save_*",
+               "plot_loss",
+               "overwrite_output_dir",
+               "learning_rate",
+               "num_train_epochs",
+               "lr_scheduler_type",
+               "warmup_*",
+               "ddp_timeout",
+               "val_size",
+               "per_device_eval_batch_size",
+               "eval_*",
+               "report_to",
+               "resume_from_checkpoint",
+               "trust_remote_code",
+               "seed",
+               "tokenized_path",
+               "dataloader_*",
+               "max_grad_norm",
+               "weight_decay",
+               "run_name",
+               "predict_with_generate",
+               "export_*",
+               "infer_*",
+               "max_new_tokens",
+               "adapter_name_or_path",
+               "new_special_tokens",
+               "streaming",
+               "buffer_size",
+               "mix_strategy",
+               "max_steps",
+               "ddp_find_unused_parameters",
+               "image_max_pixels",
+               "video_max_pixels",
+               "freeze_vision_tower",
+               "train_mm_proj_only",
+               "default_system",
+               "enable_thinking",
+               "create_new_adapter",
+               "loraplus_lr_ratio",
+               "use_rslora",
+               "pissa_*",
+               "use_swanlab",
+               "swanlab_*",
+               "include_*",
+               "hub_*",
+               "push_to_hub",
+               "ray_*",
+               "quantization_type",
+               "disable_shuffling",
+               "upcast_layernorm",
+               "upcast_lmhead_output"});
+}
+
+}  // namespace
+
+namespace {
+
+void llama_factory_lora_target(FileContext& ctx) {
+  if (ctx.has("lora_target")) {
+    // finetuning_args.py: lora_target "all" = every linear but the head; else comma-separated names.
+    const json& v = *ctx.at("lora_target");
+    if (v.is_string() && v.get<std::string>() != "all") {
+      json list = json::array();
+      std::string s = v.get<std::string>();
+      size_t start = 0;
+      while (start <= s.size()) {
+        const size_t comma = s.find(',', start);
+        std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        item.erase(0, item.find_first_not_of(' '));
+        item.erase(item.find_last_not_of(' ') + 1);
+        if (!item.empty()) list.push_back(item);
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
+      ctx.set("lora_target", "train.lora.targets", list);
+    } else {
+      set_targets(ctx, "lora_target");
+    }
+  }
+}
+
+}  // namespace
 
 // LLaMA-Factory YAML (src/llamafactory/hparams/model_args.py,
 // finetuning_args.py, data_args.py, plus transformers' Seq2SeqTrainingArguments).
@@ -664,27 +781,7 @@ void map_llama_factory(FileContext& ctx) {
   set_num(ctx, "lora_alpha", "train.lora.alpha");
   set_num(ctx, "lora_dropout", "train.lora.dropout");
   set_bool(ctx, "use_dora", "train.lora.use_dora");
-  if (ctx.has("lora_target")) {
-    // finetuning_args.py: lora_target "all" = every linear but the head; else comma-separated names.
-    const json& v = *ctx.at("lora_target");
-    if (v.is_string() && v.get<std::string>() != "all") {
-      json list = json::array();
-      std::string s = v.get<std::string>();
-      size_t start = 0;
-      while (start <= s.size()) {
-        const size_t comma = s.find(',', start);
-        std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-        item.erase(0, item.find_first_not_of(' '));
-        item.erase(item.find_last_not_of(' ') + 1);
-        if (!item.empty()) list.push_back(item);
-        if (comma == std::string::npos) break;
-        start = comma + 1;
-      }
-      ctx.set("lora_target", "train.lora.targets", list);
-    } else {
-      set_targets(ctx, "lora_target");
-    }
-  }
+  llama_factory_lora_target(ctx);
   if (ctx.has("additional_target"))
     ctx.not_understood("additional_target", "fully trained extra modules are not modelled");
   trainer_precision(ctx, "bf16", "fp16");
@@ -725,69 +822,7 @@ void map_llama_factory(FileContext& ctx) {
     if (ctx.at("neat_packing") != nullptr) ctx.use("neat_packing");
   }
   if (ctx.has("deepspeed")) ctx.refer("deepspeed", "deepspeed");
-  ctx.finish(keys({"do_train",
-                   "do_eval",
-                   "do_predict",
-                   "dataset",
-                   "dataset_dir",
-                   "eval_dataset",
-                   "template",
-                   "max_samples",
-                   "overwrite_cache",
-                   "preprocessing_num_workers",
-                   "output_dir",
-                   "logging_*",
-                   "save_*",
-                   "plot_loss",
-                   "overwrite_output_dir",
-                   "learning_rate",
-                   "num_train_epochs",
-                   "lr_scheduler_type",
-                   "warmup_*",
-                   "ddp_timeout",
-                   "val_size",
-                   "per_device_eval_batch_size",
-                   "eval_*",
-                   "report_to",
-                   "resume_from_checkpoint",
-                   "trust_remote_code",
-                   "seed",
-                   "tokenized_path",
-                   "dataloader_*",
-                   "max_grad_norm",
-                   "weight_decay",
-                   "run_name",
-                   "predict_with_generate",
-                   "export_*",
-                   "infer_*",
-                   "max_new_tokens",
-                   "adapter_name_or_path",
-                   "new_special_tokens",
-                   "streaming",
-                   "buffer_size",
-                   "mix_strategy",
-                   "max_steps",
-                   "ddp_find_unused_parameters",
-                   "image_max_pixels",
-                   "video_max_pixels",
-                   "freeze_vision_tower",
-                   "train_mm_proj_only",
-                   "default_system",
-                   "enable_thinking",
-                   "create_new_adapter",
-                   "loraplus_lr_ratio",
-                   "use_rslora",
-                   "pissa_*",
-                   "use_swanlab",
-                   "swanlab_*",
-                   "include_*",
-                   "hub_*",
-                   "push_to_hub",
-                   "ray_*",
-                   "quantization_type",
-                   "disable_shuffling",
-                   "upcast_layernorm",
-                   "upcast_lmhead_output"}));
+  ctx.finish(llama_factory_irrelevant());
 }
 
 // ---------------------------------------------------------------- torchtune
@@ -828,11 +863,46 @@ constexpr std::array<Builder, 22> kTorchtuneBuilders = {{
 
 }  // namespace
 
-// torchtune recipe YAML (recipes/configs/*; the recipes read these keys in
-// recipes/lora_finetune_single_device.py, full_finetune_single_device.py and
-// their _distributed twins).
-void map_torchtune(FileContext& ctx) {
-  ctx.framework("torchtune");
+namespace {
+
+// torchtune recipe keys with no effect on GPU memory (or read above by their sub-keys).
+std::function<bool(const std::string&)> torchtune_irrelevant() {
+  return keys({"tokenizer",
+               "checkpointer",
+               "resume_from_checkpoint",
+               "save_adapter_weights_only",
+               "dataset",
+               "seed",
+               "shuffle",
+               "lr_scheduler",
+               "optimizer",
+               "epochs",
+               "max_steps_per_epoch",
+               "output_dir",
+               "metric_logger",
+               "log_every_n_steps",
+               "log_peak_memory_stats",
+               "device",
+               "profiler",
+               "low_cpu_ram",
+               "clip_grad_norm",
+               "log_level",
+               "custom_sharded_layers",
+               "model",
+               "run_val_every_n_steps",
+               "dataset_val",
+               "batch_size_val",
+               "collate_fn"});
+}
+
+}  // namespace
+
+namespace {
+
+// The model builder (model._component_: the method from its lora_ / qlora_
+// prefix, the Hub model from its name) and the LoRA targets
+// (lora_attn_modules + apply_lora_to_mlp (w1, w2, w3) + apply_lora_to_output).
+void torchtune_model(FileContext& ctx) {
   if (ctx.has("model._component_")) {
     const std::string comp = str(*ctx.at("model._component_"));
     std::string builder = comp.substr(comp.rfind('.') + 1);
@@ -860,7 +930,6 @@ void map_torchtune(FileContext& ctx) {
     if (it != kTorchtuneBuilders.end()) ctx.name_model("model._component_", it->hub);
   }
   if (ctx.has("model.quantize_base")) ctx.set("model.quantize_base", "#quant4", ctx.flag("model.quantize_base"));
-  // lora_attn_modules + apply_lora_to_mlp (w1, w2, w3) + apply_lora_to_output.
   if (ctx.has("model.lora_attn_modules")) {
     json targets = json::array();
     const json& attn = *ctx.at("model.lora_attn_modules");
@@ -882,6 +951,16 @@ void map_torchtune(FileContext& ctx) {
     ctx.use("model.apply_lora_to_mlp");
     ctx.use("model.apply_lora_to_output");
   }
+}
+
+}  // namespace
+
+// torchtune recipe YAML (recipes/configs/*; the recipes read these keys in
+// recipes/lora_finetune_single_device.py, full_finetune_single_device.py and
+// their _distributed twins).
+void map_torchtune(FileContext& ctx) {
+  ctx.framework("torchtune");
+  torchtune_model(ctx);
   set_int(ctx, "model.lora_rank", "train.lora.rank");
   set_num(ctx, "model.lora_alpha", "train.lora.alpha");
   set_num(ctx, "model.lora_dropout", "train.lora.dropout");
@@ -962,65 +1041,16 @@ void map_torchtune(FileContext& ctx) {
       ctx.set("fsdp_cpu_offload", "parallel.offload_optimizer", true);
     }
   }
-  ctx.finish(keys({"tokenizer",
-                   "checkpointer",
-                   "resume_from_checkpoint",
-                   "save_adapter_weights_only",
-                   "dataset",
-                   "seed",
-                   "shuffle",
-                   "lr_scheduler",
-                   "optimizer",
-                   "epochs",
-                   "max_steps_per_epoch",
-                   "output_dir",
-                   "metric_logger",
-                   "log_every_n_steps",
-                   "log_peak_memory_stats",
-                   "device",
-                   "profiler",
-                   "low_cpu_ram",
-                   "clip_grad_norm",
-                   "log_level",
-                   "custom_sharded_layers",
-                   "model",
-                   "run_val_every_n_steps",
-                   "dataset_val",
-                   "batch_size_val",
-                   "collate_fn"}));
+  ctx.finish(torchtune_irrelevant());
 }
 
 // ---------------------------------------------------------------- LitGPT
 
-// LitGPT config_hub YAML (litgpt/finetune/lora.py and full.py setup(), litgpt/args.py TrainArgs).
-void map_litgpt(FileContext& ctx) {
-  ctx.framework("litgpt");
-  if (ctx.has("checkpoint_dir")) {
-    std::string id = str(*ctx.at("checkpoint_dir"));
-    if (id.rfind("checkpoints/", 0) == 0) id = id.substr(12);
-    while (!id.empty() && id.back() == '/') id.pop_back();
-    ctx.name_model("checkpoint_dir", id);
-  }
-  const bool lora = ctx.at("lora_r") != nullptr || ctx.at("lora_query") != nullptr;
-  ctx.set(lora ? "lora_r" : "checkpoint_dir", "#adapter", lora ? "lora" : "full");
-  if (ctx.has("precision")) {
-    const std::string p = str(*ctx.at("precision"));
-    if (const auto c = field("train.precision").canonical(p)) {
-      ctx.set("precision", "train.precision", *c);
-    } else {
-      ctx.not_understood("precision", "precision " + p + " is not modelled");
-    }
-  }
-  if (ctx.has("quantize")) {
-    // litgpt/utils.py: bnb.nf4, bnb.nf4-dq, bnb.fp4, bnb.fp4-dq, bnb.int8.
-    const std::string q = str(*ctx.at("quantize"));
-    if (q == "bnb.nf4" || q == "bnb.nf4-dq" || q == "bnb.fp4" || q == "bnb.fp4-dq") {
-      ctx.set("quantize", "#quant4", true);
-      ctx.set("quantize", "train.quant.double_quant", q.size() > 3 && q.substr(q.size() - 3) == "-dq");
-    } else {
-      ctx.not_understood("quantize", "quantize " + q + " is not modelled (4-bit bitsandbytes is)");
-    }
-  }
+namespace {
+
+// devices, num_nodes and the global batch (litgpt/utils.py parse_devices,
+// litgpt/args.py TrainArgs.gradient_accumulation_iters).
+void litgpt_gpus_and_batches(FileContext& ctx) {
   // litgpt/utils.py parse_devices: a positive count, or -1 / "auto" for every visible GPU; anything else
   // is a ValueError. A node count below 1 is no run either, and both divide the global batch below.
   const json* dev = ctx.at("devices");
@@ -1055,6 +1085,59 @@ void map_litgpt(FileContext& ctx) {
       ctx.use("num_nodes");
     }
   }
+  set_int(ctx, "train.micro_batch_size", "train.micro_batch");
+  if (ctx.has("train.global_batch_size") && ctx.has("train.micro_batch_size")) {
+    // litgpt/args.py TrainArgs.gradient_accumulation_iters: global // (devices x nodes) // micro, and
+    // TrainArgs asserts both the per-rank batch and the accumulation are > 0. Dividing by devices,
+    // then by nodes, gives the same floor for positive counts without the product's overflow.
+    const int64_t global = int_at(ctx, "train.global_batch_size");
+    const int64_t micro = int_at(ctx, "train.micro_batch_size");
+    if (micro < 1) {
+      fail(errc::kOutOfRange, "train.micro_batch_size",
+           "train.micro_batch_size " + std::to_string(micro) + " must be at least 1");
+    }
+    const int64_t accumulation = global / devices / nodes / micro;
+    if (global < 1 || accumulation < 1) {
+      fail(errc::kOutOfRange, "train.global_batch_size",
+           "train.global_batch_size " + std::to_string(global) + " is less than devices (" + std::to_string(devices) +
+               ") x nodes (" + std::to_string(nodes) + ") x train.micro_batch_size (" + std::to_string(micro) +
+               "): LitGPT asserts at least one accumulation step");
+    }
+    ctx.set("train.global_batch_size", "train.grad_accum", accumulation);
+  }
+}
+
+}  // namespace
+
+// LitGPT config_hub YAML (litgpt/finetune/lora.py and full.py setup(), litgpt/args.py TrainArgs).
+void map_litgpt(FileContext& ctx) {
+  ctx.framework("litgpt");
+  if (ctx.has("checkpoint_dir")) {
+    std::string id = str(*ctx.at("checkpoint_dir"));
+    if (id.rfind("checkpoints/", 0) == 0) id = id.substr(12);
+    while (!id.empty() && id.back() == '/') id.pop_back();
+    ctx.name_model("checkpoint_dir", id);
+  }
+  const bool lora = ctx.at("lora_r") != nullptr || ctx.at("lora_query") != nullptr;
+  ctx.set(lora ? "lora_r" : "checkpoint_dir", "#adapter", lora ? "lora" : "full");
+  if (ctx.has("precision")) {
+    const std::string p = str(*ctx.at("precision"));
+    if (const auto c = field("train.precision").canonical(p)) {
+      ctx.set("precision", "train.precision", *c);
+    } else {
+      ctx.not_understood("precision", "precision " + p + " is not modelled");
+    }
+  }
+  if (ctx.has("quantize")) {
+    // litgpt/utils.py: bnb.nf4, bnb.nf4-dq, bnb.fp4, bnb.fp4-dq, bnb.int8.
+    const std::string q = str(*ctx.at("quantize"));
+    if (q == "bnb.nf4" || q == "bnb.nf4-dq" || q == "bnb.fp4" || q == "bnb.fp4-dq") {
+      ctx.set("quantize", "#quant4", true);
+      ctx.set("quantize", "train.quant.double_quant", q.size() > 3 && q.substr(q.size() - 3) == "-dq");
+    } else {
+      ctx.not_understood("quantize", "quantize " + q + " is not modelled (4-bit bitsandbytes is)");
+    }
+  }
   set_int(ctx, "lora_r", "train.lora.rank");
   set_num(ctx, "lora_alpha", "train.lora.alpha");
   set_num(ctx, "lora_dropout", "train.lora.dropout");
@@ -1081,26 +1164,7 @@ void map_litgpt(FileContext& ctx) {
       if (ctx.at(flag) != nullptr) ctx.use(flag);
     }
   }
-  set_int(ctx, "train.micro_batch_size", "train.micro_batch");
-  if (ctx.has("train.global_batch_size") && ctx.has("train.micro_batch_size")) {
-    // litgpt/args.py TrainArgs.gradient_accumulation_iters: global // (devices x nodes) // micro, and
-    // TrainArgs asserts both the per-rank batch and the accumulation are > 0. Dividing by devices,
-    // then by nodes, gives the same floor for positive counts without the product's overflow.
-    const int64_t global = int_at(ctx, "train.global_batch_size");
-    const int64_t micro = int_at(ctx, "train.micro_batch_size");
-    if (micro < 1) {
-      fail(errc::kOutOfRange, "train.micro_batch_size",
-           "train.micro_batch_size " + std::to_string(micro) + " must be at least 1");
-    }
-    const int64_t accumulation = global / devices / nodes / micro;
-    if (global < 1 || accumulation < 1) {
-      fail(errc::kOutOfRange, "train.global_batch_size",
-           "train.global_batch_size " + std::to_string(global) + " is less than devices (" + std::to_string(devices) +
-               ") x nodes (" + std::to_string(nodes) + ") x train.micro_batch_size (" + std::to_string(micro) +
-               "): LitGPT asserts at least one accumulation step");
-    }
-    ctx.set("train.global_batch_size", "train.grad_accum", accumulation);
-  }
+  litgpt_gpus_and_batches(ctx);
   if (ctx.at("train.max_seq_length") != nullptr) {
     if (ctx.has("train.max_seq_length")) {
       set_int(ctx, "train.max_seq_length", "train.seq_len");
