@@ -234,4 +234,42 @@ describe('the built page in Chromium', () => {
     assert.deepEqual(blocked, [], 'the page tried to reach the network');
     assert.deepEqual(consoleErrors, [], 'the page logged errors');
   });
+
+  // Issue 33: a 650-byte billion-laughs YAML and a JSON with a key given twice, dropped on the import
+  // card, are refused with the file and the line named, as `vram-probe import` refuses them; the page
+  // stays usable (the estimate is still there).
+  it('refuses an alias bomb and a duplicate key dropped on the import card, naming the file and the line', async (t) => {
+    await page.goto(`${base}#gpu=H100%2080GB`);
+    await page.waitForSelector('output[data-bytes]', { timeout: 30000 });
+    const zone = page.getByRole('group', { name: 'Drop configuration files here' });
+    const hostile = resolve(siteDir, '..', 'tests', 'fixtures', 'hostile');
+    for (const [name, says] of [
+      ['billion_laughs.yaml', 'billion_laughs.yaml line 7: alias *c is expanded too often'],
+      ['duplicate_key.json', 'duplicate_key.json line 3: key "stage" is given twice'],
+    ]) {
+      const transfer = await page.evaluateHandle(
+        ([body, file]) => {
+          const dt = new DataTransfer();
+          dt.items.add(new File([body], file));
+          return dt;
+        },
+        [readFileSync(join(hostile, name), 'utf8'), name],
+      );
+      const start = Date.now();
+      await zone.dispatchEvent('drop', { dataTransfer: transfer });
+      await page.getByRole('alert').filter({ hasText: says }).waitFor({ timeout: 30000 });
+      t.diagnostic(`${name}: refused on the page in ${Date.now() - start} ms`);
+      const native = spawnSync(probe, ['import', join(hostile, name), '--json'], {
+        encoding: 'utf8',
+      });
+      assert.equal(native.status, 1);
+      assert.match(
+        JSON.parse(native.stdout).error.message,
+        new RegExp(says.replace(/[.*"]/g, '\\$&')),
+      );
+    }
+    assert.ok(await page.locator('output[data-bytes]').count());
+    assert.deepEqual(blocked, [], 'the page tried to reach the network');
+    assert.deepEqual(consoleErrors, [], 'the page logged errors');
+  });
 });

@@ -225,7 +225,7 @@ describe('the planner panel', () => {
 
   it('says plainly when nothing fits, and what to try', async () => {
     await openPage(
-      '#m=preset:meta-llama/Llama-3.1-8B&task=train&method=full&gpus=2&gpu=T4%2016GB&seq=8192&prec=fp16',
+      '#m=preset:meta-llama/Llama-3.1-8B&task=train&method=full&gpus=2&gpu=T4%2016GB&seq=8192&prec=fp16&zero=3&gc=full',
     );
     fireEvent.click(findButton());
     const none = await within(planCard()).findByText(/None of the \d+ layouts fits on 2 × T4 16GB/);
@@ -235,16 +235,22 @@ describe('the planner panel', () => {
     expect(none.textContent).toContain('LoRA or QLoRA');
     expect(none.textContent).toContain('a shorter max_seq_length');
     expect(lastPlan().fitting).toBe(0);
-    // The closest layouts are still listed.
+    // The closest layouts are still listed, the closest first (issue 33), and a note names it.
     expect(candidateRows().every((r) => r.fit === 'Does not fit')).toBe(true);
+    const ratios = lastPlan().candidates.map((c) => c.fit_ratio);
+    expect(ratios).toEqual([...ratios].sort((a, b) => a - b));
+    expect(planCard().textContent).toContain(
+      `nothing fits; the closest is ${lastPlan().candidates[0].label}`,
+    );
     // The T4 has no bf16, so the plan keeps the form's fp16 (no bf16 + fp32
-    // master weights): the form's dp 2 DDP layout is a row, and the one marked.
-    expect(candidateRows().map((r) => r.label)).toContain('dp 2, DDP');
+    // master weights): the form's ZeRO-3 layout is a row, and the one marked.
+    const formLayout = 'dp 2, ZeRO-3, activation checkpointing';
+    expect(candidateRows().map((r) => r.label)).toContain(formLayout);
     expect(
       candidateRows()
         .filter((r) => r.row.hasAttribute('aria-current'))
         .map((r) => r.label),
-    ).toEqual(['dp 2, DDP']);
+    ).toEqual([formLayout]);
     expect(document.body.textContent).not.toMatch(/NaN|undefined/);
   });
 
