@@ -37,8 +37,29 @@ export interface CustomModel {
   params?: number | string;
 }
 
+/**
+ * A GGUF file's header as `vram-probe estimate --gguf FILE` and the page
+ * (@huggingface/gguf) read it: the metadata an estimate can use (no
+ * `tokenizer.*` keys, no string arrays) and every tensor's ggml shape
+ * (ne0 first), ggml type id and data offset.
+ */
+export interface GgufInventory {
+  /** The file's name. */
+  file?: string;
+  /** GGUF version, 2 or 3. */
+  version?: number;
+  /** Metadata keys (general.architecture, <arch>.block_count, ...). */
+  metadata: Record<string, number | string | boolean | Array<number | boolean>>;
+  /** Every tensor: name, ggml dimensions (ne0 first), ggml type id or name, offset in the data section. */
+  tensors: Array<{ name: string; shape: number[]; type: number | string; offset?: number }>;
+}
+
 /** The model: a config.json (contract: `model.config`) or explicit sizes (contract: `model.custom`). */
 export interface ModelInput {
+  /** A GGUF file's header: the model llama.cpp runs (engines llama_cpp, ollama, lmstudio). */
+  gguf?: GgufInventory;
+  /** A multimodal projector GGUF (llama.cpp --mmproj): its weights on the first GPU. */
+  mmproj?: GgufInventory;
   /** Contract. An HF config.json object. */
   config?: HfConfig;
   /** Contract. Explicit sizes, used when `config` is absent. */

@@ -49,6 +49,10 @@ json deepspeed_request_fields(const json& /*ds*/, std::vector<std::string>& /*no
   elsewhere("deepspeed", "a request with a DeepSpeed config");
 }
 
+Result<ModelSpec> model_from_gguf(const json& /*model*/, const std::string& path) {
+  elsewhere(path + ".gguf", "a model from a GGUF file");
+}
+
 Result<ModelSpec> model_from_size(const json& /*size*/, const std::string& path) {
   elsewhere(path, "a model sized from a parameter count");
 }

@@ -301,7 +301,8 @@ json model_info(const json& model) {
       prefix = "";
     }
     const std::string base = prefix.empty() ? "" : prefix + ".";
-    if (m->contains("config") || m->contains("custom") || m->contains("size") || m->contains("safetensors")) {
+    if (m->contains("config") || m->contains("custom") || m->contains("size") || m->contains("safetensors") ||
+        m->contains("gguf")) {
       auto spec = model_from_sources(*m, prefix);
       if (!spec.ok()) return error_json(spec.error());
       return model_json(spec.value());

@@ -168,6 +168,8 @@ constexpr Row kRows[] = {
     make("model.custom", T::kObject, nullptr),
     make("model.size", T::kString, nullptr),
     make("model.safetensors", T::kObject, nullptr),
+    make("model.gguf", T::kObject, nullptr),
+    make("model.mmproj", T::kObject, nullptr),
     boolean("model.allow_generic", false),
     choice("task", d::kTask, "train|infer", ""),
     // ---- train -------------------------------------------------------------
@@ -305,6 +307,14 @@ constexpr Described kFaces[] = {
       "the checkpoint's tensor list {tensors: [{name, dtype, shape}], metadata} (the flag takes an "
       "index.json, a directory or a .safetensors file): an exact estimate for any architecture, and the "
       "cross-check of a known one"}},
+    {"model.gguf",
+     {"GGUF file", "--gguf", "",
+      "a GGUF file's header {file, metadata, tensors: [{name, shape, type, offset}]} (the flag takes a .gguf "
+      "file and reads only its header): every tensor's ggml type and bytes, the hyperparameters llama.cpp "
+      "reads; the model of the llama_cpp, ollama and lmstudio engines"}},
+    {"model.mmproj",
+     {"mmproj file", "--mmproj", "",
+      "a multimodal projector GGUF's header (llama.cpp --mmproj): its weights on the first GPU"}},
     {"model.allow_generic",
      {"allow_generic", "--allow-generic", "", "estimate an unknown model_type as a Llama-shaped decoder"}},
     {"task", {"Task", "--task", "task", "training or inference"}},

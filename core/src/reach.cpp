@@ -4,9 +4,11 @@
 
 #include "families/family_list.h"
 #include "families/registry_entries.h"
+#include "gguf/model.h"
 #include "import/import_context.h"
 #include "infer/estimate_infer.h"
 #include "vram/checkpoint.h"
+#include "vram/gguf.h"
 
 namespace vram::reach {
 
@@ -25,6 +27,10 @@ Result<ModelSpec> model_from_safetensors(const json& inventory, const json* conf
 
 json deepspeed_request_fields(const json& ds, std::vector<std::string>& notes) {
   return import::deepspeed_request_fields(ds, notes);
+}
+
+Result<ModelSpec> model_from_gguf(const json& model, const std::string& path) {
+  return gguf::model_from_sources(model, path);
 }
 
 Result<ModelSpec> model_from_size(const json& size, const std::string& path) {

@@ -41,6 +41,10 @@ Result<ModelSpec> model_from_safetensors(const json& inventory, const json* conf
 // fields a ds_config.json object sets.
 json deepspeed_request_fields(const json& ds, std::vector<std::string>& notes);
 
+// A request's `model` object with `gguf` (vram/gguf.h model_from_gguf) and
+// `mmproj` (a projector file the spec carries); `path` is the object's path.
+Result<ModelSpec> model_from_gguf(const json& model, const std::string& path);
+
 // model_from_size (vram/families.h): quick sizing from a parameter count.
 Result<ModelSpec> model_from_size(const json& size, const std::string& path);
 

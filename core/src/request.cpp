@@ -769,7 +769,8 @@ Result<Request> parse_request_filled(const json& request, FrameworkJob job, std:
       // serve them so unless the request names a dtype.
       req.infer.weights_dtype = "checkpoint";
       if (task == "infer") {
-        req.assumptions.push_back("infer.weights_dtype checkpoint: the weights as model.safetensors stores them (" +
+        req.assumptions.push_back(std::string("infer.weights_dtype checkpoint: the weights as ") +
+                                  (req.model.gguf ? "model.gguf" : "model.safetensors") + " stores them (" +
                                   std::to_string(req.model.checkpoint.stored_bytes) + " bytes)");
       }
     }

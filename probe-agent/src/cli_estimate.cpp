@@ -18,6 +18,7 @@
 
 #include "cli_input.h"
 #include "commands.h"
+#include "gguf_file.h"
 #include "safetensors_headers.h"
 #include "vram/api.h"
 #include "vram/fields.h"
@@ -345,6 +346,9 @@ Model:     --request FILE            a request JSON (docs/schema.md); flags belo
            --safetensors PATH        model.safetensors.index.json, a directory or a .safetensors file: reads
                                      only the headers (sets model.safetensors; any architecture; serving then
                                      sizes the weights as stored unless --weights-dtype names one)
+           --gguf FILE               a .gguf file (the first shard of a split one): reads only its header (sets
+                                     model.gguf; the model of --engine llama_cpp|ollama|lmstudio)
+           --mmproj FILE             a multimodal projector .gguf (llama.cpp --mmproj; sets model.mmproj)
            --allow-generic           estimate unknown model types as a generic decoder (approximate)
            --model-size SIZE         quick sizing: a Llama-3-shaped decoder of SIZE parameters (7B, 1.5B, 350M;
                                      approximate, see `vram-probe quick --help`)
@@ -609,6 +613,10 @@ std::optional<int> parse_command_line(const std::vector<std::string>& args, cons
         f.config_file = v;
       } else if (spec.path == "model.safetensors") {  // headers of local files, not a JSON file
         auto inv = read_safetensors_inventory(v);
+        if (!inv.ok()) return print_error(error_json(inv.error()), f.as_json);
+        f.sets.emplace_back(spec.path, inv.value());
+      } else if (spec.path == "model.gguf" || spec.path == "model.mmproj") {  // a GGUF file's header
+        auto inv = read_gguf_file(v, spec.path);
         if (!inv.ok()) return print_error(error_json(inv.error()), f.as_json);
         f.sets.emplace_back(spec.path, inv.value());
       } else if (spec.type == FieldType::kObject) {

@@ -308,7 +308,8 @@ const std::map<std::string, std::function<json(const Request&)>>& absent_readers
 
 // Objects, and values the parser derives from other fields (dp from the
 // degrees, nodes from gpus_per_node, sharding onto zero / fsdp).
-const std::set<std::string> kNotReadBack = {"model.config", "model.custom",   "model.safetensors", "deepspeed",
+const std::set<std::string> kNotReadBack = {"model.config", "model.custom",   "model.safetensors",
+                                            "model.gguf",   "model.mmproj",   "deepspeed",
                                             "parallel.dp",  "parallel.nodes", "parallel.sharding"};
 
 TEST_F(FieldsParseTest, EveryScalarDefaultIsWhatTheParserApplies) {

@@ -60,6 +60,7 @@ TEST(Lite, LeavesEverythingElseToTheFullModuleAtTheFieldThatNeedsIt) {
        "model.config.model_type"},
       {"quick size", train_request({{"size", "7B"}}), "model.size"},
       {"safetensors", train_request({{"safetensors", tensors}}), "model.safetensors"},
+      {"gguf", train_request({{"gguf", {{"metadata", json::object()}}}}), "model.gguf"},
       {"inference", infer, "task"},
       {"deepspeed", ds, "deepspeed"},
   };

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "vram/json_reader.h"
+#include "vram/model.h"
 #include "vram/status.h"
 
 namespace vram::gguf {
@@ -88,6 +89,12 @@ Result<json> read_header(Source& src, const std::string& file);
 // of at most 65536 bools or numbers (per-layer head counts, SWA patterns).
 inline constexpr size_t kMaxKeptString = 1024;
 inline constexpr size_t kMaxKeptArray = 65536;
+
+// A request's `model.gguf` (at `path`) -> the ModelSpec every estimate
+// reads: the GGUF tensor list built into a model as a safetensors list is
+// (vram/checkpoint.h), carrying the file's Model for the llama.cpp engine
+// (spec.gguf).
+Result<ModelSpec> model_from_gguf(const json& inventory, const std::string& path);
 
 // read_header over the bytes of `bytes` as the text of an answer: the
 // inventory, or {"error": ...} (the libFuzzer target's entry point).

@@ -10,10 +10,15 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace vram {
+
+namespace gguf {
+struct Model;  // a GGUF file as llama.cpp loads it (core/src/gguf/model.h)
+}  // namespace gguf
 
 // Breakdown buckets shown to the user (issue 3).
 namespace comp {
@@ -280,7 +285,11 @@ struct ModelSpec {
   std::string media_unsupported;
 
   std::vector<ParamGroup> groups;
-  CheckpointSummary checkpoint;  // set when the request carries model.safetensors
+  CheckpointSummary checkpoint;  // set when the request carries model.safetensors or model.gguf
+  // The request's model.gguf as llama.cpp loads it, and its model.mmproj
+  // (a vision projector file); null otherwise.
+  std::shared_ptr<const gguf::Model> gguf;
+  std::shared_ptr<const gguf::Model> mmproj;
 
   int64_t params_total() const;
   int64_t params_active() const;  // per token (MoE: routed experts scaled)

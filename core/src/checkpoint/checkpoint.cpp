@@ -65,6 +65,7 @@ Result<ModelSpec> model_from_sources(const json& model, const std::string& path)
     JsonReader m(model, path);
     const json* config = m.get("config");
     const json* st = m.get("safetensors");
+    if (m.has("gguf") || m.has("mmproj")) return reach::model_from_gguf(model, path);
     if (st != nullptr) {
       const std::string sp = m.child_path("safetensors");
       auto from_tensors = reach::model_from_safetensors(*st, config, sp);
@@ -83,8 +84,8 @@ Result<ModelSpec> model_from_sources(const json& model, const std::string& path)
     if (m.has("size")) return reach::model_from_size(*m.get("size"), m.child_path("size"));
     fail(errc::kMissingField, m.child_path("config"),
          m.child_path("config") + " (an HF config.json object), " + m.child_path("custom") + ", " +
-             m.child_path("size") + " or " + m.child_path("safetensors") +
-             " (the checkpoint's tensor list) is required");
+             m.child_path("size") + ", " + m.child_path("safetensors") + " (the checkpoint's tensor list) or " +
+             m.child_path("gguf") + " (a GGUF file's header) is required");
   });
 }
 
