@@ -59,4 +59,16 @@ Result<ModelSpec> model_from_size(const json& /*size*/, const std::string& path)
 
 Result<Estimate> estimate_infer(const Request& /*req*/) { elsewhere("task", "an inference request"); }
 
+void parse_llama_cpp(const JsonReader& infer, Request& /*req*/) {
+  for (const char* k :
+       {"ctx_size", "n_gpu_layers", "n_batch", "n_ubatch", "flash_attn", "cache_type_k", "cache_type_v", "kv_unified",
+        "swa_full", "kv_offload", "mmap", "split_mode", "tensor_split", "engine_version"}) {
+    if (infer.has(k)) elsewhere(infer.child_path(k), "a llama.cpp setting");
+  }
+}
+
+void infer_fit(const Request& /*req*/, int64_t /*capacity*/, Estimate& /*e*/) {}
+
+json infer_devices_json(const Estimate& /*e*/) { return nullptr; }
+
 }  // namespace vram::reach

@@ -7,6 +7,7 @@
 
 #include "fit.h"
 #include "guarded.h"
+#include "reach.h"
 #include "vram/checkpoint.h"
 #include "vram/estimate.h"
 #include "vram/families.h"
@@ -231,6 +232,7 @@ json result_json(const Request& req, const Estimate& e) {
                 {"weights_dtype", req.infer.weights_dtype},
                 {"kv_dtype", req.infer.kv_dtype}};
     for (const auto& [k, v] : e.facts) inf[k] = v;
+    if (!e.devices.empty()) inf["devices"] = reach::infer_devices_json(e);
     out["infer"] = inf;
   }
   if (req.task == Task::kTrain && !e.facts.empty()) {

@@ -86,7 +86,10 @@ Result<Estimate> estimate_request(const Request& req) {
       continue;
     }
     const Fit f = fit_for(e.peak_bytes, total, g.usable_bytes(), g.name, e.managed_bytes);
-    e.gpus.push_back({g.name, f.capacity_bytes, f.fits, f.verdict, f.utilization, f.headroom_ok, true, ""});
+    // llama.cpp allocates its buffers once at start-up (no caching
+    // allocator to fragment): the 80% headroom rule does not apply.
+    const bool fixed = !e.devices.empty();
+    e.gpus.push_back({g.name, f.capacity_bytes, f.fits, f.verdict, f.utilization, f.headroom_ok || fixed, !fixed, ""});
   }
   if (const auto card = fit::chosen_gpu(req)) {
     const int64_t total = card->total;
@@ -123,7 +126,13 @@ Result<Estimate> estimate_request(const Request& req) {
           req.model.max_position_embeddings > 0 ? req.model.max_position_embeddings : int64_t{1} << 24;
       e.facts.push_back({"max_context_len", max_infer(req, capacity, &InferOptions::context_len, model_max)});
     }
-    if (vllm) {
+    if (req.task == Task::kInfer) reach::infer_fit(req, capacity, e);
+    if (!e.devices.empty()) {
+      e.fit.headroom_ok = true;
+      e.fit.headroom_applies = false;
+      if (!e.fit.fits)
+        e.warnings.push_back("does not fit: the busiest GPU's buffers exceed the " + name + "'s usable memory");
+    } else if (vllm) {
       // vLLM takes gpu_memory_utilization of the card by design; it fits when
       // one sequence of the context fits in its KV blocks.
       e.fit.fits = e.fit.fits && vllm_sequences(e) > 0;

@@ -7,6 +7,8 @@
 #include "gguf/model.h"
 #include "import/import_context.h"
 #include "infer/estimate_infer.h"
+#include "infer/llama_cpp.h"
+#include "infer/llama_cpp_options.h"
 #include "vram/checkpoint.h"
 #include "vram/gguf.h"
 
@@ -37,6 +39,17 @@ Result<ModelSpec> model_from_size(const json& size, const std::string& path) {
   return vram::model_from_size(size, path);
 }
 
-Result<Estimate> estimate_infer(const Request& req) { return infer::estimate_infer(req); }
+Result<Estimate> estimate_infer(const Request& req) {
+  if (infer::llama_cpp::is_engine(req.infer.engine)) return infer::llama_cpp::estimate(req);
+  return infer::estimate_infer(req);
+}
+
+void parse_llama_cpp(const JsonReader& infer, Request& req) { infer::llama_cpp::parse_options(infer, req); }
+
+void infer_fit(const Request& req, int64_t capacity, Estimate& e) {
+  if (infer::llama_cpp::is_engine(req.infer.engine)) infer::llama_cpp::fit(req, capacity, e);
+}
+
+json infer_devices_json(const Estimate& e) { return e.devices.empty() ? json() : infer::llama_cpp::devices_json(e); }
 
 }  // namespace vram::reach

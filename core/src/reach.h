@@ -48,7 +48,20 @@ Result<ModelSpec> model_from_gguf(const json& model, const std::string& path);
 // model_from_size (vram/families.h): quick sizing from a parameter count.
 Result<ModelSpec> model_from_size(const json& size, const std::string& path);
 
-// infer::estimate_infer (infer/estimate_infer.h).
+// infer::estimate_infer (infer/estimate_infer.h), or the llama.cpp engines'
+// estimate (infer/llama_cpp.h) for infer.engine llama_cpp, ollama, lmstudio.
 Result<Estimate> estimate_infer(const Request& req);
+
+// The llama.cpp fields of an inference request's `infer` object
+// (infer/llama_cpp_options.h parse_options). The lite build reads none: a
+// request with one is not_in_module there.
+void parse_llama_cpp(const JsonReader& infer, Request& req);
+
+// The llama.cpp engines' answers on a card of `capacity` bytes (largest
+// -ngl, longest context), added to `e`'s facts; nothing for other engines.
+void infer_fit(const Request& req, int64_t capacity, Estimate& e);
+
+// The result's infer.devices for a llama.cpp estimate (null otherwise).
+json infer_devices_json(const Estimate& e);
 
 }  // namespace vram::reach

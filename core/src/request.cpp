@@ -285,6 +285,7 @@ void parse_infer(const JsonReader& i, Request& req) {
   o.max_num_seqs = i.int_or("max_num_seqs", defaults::kMaxNumSeqs, 1, kMaxBatch);
   o.max_num_batched_tokens = i.int_or("max_num_batched_tokens", defaults::kMaxNumBatchedTokens, 1, kMaxSeq);
   o.cuda_graphs = !i.bool_or("enforce_eager", defaults::kEnforceEager);
+  reach::parse_llama_cpp(i, req);
 }
 
 const std::vector<std::string> kFsdpStrategies = {"full_shard", "shard_grad_op", "hybrid_shard", "no_shard"};
@@ -390,7 +391,15 @@ void check_layout(const Request& req, const std::string& base) {
     fail(errc::kInconsistent, path("pp"),
          path("pp") + " (" + std::to_string(o.pp) + ") exceeds the layers (" + std::to_string(t.layers) + ")");
   }
-  if (req.task == Task::kInfer &&
+  // The llama.cpp engines split layers over parallel.gpus themselves (-sm layer).
+  const std::string& engine = req.infer.engine;
+  const bool layer_split = engine == "llama_cpp" || engine == "ollama" || engine == "lmstudio";
+  if (req.task == Task::kInfer && layer_split && (o.tp > 1 || o.pp > 1 || o.cp > 1 || o.ep > 1)) {
+    fail(errc::kInconsistent, base,
+         "llama.cpp splits layers over parallel.gpus (infer.split_mode, infer.tensor_split); tp, pp, cp and ep "
+         "are not its settings");
+  }
+  if (req.task == Task::kInfer && !layer_split &&
       (o.dp > 1 || o.pp > 1 || o.cp > 1 || o.ep > 1 || o.zero > 0 || !o.fsdp.empty() || o.distributed_optimizer)) {
     fail(errc::kUnsupported, base,
          "inference shards with tensor parallelism (parallel.tp); data, pipeline and context parallel or ZeRO/FSDP "

@@ -382,6 +382,12 @@ Training:  --method full|lora|qlora|freeze   --lora  --qlora (shortcuts)
 Inference: --batch N  --context-len N  --prompt-len N  --weights-dtype bf16|fp8|int8|gptq|awq|nf4|nf4-dq
            --kv-dtype bf16|fp8  --engine hf|vllm  --gpu-memory-utilization X  --max-num-seqs N
            --max-num-batched-tokens N  --block-size N  --images-per-prompt N (VLMs: images in each prompt)
+llama.cpp: --engine llama_cpp|ollama|lmstudio  --gguf FILE, or a config with --weights-dtype Q4_K_M|Q5_K_S|IQ4_XS|Q8_0|...
+           --ctx-size N (-c, all sequences; Ollama: --context-len is num_ctx)  --parallel N (-np; Ollama:
+                     OLLAMA_NUM_PARALLEL)  --n-gpu-layers N  --batch-size N  --ubatch-size N  --flash-attn on|off|auto
+           --cache-type-k f16|q8_0|q4_0|...  --cache-type-v TYPE  --kv-unified true  --swa-full true
+           --kv-offload false (--no-kv-offload)  --mmap false (--no-mmap)  --split-mode layer|none
+           --tensor-split 3,1  --engine-version 2025-12|2025-10|2025-05 (Ollama: its version, 0.6.7)
 Parallel:  --gpus N  --dp N  --tp N  --pp N  --cp N  --zero 0-3  --fsdp full_shard|shard_grad_op|hybrid_shard|no_shard
            --gpus-per-node N | --nodes N  --offload-optimizer true  --offload-params true  --sequence-parallel true
            --ep N (expert parallel, MoE; divides the experts and dp x cp)  --vp N (virtual stages per rank, pp > 1)
@@ -460,12 +466,16 @@ namespace {
 const std::map<std::string, std::string> kFlagAliases = {
     {"--micro-batch", "train.micro_batch"},
     {"--precision", "train.precision"},
+    // llama.cpp's own spellings.
+    {"--parallel", "infer.batch"},
+    {"--num-ctx", "infer.context_len"},
 };
 
 // Shortcuts that set fields to fixed or derived values.
 const std::vector<std::pair<std::string, std::string>> kShortcutFlags = {
     {"--lora", "train.method"},      {"--qlora", "train.method"},     {"--flashattn", "train.attention"},
-    {"--liger", "train.fused_loss"}, {"--liger", "train.fused_norm"},
+    {"--liger", "train.fused_loss"}, {"--liger", "train.fused_norm"}, {"--no-kv-offload", "infer.kv_offload"},
+    {"--no-mmap", "infer.mmap"},
 };
 
 }  // namespace
@@ -589,6 +599,8 @@ std::optional<int> parse_command_line(const std::vector<std::string>& args, cons
       f.sets.emplace_back(a == "--allow-offload" ? "plan.allow_offload" : "plan.allow_checkpointing", b);
     } else if (a == "--lora" || a == "--qlora") {
       f.sets.emplace_back("train.method", a == "--lora" ? "lora" : "qlora");
+    } else if (a == "--no-kv-offload" || a == "--no-mmap") {  // llama.cpp's switches
+      f.sets.emplace_back(a == "--no-mmap" ? "infer.mmap" : "infer.kv_offload", false);
     } else if (a == "--flashattn" || a == "--liger") {
       if (!need(v)) return print_error(usage_error(a, a + " needs true or false"), f.as_json) + 1;
       const bool b = truthy(v, ok);

@@ -208,6 +208,12 @@ const std::map<std::string, std::function<json(const Request&)>>& readers() {
       {"infer.max_num_seqs", [](const Request& r) { return r.infer.max_num_seqs; }},
       {"infer.max_num_batched_tokens", [](const Request& r) { return r.infer.max_num_batched_tokens; }},
       {"infer.enforce_eager", [](const Request& r) { return !r.infer.cuda_graphs; }},
+      {"infer.n_ubatch", [](const Request& r) { return r.infer.llama.n_ubatch; }},
+      {"infer.cache_type_k", [](const Request& r) { return r.infer.llama.cache_type_k; }},
+      {"infer.kv_unified", [](const Request& r) { return r.infer.llama.kv_unified; }},
+      {"infer.kv_offload", [](const Request& r) { return r.infer.llama.kv_offload; }},
+      {"infer.mmap", [](const Request& r) { return r.infer.llama.mmap; }},
+      {"infer.split_mode", [](const Request& r) { return r.infer.llama.split_mode; }},
       {"parallel.gpus", [](const Request& r) { return r.parallel.gpus; }},
       {"parallel.tp", [](const Request& r) { return r.parallel.tp; }},
       {"parallel.pp", [](const Request& r) { return r.parallel.pp; }},
@@ -270,6 +276,20 @@ const std::map<std::string, std::function<json(const Request&)>>& absent_readers
        }},
       {"infer.prompt_len",
        [](const Request& r) { return r.infer.prompt_len == 0 ? json() : json(r.infer.prompt_len); }},
+      // The llama.cpp settings whose absence means the engine's default.
+      {"infer.ctx_size",
+       [](const Request& r) { return r.infer.llama.ctx_size ? json(*r.infer.llama.ctx_size) : json(); }},
+      {"infer.n_gpu_layers",
+       [](const Request& r) { return r.infer.llama.n_gpu_layers ? json(*r.infer.llama.n_gpu_layers) : json(); }},
+      {"infer.n_batch", [](const Request& r) { return r.infer.llama.n_batch ? json(*r.infer.llama.n_batch) : json(); }},
+      {"infer.flash_attn",
+       [](const Request& r) { return r.infer.llama.flash_attn ? json(*r.infer.llama.flash_attn) : json(); }},
+      {"infer.cache_type_v",
+       [](const Request& r) { return r.infer.llama.cache_type_v ? json(*r.infer.llama.cache_type_v) : json(); }},
+      {"infer.swa_full",
+       [](const Request& r) { return r.infer.llama.swa_full ? json(*r.infer.llama.swa_full) : json(); }},
+      {"infer.engine_version",
+       [](const Request& r) { return r.infer.llama.engine_version ? json(*r.infer.llama.engine_version) : json(); }},
       {"parallel.overlap_comm",
        [](const Request& r) { return r.parallel.overlap_comm_given ? json(r.parallel.overlap_comm) : json(); }},
       {"parallel.fsdp_param_dtype",
@@ -308,9 +328,9 @@ const std::map<std::string, std::function<json(const Request&)>>& absent_readers
 
 // Objects, and values the parser derives from other fields (dp from the
 // degrees, nodes from gpus_per_node, sharding onto zero / fsdp).
-const std::set<std::string> kNotReadBack = {"model.config", "model.custom",   "model.safetensors",
-                                            "model.gguf",   "model.mmproj",   "deepspeed",
-                                            "parallel.dp",  "parallel.nodes", "parallel.sharding"};
+const std::set<std::string> kNotReadBack = {"model.config",   "model.custom",       "model.safetensors", "model.gguf",
+                                            "model.mmproj",   "infer.tensor_split", "deepspeed",         "parallel.dp",
+                                            "parallel.nodes", "parallel.sharding"};
 
 TEST_F(FieldsParseTest, EveryScalarDefaultIsWhatTheParserApplies) {
   for (const auto& f : request_fields()) {

@@ -144,6 +144,16 @@ inline constexpr int64_t kBlockSize = 16;
 inline constexpr int64_t kMaxNumSeqs = 256;
 inline constexpr int64_t kMaxNumBatchedTokens = 8192;  // chunked prefill budget per step
 inline constexpr bool kEnforceEager = false;           // CUDA graphs on
+// llama.cpp (ggml-org/llama.cpp ec98e2002 common/common.h common_params and
+// src/llama-context.cpp llama_context_default_params): n_ubatch 512, f16 K
+// and V caches, one KV stream per sequence, KV offloaded with its layer,
+// the weights mmap'd, layers split across GPUs.
+inline constexpr int64_t kNUbatch = 512;
+inline constexpr const char* kCacheType = "f16";
+inline constexpr bool kKvUnified = false;
+inline constexpr bool kKvOffload = true;
+inline constexpr bool kMmap = true;
+inline constexpr const char* kSplitMode = "layer";
 
 // One GPU, no sharding; torchrun --nproc_per_node 8 (an HGX node) for FSDP
 // HYBRID_SHARD's shard group.

@@ -110,6 +110,31 @@ struct TrainOptions {
   bool gradients_persist() const { return grad_accum > 1 || (!zero_grad_set_to_none && !optimizer_in_backward); }
 };
 
+// llama.cpp engines (infer.engine llama_cpp, ollama, lmstudio): the
+// settings as the request gives them; what it leaves out takes the engine's
+// default for its release at estimate time (core/src/infer/llama_cpp_options.cpp),
+// each listed in the result's assumptions.
+struct LlamaCppOptions {
+  std::optional<int64_t> ctx_size;      // --ctx-size: KV cells for every sequence (0: the model's context_length)
+  std::optional<int64_t> n_gpu_layers;  // --n-gpu-layers (-1: the release's default)
+  std::optional<int64_t> n_batch;       // --batch-size
+  int64_t n_ubatch = defaults::kNUbatch;
+  std::optional<std::string> flash_attn;  // on | off | auto
+  std::string cache_type_k = defaults::kCacheType;
+  std::optional<std::string> cache_type_v;  // absent: f16 (Ollama: OLLAMA_KV_CACHE_TYPE, as K)
+  bool kv_unified = defaults::kKvUnified;
+  std::optional<bool> swa_full;
+  bool kv_offload = defaults::kKvOffload;
+  bool mmap = defaults::kMmap;
+  std::string split_mode = defaults::kSplitMode;
+  std::vector<double> tensor_split;           // --tensor-split proportions, one per GPU
+  std::optional<std::string> engine_version;  // llama.cpp release ("2025-12") or Ollama version ("0.6.7")
+  bool cache_type_k_given = false;
+  bool context_len_given = false;    // Ollama's num_ctx
+  bool batch_given = false;          // --parallel / OLLAMA_NUM_PARALLEL
+  bool weights_dtype_given = false;  // a llama-quantize preset for a config without a GGUF
+};
+
 struct InferOptions {
   int64_t batch = defaults::kInferBatch;        // concurrent sequences
   int64_t context_len = defaults::kContextLen;  // tokens per sequence (prompt + generated)
@@ -124,6 +149,7 @@ struct InferOptions {
   int64_t max_num_seqs = defaults::kMaxNumSeqs;
   int64_t max_num_batched_tokens = defaults::kMaxNumBatchedTokens;  // chunked prefill budget per step
   bool cuda_graphs = !defaults::kEnforceEager;
+  LlamaCppOptions llama;
 };
 
 struct ParallelOptions {

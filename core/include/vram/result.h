@@ -78,6 +78,22 @@ struct StageSummary {
   int64_t peak_bytes = 0;
 };
 
+// One device of a llama.cpp engine's estimate (infer.engine llama_cpp,
+// ollama, lmstudio): the buffers llama.cpp allocates there, as its start-up
+// log names them (model, KV, compute, output buffer), plus the CUDA context.
+struct DeviceUse {
+  std::string device;         // "CUDA0", "CUDA1", ..., "CPU" (host memory)
+  int64_t weights_bytes = 0;  // model buffer(s): the weights placed here
+  int64_t mapped_bytes = 0;   // host: the CPU_Mapped buffer llama.cpp logs (the file range it maps)
+  int64_t kv_bytes = 0;       // KV cache buffer
+  int64_t compute_bytes = 0;  // compute buffer (the reserved worst-case graph)
+  int64_t output_bytes = 0;   // output (logits) buffer, host
+  int64_t context_bytes = 0;  // CUDA context (GPUs)
+  int64_t total_bytes = 0;    // what the device must hold
+  int64_t layers = 0;         // repeating layers whose weights are here
+  bool output_layer = false;  // the output layer's weights are here
+};
+
 struct Estimate {
   std::vector<Component> components;
   std::vector<Phase> phases;
@@ -95,6 +111,7 @@ struct Estimate {
   std::vector<std::pair<std::string, int64_t>> facts;
   std::string engine;
   std::vector<StageSummary> stages;  // pipeline ranks (training with pp > 1)
+  std::vector<DeviceUse> devices;    // llama.cpp engines: every GPU, then the host
   bool has_fit = false;
   Fit fit;
   std::vector<GpuRow> gpus;
