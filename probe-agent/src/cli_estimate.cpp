@@ -386,6 +386,7 @@ llama.cpp: --engine llama_cpp|ollama|lmstudio  --gguf FILE, or a config with --w
            --ctx-size N (-c, all sequences; Ollama: --context-len is num_ctx)  --parallel N (-np; Ollama:
                      OLLAMA_NUM_PARALLEL)  --n-gpu-layers N  --batch-size N  --ubatch-size N  --flash-attn on|off|auto
            --cache-type-k f16|q8_0|q4_0|...  --cache-type-v TYPE  --kv-unified true  --swa-full true
+           --fit false (2025-12: on, the left-out -c and -ngl shrink to keep 1 GiB free)
            --kv-offload false (--no-kv-offload)  --mmap false (--no-mmap)  --split-mode layer|none
            --tensor-split 3,1  --engine-version 2025-12|2025-10|2025-05 (Ollama: its version, 0.6.7)
 Parallel:  --gpus N  --dp N  --tp N  --pp N  --cp N  --zero 0-3  --fsdp full_shard|shard_grad_op|hybrid_shard|no_shard

@@ -44,7 +44,8 @@ TEST(LlamaCpp, Llama31_8bQ4KMAllOnTheGpu) {
   EXPECT_TRUE(gpu["output_layer"].get<bool>());
   // The token embedding stays in host memory (llama-model.cpp: dev_input is the CPU).
   EXPECT_EQ(host["weights_bytes"], 128256 / 256 * 144 * 4096);
-  EXPECT_EQ(host["output_bytes"], 128256 * 4);  // one sequence of logits
+  // llama-server 2025-12 with --parallel left out: 4 slots, a row of logits each.
+  EXPECT_EQ(host["output_bytes"], 4 * 128256 * 4);
   EXPECT_EQ(out["infer"]["gpu_layers"], 33);
   EXPECT_EQ(out["peak_bytes"], gpu["total_bytes"]);
   EXPECT_EQ(out["peak_phase"], "prefill");
@@ -86,9 +87,14 @@ TEST(LlamaCpp, TheContextIsPaddedAndSplitAsTheReleaseDoes) {
 TEST(LlamaCpp, SlidingWindowLayersKeepASmallerCache) {
   const json out = estimate(
       request("google/gemma-3-4b-it", {{"engine", "llama_cpp"}, {"weights_dtype", "Q4_K_M"}, {"ctx_size", 32768}}));
-  // llama-kv-cache-iswa.cpp: pad(min(32768, 1024 + 512), 256) = 1536 cells.
-  EXPECT_EQ(out["infer"]["kv_cells_swa"], 1536);
+  // llama-kv-cache-iswa.cpp, unified (llama-server's 4 auto slots): pad(min(32768, 1024 x 4 + 512), 256).
+  EXPECT_EQ(out["infer"]["kv_cells_swa"], 4608);
   EXPECT_EQ(out["infer"]["kv_cells"], 32768);
+  // One sequence (llama-cli, or -np 1): pad(min(32768, 1024 + 512), 256) = 1536 cells.
+  const json one =
+      estimate(request("google/gemma-3-4b-it",
+                       {{"engine", "llama_cpp"}, {"weights_dtype", "Q4_K_M"}, {"ctx_size", 32768}, {"batch", 1}}));
+  EXPECT_EQ(one["infer"]["kv_cells_swa"], 1536);
 }
 
 TEST(LlamaCpp, AQuantizedVCacheNeedsFlashAttention) {
@@ -121,8 +127,8 @@ TEST(LlamaCpp, OllamaDefaultsFollowItsVersion) {
 }
 
 TEST(LlamaCpp, FitSearchesTheLayersAndTheContextForTheCard) {
-  json r = request("meta-llama/Llama-3.1-8B", {{"engine", "llama_cpp"}, {"weights_dtype", "Q8_0"}, {"ctx_size", 32768}},
-                   nullptr);
+  json r = request("meta-llama/Llama-3.1-8B",
+                   {{"engine", "llama_cpp"}, {"weights_dtype", "Q8_0"}, {"ctx_size", 32768}, {"fit", false}}, nullptr);
   r["gpu"] = {{"memory_gib", 8}};
   const json out = estimate(r);
   const int64_t layers = out["infer"]["max_gpu_layers"];
@@ -134,6 +140,32 @@ TEST(LlamaCpp, FitSearchesTheLayersAndTheContextForTheCard) {
   EXPECT_EQ(estimate(r)["fit"]["verdict"], "fits");
   r["infer"]["n_gpu_layers"] = layers + 1;
   EXPECT_EQ(estimate(r)["fit"]["verdict"], "does_not_fit");
+}
+
+// llama.cpp 2025-12's --fit (on by default): what the user left out shrinks
+// until each GPU keeps 1 GiB free.
+TEST(LlamaCpp, FitLowersTheLeftOutLayersAndContextToKeepAGibFree) {
+  json r = request("meta-llama/Llama-3.1-8B", {{"engine", "llama_cpp"}, {"weights_dtype", "Q8_0"}, {"ctx_size", 32768}},
+                   nullptr);
+  r["gpu"] = {{"memory_gib", 8}};
+  json out = estimate(r);
+  EXPECT_EQ(out["fit"]["verdict"], "fits");
+  const int64_t ngl = out["infer"]["gpu_layers"];
+  EXPECT_LE(device(out, "CUDA0")["total_bytes"].get<int64_t>() + 1024 * kMiB, 8 * 1024 * kMiB);
+  r["infer"]["n_gpu_layers"] = ngl + 1;  // one more layer leaves less than 1 GiB
+  EXPECT_GT(device(estimate(r), "CUDA0")["total_bytes"].get<int64_t>() + 1024 * kMiB, 8 * 1024 * kMiB);
+  // The context left out (0 = the model's 131072) shrinks first, not below 4096.
+  r = request("meta-llama/Llama-3.1-8B", {{"engine", "llama_cpp"}, {"weights_dtype", "Q8_0"}}, "RTX 4090");
+  out = estimate(r);
+  const int64_t ctx = out["infer"]["ctx_size"];
+  EXPECT_LT(ctx, 131072);
+  EXPECT_GE(ctx, 4096);
+  EXPECT_EQ(out["infer"]["gpu_layers"], 33);
+  EXPECT_LE(device(out, "CUDA0")["total_bytes"].get<int64_t>() + 1024 * kMiB,
+            out["fit"]["capacity_bytes"].get<int64_t>());
+  r["infer"]["engine_version"] = "2025-10";
+  r["infer"]["fit"] = true;
+  EXPECT_EQ(json::parse(estimate_json(r.dump()))["error"]["path"], "infer.fit");
 }
 
 TEST(LlamaCpp, TwoGpusSplitTheLayersAndCopyInputsForPipelining) {

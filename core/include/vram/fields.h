@@ -150,7 +150,6 @@ inline constexpr bool kEnforceEager = false;           // CUDA graphs on
 // the weights mmap'd, layers split across GPUs.
 inline constexpr int64_t kNUbatch = 512;
 inline constexpr const char* kCacheType = "f16";
-inline constexpr bool kKvUnified = false;
 inline constexpr bool kKvOffload = true;
 inline constexpr bool kMmap = true;
 inline constexpr const char* kSplitMode = "layer";

@@ -122,8 +122,9 @@ struct LlamaCppOptions {
   std::optional<std::string> flash_attn;  // on | off | auto
   std::string cache_type_k = defaults::kCacheType;
   std::optional<std::string> cache_type_v;  // absent: f16 (Ollama: OLLAMA_KV_CACHE_TYPE, as K)
-  bool kv_unified = defaults::kKvUnified;
+  std::optional<bool> kv_unified;           // absent: false (llama-server 2025-12 with --parallel left out: true)
   std::optional<bool> swa_full;
+  std::optional<bool> fit;  // --fit (absent: on from 2025-12, llama_cpp engine)
   bool kv_offload = defaults::kKvOffload;
   bool mmap = defaults::kMmap;
   std::string split_mode = defaults::kSplitMode;

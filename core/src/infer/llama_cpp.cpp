@@ -284,6 +284,54 @@ Run place_auto(const Request& req, Run x) {
   return run(req, with_layers(x.r, best), x.model);
 }
 
+// llama.cpp's --fit (2025-12, on by default; src/llama.cpp llama_params_fit_impl at ec98e2002): with every GPU's
+// projected use (model + context + compute: everything but the CUDA context, which the free memory it reads
+// already lacks) short of 1 GiB free (common.h fit_params_target), first the context the user left at 0 shrinks,
+// from the model's context_length, by the deficit over the KV bytes per cell, not below 4096 (fit_params_min_ctx);
+// then, if -ngl was left out, the GPUs take as many layers as keep the margin.
+constexpr int64_t kFitMargin = int64_t{1} << 30;
+constexpr int64_t kFitMinCtx = 4096;
+
+int64_t fit_deficit(const Run& x, int64_t capacity) {
+  int64_t surplus = 0;
+  for (size_t g = 0; g + 1 < x.d.size(); ++g) surplus += capacity - x.d[g].total_bytes - kFitMargin;
+  return surplus < 0 ? -surplus : 0;
+}
+
+bool fits_with_margin(const Run& x, int64_t capacity) {
+  for (size_t g = 0; g + 1 < x.d.size(); ++g) {
+    if (x.d[g].total_bytes + kFitMargin > capacity) return false;
+  }
+  return true;
+}
+
+Run place_fit(const Request& req, Run x) {
+  const auto card = fit::chosen_gpu(req);
+  if ((!x.r.fit_ctx && !x.r.fit_layers) || !card || fits_with_margin(x, card->capacity)) return x;
+  auto& notes = x.r.assumptions;
+  const int64_t deficit = fit_deficit(x, card->capacity);
+  const int64_t n_ctx_train = x.r.n_ctx_train;
+  if (x.r.fit_ctx && deficit > 0 && n_ctx_train > kFitMinCtx) {
+    int64_t kv = 0;
+    for (size_t g = 0; g + 1 < x.d.size(); ++g) kv += x.d[g].kv_bytes;
+    const int64_t per_cell = std::max<int64_t>(kv / n_ctx_train, 1);
+    const int64_t cut = std::min((deficit + per_cell - 1) / per_cell, n_ctx_train - kFitMinCtx);
+    x = run(req, with_context(x.r, *x.model, n_ctx_train - cut), x.model);
+    notes.push_back("--fit: context reduced from " + std::to_string(n_ctx_train) + " to " +
+                    std::to_string(n_ctx_train - cut) + " to keep 1 GiB free on each GPU");
+    if (fits_with_margin(x, card->capacity)) return x;
+  }
+  if (!x.r.fit_layers) return x;
+  const int64_t n = x.model->hp.n_layer + 1;
+  const int64_t best = fit::largest_fitting(
+      [&](int64_t ngl) { return fits_with_margin(run(req, with_layers(x.r, ngl), x.model), card->capacity); }, n);
+  notes.push_back("--fit: --n-gpu-layers " + std::to_string(best) + ", the layers that keep 1 GiB free on each GPU" +
+                  (x.model->hp.n_expert > 0 ? " (llama.cpp first moves a MoE model's expert tensors to host "
+                                              "memory instead; whole layers are modelled)"
+                                            : ""));
+  return run(req, with_layers(x.r, best), x.model);
+}
+
 std::vector<Component> components_of(const DeviceUse& u, const Run& x) {
   const Resolved& r = x.r;
   const std::string kv = std::string(r.type_k->name) + "/" + r.type_v->name;
@@ -374,7 +422,7 @@ Run prepare(const Request& req) {
         "model.mmproj: its weights on the first GPU (mtmd); its image encoder's compute "
         "buffer is not modelled");
   }
-  return place_auto(req, run(req, r, std::move(model)));
+  return place_fit(req, place_auto(req, run(req, r, std::move(model))));
 }
 
 }  // namespace

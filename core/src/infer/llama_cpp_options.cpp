@@ -20,15 +20,18 @@ namespace {
 const Era kEras[] = {
     // llama-context.cpp: n_ctx = GGML_PAD(n_ctx, 256), n_ctx_seq = GGML_PAD(n_ctx / n_seq_max, 256);
     // llama-kv-cache-iswa.cpp: size_swa = GGML_PAD(min(size_base, n_swa * (unified ? n_seq : 1) + n_ubatch), 256);
-    // llama_model_default_params n_gpu_layers 999; common.h flash_attn_type AUTO, n_ctx 0.
-    {"2025-12", "ggml-org/llama.cpp ec98e2002", true, true, true, true, true, 0},
+    // llama_model_default_params n_gpu_layers 999; common.h flash_attn_type AUTO, n_ctx 0, fit_params true
+    // (src/llama.cpp llama_params_fit_impl); llama-server's -np -1 = auto: 4 slots, kv_unified true
+    // (tools/server/server.cpp "n_parallel is set to auto, using n_parallel = 4 and kv_unified = true",
+    // PR #16736; in b7079, issue #17300; documented by PR #17997).
+    {"2025-12", "ggml-org/llama.cpp ec98e2002", true, true, true, true, true, 0, true, true},
     // llama-model.cpp create_memory: per-stream ceil(n_ctx / n_seq) padded to get_padding (256 with
     // Flash Attention, 32 without); size_swa = min(size_base, GGML_PAD(n_swa * .. + n_ubatch, pad));
     // n_gpu_layers 999, flash_attn_type AUTO, common.h n_ctx 4096.
-    {"2025-10", "ggml-org/llama.cpp 7049736b2d", false, true, true, true, true, 4096},
+    {"2025-10", "ggml-org/llama.cpp 7049736b2d", false, true, true, true, true, 4096, false, false},
     // create_memory: one llama_kv_cache_unified of GGML_PAD(n_ctx, get_padding) cells for every layer
     // and sequence; n_gpu_layers 0 (CUDA), common.h flash_attn false, n_ctx 4096.
-    {"2025-05", "ggml-org/llama.cpp de4c07f937", false, false, false, false, false, 4096},
+    {"2025-05", "ggml-org/llama.cpp de4c07f937", false, false, false, false, false, 4096, false, false},
 };
 
 const Era& era_named(const std::string& name, const std::string& path) {
@@ -57,9 +60,9 @@ constexpr int64_t kOllamaLatest = 1505;  // 0.15.5: the newest defaults modelled
 
 int64_t pad(int64_t x, int64_t n) { return (x + n - 1) / n * n; }
 
-const char* kLlamaFields[] = {"ctx_size",     "n_gpu_layers", "n_batch",      "n_ubatch",      "flash_attn",
-                              "cache_type_k", "cache_type_v", "kv_unified",   "swa_full",      "kv_offload",
-                              "mmap",         "split_mode",   "tensor_split", "engine_version"};
+const char* kLlamaFields[] = {"ctx_size",     "n_gpu_layers", "n_batch",      "n_ubatch",       "flash_attn",
+                              "cache_type_k", "cache_type_v", "kv_unified",   "swa_full",       "kv_offload",
+                              "mmap",         "split_mode",   "tensor_split", "engine_version", "fit"};
 // Fields of the other engines a llama.cpp request cannot take.
 const char* kOtherFields[] = {"prompt_len", "kv_dtype",     "images_per_prompt",      "gpu_memory_utilization",
                               "block_size", "max_num_seqs", "max_num_batched_tokens", "enforce_eager"};
@@ -96,8 +99,9 @@ void parse_options(const JsonReader& i, Request& req) {
   o.cache_type_k_given = i.has("cache_type_k");
   o.cache_type_k = enum_value(i, "cache_type_k", field("infer.cache_type_k")).value_or(defaults::kCacheType);
   o.cache_type_v = enum_value(i, "cache_type_v", field("infer.cache_type_v"));
-  o.kv_unified = i.bool_or("kv_unified", defaults::kKvUnified);
+  if (i.has("kv_unified")) o.kv_unified = i.bool_or("kv_unified", false);
   if (i.has("swa_full")) o.swa_full = i.bool_or("swa_full", false);
+  if (i.has("fit")) o.fit = i.bool_or("fit", true);
   o.kv_offload = i.bool_or("kv_offload", defaults::kKvOffload);
   o.mmap = i.bool_or("mmap", defaults::kMmap);
   o.split_mode = enum_value(i, "split_mode", field("infer.split_mode")).value_or(defaults::kSplitMode);
@@ -196,7 +200,17 @@ int64_t resolve_llama(const Request& req, const gguf::Model& m, Resolved& r) {
          "cells all --parallel sequences share)");
   }
   r.n_seq = req.infer.batch;
-  if (!o.batch_given) notes.push_back("--parallel 1: one sequence (common.h n_parallel)");
+  r.kv_unified = o.kv_unified.value_or(false);
+  const bool server = r.engine == "llama_cpp";
+  if (!o.batch_given && server && r.era->np_auto) {
+    r.n_seq = 4;
+    r.kv_unified = o.kv_unified.value_or(true);
+    notes.push_back(
+        "--parallel auto: 4 slots sharing one unified KV cache of --ctx-size cells (llama-server "
+        "since PR #16736; give infer.batch 1 for llama-cli or one slot)");
+  } else if (!o.batch_given) {
+    notes.push_back("--parallel 1: one sequence (common.h n_parallel)");
+  }
   r.n_batch = o.n_batch.value_or(2048);
   if (!o.n_batch) notes.push_back("--batch-size 2048 (common.h n_batch)");
   if (o.flash_attn == std::string("auto") && !r.era->fa_auto) {
@@ -219,6 +233,13 @@ int64_t resolve_llama(const Request& req, const gguf::Model& m, Resolved& r) {
   }
   r.type_k = gguf::ggml_type_named(o.cache_type_k);
   r.type_v = gguf::ggml_type_named(o.cache_type_v.value_or(defaults::kCacheType));
+  if (o.fit && !r.era->fit) {
+    fail(errc::kInconsistent, "infer.fit",
+         std::string("infer.fit: llama.cpp ") + r.era->name + " has no --fit (it came with 2025-12)");
+  }
+  const bool fit = server && r.era->fit && o.fit.value_or(true);
+  r.fit_ctx = fit && !o.ctx_size && r.era->n_ctx == 0;
+  r.fit_layers = fit && ngl < 0;
   if (o.ctx_size) return *o.ctx_size;
   notes.push_back(r.era->n_ctx == 0 ? "--ctx-size 0: the model's context_length (" + std::to_string(m.hp.n_ctx_train) +
                                           "), common.h n_ctx"
@@ -310,7 +331,8 @@ Resolved resolve(const Request& req, const gguf::Model& m, int64_t total_vram) {
              "but this requires Flash Attention\", llama-context.cpp)");
   }
   r.n_ubatch = o.n_ubatch;
-  r.kv_unified = o.kv_unified;
+  if (r.engine == "ollama") r.kv_unified = o.kv_unified.value_or(false);
+  r.n_ctx_train = m.hp.n_ctx_train;
   r.kv_offload = o.kv_offload;
   r.mmap = o.mmap;
   r.split_mode = o.split_mode;

@@ -30,6 +30,8 @@ struct Era {
   bool all_layers;     // llama_model_default_params n_gpu_layers 999; else 0
   bool fa_auto;        // flash_attn_type AUTO by default; else off
   int64_t n_ctx;       // common.h n_ctx default (0 = the model's context_length)
+  bool np_auto;        // llama-server: --parallel left out = 4 slots sharing one unified KV cache
+  bool fit;            // --fit on by default: unset context and -ngl shrink to keep 1 GiB free per GPU
 };
 
 // Everything the estimate needs, defaults applied.
@@ -57,6 +59,9 @@ struct Resolved {
   bool swa_full = false;
   bool kv_unified = false;
   bool embeddings = false;  // the output buffer holds embeddings too (Ollama's runner)
+  bool fit_ctx = false;     // --fit may shrink the context (the user left --ctx-size out)
+  bool fit_layers = false;  // --fit may lower -ngl (the user left --n-gpu-layers out)
+  int64_t n_ctx_train = 0;
   std::vector<std::string> assumptions;
 };
 
