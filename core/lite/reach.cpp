@@ -62,7 +62,7 @@ Result<Estimate> estimate_infer(const Request& /*req*/) { elsewhere("task", "an 
 void parse_llama_cpp(const JsonReader& infer, Request& /*req*/) {
   for (const char* k :
        {"ctx_size", "n_gpu_layers", "n_batch", "n_ubatch", "flash_attn", "cache_type_k", "cache_type_v", "kv_unified",
-        "swa_full", "kv_offload", "mmap", "split_mode", "tensor_split", "engine_version"}) {
+        "swa_full", "kv_offload", "mmap", "split_mode", "tensor_split", "engine_version", "fit"}) {
     if (infer.has(k)) elsewhere(infer.child_path(k), "a llama.cpp setting");
   }
 }

@@ -241,6 +241,25 @@ void print_stage_table(const json& pl) {
 
 void print_suggestions(const json& r);
 
+// A llama.cpp engine's buffers per device, in MiB as its start-up log prints
+// them ("CUDA0 model buffer size", "KV buffer size", "compute buffer size").
+void print_llama_devices(const json& in) {
+  const auto num = [&](const char* k) { return static_cast<long long>(in[k].get<int64_t>()); };
+  std::printf("\n%s: %lld of %lld layers on the GPU, --ctx-size %lld (%lld sequence(s) of %lld), flash attention %s\n",
+              in["engine"].get<std::string>().c_str(), num("gpu_layers"), num("layers_total"), num("ctx_size"),
+              num("parallel"), num("n_ctx_seq"), in["flash_attn"].get<int64_t>() != 0 ? "on" : "off");
+  std::printf("  %-8s %13s %13s %13s %13s %13s %13s\n", "device", "model buffer", "KV buffer", "compute buf",
+              "output buf", "CUDA context", "total");
+  const auto mib = [](const json& d, const char* k) { return d.value(k, int64_t{0}) / 1048576.0; };
+  for (const auto& d : in["devices"]) {
+    std::printf("  %-8s %9.2f MiB %9.2f MiB %9.2f MiB %9.2f MiB %9.2f MiB %9.2f MiB\n",
+                d["device"].get<std::string>().c_str(), mib(d, "weights_bytes"), mib(d, "kv_bytes"),
+                mib(d, "compute_bytes"), mib(d, "output_bytes"), mib(d, "context_bytes"), mib(d, "total_bytes"));
+  }
+  if (in.contains("max_gpu_layers")) std::printf("  largest --n-gpu-layers that fits: %lld", num("max_gpu_layers"));
+  if (in.contains("max_ctx_size")) std::printf("; longest --ctx-size that fits: %lld", num("max_ctx_size"));
+  std::printf("\n");
+}
 void print_estimate_table(const json& r) {
   const auto& m = r["model"];
   std::printf("%s  %s, %s params (%s trainable)\n", r["task"].get<std::string>() == "train" ? "TRAIN" : "INFER",
@@ -308,7 +327,9 @@ void print_estimate_table(const json& r) {
     std::printf("\n");
     if (pl.contains("stages")) print_stage_table(pl);
   }
-  if (r.contains("infer")) {
+  if (r.contains("infer") && r["infer"].contains("devices")) {
+    print_llama_devices(r["infer"]);
+  } else if (r.contains("infer")) {
     const auto& in = r["infer"];
     std::printf("\nServing (%s): KV %s B per token (%s B per layer), cache %s", in["engine"].get<std::string>().c_str(),
                 with_commas(in["kv_bytes_per_token"].get<int64_t>()).c_str(),

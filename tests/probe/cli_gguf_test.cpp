@@ -109,6 +109,27 @@ TEST_F(CliGguf, ASplitFileIsReadShardByShard) {
   EXPECT_EQ(r["model"]["checkpoint"]["tensors"], 1 + 9 + 9 + 2);
 }
 
+// The command, as a user types it: llama.cpp's buffers per device, in
+// MiB as its start-up log prints them (the table), and the same request as JSON.
+TEST_F(CliGguf, TheLlamaCppCommandPrintsTheBuffersOfItsLog) {
+  GgufWriter w = metadata();
+  w.tensor("token_embd.weight", {256, 1000}, 1, 256 * 1000 * 2);
+  add_layers(w, 0, 2);
+  w.tensor("output_norm.weight", {256}, 0, 1024).tensor("output.weight", {256, 1000}, 1, 256 * 1000 * 2);
+  const fs::path f = write("tiny-F16.gguf", w);
+  const std::vector<std::string> args = {"estimate", "--engine",       "llama_cpp", "--gguf", f.string(), "--ctx-size",
+                                         "32768",    "--n-gpu-layers", "99",        "--gpu",  "RTX 4090"};
+  const auto text = vram::testing::run_binary(VRAM_PROBE_BIN, args, false);
+  ASSERT_EQ(text.exit_code, 0) << text.out;
+  EXPECT_NE(text.out.find("model buffer"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("3 of 3 layers on the GPU, --ctx-size 32768"), std::string::npos) << text.out;
+  const json r = run_json(args, 0);
+  EXPECT_EQ(r["task"], "infer");
+  EXPECT_EQ(r["infer"]["ctx_size"], 32768);
+  // 2 layers x 32768 cells x (128 K + 128 V) x 2 bytes, one unified cache.
+  EXPECT_EQ(r["infer"]["kv_cache_bytes"], 2 * 32768 * 256 * 2);
+}
+
 TEST_F(CliGguf, BadFilesAreErrorsNamingTheFile) {
   std::ofstream(dir_ / "text.gguf") << "not a gguf file at all";
   json r = run_json({"estimate", "--gguf", (dir_ / "text.gguf").string()}, 1);
