@@ -62,6 +62,16 @@ vram::json row_request(const vram::json& spec, const std::string& fixtures) {
 // The estimate's figure for what the row measured, in GiB (NaN on an error).
 double estimate_gib(const vram::json& res, const vram::json& spec, const std::string& kind) {
   if (res.contains("error")) return NAN;
+  // One buffer of one device as llama.cpp's start-up log prints it ("CUDA0
+  // model buffer size", "CUDA0 KV buffer size", "CUDA_Host compute buffer
+  // size" = the CPU device's compute_bytes): the result's infer.devices.
+  if (spec.contains("llama_buffer")) {
+    const auto& b = spec["llama_buffer"];
+    for (const auto& d : res["infer"]["devices"]) {
+      if (d["device"] == b["device"]) return d[b["field"].get<std::string>()].get<double>() / 1073741824.0;
+    }
+    return NAN;
+  }
   if (spec.contains("phase")) {
     for (const auto& p : res["phases"]) {
       if (p["key"] == spec["phase"]) return p["bytes"].get<double>() / 1073741824.0;
