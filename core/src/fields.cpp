@@ -184,6 +184,7 @@ constexpr Row kRows[] = {
     internal(boolean("train.softmax_saves_input", d::kSoftmaxSavesInput)),
     internal(boolean("train.keeps_previous_logits", d::kKeepsPreviousLogits)),
     internal(boolean("train.keeps_logits", d::kKeepsLogits)),
+    internal(boolean("train.outputs_fp32", d::kOutputsFp32)),
     internal(boolean("train.keeps_fused_qkv", d::kKeepsFusedQkv)),
     internal(boolean("train.returns_kv_cache", d::kReturnsKvCache)),
     choice("train.precision", d::kPrecision, "fp32|bf16|fp16|amp_bf16|amp_fp16|mixed_bf16", kPrecisionAliases),
@@ -364,6 +365,10 @@ constexpr Described kFaces[] = {
      {"loop keeps the logits through backward", "", "",
       "LitGPT fit(): `logits = model(...)` stays referenced while fabric.backward(loss) runs, so the logits "
       "are alive through the loss backward (torchtune deletes them first; the HF Trainer never returns them)"}},
+    {"train.outputs_fp32",
+     {"wrapper returns fp32 outputs", "", "",
+      "Lightning Fabric bf16-true / 16-true / bnb (LitGPT): _FabricModule.forward converts the model's "
+      "floating outputs, the logits, to fp32 (precision.convert_output) before the loss"}},
     {"train.keeps_fused_qkv",
      {"attention keeps the fused q/k/v output", "", "",
       "LitGPT, multi-head attention: v reaches SDPA as a view of the fused q/k/v projection output, so "

@@ -195,6 +195,12 @@ constexpr DefaultRow kLitgptDefaults[] = {
      "litgpt litgpt/finetune/lora.py fit(): `logits = model(...)` is still referenced while fabric.backward(loss) "
      "runs (lit-gpt finetune/lora.py at 8641822 the same)",
      ""},
+    {"train.outputs_fp32", true, "",
+     "lightning src/lightning/fabric/wrappers.py _FabricModule.forward: output = "
+     "self._precision.convert_output(output); plugins/precision/half.py HalfPrecision.convert_output (and "
+     "bitsandbytes.py BitsandbytesPrecision's) converts every floating output to torch.get_default_dtype(), "
+     "fp32: the logits chunks become fp32 copies (lightning 71aed751, pinned by lit-gpt 8641822; since 614dcdf5)",
+     ""},
     {"train.keeps_fused_qkv", true, "",
      "litgpt litgpt/model.py CausalSelfAttention.forward: q, k, v split from the fused qkv output as views; "
      "with multi-head attention SDPA saves v as that view, so the whole qkv output stays for backward",

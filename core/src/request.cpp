@@ -192,6 +192,7 @@ void parse_train(const JsonReader& t, Request& req) {
   o.softmax_saves_input = t.bool_or("softmax_saves_input", o.softmax_saves_input);
   o.keeps_previous_logits = t.bool_or("keeps_previous_logits", o.keeps_previous_logits);
   o.keeps_logits = t.bool_or("keeps_logits", o.keeps_logits);
+  o.outputs_fp32 = t.bool_or("outputs_fp32", o.outputs_fp32);
   o.keeps_fused_qkv = t.bool_or("keeps_fused_qkv", o.keeps_fused_qkv);
   o.returns_kv_cache = t.bool_or("returns_kv_cache", o.returns_kv_cache);
   bool precision_here = false;

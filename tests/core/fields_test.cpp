@@ -172,6 +172,7 @@ const std::map<std::string, std::function<json(const Request&)>>& readers() {
       {"train.fused_loss", [](const Request& r) { return r.train.fused_loss; }},
       {"train.loss", [](const Request& r) { return to_string(r.train.loss); }},
       {"train.keeps_logits", [](const Request& r) { return r.train.keeps_logits; }},
+      {"train.outputs_fp32", [](const Request& r) { return r.train.outputs_fp32; }},
       {"train.loss_chunks", [](const Request& r) { return r.train.loss_chunks; }},
       {"train.loss_upcast", [](const Request& r) { return r.train.loss_upcast; }},
       {"train.fused_norm", [](const Request& r) { return r.train.fused_norm; }},

@@ -140,6 +140,33 @@ TEST_F(TrainTest, CrossEntropyBuffersAreTenThenTwelveBytesPerLogit) {
   EXPECT_EQ(phase(r, "backward_start", "loss_buffers"), 12 * nv);
 }
 
+// LitGPT's chunked loss under Lightning Fabric (train.outputs_fp32): the
+// wrapper's convert_output turns each 128-token bf16 logits chunk into an fp32
+// copy (lightning fabric/wrappers.py _FabricModule.forward, plugins/precision/
+// half.py HalfPrecision.convert_output at 71aed751), so the held logits and the
+// saved log-probabilities are 4 + 4 B per logit, not 2 + 2; backward adds two
+// fp32 chunk gradients and one bf16 cast back per chunk.
+TEST_F(TrainTest, FabricFp32OutputsDoubleTheChunkedLossBuffers) {
+  auto with = [&](bool fp32) {
+    return run(request("meta-llama/Llama-3.1-8B", {{"micro_batch", 1},
+                                                   {"seq_len", 1024},
+                                                   {"precision", "bf16"},
+                                                   {"loss", "chunked"},
+                                                   {"loss_chunk_size", 128},
+                                                   {"loss_upcast", false},
+                                                   {"keeps_logits", true},
+                                                   {"outputs_fp32", fp32}}));
+  };
+  const int64_t nv = int64_t{1024} * 128256;
+  const int64_t chunk = nv / 8;
+  const json bf16 = with(false);
+  const json fp32 = with(true);
+  EXPECT_EQ(phase(bf16, "loss", "loss_buffers"), (2 + 2) * nv);
+  EXPECT_EQ(phase(fp32, "loss", "loss_buffers"), (4 + 4) * nv);
+  EXPECT_EQ(phase(bf16, "backward_start", "loss_buffers"), (2 + 2) * nv + 2 * 2 * chunk);
+  EXPECT_EQ(phase(fp32, "backward_start", "loss_buffers"), (4 + 4) * nv + 2 * 4 * chunk + 2 * chunk);
+}
+
 TEST_F(TrainTest, GradientAccumulationKeepsGradientsAliveInForward) {
   const json r1 = run(request("meta-llama/Llama-3.2-1B", {{"grad_accum", 1}}));
   const json r4 = run(request("meta-llama/Llama-3.2-1B", {{"grad_accum", 4}}));

@@ -54,6 +54,14 @@ inline constexpr bool kKeepsPreviousLogits = false;
 // the HF Trainer's compute_loss returns only the loss; LitGPT's fit() holds
 // `logits` while fabric.backward(loss) runs.
 inline constexpr bool kKeepsLogits = false;
+// The wrapper around the model converts its floating outputs to fp32 before
+// the loss sees them: Lightning Fabric's _FabricModule.forward ends with
+// precision.convert_output(output), and HalfPrecision ("bf16-true",
+// "16-true") and BitsandbytesPrecision convert every floating tensor of the
+// output to torch.get_default_dtype(), fp32 outside the forward context
+// (lightning src/lightning/fabric/plugins/precision/half.py and wrappers.py at
+// 71aed751, the commit lit-gpt 8641822 pins; since 614dcdf5, 2023-04-27).
+inline constexpr bool kOutputsFp32 = false;
 // Attention that takes q, k and v as views of one fused projection output:
 // when the kernel's saved v is such a view, the whole fused output (q, k and
 // v widths) stays allocated until backward, not v alone. LitGPT's

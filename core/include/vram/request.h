@@ -76,6 +76,7 @@ struct TrainOptions {
   bool softmax_saves_input = defaults::kSoftmaxSavesInput;      // torch <= 1.10: softmax also keeps its input
   bool keeps_previous_logits = defaults::kKeepsPreviousLogits;  // the loop holds last step's logits (and graph)
   bool keeps_logits = defaults::kKeepsLogits;         // the loop holds this step's logits through its backward
+  bool outputs_fp32 = defaults::kOutputsFp32;         // the model wrapper returns fp32 copies of its outputs
   bool keeps_fused_qkv = defaults::kKeepsFusedQkv;    // MHA: SDPA's saved v is a view of the fused q/k/v output
   bool returns_kv_cache = defaults::kReturnsKvCache;  // model() returns K/V (use_cache) in training, held to the loss
   Precision precision = Precision::kBf16;

@@ -310,7 +310,9 @@ ActivationStack activation_stack(const Request& req, const TrainablePlan& plan, 
     // variables). The lm_head chunks' inputs are views of the final norm
     // output, which they keep alive too.
     constexpr const char* kPrev = "the previous step's logits and 4-bit inputs";
-    a.logits = bytes::mul(static_cast<int64_t>(dt.compute), N, req.model.vocab, kPrev);
+    // train.outputs_fp32: the loop holds the wrapper's fp32 copies.
+    const int64_t logit_bytes = t.outputs_fp32 ? 4 : static_cast<int64_t>(dt.compute);
+    a.logits = bytes::mul(logit_bytes, N, req.model.vocab, kPrev);
     double kept = quant_kept_inputs(req, st, plan, dt) * static_cast<double>(a.saved_dense + a.saved_moe);
     if (req.train.quant.saves_input && sz.head_dequant > 0) kept += static_cast<double>(dt.compute) * h;
     a.prev_kept_inputs = to_bytes(kept * static_cast<double>(N), kPrev);

@@ -73,30 +73,42 @@ void head_lora_buffers(LossBuffers& out, const Dtypes& dt, const HeadLora& head,
 // and its cast back to the logits' dtype (those chunk gradients wait for the
 // output layers' backward, which autograd runs after every loss node: at most
 // the logits' size, below the start of the sweep for C >= 2).
+// train.outputs_fp32 (Lightning Fabric's convert_output, LitGPT): the chunks
+// reach the loss as fp32 copies (the model-dtype chunks are freed once the
+// copies exist: ToCopyBackward keeps no input), so the held logits and the
+// saved log-probabilities are 4 B each; autograd (engine.cpp, highest
+// sequence number first) runs every chunk's nll and log_softmax backward
+// before the copies' ToCopyBackward, so the fp32 chunk gradients replace the
+// saved log-probabilities one for one, and each cast back to the model dtype
+// adds one chunk.
 void chunked_loss(LossBuffers& out, const TrainOptions& t, bool autocast, int64_t N, int64_t V, double logit_factor) {
   const int64_t chunks = std::max<int64_t>(
       1, std::min(t.loss_chunk_size > 0 ? ceil_div(t.seq_len, t.loss_chunk_size) : t.loss_chunks, t.seq_len));
   const int64_t le = out.logits_elem;
+  const int64_t li = t.outputs_fp32 ? 4 : le;  // the logits the loss reads (and the loop holds)
   // The cross-entropy's dtype: fp32 with an explicit upcast, and under
   // autocast (cross_entropy is on its fp32 list) whatever the code does.
-  const int64_t ce = t.loss_upcast || autocast ? 4 : le;
+  const int64_t ce = t.loss_upcast || autocast ? 4 : li;
   const double chunk_nv = static_cast<double>(N) * static_cast<double>(V) * logit_factor / static_cast<double>(chunks);
-  const int64_t logits_chunk = to_bytes(chunk_nv * static_cast<double>(le), kLoss);
+  const int64_t logits_chunk = to_bytes(chunk_nv * static_cast<double>(li), kLoss);
   const int64_t loss_chunk = to_bytes(chunk_nv * static_cast<double>(ce), kLoss);
   out.forward_pieces = {{logits_chunk, chunks}, {loss_chunk, chunks}};
-  if (ce != le) out.forward_pieces.push_back({loss_chunk, 1});
+  if (ce != li) out.forward_pieces.push_back({loss_chunk, 1});
   out.backward_pieces = {{loss_chunk, chunks}, {loss_chunk, 2}};
-  if (ce != le) out.backward_pieces.push_back({logits_chunk, 1});
+  if (ce != li) out.backward_pieces.push_back({logits_chunk, 1});
+  if (li != le) out.backward_pieces.push_back({to_bytes(chunk_nv * static_cast<double>(le), kLoss), 1});
   if (t.keeps_logits) out.backward_pieces.push_back({logits_chunk, chunks});  // held by the loop (LitGPT)
   for (const Piece& p : out.forward_pieces)
     out.forward = bytes::add(out.forward, bytes::mul(p.bytes, p.count, kLoss), kLoss);
   for (const Piece& p : out.backward_pieces)
     out.backward = bytes::add(out.backward, bytes::mul(p.bytes, p.count, kLoss), kLoss);
   out.formula = "chunked loss, " + fmt_int(chunks) + " chunks of N " + fmt_int(N) + " x V " + fmt_int(V) + ": " +
-                std::to_string(le) + " B logits + " + std::to_string(ce) + " B saved log-probabilities per logit" +
-                (ce != le ? " + one chunk's fp32 copy" : "") +
+                std::to_string(li) + " B logits" + (li != le ? " (the wrapper's fp32 copies)" : "") + " + " +
+                std::to_string(ce) + " B saved log-probabilities per logit" +
+                (ce != li ? " + one chunk's fp32 copy" : "") +
                 " in forward; the saved log-probabilities + one chunk's " +
-                (ce != le ? "two fp32 gradients and its cast back" : "two gradients") + " in backward" +
+                (ce != li ? "two fp32 gradients and its cast back" : "two gradients") +
+                (li != le ? " and its cast back to the model dtype" : "") + " in backward" +
                 (t.keeps_logits ? ", with the logits the loop still holds" : "");
 }
 
