@@ -73,6 +73,28 @@ TEST(FusedQkvView, EagerAttentionDoesNotApply) {
             -1);
 }
 
+// LitGPT's LoRAQKVLinear.zero_pad (lit_gpt/lora.py at 8641822): LoRA on q and
+// v only scatters lora_B's output into the fused width with index_copy, whose
+// backward keeps `source`, the q and v widths in the adapter dtype, per token; with q, k
+// and v all adapted zero_pad returns its input and keeps nothing.
+TEST(FusedQkvView, PartialAdaptersKeepTheZeroPadSource) {
+  const std::string zero_pad = "LoRA zero_pad source";
+  const json qv =
+      request("meta-llama/Llama-2-7b-hf",
+              {{"lora", {{"rank", 32}, {"targets", {"q_proj", "v_proj"}}, {"dropout", 0.05}, {"fused_qkv", true}}}});
+  const json qkv = request(
+      "meta-llama/Llama-2-7b-hf",
+      {{"lora", {{"rank", 32}, {"targets", {"q_proj", "k_proj", "v_proj"}}, {"dropout", 0.05}, {"fused_qkv", true}}}});
+  const json peft =
+      request("meta-llama/Llama-2-7b-hf",
+              {{"lora", {{"rank", 32}, {"targets", {"q_proj", "v_proj"}}, {"dropout", 0.05}, {"fused_qkv", false}}}});
+  // fp32 adapters (PEFT's autocast_adapter_dtype, the default without a
+  // framework): lora_B's output, and so the source, is fp32.
+  EXPECT_DOUBLE_EQ(testing::saved_item(qv, zero_pad), 4.0 * (32 * 128 + 32 * 128));
+  EXPECT_EQ(testing::saved_item(qkv, zero_pad), -1);
+  EXPECT_EQ(testing::saved_item(peft, zero_pad), -1);  // PEFT adds each adapter's output, no scatter
+}
+
 TEST(FusedQkvView, LitgptSetsItHfDoesNot) {
   json lit = request("meta-llama/Llama-2-7b-hf", {{"framework", "litgpt"}});
   json hf = request("meta-llama/Llama-2-7b-hf", {{"framework", "hf"}});

@@ -411,6 +411,32 @@ void attention_block(const LayerCtx& c, int64_t seq, std::vector<SavedItem>& ite
   if (c.dropout > 0) items.push_back({"residual dropout masks", 2.0 * h, false});
 }
 
+// LitGPT's LoRAQKVLinear.zero_pad (lit_gpt/lora.py at 8641822, litgpt/lora.py
+// at 43c44323 and 00af8b0d): with LoRA on some of q, k and v only (its
+// lora_query / lora_value without lora_key), lora_B's output for the adapted
+// widths is scattered into zeros of the fused q/k/v width by index_copy
+// (out of place before fd71063c, index_copy_ after), and IndexCopyBackward
+// keeps `source` for its gradient (tools/autograd/derivatives.yaml
+// index_copy: `source: grad.index_select(dim, index).expand_as(source)`):
+// the adapted widths in the adapter dtype, per token. With all three adapted
+// zero_pad returns its input and keeps nothing.
+void fused_qkv_zero_pad(const LayerCtx& c, std::vector<SavedItem>& items) {
+  const auto& lora = c.req.train.lora;
+  if (!lora.fused_qkv) return;
+  double adapted = 0;
+  bool partial = false;
+  for (const auto& u : c.roles.attn_in) {
+    if (u.lora) {
+      adapted += static_cast<double>(u.out);
+    } else {
+      partial = true;
+    }
+  }
+  if (!partial || adapted <= 0) return;
+  const double elem = c.dt.autocast ? 2.0 : (lora.adapter_fp32 ? 4.0 : static_cast<double>(c.dt.compute));
+  items.push_back({"LoRA zero_pad source (index_copy of the adapted q/k/v widths)", elem * adapted, false});
+}
+
 // 4-5: the MLP norm and the dense, gated or routed-expert MLP; then the
 // decoder's cross-attention.
 void mlp_block(const LayerCtx& c, bool moe_layer, std::vector<SavedItem>& items) {
@@ -875,6 +901,7 @@ LayerActivations layer_activations(const Request& req, const LayerStack& st, con
     out.items.insert(out.items.end(), ssm.begin(), ssm.end());
   } else {
     attention_block(c, seq, out.items);
+    fused_qkv_zero_pad(c, out.items);
   }
   mlp_block(c, moe_layer, out.items);
   if (st.per_layer_input > 0 || st.laurel_rank > 0 || st.altup_inputs > 1) gemma3n_block(c, out.items);
