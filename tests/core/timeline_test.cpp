@@ -504,17 +504,19 @@ namespace {
 
 // FSDP1's construction (memory::fsdp1_construct), worked through the caching
 // allocator by hand. Three layer units of 100 MiB and a root unit of 300 MiB,
-// sharded over 2 ranks (every size a multiple of the 2 MiB segment rounding):
-//   layer 1: moved -> new segment A (100), flat -> new B (100), moved freed,
-//            shard (50) carved from A, flat freed (B free).
-//   layer 2: moved -> B, flat -> new C, moved freed, shard -> A's free 50
-//            (best fit, exact), flat freed.
-//   layer 3: moved and flat take B and C, the shard is carved from the moved
-//            block, the flat one is freed.
-//   root:    moved -> new D (300), flat -> new E (300), moved freed, shard
-//            (150) carved from D (no other free block holds it), flat freed.
-// Reserved 3 x 100 + 2 x 300 = 900 MiB; 3 x 50 + 150 = 300 MiB stay allocated;
-// the peak is at the root's flat parameter: 150 + 300 + 300 = 750 MiB.
+// sharded over 2 ranks (every size a multiple of the 2 MiB segment rounding).
+// torch 2.2 _init_param_handle_from_module holds the moved parameters
+// (managed_params) until the handle is sharded, so each unit allocates its
+// shard beside the moved and the flat copies and frees the flat one, then the
+// moved one:
+//   layer 1: moved -> new segment A (100), flat -> new B (100), shard (50) ->
+//            new C, flat and moved freed (A, B free).
+//   layers 2, 3: moved and flat take A and B, each shard a new 50 (D, E).
+//   root:    moved -> new F (300), flat -> new G (300), shard (150) -> new H
+//            (no free block holds it), flat and moved freed.
+// Reserved 2 x 100 + 3 x 50 + 2 x 300 + 150 = 1100 MiB; 3 x 50 + 150 = 300
+// MiB stay allocated; the peak is at the root's shard: 150 + 300 + 300 + 150
+// = 900 MiB.
 TEST(Fsdp1Construction, UnitsMovedFlattenedAndShardedLeaveTheirBlocksCached) {
   constexpr int64_t MiB = 1 << 20;
   memory::Fsdp1Units u;
@@ -530,13 +532,15 @@ TEST(Fsdp1Construction, UnitsMovedFlattenedAndShardedLeaveTheirBlocksCached) {
     const memory::ReservedReplay r = memory::replay_reserved(tl, {}, {}, {});
     return std::make_tuple(kept, r.peak_reserved, r.peak_allocated);
   };
-  EXPECT_EQ(replay(u, 1000 * MiB), std::make_tuple(300 * MiB, 900 * MiB, 750 * MiB));
+  EXPECT_EQ(replay(u, 1000 * MiB), std::make_tuple(300 * MiB, 1100 * MiB, 900 * MiB));
   // The shards are the rank's weights: never more than the budget.
   EXPECT_EQ(std::get<0>(replay(u, 200 * MiB)), 200 * MiB);
-  // CPUOffload(offload_params=True): each shard goes to the CPU once made, so
-  // the layers reuse A and B; the root still needs two new segments.
+  // CPUOffload(offload_params=True): each shard goes to the CPU once made
+  // (flat_param_to(cpu)), so the layers reuse A, B and C; the root needs
+  // three new segments: 100 + 100 + 50 + 300 + 300 + 150, the peak at its
+  // shard (300 + 300 + 150).
   u.offload = true;
-  EXPECT_EQ(replay(u, 1000 * MiB), std::make_tuple(int64_t{0}, 800 * MiB, 600 * MiB));
+  EXPECT_EQ(replay(u, 1000 * MiB), std::make_tuple(int64_t{0}, 1000 * MiB, 750 * MiB));
   // NO_SHARD: the flat parameter is kept whole, the moved copy freed; each
   // layer's flat takes a new segment while A serves every move, and the root
   // needs two more: 100 + 3 x 100 + 2 x 300.

@@ -219,15 +219,25 @@ int64_t fsdp1_construct(Timeline& tl, const Fsdp1Units& u, int64_t budget) {
       tl.free(moved);
       return;
     }
+    // torch 2.2 torch/distributed/fsdp/_init_utils.py
+    // _init_param_handle_from_module: `managed_params = list(_get_orig_params(
+    // ...))` holds the moved parameters through _init_param_handle_from_params
+    // (FlatParamHandle(...), then handle.shard(), then flat_param_to(cpu) under
+    // CPU offload), so the moved tensors are freed last, after shard()
+    // (_flat_param.py: _get_shard's chunk.clone(), flat_param.set_(shard), the
+    // unsharded storage resized to 0) has allocated the shard beside them.
     const Timeline::Id flat = tl.alloc("weights_load", "FSDP1 construction: the unit's FlatParameter", bytes);
-    tl.free(moved);
     const int64_t shard = ceil_div(bytes, u.shards);
     if (u.offload) {
-      tl.free(tl.alloc("weights_load", "FSDP1 construction: the shard, before it moves to the CPU", shard));
+      const Timeline::Id gpu_shard =
+          tl.alloc("weights_load", "FSDP1 construction: the shard, before it moves to the CPU", shard);
+      tl.free(flat);
+      tl.free(gpu_shard);
     } else {
       tl.alloc("weights", "FSDP1 shard", keep(shard));
+      tl.free(flat);
     }
-    tl.free(flat);
+    tl.free(moved);
   };
   // Auto-wrapping builds the inner units first: the layers, then the root.
   for (int64_t i = 0; i < u.layers; ++i) construct(u.layer_bytes);
