@@ -23,9 +23,10 @@
 // search: this module went from 295.4 to 269.0 KiB (gzip -9 of the .wasm,
 // -Oz + LTO, 2026-11-28; wasm/CMakeLists.txt). And this module is linked with
 // core/lite/reach.cpp ahead of the core library (core/src/reach.h): it
-// estimates training for the common Llama-shaped families only and answers
-// every other request with errc::kNotInModule, which the facade sends to
-// vram_plan.wasm (bindings_plan.cpp), the full module.
+// estimates training for the common Llama-shaped families under hf at its
+// newest release only and answers every other request (another framework, a
+// release, versions.*; _frameworkDefaults likewise) with errc::kNotInModule,
+// which the facade sends to vram_plan.wasm (bindings_plan.cpp), the full module.
 #include <emscripten/bind.h>
 
 #include "unwinds.h"

@@ -5,11 +5,13 @@
 // module every visit loads (bindings.cpp) carries none of the search code. The
 // same rules as bindings.cpp: JSON text in and out, no exception crosses.
 //
-// _estimate, _modelInfo and _fields are here too: this is the full module, which
-// carries every family, the safetensors reader, DeepSpeed configs and the
-// inference estimate. The module every visit loads carries the common
-// families' training estimate only (core/lite/reach.cpp) and answers the rest
-// with errc::kNotInModule; the facade then asks this one (vram.js).
+// _estimate, _modelInfo, _fields and _frameworkDefaults are here too: this is
+// the full module, which carries every family, the safetensors reader,
+// DeepSpeed configs, the inference estimate and the framework tables (every
+// framework's defaults, the release table, the version rules). The module
+// every visit loads carries the common families' training estimate under hf
+// at its newest release only (core/lite/reach.cpp) and answers the rest with
+// errc::kNotInModule; the facade then asks this one (vram.js).
 //
 // _version is here too: the facade reads the input limit
 // (limits.max_input_bytes) from it before it copies a request into the
@@ -24,6 +26,7 @@ EMSCRIPTEN_BINDINGS(vram_plan) {
   emscripten::function("_estimate", &vram::estimate_json);
   emscripten::function("_modelInfo", &vram::model_info_json);
   emscripten::function("_fields", &vram::fields_json);
+  emscripten::function("_frameworkDefaults", &vram::framework_defaults_json);
   emscripten::function("_suggest", &vram::suggest_json);
   emscripten::function("_version", &vram::version_json);
   emscripten::function("_unwinds", &vram::wasm::unwinds);

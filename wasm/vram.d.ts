@@ -825,11 +825,6 @@ export interface VersionInfo {
   optimizers: string[];
   /** Contract. The `train.framework` names. */
   frameworks: string[];
-  /** Each framework's releases, oldest first, with the library versions each implies. */
-  framework_releases: Record<
-    string,
-    { version: string; date: string; libraries: Record<string, string>; source: string }[]
-  >;
   /** The GPU catalog. */
   gpus: CatalogGpu[];
   /** The input rules every entry point applies (README "Input rules"). */
@@ -871,6 +866,10 @@ export interface FieldInfo {
   url: string | null;
   /** One line: what it does, and what absence means. */
   doc: string;
+  /** `train.framework` only: each framework's label, by name ("torchtune" -> "torchtune", "hf" -> "Hugging Face Trainer / ..."). */
+  labels?: Record<string, string>;
+  /** `train.framework` only: each framework's releases, oldest first (`vram-probe version` adds their libraries and sources). */
+  releases?: Record<string, { version: string; date: string }[]>;
 }
 
 /** `fields()`: every request field of docs/schema.md, in its order. */
@@ -1075,7 +1074,11 @@ export interface Vram {
   fields(): Promise<FieldsInfo>;
   /** What a layout's data parallel comes to and which options it can take, by the core's own rules. */
   layoutOptions(parallel: LayoutInput): LayoutOptions;
-  /** The defaults a framework's recipe for a method sets (`train.framework`), from the core's table. */
+  /**
+   * The defaults a framework's recipe for a method sets (`train.framework`), from the core's table. The
+   * core module answers hf at its newest release; any other framework, a release or `versions` throws
+   * `not_in_module` until `loadFull()` has resolved (the tables are the full module's).
+   */
   frameworkDefaults(query: FrameworkQuery): FrameworkDefaults;
   /**
    * The request a run's own configuration files give (Axolotl, LLaMA-Factory,

@@ -41,10 +41,11 @@ let plannerPromise = null;
 // first plan or suggest call here); and `io` (importing and exporting
 // framework files), loaded on the first importFiles or exportConfig only.
 // `core` carries the training estimate of the common Llama-shaped families
-// only (core/lite/reach.cpp); `plan` is the full estimator too: what `core`
-// leaves out (another family, a safetensors list, a DeepSpeed config,
-// inference, the fields table) it answers with the code not_in_module, and
-// the facade asks `plan` (below, fullAnswer).
+// under hf at its newest release only (core/lite/reach.cpp); `plan` is the
+// full estimator too: what `core` leaves out (another family, a safetensors
+// list, a DeepSpeed config, inference, another framework, a release or
+// library versions, the fields table) it answers with the code
+// not_in_module, and the facade asks `plan` (below, fullAnswer).
 // Each binary is its own file
 // beside this facade (no longer embedded as base64): `new URL('./x',
 // import.meta.url)` is the pattern Vite turns into a hashed asset URL, and the
@@ -350,7 +351,7 @@ function notInModule(text) {
   return text.startsWith('{\n  "error": {\n    "code": "not_in_module"');
 }
 
-// The answer to `name` (_estimate, _modelInfo) from the core or, for what the
+// The answer to `name` (_estimate, _modelInfo, _frameworkDefaults) from the core or, for what the
 // core leaves out, from the full module when it is loaded; otherwise the
 // core's not_in_module answer. Loading it is the caller's choice (loadFull):
 // the estimates' Web Worker is handed the module the page compiled instead.
@@ -427,8 +428,10 @@ export function loadVram() {
       fields: async () => fromText(call(await loadModule('plan'), '_fields', undefined, 'plan')),
       layoutOptions: (parallel) =>
         fromText(call(live.core, '_layoutOptions', toText(parallel, 'the parallel object'))),
+      // hf at its newest release from the core; every other framework's
+      // table is the full module's (not_in_module until loadFull()).
       frameworkDefaults: (query) =>
-        fromText(call(live.core, '_frameworkDefaults', toText(query, 'the framework query'))),
+        fromText(fullAnswer('_frameworkDefaults', toText(query, 'the framework query'))),
       // The io module's two calls: asynchronous, as the first one loads it.
       importFiles: async (input) =>
         fromText(await callIo('_importFiles', toText(input, 'the imported files'))),

@@ -1,14 +1,17 @@
 // The first-visit WASM module's side of the seam (core/src/reach.h): it
-// carries the common Llama-shaped families and the training estimate, and
-// answers everything else with errc::kNotInModule, naming the field that
-// needs the full module, so that the page asks vram_plan.wasm, which carries
-// everything (wasm/vram.js). Linked ahead of the vram_core library into
-// vram_core.wasm (wasm/CMakeLists.txt) and into the native vram_lite_tests
+// carries the common Llama-shaped families and the training estimate of hf
+// (the default framework) at its newest release, and answers everything else
+// with errc::kNotInModule, naming the field that needs the full module, so
+// that the page asks vram_plan.wasm, which carries everything (wasm/vram.js).
+// Linked ahead of the vram_core library into vram_core.wasm
+// (wasm/CMakeLists.txt) and into the native vram_lite_tests
 // (tests/CMakeLists.txt); never into the CLI.
 #include "reach.h"
 
 #include "families/family_list.h"
 #include "families/registry_entries.h"
+#include "release_table.h"
+#include "vram/fields.h"
 
 namespace vram::reach {
 
@@ -70,5 +73,28 @@ void parse_llama_cpp(const JsonReader& infer, Request& /*req*/) {
 void infer_fit(const Request& /*req*/, int64_t /*capacity*/, Estimate& /*e*/) {}
 
 json infer_devices_json(const Estimate& /*e*/) { return nullptr; }
+
+// hf at its newest release (release_table.h kHfNewest): no framework default
+// (the request fields' own defaults are hf's) and no version rule applies, so
+// the request is its own filled copy. A framework's recipe, a release or a
+// library version needs the tables, which only the full module carries.
+json framework_defaults(const json& request, FrameworkJob& job, std::vector<FrameworkDefault>& /*applied*/) {
+  const bool has_train = request.is_object() && request.contains("train") && request["train"].is_object();
+  if (has_train && request["train"].contains("framework")) {
+    const json& text = request["train"]["framework"];
+    const auto name = text.is_string() ? field("train.framework").canonical(text.get<std::string>()) : std::nullopt;
+    if (name != defaults::kFramework) elsewhere("train.framework", "a request with train.framework " + text.dump());
+  }
+  if (request.is_object() && request.contains("versions")) {
+    const json& v = request["versions"];
+    elsewhere(v.is_object() && !v.empty() ? "versions." + v.begin().key() : "versions",
+              "a request with library versions (versions)");
+  }
+  static const Framework kHf{defaults::kFramework, releases::kHfLabel, {}, {}};
+  job = releases::newest_job(kHf, releases::to_release(releases::kHfNewest));
+  json filled = request;
+  if (has_train) filled["train"]["framework"] = kHf.name;
+  return filled;
+}
 
 }  // namespace vram::reach

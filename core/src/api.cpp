@@ -192,8 +192,8 @@ json result_json(const Request& req, const Estimate& e) {
     for (const auto& d : req.framework_defaults) {
       applied.push_back({{"path", d.path}, {"value", d.value}, {"source", d.source}});
     }
-    const Framework* fw = find_framework(req.framework);
     const FrameworkJob& job = req.framework_job;
+    const Framework* fw = job.framework;
     json versions = json::object();
     for (const LibraryVersion& v : job.versions) versions[v.library] = {{"version", v.version}, {"from", v.from}};
     out["framework"] = {{"name", req.framework},
@@ -449,13 +449,12 @@ std::string framework_defaults_json(const std::string& query_text) {
     if (const auto name = q.str_opt("framework")) request["train"]["framework"] = *name;
     if (doc.contains("versions")) request["versions"] = doc["versions"];
     FrameworkJob job;
-    if (auto e = recover([&] { job = framework_job(request); })) {
+    std::vector<FrameworkDefault> applied;
+    if (auto e = recover([&] { reach::framework_defaults(request, job, applied); })) {
       // The query's own key, not the request path the job names.
       e->path = e->path == "train.framework" ? "framework" : e->path;
       fail(std::move(*e));
     }
-    std::vector<FrameworkDefault> applied;
-    with_framework_defaults(request, job, applied);
     json defaults = json::array();
     for (const FrameworkDefault& d : applied) {
       defaults.push_back({{"path", d.path}, {"value", d.value}, {"source", d.source}});
@@ -466,32 +465,6 @@ std::string framework_defaults_json(const std::string& query_text) {
         .dump(2);
   });
 }
-
-namespace {
-
-std::vector<std::string> framework_names() {
-  std::vector<std::string> out;
-  for (const auto& f : frameworks()) out.push_back(f.name);
-  return out;
-}
-
-// Each framework's releases, oldest first, with the library versions each
-// implies (vram/releases.h).
-json framework_releases() {
-  json out = json::object();
-  for (const auto& f : frameworks()) {
-    json list = json::array();
-    for (const FrameworkRelease& r : releases_of(f.name)) {
-      json libs = json::object();
-      for (const auto& [lib, v] : r.libraries) libs[lib] = v;
-      list.push_back({{"version", r.version}, {"date", r.date}, {"libraries", libs}, {"source", r.source}});
-    }
-    out[f.name] = std::move(list);
-  }
-  return out;
-}
-
-}  // namespace
 
 std::string version_json() {
   return guarded([] {
@@ -512,8 +485,9 @@ std::string version_json() {
                  {"version", VRAM_VERSION},
                  {"supported_model_types", supported_model_types()},
                  {"optimizers", optimizer_names()},
-                 {"frameworks", framework_names()},
-                 {"framework_releases", framework_releases()},
+                 // The field's values (the framework tables are the full
+                 // module's; vram-probe version adds each one's releases).
+                 {"frameworks", field("train.framework").values},
                  {"gpus", gpus},
                  // The input rules every entry point applies (vram/fields.h
                  // limits): the page's facade refuses longer text before
@@ -523,6 +497,16 @@ std::string version_json() {
                    {"max_json_depth", limits::kMaxJsonDepth},
                    {"max_bytes", limits::kMaxBytes}}}})
         .dump(2);
+  });
+}
+
+std::string version_with_releases_json() {
+  const std::string text = version_json();
+  json out = json::parse(text);
+  if (out.contains("error")) return text;
+  return guarded([&] {
+    out["framework_releases"] = framework_releases(true);
+    return out.dump(2);
   });
 }
 

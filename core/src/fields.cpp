@@ -9,6 +9,7 @@
 #include "table_def.h"
 #include "vram/api.h"
 #include "vram/optimizers.h"
+#include "vram/releases.h"
 
 #ifndef VRAM_VERSION
 #define VRAM_VERSION "0.0.0"
@@ -678,6 +679,14 @@ json fields_table() {
     j["url"] = f.url.empty() ? json(nullptr) : json(f.url);
     j["doc"] = f.doc;
     j["internal"] = f.internal;
+    if (f.path == "train.framework") {
+      // Each framework's label and releases (version, date), for the page's
+      // selects: the tables themselves are the full module's (vram/releases.h).
+      json labels = json::object();
+      for (const Framework& fw : frameworks()) labels[fw.name] = fw.label;
+      j["labels"] = std::move(labels);
+      j["releases"] = framework_releases(false);
+    }
     out.push_back(std::move(j));
   }
   return {{"schema", kSchema}, {"version", VRAM_VERSION}, {"fields", out}};

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 
+#include "release_table.h"
 #include "table_def.h"
+#include "vram/fields.h"
 
 namespace vram {
 
@@ -366,7 +368,8 @@ std::vector<Framework> build() {
   return {
       // The request fields' own defaults are HF Trainer's, PEFT's and
       // bitsandbytes' (fields.h cites each).
-      {"hf", "Hugging Face Trainer / TRL / Accelerate + PEFT", {}, {}},
+      // hf's label is shared with the first-visit module (release_table.h).
+      {defaults::kFramework, releases::kHfLabel, {}, {}},
       make("torchtune", "torchtune", kTorchtuneDefaults, kTorchtuneNotModelled),
       make("litgpt", "LitGPT", kLitgptDefaults, kLitgptNotModelled),
       make("unsloth", "Unsloth", kUnslothDefaults, kUnslothNotModelled),

@@ -52,4 +52,9 @@ void infer_fit(const Request& req, int64_t capacity, Estimate& e) {
 
 json infer_devices_json(const Estimate& e) { return e.devices.empty() ? json() : infer::llama_cpp::devices_json(e); }
 
+json framework_defaults(const json& request, FrameworkJob& job, std::vector<FrameworkDefault>& applied) {
+  job = framework_job(request);
+  return with_framework_defaults(request, job, applied);
+}
+
 }  // namespace vram::reach

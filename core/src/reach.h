@@ -1,10 +1,13 @@
 // What a build of core can answer: the seam between the first-visit WASM
 // module and every other build (issue 18, size).
 //
-// Four calls reach the code a first visit does not need: the family builders
-// beyond the common Llama-shaped ones, the safetensors reader, the DeepSpeed
-// config reader and the inference estimate. Core calls them only through
-// these functions. core/src/reach.cpp (in the vram_core library) forwards
+// These calls reach the code a first visit does not need: the family
+// builders beyond the common Llama-shaped ones, the safetensors and GGUF
+// readers, the DeepSpeed config reader, quick sizing, the inference estimate
+// (llama.cpp's too) and the framework tables (every framework's defaults, the
+// release table and the version rules), of which a first visit needs only hf
+// at its newest release. Core calls them only through these functions.
+// core/src/reach.cpp (in the vram_core library) forwards
 // each to the real code; core/lite/reach.cpp, linked into vram_core.wasm
 // ahead of the library, defines the same symbols, so the linker never
 // extracts the library's reach.o (an archive member is extracted only for a
@@ -23,6 +26,7 @@
 #include "vram/families.h"
 #include "vram/json_reader.h"
 #include "vram/model.h"
+#include "vram/releases.h"
 #include "vram/request.h"
 #include "vram/result.h"
 #include "vram/status.h"
@@ -63,5 +67,14 @@ void infer_fit(const Request& req, int64_t capacity, Estimate& e);
 
 // The result's infer.devices for a llama.cpp estimate (null otherwise).
 json infer_devices_json(const Estimate& e);
+
+// framework_job then with_framework_defaults (vram/releases.h): the
+// request's framework at its release in `job`, and a copy of the request with
+// that framework's defaults and its library versions' rules filled in where
+// it leaves a field out (`applied` lists them). Fails (fail()) as
+// framework_job does. The lite build answers a request naming no framework
+// but hf (and no release, no versions.*) and leaves every other to the full
+// module (train.framework, versions.<library>).
+json framework_defaults(const json& request, FrameworkJob& job, std::vector<FrameworkDefault>& applied);
 
 }  // namespace vram::reach

@@ -1,9 +1,11 @@
 // The release table and the version rules (vram/releases.h), as data
 // (issue 18: constexpr rows cost the WebAssembly module data, not code).
-// Included by releases.cpp only.
+// Included by releases.cpp, frameworks.cpp (hf's label) and core/lite/reach.cpp
+// (hf at its newest release, below).
 #pragma once
 
 #include "table_def.h"
+#include "vram/releases.h"
 
 namespace vram::releases {
 
@@ -29,6 +31,27 @@ struct RuleRow {
   Def value;
   const char* source;
 };
+
+// The default framework, hf, at its newest release, and its label: the
+// first-visit WASM module answers a request that names no other framework and
+// no release (core/lite/reach.cpp) from these alone, and the full table below
+// (kReleases) and frameworks.cpp read the same definitions, so the two builds
+// cannot drift apart. A rule of the version table that held for this release
+// would need the full module too: tests/core/frameworks_test.cpp checks that
+// none does.
+inline constexpr const char* kHfLabel = "Hugging Face Trainer / TRL / Accelerate + PEFT";
+inline constexpr ReleaseRow kHfNewest = {
+    "hf", "5.14.1", "2026-07-17", "torch=2.13.0|peft=0.19.1|trl=1.5.1|bitsandbytes=0.49.2",
+    "hf transformers 5.14.1 (axolotl v0.18.0 pins it, 2026-07-17), the newest this table knows: others the newest "
+    "known"};
+
+// A row as the API gives it (libraries as pairs).
+FrameworkRelease to_release(const ReleaseRow& row);
+
+// The job of `fw` at `rel` as the newest release, what a request that names
+// no release and no versions.* gets (framework_job adjusts it otherwise):
+// the release's library versions, and the note saying which release applied.
+FrameworkJob newest_job(const Framework& fw, const FrameworkRelease& rel);
 
 // Each framework's releases, oldest first, and the versions of the libraries
 // their users ran: the release's own pins (pyproject.toml / setup.py /
@@ -72,9 +95,7 @@ inline constexpr ReleaseRow kReleases[] = {
     {"hf", "5.13.1", "2026-07-14", "torch=2.13.0|peft=0.19.1|trl=1.5.1|bitsandbytes=0.49.2",
      "hf transformers 5.13.1 with torch 2.13.0, as huggingface/peft method_comparison/MetaMathQA/results record them "
      "(run 2026-07-14); others the newest known"},
-    {"hf", "5.14.1", "2026-07-17", "torch=2.13.0|peft=0.19.1|trl=1.5.1|bitsandbytes=0.49.2",
-     "hf transformers 5.14.1 (axolotl v0.18.0 pins it, 2026-07-17), the newest this table knows: others the newest "
-     "known"},
+    kHfNewest,
     {"torchtune", "0.1.0", "2024-04-15", "torch=2.2.2|torchao=0.1|bitsandbytes=0.43.1",
      "torchtune v0.1.0 9e2c9c06: pins torchao; others the newest on 2024-04-15"},
     {"torchtune", "0.1.1", "2024-04-18", "torch=2.2.2|torchao=0.1|bitsandbytes=0.43.1",

@@ -81,16 +81,48 @@ bool version_in(std::string_view version, std::string_view range) {
   return true;
 }
 
+FrameworkRelease releases::to_release(const ReleaseRow& row) {
+  FrameworkRelease rel{row.version, row.date, {}, row.source};
+  for (const std::string& pair : detail::split_bars(row.libraries)) {
+    const size_t eq = pair.find('=');
+    rel.libraries.emplace_back(pair.substr(0, eq), pair.substr(eq + 1));
+  }
+  return rel;
+}
+
+FrameworkJob releases::newest_job(const Framework& fw, const FrameworkRelease& rel) {
+  FrameworkJob job;
+  job.framework = &fw;
+  job.release = rel.version;
+  job.note = "framework release " + fw.name + "@" + rel.version + " (" + rel.date +
+             "), the newest known: name another as train.framework " + fw.name + "@RELEASE";
+  for (const auto& [lib, version] : rel.libraries) job.versions.push_back({lib, version, fw.name + "@" + rel.version});
+  return job;
+}
+
 std::vector<FrameworkRelease> releases_of(const std::string& framework) {
   std::vector<FrameworkRelease> out;
   for (const releases::ReleaseRow& r : releases::kReleases) {
-    if (framework != r.framework) continue;
-    FrameworkRelease rel{r.version, r.date, {}, r.source};
-    for (const std::string& pair : detail::split_bars(r.libraries)) {
-      const size_t eq = pair.find('=');
-      rel.libraries.emplace_back(pair.substr(0, eq), pair.substr(eq + 1));
+    if (framework == r.framework) out.push_back(releases::to_release(r));
+  }
+  return out;
+}
+
+json framework_releases(bool details) {
+  json out = json::object();
+  for (const Framework& f : frameworks()) {
+    json list = json::array();
+    for (const FrameworkRelease& r : releases_of(f.name)) {
+      json one = {{"version", r.version}, {"date", r.date}};
+      if (details) {
+        json libs = json::object();
+        for (const auto& [lib, v] : r.libraries) libs[lib] = v;
+        one["libraries"] = std::move(libs);
+        one["source"] = r.source;
+      }
+      list.push_back(std::move(one));
     }
-    out.push_back(std::move(rel));
+    out[f.name] = std::move(list);
   }
   return out;
 }
@@ -183,8 +215,6 @@ FrameworkJob framework_job(const json& request) {
       }
     }
   }
-  FrameworkJob job;
-  job.framework = find_framework(name);
   std::vector<LibraryVersion> asked = requested_versions(request);
   for (auto it = asked.begin(); it != asked.end(); ++it) {
     if (it->library != own_library(name)) continue;
@@ -200,16 +230,15 @@ FrameworkJob framework_job(const json& request) {
   }
   const std::vector<FrameworkRelease> all = releases_of(name);
   if (all.empty()) fail(errc::kInternal, "train.framework", "no release known for " + name);
-  const FrameworkRelease& rel = release_given ? pick_release(all, name, release, job.note) : all.back();
-  job.release = release_given && compare_versions(rel.version, release) != 0 && rel.version.rfind(release + ".", 0) != 0
-                    ? release
-                    : rel.version;
-  job.release_given = release_given;
-  if (!release_given) {
-    job.note = "framework release " + name + "@" + rel.version + " (" + rel.date +
-               "), the newest known: name another as train.framework " + name + "@RELEASE";
+  std::string note;
+  const FrameworkRelease& rel = release_given ? pick_release(all, name, release, note) : all.back();
+  FrameworkJob job = releases::newest_job(*find_framework(name), rel);
+  if (release_given) {
+    job.release =
+        compare_versions(rel.version, release) != 0 && rel.version.rfind(release + ".", 0) != 0 ? release : rel.version;
+    job.release_given = true;
+    job.note = std::move(note);
   }
-  for (const auto& [lib, version] : rel.libraries) job.versions.push_back({lib, version, name + "@" + rel.version});
   for (LibraryVersion& a : asked) {
     auto same = std::find_if(job.versions.begin(), job.versions.end(),
                              [&](const LibraryVersion& v) { return v.library == a.library; });

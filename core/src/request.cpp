@@ -743,9 +743,9 @@ Result<Request> parse_request_framework(const json& request) {
   // train.framework (and its release, and versions) first: its defaults and
   // the rules of its library versions fill what the request leaves out.
   FrameworkJob job;
-  if (auto e = recover([&] { job = framework_job(request); })) return std::move(*e);
   std::vector<FrameworkDefault> applied;
-  const json filled = with_framework_defaults(request, job, applied);  // before `applied` is moved
+  json filled;
+  if (auto e = recover([&] { filled = reach::framework_defaults(request, job, applied); })) return std::move(*e);
   return parse_request_filled(filled, std::move(job), std::move(applied));
 }
 

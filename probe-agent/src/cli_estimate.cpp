@@ -861,7 +861,7 @@ int run_plan(const std::vector<std::string>& args) {
 }
 
 int run_version(const std::vector<std::string>& /*args*/) {
-  std::printf("%s\n", version_json().c_str());
+  std::printf("%s\n", version_with_releases_json().c_str());
   return 0;
 }
 

@@ -25,7 +25,8 @@ PYBIND11_MODULE(_core, m) {
         "{\"config\": {...}} or {\"custom\": {...}} -> model summary JSON text (`vram-probe params --json`).");
   m.def("plan_json", &vram::plan_json, py::arg("request_text"), release,
         "Training request with parallel.gpus and gpu -> ranked layouts JSON text (`vram-probe plan --json`).");
-  m.def("version_json", &vram::version_json, release, "Schema, version, model types, GPUs (`vram-probe version`).");
+  m.def("version_json", &vram::version_with_releases_json, release,
+        "Schema, version, model types, GPUs, framework releases (`vram-probe version`).");
   m.def("fields_json", &vram::fields_json, release, "Every request field (`vram-probe fields --json`).");
   m.def("layout_options_json", &vram::layout_options_json, py::arg("parallel_text"), release,
         "A request's `parallel` object -> what data parallel comes to and which options the layout takes.");

@@ -189,7 +189,7 @@ def params(config: Request) -> dict:
 
 
 def version() -> dict:
-    """Schema, version, supported model types, optimizers, frameworks and GPUs (``vram-probe version``)."""
+    """Schema, version, supported model types, optimizers, frameworks and their releases, GPUs (``vram-probe version``)."""
     return _decode(_core.version_json())
 
 

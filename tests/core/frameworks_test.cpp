@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "fixtures.h"
+#include "release_table.h"
 #include "vram/api.h"
 #include "vram/fields.h"
 #include "vram/releases.h"
@@ -31,6 +32,48 @@ TEST(Frameworks, EveryAcceptedNameHasATableAndVersionListsThem) {
   }
   EXPECT_EQ(frameworks().front().name, "hf");
   EXPECT_TRUE(frameworks().front().defaults.empty());  // the fields' own defaults are HF's
+  // The field's values are the table's names, in its order (version_json
+  // lists the field's: the tables are the full module's).
+  std::vector<std::string> names;
+  for (const Framework& fw : frameworks()) names.push_back(fw.name);
+  EXPECT_EQ(version["frameworks"], json(names));
+}
+
+// The first-visit WASM module answers hf at its newest release from
+// release_table.h kHfNewest and kHfLabel alone (core/lite/reach.cpp): no
+// framework default, no version rule, and the same job as the full table's.
+// A rule that held for hf's newest release would make the two builds differ:
+// this test fails first.
+TEST(Frameworks, HfAtItsNewestReleaseIsWhatTheFirstVisitModuleCarries) {
+  const Framework& hf = frameworks().front();
+  EXPECT_EQ(hf.label, releases::kHfLabel);
+  EXPECT_TRUE(hf.not_modelled.empty());
+  EXPECT_EQ(releases_of("hf").back().version, releases::kHfNewest.version);
+  for (const std::string& method : field("train.method").values) {
+    for (const json& train : {json{{"method", method}}, json{{"method", method}, {"framework", "trl"}}}) {
+      const json req = request(train);
+      const FrameworkJob job = framework_job(req);
+      std::vector<FrameworkDefault> applied;
+      json filled = with_framework_defaults(req, job, applied);
+      EXPECT_TRUE(applied.empty()) << method << ": " << (applied.empty() ? "" : applied.front().path);
+      EXPECT_EQ(filled["train"].value("framework", "hf"), "hf");
+      filled["train"].erase("framework");
+      json plain = req;
+      plain["train"].erase("framework");
+      EXPECT_EQ(filled, plain) << method;
+      const FrameworkJob lite = releases::newest_job(hf, releases::to_release(releases::kHfNewest));
+      EXPECT_EQ(job.framework, &hf);
+      EXPECT_EQ(job.release, lite.release);
+      EXPECT_EQ(job.release_given, lite.release_given);
+      EXPECT_EQ(job.note, lite.note);
+      ASSERT_EQ(job.versions.size(), lite.versions.size());
+      for (size_t i = 0; i < job.versions.size(); ++i) {
+        EXPECT_EQ(job.versions[i].library, lite.versions[i].library);
+        EXPECT_EQ(job.versions[i].version, lite.versions[i].version);
+        EXPECT_EQ(job.versions[i].from, lite.versions[i].from);
+      }
+    }
+  }
 }
 
 TEST(Frameworks, EveryDefaultIsADeclaredFieldWithAParsingValueAndASource) {

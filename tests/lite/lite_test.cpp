@@ -52,6 +52,12 @@ TEST(Lite, LeavesEverythingElseToTheFullModuleAtTheFieldThatNeedsIt) {
   json tensors = {{"tensors", json::array({tensor})}};
   json ds = train_request({{"config", llama}});
   ds["deepspeed"] = {{"zero_optimization", {{"stage", 2}}}};
+  json unsloth = train_request({{"config", llama}});
+  unsloth["train"]["framework"] = "unsloth";
+  json release = train_request({{"config", llama}});
+  release["train"]["framework"] = "hf@4.44";
+  json versions = train_request({{"config", llama}});
+  versions["versions"] = {{"peft", "0.10.0"}};
   const Case cases[] = {
       {"gemma2", train_request({{"config", testing::model_config("google/gemma-2-2b")}}), "model.config.model_type"},
       {"mixtral", train_request({{"config", testing::model_config("mistralai/Mixtral-8x7B-v0.1")}}),
@@ -63,6 +69,9 @@ TEST(Lite, LeavesEverythingElseToTheFullModuleAtTheFieldThatNeedsIt) {
       {"gguf", train_request({{"gguf", {{"metadata", json::object()}}}}), "model.gguf"},
       {"inference", infer, "task"},
       {"deepspeed", ds, "deepspeed"},
+      {"another framework", unsloth, "train.framework"},
+      {"a release", release, "train.framework"},
+      {"library versions", versions, "versions.peft"},
   };
   for (const auto& c : cases) {
     const json out = answer(c.request);
@@ -71,6 +80,24 @@ TEST(Lite, LeavesEverythingElseToTheFullModuleAtTheFieldThatNeedsIt) {
     EXPECT_EQ(out["error"]["path"], c.path) << c.name;
     EXPECT_NE(out["error"]["message"].get<std::string>().find("vram_plan.wasm"), std::string::npos) << c.name;
   }
+}
+
+TEST(Lite, AnswersHfAtItsNewestReleaseItself) {
+  for (const char* name : {"", "hf", "trl"}) {
+    json req = train_request({{"config", testing::model_config("meta-llama/Llama-3.2-1B")}});
+    if (*name != '\0') req["train"]["framework"] = name;
+    const json out = answer(req);
+    ASSERT_FALSE(out.contains("error")) << name << ": " << out.dump();
+    EXPECT_EQ(out["framework"]["name"], "hf") << name;
+    EXPECT_EQ(out["framework"]["release_given"], false) << name;
+    EXPECT_FALSE(out["framework"]["versions"].empty()) << name;
+    EXPECT_FALSE(out["framework"]["label"].get<std::string>().empty()) << name;
+  }
+  const json hf = json::parse(framework_defaults_json(R"({"framework": "hf", "method": "qlora"})"));
+  ASSERT_FALSE(hf.contains("error")) << hf.dump();
+  EXPECT_TRUE(hf["defaults"].empty());
+  const json other = json::parse(framework_defaults_json(R"({"framework": "torchtune"})"));
+  EXPECT_EQ(other["error"]["code"], errc::kNotInModule) << other.dump();
 }
 
 TEST(Lite, AnswersABadRequestAndAnUnknownTypeAsTheFullBuildDoes) {

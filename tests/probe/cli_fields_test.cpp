@@ -80,6 +80,37 @@ TEST(CliFields, FieldsJsonIsTheCoreTable) {
   EXPECT_EQ(run.out, vram::fields_json() + "\n");
 }
 
+// `vram-probe version` is the core's version object (what every WASM module's
+// version() gives) plus every framework's releases with their libraries and
+// sources (issue 29), which the first-visit module does not carry; the
+// fields table's train.framework gives the same versions and dates.
+TEST(CliVersion, IsTheCoreVersionWithEveryFrameworksReleases) {
+  const ProbeRun run = Probe({"version"});
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  auto doc = vram::json::parse(run.out);
+  const vram::json releases = doc["framework_releases"];
+  doc.erase("framework_releases");
+  EXPECT_EQ(doc.dump(2), vram::version_json());
+  vram::json table;
+  const vram::json fields = vram::json::parse(vram::fields_json());
+  for (const auto& f : fields["fields"]) {
+    if (f["path"] == "train.framework") table = f;
+  }
+  ASSERT_EQ(releases.size(), doc["frameworks"].size());
+  for (const auto& name : doc["frameworks"]) {
+    const auto& list = releases[name.get<std::string>()];
+    ASSERT_FALSE(list.empty()) << name;
+    ASSERT_EQ(list.size(), table["releases"][name.get<std::string>()].size()) << name;
+    for (size_t i = 0; i < list.size(); ++i) {
+      EXPECT_FALSE(list[i]["source"].get<std::string>().empty()) << name << " " << list[i]["version"];
+      EXPECT_TRUE(list[i]["libraries"].is_object()) << name;
+      const auto& row = table["releases"][name.get<std::string>()][i];
+      EXPECT_EQ(row, (vram::json{{"version", list[i]["version"]}, {"date", list[i]["date"]}})) << name;
+    }
+    EXPECT_FALSE(table["labels"][name.get<std::string>()].get<std::string>().empty()) << name;
+  }
+}
+
 TEST(CliFrameworks, JsonIsTheCoreTableForTheMethod) {
   const ProbeRun run = Probe({"frameworks", "--framework", "torchtune", "--method", "full", "--json"});
   ASSERT_EQ(run.exit_code, 0) << run.out;

@@ -36,6 +36,14 @@ std::string suggest_json(const std::string& request_text);
 // {"schema", "version", "supported_model_types", "gpus"}.
 std::string version_json();
 
+// version_json() plus "framework_releases": every framework's releases,
+// oldest first, each with its date, libraries and source
+// (vram/releases.h). What `vram-probe version` and Python's version() give;
+// the WASM modules bind version_json only (the release table is not in the
+// module every visit loads; the fields table lists each release's version
+// and date).
+std::string version_with_releases_json();
+
 // Every request field as the core declares it (vram/fields.h): {"schema",
 // "version", "fields": [{path, type, default, values, aliases, min, max,
 // label, cli, cli_unit, url, doc}]}. The page's defaults and URL keys and the

@@ -36,6 +36,13 @@ struct FrameworkRelease {
 // Releases of `framework`, oldest first.
 std::vector<FrameworkRelease> releases_of(const std::string& framework);
 
+// Every framework's releases, oldest first, by framework name: each one's
+// "version" and "date", and with `details` its "libraries" (library ->
+// version) and "source" too (vram-probe version). Without details it is the
+// fields table's train.framework "releases" (fields_table()), which the page
+// bundles for its release select.
+json framework_releases(bool details);
+
 // Dotted versions compared number by number ("0.43.2" < "0.43.10",
 // "2024.8" < "2024.12", "2.0" == "2.0.0"); what follows the numbers (".post1",
 // "rc1", "+cu121") is ignored. valid_version: one or more dot-separated

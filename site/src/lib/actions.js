@@ -10,13 +10,14 @@ import { clearPlan } from './plan.js';
 import { loadPreset, loadedPreset } from './presets.js';
 import {
   DEFAULT_PRESET,
-  estimator,
   fillFrameworkDefaults,
   model,
   modelStatus,
+  namesRecipe,
   setPreset,
   settings,
   versionInfo,
+  withRecipe,
 } from './state.js';
 import { parse, serialize, sizeModel } from './url-state.js';
 import { tooLargeMessage } from './limits.js';
@@ -169,29 +170,6 @@ export function choosePreset(id) {
   return setPreset(id);
 }
 
-// A link naming a framework but not every field its recipe sets (typed by
-// hand, or written before the select existed): the recipe fills the rest once
-// the estimator, which holds the framework tables, has loaded.
-let stopFilling = null;
-function fillFromFramework(given) {
-  stopFilling?.();
-  stopFilling = null;
-  const missing = (s) => fillFrameworkDefaults(s, estimator.value, given);
-  if (estimator.value) {
-    settings.value = missing(settings.value);
-    return;
-  }
-  stopFilling = effect(() => {
-    if (!estimator.value) return;
-    const next = missing(settings.peek());
-    queueMicrotask(() => {
-      stopFilling?.();
-      stopFilling = null;
-      settings.value = next;
-    });
-  });
-}
-
 /**
  * "I only know the size": the model becomes a parameter count the core sizes
  * (model.size). The core checks the text; its error reaches the page as the
@@ -227,7 +205,14 @@ export function restoreFromHash(hash) {
   const { model: m, settings: s, given, pin } = parse(hash);
   batch(() => {
     clearPlan();
-    settings.value = s;
+    // A link naming a framework but not every field its recipe sets (typed
+    // by hand, or written before the select existed): the recipe fills the
+    // rest once the estimator, and the full module that holds the framework
+    // tables, have loaded; no request is sent before (recipeWaiting).
+    withRecipe(
+      s,
+      namesRecipe(s.train) ? (now, vram) => fillFrameworkDefaults(now, vram, given) : null,
+    );
     if (!m) {
       setPreset(DEFAULT_PRESET);
     } else if (m.source === 'preset') {
@@ -247,7 +232,6 @@ export function restoreFromHash(hash) {
     }
   });
   if (m?.source === 'hf' && !model.peek().config) presetWhileFetching(model.peek());
-  fillFromFramework(given);
   if (m?.source === 'hf') loadHubModel(m.id);
   restorePin(pin, hubToken || loadToken());
 }

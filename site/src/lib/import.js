@@ -16,7 +16,7 @@ import {
   formValueOf,
   model,
   modelStatus,
-  settings,
+  withRecipe,
 } from './state.js';
 
 /** Largest file read (core/include/vram/import.h kMaxImportBytes: 10 MiB). */
@@ -82,7 +82,9 @@ export function flattenRequest(obj, prefix = '', out = {}) {
  * start), the framework's recipe for the imported method, then every field
  * the files set, in the form's boxes where it has one and in
  * `settings.imported` otherwise, so the page estimates what `vram-probe
- * estimate --from FILE...` does. Fields edited afterwards win.
+ * estimate --from FILE...` does. Fields edited afterwards win. undefined
+ * while the framework's recipe loads (state.js frameworkForm); without an
+ * estimator (vram null) the form's own start stands for the recipe.
  */
 export function importedSettings(request, vram) {
   const { model: _model, task: _task, ...fields } = request;
@@ -92,6 +94,7 @@ export function importedSettings(request, vram) {
   next.train.framework = flat['train.framework'] ?? coreDefault('train.framework');
   next.train.method = flat['train.method'] ?? coreDefault('train.method');
   const s = applyFramework(next, vram);
+  if (s === undefined) return undefined;
   s.imported = {};
   for (const [path, value] of Object.entries(flat)) {
     if (path === 'train.framework' || path === 'train.method') continue;
@@ -139,7 +142,11 @@ export async function importParsed(vram, parsed) {
   }
   const config = result.request.model?.config;
   batch(() => {
-    settings.value = importedSettings(result.request, vram);
+    // The files' fields at once; a framework's recipe under them as soon as
+    // the full module that holds it has loaded (no request before).
+    withRecipe(importedSettings(result.request, null), (_now, v) =>
+      importedSettings(result.request, v),
+    );
     if (config) {
       const id =
         result.model?.preset ?? result.model?.id ?? parsed.find((f) => f.content === config)?.file;

@@ -105,6 +105,8 @@ export const pinnedOutcome = computed(() => {
   try {
     // A model read from its checkpoint's tensors carries them (withCheckpoint).
     const request = withCheckpoint(requestFor(p.settings, p.model.config, vram), p.model);
+    // null while the full module, which holds the pinned framework's recipe, loads.
+    if (!request) return null;
     const result = onThisThread(vram, () => vram.estimate(request));
     // null while the full module loads (a pinned Gemma on a first visit).
     return result === undefined ? null : { result };

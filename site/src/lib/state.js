@@ -348,16 +348,20 @@ function loraTargets(text) {
  * The form values of a framework's defaults for a method, by path (only the
  * paths the form shows), from the core's table via vram.frameworkDefaults;
  * {} for hf (whose defaults are the fields' own) or without an estimator.
+ * The tables are the full module's (vram_plan.wasm): undefined while it
+ * loads (onThisThread starts the load; a computed that calls this runs again
+ * once it is there).
  */
 export function frameworkForm(vram, framework, method) {
   // hf's defaults are the fields' own, but a named hf release has rules.
   if (!vram || !framework || framework === coreDefault('train.framework')) return {};
   let answer;
   try {
-    answer = vram.frameworkDefaults({ framework, method });
+    answer = onThisThread(vram, () => vram.frameworkDefaults({ framework, method }));
   } catch {
     return {};
   }
+  if (answer === undefined) return undefined;
   const out = {};
   for (const d of answer.defaults) {
     if (FRAMEWORK_FORM_PATHS.includes(d.path)) out[d.path] = formValueOf(d.path, d.value);
@@ -368,11 +372,13 @@ export function frameworkForm(vram, framework, method) {
 /**
  * Settings with the framework's recipe for their method in the form: each
  * field a framework may set takes that framework's default, else the form's
- * own start (so leaving a framework undoes what it set).
+ * own start (so leaving a framework undoes what it set). undefined while the
+ * recipe loads (frameworkForm).
  */
 export function applyFramework(s, vram) {
   const next = structuredClone(s);
   const fw = frameworkForm(vram, frameworkName(next.train), next.train.method);
+  if (fw === undefined) return undefined;
   for (const path of FRAMEWORK_FORM_PATHS)
     putPath(next, path, path in fw ? fw[path] : formStart(path));
   return next;
@@ -381,10 +387,12 @@ export function applyFramework(s, vram) {
 /**
  * Settings from a link: the fields the framework's recipe sets that the link
  * did not (`given` lists the paths it did) take the recipe's values. Nothing
- * changes for hf or without an estimator.
+ * changes for hf or without an estimator; undefined while the recipe loads
+ * (frameworkForm).
  */
 export function fillFrameworkDefaults(s, vram, given) {
   const fw = frameworkForm(vram, s.train ? frameworkName(s.train) : undefined, s.train?.method);
+  if (fw === undefined) return undefined;
   const missing = Object.keys(fw).filter((path) => !given.includes(path));
   if (!missing.length) return s;
   const next = structuredClone(s);
@@ -400,30 +408,72 @@ export function frameworkName(t) {
   return t.release ? `${t.framework}@${t.release}` : t.framework;
 }
 
+/** Whether the form's framework has a recipe of its own (not hf at its newest release). */
+export function namesRecipe(t) {
+  return Boolean((t?.framework && t.framework !== coreDefault('train.framework')) || t?.release);
+}
+
+/**
+ * A change of the form that waits for a framework's recipe, or null:
+ * `(settings, vram) => settings`, undefined while the recipe is not at hand.
+ * The recipes are the full module's (vram_plan.wasm: the module every visit
+ * loads answers hf at its newest release only), so a framework other than hf
+ * or a release, chosen from the select, a link, an imported file, fills the
+ * form once that module has loaded. Until then the page builds no request
+ * (`request` is null and shows "Estimating…"): one naming the framework with
+ * the form's own values would send them as the user's and override the
+ * recipe's defaults, a wrong estimate.
+ */
+export const recipeWaiting = signal(null);
+
+/**
+ * Makes `next` the form and applies `fill` (a change needing a recipe) to it
+ * at once when the recipe is at hand, else as soon as it is (recipeWaiting).
+ * Call it inside a batch with the other changes of the same action.
+ */
+export function withRecipe(next, fill) {
+  batch(() => {
+    settings.value = next;
+    recipeWaiting.value = fill;
+  });
+}
+
+// Applies the waiting change once its recipe is at hand: the estimator has
+// loaded and, for a framework other than hf, the full module (frameworkForm
+// reads fullLoaded, so this runs again when it changes).
+effect(() => {
+  const fill = recipeWaiting.value;
+  const vram = estimator.value;
+  if (!fill || !vram) return;
+  const next = fill(settings.peek(), vram);
+  if (next === undefined) return;
+  batch(() => {
+    recipeWaiting.value = null;
+    settings.value = next;
+  });
+});
+
 /** Picks the training framework (at its newest release): its defaults replace the form's values of the fields it sets. */
 export function setFramework(name) {
   const next = structuredClone(settings.value);
   next.train.framework = name;
   next.train.release = '';
-  settings.value = applyFramework(next, estimator.value);
+  withRecipe(next, applyFramework);
 }
 
 /** Picks the framework's release ('' = the newest): its defaults fill the form as the framework's do. */
 export function setRelease(release) {
   const next = structuredClone(settings.value);
   next.train.release = release;
-  settings.value = applyFramework(next, estimator.value);
+  withRecipe(next, applyFramework);
 }
 
 /** Picks the training method; under a framework other than hf, its recipe for that method fills the form. */
 export function setMethod(method) {
   const next = structuredClone(settings.value);
   next.train.method = method;
-  settings.value =
-    (next.train.framework && next.train.framework !== coreDefault('train.framework')) ||
-    next.train.release
-      ? applyFramework(next, estimator.value)
-      : next;
+  if (namesRecipe(next.train)) withRecipe(next, applyFramework);
+  else settings.value = next;
 }
 
 /**
@@ -632,7 +682,7 @@ export function buildRequest(s, config, catalog = [], experts = 0, fwForm = {}, 
     }
     if (t.method === 'freeze')
       req.train.trainable_modules = freezeModules(t.freeze_modules, config);
-    if ((t.framework && t.framework !== coreDefault('train.framework')) || t.release) {
+    if (namesRecipe(t)) {
       req.train.framework = frameworkName(t);
       // A field at the framework's default is left out, so the core applies
       // and lists it (result.framework.defaults_applied) exactly as
@@ -755,6 +805,8 @@ export function requestFor(s, config, vram = estimator.value, fwForm = undefined
   const fw =
     fwForm ??
     (s.task === 'train' ? frameworkForm(vram, frameworkName(s.train), s.train.method) : {});
+  // The framework's recipe is loading: no request from the wrong defaults.
+  if (fw === undefined) return null;
   // Likewise the vision tower only decides whether an image count is sent.
   const images = s.task === 'train' ? s.train?.images_per_sample : s.infer?.images_per_prompt;
   const vision = Boolean(vram && config && images > 0 && hasVisionTower(summaryOf(vram, config)));
@@ -765,6 +817,9 @@ export const request = computed(() => {
   const config = model.value?.config;
   const size = model.value?.size;
   if (!config && !size) return null;
+  // A framework's recipe is still to fill the form (recipeWaiting).
+  const fw = framework.value;
+  if (recipeWaiting.value || fw === undefined) return null;
   const s = settings.value;
   // The module is read only when the config's summary decides something:
   // expert parallel (routed experts) or an image count (a vision tower).
@@ -773,7 +828,7 @@ export const request = computed(() => {
     s,
     config,
     (s.parallel?.ep > 1 || images > 0) && config ? estimator.value : null,
-    framework.value,
+    fw,
   );
   // Quick sizing: the core builds the model from the count (model.size).
   if (!config) req.model = { size };
@@ -790,27 +845,22 @@ export function withCheckpoint(req, m) {
   return req;
 }
 
-/** The training frameworks as select options, labelled by the core's table. */
+/**
+ * The training frameworks as select options, labelled by the core's table
+ * (the fields table's train.framework labels, bundled: fields.json).
+ */
 export const frameworkOptions = computed(() => {
-  const vram = estimator.value;
-  return (fieldInfo('train.framework')?.values ?? []).map((name) => {
-    let label = name;
-    try {
-      if (vram) label = vram.frameworkDefaults({ framework: name }).label;
-    } catch {
-      // The name stands for itself.
-    }
-    return { value: name, label };
-  });
+  const f = fieldInfo('train.framework');
+  return (f?.values ?? []).map((name) => ({ value: name, label: f.labels?.[name] ?? name }));
 });
 
 /**
  * The chosen framework's releases as select options, newest first, after
  * "newest" itself ('': the core applies the newest and says which), from the
- * core's release table (version().framework_releases).
+ * core's release table (the fields table's train.framework releases).
  */
 export const releaseOptions = computed(() => {
-  const list = versionInfo.value?.framework_releases?.[settings.value.train.framework] ?? [];
+  const list = fieldInfo('train.framework')?.releases?.[settings.value.train.framework] ?? [];
   const newest = list[list.length - 1];
   return [
     { value: '', label: newest ? `newest (${newest.version}, ${newest.date})` : 'newest' },
@@ -821,7 +871,7 @@ export const releaseOptions = computed(() => {
   ];
 });
 
-/** The form values of the chosen framework's defaults for the chosen method (frameworkForm). */
+/** The form values of the chosen framework's defaults for the chosen method (frameworkForm; undefined while they load). */
 export const framework = computed(() => {
   const s = settings.value;
   return s.task === 'train'

@@ -4,14 +4,16 @@
 // (vram_core) and not the planner's module (vram_plan); the planner's first
 // search loads vram_plan, and the layouts it finds are listed. A model of a
 // family the core leaves out (core/lite/reach.cpp) loads vram_plan, the full
-// module, and is estimated.
+// module, and is estimated. So does a framework other than hf, or a release,
+// chosen from the Framework and Release selects: the core carries hf at its
+// newest release only, and the page's peak is vram-probe's for its request.
 //
 // Run: npm run build && node --test tests/e2e/modules.test.mjs
 // Needs: /usr/bin/chromium (or CHROMIUM).
 
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { servedPage } from './serve.mjs';
+import { runProbe, servedPage } from './serve.mjs';
 
 const served = servedPage();
 
@@ -109,6 +111,63 @@ describe('the WebAssembly modules a visit loads', () => {
     try {
       await page.goto(`${served.base}#m=preset:meta-llama/Llama-3.2-1B&task=infer`);
       await page.getByRole('region', { name: 'Serving answers' }).waitFor({ timeout: 60000 });
+      assert.equal(requested(urls, /^vram_plan-[^/]*\.wasm$/).length, 1, 'vram_plan.wasm once');
+      assert.deepEqual(errors, [], 'the page logged errors');
+    } finally {
+      await context.close();
+    }
+  });
+
+  it("every framework, and a release, from the selects: vram_plan loads once, the peak is vram-probe's", async (t) => {
+    const { context, page, urls, errors } = await visit();
+    try {
+      await page.goto(`${served.base}#m=preset:meta-llama/Llama-3.2-1B&task=train&method=lora`);
+      await page.waitForFunction(
+        () => performance.getEntriesByName('vram:first-estimate').length > 0,
+        { timeout: 60000 },
+      );
+      assert.deepEqual(
+        requested(urls, /^vram_plan-/),
+        [],
+        'hf at its newest release needs no vram_plan',
+      );
+      const framework = page.getByLabel('Framework', { exact: true });
+      const release = page.getByLabel('Release', { exact: true });
+      const names = await framework.locator('option').evaluateAll((os) => os.map((o) => o.value));
+      assert.ok(names.length >= 9, `frameworks: ${names}`);
+      // The page's request once it names `fw` (its recipe filled in), and its peak against vram-probe's.
+      const settled = async (fw) => {
+        await page.waitForFunction(
+          (want) => {
+            const text = document.querySelector('[data-testid="request-json"]')?.textContent;
+            if (!text) return false;
+            const got = JSON.parse(text).train?.framework ?? 'hf';
+            return got === want;
+          },
+          fw,
+          { timeout: 60000 },
+        );
+        const request = JSON.parse(await page.getByTestId('request-json').textContent());
+        const native = runProbe(request);
+        await page.waitForFunction(
+          (bytes) =>
+            document.querySelector('output[data-bytes]')?.getAttribute('data-bytes') === bytes,
+          String(native.peak_bytes),
+          { timeout: 60000 },
+        );
+        return native;
+      };
+      for (const name of [...names.filter((n) => n !== 'hf'), 'hf']) {
+        await framework.selectOption(name);
+        const native = await settled(name);
+        t.diagnostic(`${name}: ${native.peak_bytes} B, ${native.framework?.release}`);
+        // The oldest release of each framework too.
+        const oldest = await release.locator('option').evaluateAll((os) => os[os.length - 1].value);
+        await release.selectOption(oldest);
+        const old = await settled(`${name}@${oldest}`);
+        assert.equal(old.framework.release, oldest, name);
+        t.diagnostic(`${name}@${oldest}: ${old.peak_bytes} B`);
+      }
       assert.equal(requested(urls, /^vram_plan-[^/]*\.wasm$/).length, 1, 'vram_plan.wasm once');
       assert.deepEqual(errors, [], 'the page logged errors');
     } finally {

@@ -24,12 +24,18 @@ export function peakBytes() {
   return Number(screen.getByRole('status', PEAK).getAttribute('data-bytes'));
 }
 
-/** Waits until the peak differs from `before`, and returns it. */
+/**
+ * Waits until the peak differs from `before`, and returns it (up to 10 s: the
+ * first change that needs the full module, vram_plan.wasm, waits for it).
+ */
 export async function peakChangedFrom(before) {
   let now = before;
-  await waitFor(() => {
-    now = peakBytes();
-    if (now === before) throw new Error(`peak still ${before}`);
-  });
+  await waitFor(
+    () => {
+      now = peakBytes();
+      if (now === before) throw new Error(`peak still ${before}`);
+    },
+    { timeout: 10000 },
+  );
   return now;
 }

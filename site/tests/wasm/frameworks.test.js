@@ -4,7 +4,8 @@
 // that framework's recipe from the core's table, the request leaves those
 // fields out so the core applies and lists them, and the page's answer is
 // byte-for-byte what `vram-probe estimate --framework NAME` prints for the
-// same flags.
+// same flags. The tables are the full module's (vram_plan.wasm): until it has
+// loaded there is no recipe and no request but hf's.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -19,6 +20,7 @@ import {
   FRAMEWORK_FORM_PATHS,
   frameworkForm,
   frameworkName,
+  requestFor as pageRequestFor,
 } from '../../src/lib/state.js';
 import { estimateRaw, loadVram } from '../../src/wasm/vram.js';
 import { modelFile, probe } from './requests.js';
@@ -73,10 +75,54 @@ function flagsOf(req) {
   return flags;
 }
 
+describe('before the full module has loaded', () => {
+  it('has no recipe and builds no request for a framework other than hf, nor for a release', () => {
+    for (const [framework, release] of [
+      ['unsloth', ''],
+      ['torchtune', '0.2.1'],
+      ['hf', '4.44.0'],
+    ]) {
+      const s = structuredClone(DEFAULT_SETTINGS);
+      s.train.framework = framework;
+      s.train.release = release;
+      expect(frameworkForm(vram, frameworkName(s.train), 'lora'), framework).toBeUndefined();
+      expect(applyFramework(s, vram), framework).toBeUndefined();
+      expect(pageRequestFor(s, config, vram), framework).toBeNull();
+    }
+    expect(() => vram.frameworkDefaults({ framework: 'unsloth' })).toThrow(
+      expect.objectContaining({ code: vram.notInModule, path: 'train.framework' }),
+    );
+  });
+
+  it("answers hf at its newest release from the core module, and the form's request is hf's own", () => {
+    const hf = vram.frameworkDefaults({ framework: 'hf', method: 'qlora' });
+    expect(hf.label).toBe(fieldInfo('train.framework').labels.hf);
+    expect(hf.defaults).toEqual([]);
+    const releases = fieldInfo('train.framework').releases.hf;
+    expect(hf.release).toBe(releases[releases.length - 1].version);
+    expect(frameworkForm(vram, 'hf', 'lora')).toEqual({});
+    const req = pageRequestFor(structuredClone(DEFAULT_SETTINGS), config, vram);
+    expect(req.train.framework).toBeUndefined();
+    expect(vram.estimate(req).framework.name).toBe('hf');
+  });
+});
+
 describe('the framework select', () => {
-  it('offers every framework the core names', () => {
+  beforeAll(async () => {
+    await vram.loadFull();
+  });
+
+  it('offers every framework the core names, labelled and with its releases from the fields table', () => {
     expect(FRAMEWORKS).toEqual(vram.version().frameworks);
     expect(FRAMEWORKS.length).toBeGreaterThanOrEqual(9);
+    const { labels, releases } = fieldInfo('train.framework');
+    for (const framework of FRAMEWORKS) {
+      const answer = vram.frameworkDefaults({ framework });
+      expect(labels[framework], framework).toBe(answer.label);
+      const list = releases[framework];
+      expect(answer.release, framework).toBe(list[list.length - 1].version);
+      for (const r of list) expect(Object.keys(r).sort(), framework).toEqual(['date', 'version']);
+    }
   });
 
   it("fills the form with the framework's recipe for the method, and undoes it for hf", () => {
@@ -134,7 +180,7 @@ describe('the framework select', () => {
   });
 
   it('a release gives the same bytes as vram-probe estimate --framework NAME@RELEASE (issue 29)', async () => {
-    const releases = vram.version().framework_releases;
+    const { releases } = fieldInfo('train.framework');
     for (const framework of FRAMEWORKS) expect(releases[framework]?.length, framework).toBeGreaterThan(0);
     for (const [framework, release, method] of [
       ['torchtune', '0.2.1', 'qlora'],

@@ -69,7 +69,15 @@ describe('the modules', () => {
 
   it('vram_plan, the full module, has _plan, _suggest, the estimate and the fields, not import', () => {
     const names = bindings(plan);
-    for (const name of ['_plan', '_suggest', '_version', '_estimate', '_modelInfo', '_fields'])
+    for (const name of [
+      '_plan',
+      '_suggest',
+      '_version',
+      '_estimate',
+      '_modelInfo',
+      '_fields',
+      '_frameworkDefaults',
+    ])
       expect(names).toContain(name);
     expect(names).not.toContain('_importFiles');
   });
@@ -127,14 +135,14 @@ const errorOf = (text) => JSON.parse(text).error ?? null;
 describe('what vram_core answers itself, and what it leaves to vram_plan', () => {
   const common = {
     'llama LoRA': trainRequest(llama8b, { method: 'lora' }),
-    'llama QLoRA, unsloth': trainRequest(llama8b, { method: 'qlora', framework: 'unsloth' }),
+    'llama QLoRA, hf named': trainRequest(llama8b, { method: 'qlora', framework: 'hf' }),
     'mistral full, 8 GPUs ZeRO-3': trainRequest(
       config('mistralai/Mistral-7B-v0.1'),
       { grad_checkpointing: true },
       { parallel: { gpus: 8, zero: 3 } },
     ),
-    'qwen2 torchtune': trainRequest(config('Qwen/Qwen2.5-7B'), { method: 'lora', framework: 'torchtune' }),
-    'qwen3 litgpt, reserved': trainRequest(config('Qwen/Qwen3-0.6B'), { framework: 'litgpt' }),
+    'qwen2 LoRA, trl (hf)': trainRequest(config('Qwen/Qwen2.5-7B'), { method: 'lora', framework: 'trl' }),
+    'qwen3 full': trainRequest(config('Qwen/Qwen3-0.6B'), {}),
     'custom sizes': {
       ...trainRequest(null),
       model: { custom: { layers: 4, hidden: 512, heads: 8, vocab: 32000 } },
@@ -168,6 +176,20 @@ describe('what vram_core answers itself, and what it leaves to vram_plan', () =>
       'deepspeed',
     ],
     'a quick size': [{ ...trainRequest(null), model: { size: '13B' } }, 'model.size'],
+    'a llama under unsloth': [
+      trainRequest(llama8b, { method: 'qlora', framework: 'unsloth' }),
+      'train.framework',
+    ],
+    'a qwen2 under torchtune': [
+      trainRequest(config('Qwen/Qwen2.5-7B'), { method: 'lora', framework: 'torchtune' }),
+      'train.framework',
+    ],
+    'a qwen3 under litgpt': [trainRequest(config('Qwen/Qwen3-0.6B'), { framework: 'litgpt' }), 'train.framework'],
+    'an hf release': [trainRequest(llama8b, { framework: 'hf@4.44' }), 'train.framework'],
+    'library versions': [
+      { ...trainRequest(llama8b, { method: 'lora' }), versions: { peft: '0.10.0' } },
+      'versions.peft',
+    ],
     'a safetensors list': [
       {
         ...trainRequest(null),
@@ -193,6 +215,20 @@ describe('what vram_core answers itself, and what it leaves to vram_plan', () =>
     expect(errorOf(await moduleRaw('core', '_modelInfo', text))?.code).toBe(kNotInModule);
     const info = JSON.parse(await modelInfoRaw(text));
     expect(info.params_total).toBeGreaterThan(2e9);
+  });
+
+  it('frameworkDefaults: hf from vram_core, the other frameworks from vram_plan, the same bytes', async () => {
+    const hf = JSON.stringify({ framework: 'hf', method: 'qlora' });
+    expect(await moduleRaw('core', '_frameworkDefaults', hf)).toBe(
+      await moduleRaw('plan', '_frameworkDefaults', hf),
+    );
+    const unsloth = JSON.stringify({ framework: 'unsloth', method: 'qlora' });
+    expect(errorOf(await moduleRaw('core', '_frameworkDefaults', unsloth))?.code).toBe(kNotInModule);
+    const vram = await loadVram();
+    await vram.loadFull();
+    expect(vram.frameworkDefaults({ framework: 'unsloth', method: 'qlora' })).toEqual(
+      JSON.parse(await moduleRaw('plan', '_frameworkDefaults', unsloth)),
+    );
   });
 
   it('both modules report every supported model_type', () => {

@@ -119,11 +119,9 @@ function FreezeFields({ text }) {
 
 // The hint under a field whose value is the chosen framework's default.
 function frameworkHint(path, t) {
-  if (
-    !(path in framework.value) ||
-    getPath(t, path.slice('train.'.length)) !== framework.value[path]
-  )
-    return undefined;
+  // No hint while the recipe loads (framework.value undefined).
+  const fw = framework.value ?? {};
+  if (!(path in fw) || getPath(t, path.slice('train.'.length)) !== fw[path]) return undefined;
   const label = frameworkOptions.value.find((o) => o.value === t.framework)?.label ?? t.framework;
   return `${label}${t.release ? ` ${t.release}` : ''} default`;
 }
