@@ -766,12 +766,10 @@ Result<Request> parse_request_filled(const json& request, FrameworkJob job, std:
     }
     // task absent: a request that describes inference (an infer object, or a
     // GGUF file, which only inference engines load) and no training is
-    // inference; anything else trains (defaults::kTask).
+    // inference; anything else trains (defaults::kTask). The result's task
+    // says which.
     const bool infers = (r.has("infer") || m.has("gguf")) && !r.has("train");
     const std::string task = r.str_or("task", infers ? "infer" : defaults::kTask);
-    if (!r.has("task") && infers) {
-      req.assumptions.push_back("task infer: the request describes inference (infer or model.gguf) and no training");
-    }
     if (task == "train") {
       req.task = Task::kTrain;
     } else if (task == "infer") {
