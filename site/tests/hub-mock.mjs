@@ -6,6 +6,8 @@
 // (as a fetch) and the Chromium test (as a route handler); nothing touches
 // the network.
 
+import { GgufWriter } from './gguf-writer.mjs';
+
 /** A .safetensors file: 8-byte little-endian header length, JSON header, zero-filled data. */
 export function safetensorsBytes(tensors) {
   const size = { BF16: 2, F16: 2, F32: 4, I32: 4, U8: 1 };
@@ -112,6 +114,22 @@ export function hubAnswer(repo, files, method, url, requestHeaders) {
     headers: { 'x-error-code': code, 'content-type': 'application/json' },
     body: new TextEncoder().encode(JSON.stringify({ error: code })),
   });
+  // The tree API (huggingface_hub list_repo_tree): every file with its size.
+  const tree = u.pathname.match(/^\/api\/models\/(.+)\/tree\/[^/]+$/);
+  if (tree) {
+    if (tree[1] !== repo) return notFound('RepoNotFound');
+    const list = Object.entries(files).map(([path, body]) => ({
+      type: 'file',
+      path,
+      size: files.sizes?.[path] ?? body.length,
+      ...(path.endsWith('.gguf') ? { lfs: { size: files.sizes?.[path] ?? body.length } } : {}),
+    }));
+    return {
+      status: 200,
+      headers: { 'content-type': 'application/json' },
+      body: new TextEncoder().encode(JSON.stringify(list.filter((e) => e.path !== 'sizes'))),
+    };
+  }
   if (!u.pathname.startsWith(prefix)) return notFound('RepoNotFound');
   const m = u.pathname.slice(prefix.length).match(/^(raw|resolve)\/([^/]+)\/(.+)$/);
   if (!m) return notFound('EntryNotFound');
@@ -157,4 +175,101 @@ export function hubFetch(repo, files, calls = []) {
     Object.defineProperty(res, 'url', { value: url });
     return res;
   };
+}
+
+// ggml types (ggml.h enum ggml_type) and bytes per block of 256 or 32
+// values (ggml.c type_traits) for the GGUF fixtures below.
+const GGML = {
+  F32: { id: 0, block: 1, bytes: 4 },
+  F16: { id: 1, block: 1, bytes: 2 },
+  Q8_0: { id: 8, block: 32, bytes: 34 },
+  Q4_K: { id: 12, block: 256, bytes: 144 },
+  Q6_K: { id: 14, block: 256, bytes: 210 },
+};
+
+/**
+ * A GGUF file of a Llama-shaped model (`shape`: layers, embd, ffn, heads,
+ * kv heads, vocab, context), its matrices in `matrix` and its output layer
+ * and ffn_down in `output`; norms F32, the token embedding as the matrices.
+ */
+export function llamaGguf(
+  { layers, embd, ffn, heads, kv, vocab, ctx },
+  matrix = 'Q8_0',
+  output = matrix,
+) {
+  const w = new GgufWriter()
+    .str('general.architecture', 'llama')
+    .u32('llama.block_count', layers)
+    .u32('llama.context_length', ctx)
+    .u32('llama.embedding_length', embd)
+    .u32('llama.feed_forward_length', ffn)
+    .u32('llama.attention.head_count', heads)
+    .u32('llama.attention.head_count_kv', kv)
+    .f32('llama.rope.freq_base', 500000)
+    .f32('llama.attention.layer_norm_rms_epsilon', 1e-5)
+    .u32('llama.vocab_size', vocab);
+  const add = (name, ne, type) => {
+    const t = GGML[type];
+    w.tensor(name, ne, t.id, (ne.reduce((a, b) => a * b, 1) / t.block) * t.bytes);
+  };
+  const kvDim = (embd / heads) * kv;
+  add('token_embd.weight', [embd, vocab], matrix);
+  for (let l = 0; l < layers; l++) {
+    const p = `blk.${l}.`;
+    add(`${p}attn_norm.weight`, [embd], 'F32');
+    add(`${p}attn_q.weight`, [embd, embd], matrix);
+    add(`${p}attn_k.weight`, [embd, kvDim], matrix);
+    add(`${p}attn_v.weight`, [embd, kvDim], output);
+    add(`${p}attn_output.weight`, [embd, embd], matrix);
+    add(`${p}ffn_norm.weight`, [embd], 'F32');
+    add(`${p}ffn_gate.weight`, [embd, ffn], matrix);
+    add(`${p}ffn_up.weight`, [embd, ffn], matrix);
+    add(`${p}ffn_down.weight`, [ffn, embd], output);
+  }
+  add('output_norm.weight', [embd], 'F32');
+  add('output.weight', [embd, vocab], output);
+  return w;
+}
+
+/** A CLIP-style vision projector file (llama.cpp --mmproj): two F16 matrices. */
+export function mmprojGguf() {
+  return new GgufWriter()
+    .str('general.architecture', 'clip')
+    .bool('clip.has_vision_encoder', true)
+    .u32('clip.vision.embedding_length', 1024)
+    .tensor('mm.0.weight', [1024, 4096], GGML.F16.id, 1024 * 4096 * 2)
+    .tensor('mm.2.weight', [4096, 4096], GGML.F16.id, 4096 * 4096 * 2);
+}
+
+/** Llama-3.1-8B's shape (its config.json). */
+export const LLAMA_8B = {
+  layers: 32,
+  embd: 4096,
+  ffn: 14336,
+  heads: 32,
+  kv: 8,
+  vocab: 128256,
+  ctx: 131072,
+};
+
+/**
+ * A GGUF repository as bartowski's and unsloth's look: three quant files and
+ * a projector, each served as its header alone (the page reads nothing
+ * else) while the tree lists the whole file's size.
+ */
+export function ggufRepo() {
+  const files = {
+    'Llama-8B-Q4_K_M.gguf': llamaGguf(LLAMA_8B, 'Q4_K', 'Q6_K'),
+    'Llama-8B-Q8_0.gguf': llamaGguf(LLAMA_8B, 'Q8_0'),
+    'Llama-8B-F16.gguf': llamaGguf(LLAMA_8B, 'F16'),
+    'mmproj-Llama-8B-f16.gguf': mmprojGguf(),
+  };
+  const out = { sizes: {} };
+  for (const [path, w] of Object.entries(files)) {
+    out[path] = w.bytes({ data: false });
+    // The header padded to the alignment (32), then each tensor's data padded likewise.
+    const data = w.tensors.reduce((a, t) => a + Math.ceil(t.size / 32) * 32, 0);
+    out.sizes[path] = Math.ceil(out[path].length / 32) * 32 + data;
+  }
+  return out;
 }

@@ -28,7 +28,7 @@ export const workersAvailable = typeof Worker !== 'undefined';
 const lanes = new Map();
 
 /** The WebAssembly module each lane's worker runs (vram.js MODULES). */
-const LANE_MODULES = { estimate: 'core', suggest: 'plan', plan: 'plan' };
+const LANE_MODULES = { estimate: 'core', gguf: 'core', suggest: 'plan', plan: 'plan' };
 
 function lane(name) {
   if (!workersAvailable) return null;

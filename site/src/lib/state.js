@@ -32,6 +32,13 @@ export const FORM_START = Object.freeze({
 // decided by the GPU. buildRequest sends none of these as such.
 const FORM_ABSENT = {
   'infer.prompt_len': 0,
+  // llama.cpp: 0 / -1 / '' = the engine's default for its release (not sent).
+  'infer.ctx_size': 0,
+  'infer.n_gpu_layers': -1,
+  'infer.n_batch': 0,
+  'infer.flash_attn': '',
+  'infer.cache_type_v': '',
+  'infer.engine_version': '',
   'parallel.nodes': 1,
   'parallel.fsdp_reduce_dtype': '',
   'parallel.nvls': 'auto',
@@ -98,6 +105,18 @@ export const DEFAULT_SETTINGS = Object.freeze({
     max_num_batched_tokens: f('infer.max_num_batched_tokens'),
     block_size: f('infer.block_size'),
     enforce_eager: f('infer.enforce_eager'),
+    // llama.cpp, Ollama, LM Studio.
+    ctx_size: f('infer.ctx_size'),
+    n_gpu_layers: f('infer.n_gpu_layers'),
+    n_batch: f('infer.n_batch'),
+    n_ubatch: f('infer.n_ubatch'),
+    flash_attn: f('infer.flash_attn'),
+    cache_type_k: f('infer.cache_type_k'),
+    cache_type_v: f('infer.cache_type_v'),
+    engine_version: f('infer.engine_version'),
+    // llama.cpp --parallel / OLLAMA_NUM_PARALLEL, sent as infer.batch; 0 = the
+    // release's default (llama-server 2025-12: 4 slots; Ollama: by version).
+    parallel: 0,
   },
   parallel: {
     gpus: f('parallel.gpus'),
@@ -639,8 +658,16 @@ export function canDistributeOptimizer(p, zero = p.zero) {
  * `experts` (routed experts per sparse layer, from modelInfo) decides whether
  * the expert-parallel box applies: it is not sent for a dense model.
  */
-export function buildRequest(s, config, catalog = [], experts = 0, fwForm = {}, vision = false) {
-  const req = { model: { config }, task: s.task };
+export function buildRequest(
+  s,
+  config,
+  catalog = [],
+  experts = 0,
+  fwForm = {},
+  vision = false,
+  gguf = null,
+) {
+  const req = { model: gguf ? { gguf } : { config }, task: s.task };
   const ds = s.task === 'train' ? parseDeepspeed(s.deepspeed).config : null;
   const fromDs = deepspeedSets(ds);
   if (ds) req.deepspeed = ds;
@@ -701,6 +728,8 @@ export function buildRequest(s, config, catalog = [], experts = 0, fwForm = {}, 
         else parent[keys[keys.length - 1]] = requestValueOf(path, form);
       }
     }
+  } else if (isLlamaEngine(s.infer.engine)) {
+    req.infer = llamaInfer(s.infer, Boolean(gguf));
   } else {
     const i = s.infer;
     req.infer = {
@@ -725,7 +754,10 @@ export function buildRequest(s, config, catalog = [], experts = 0, fwForm = {}, 
     }
   }
   const p = s.parallel;
-  if (s.task === 'infer') {
+  if (s.task === 'infer' && isLlamaEngine(s.infer.engine)) {
+    // llama.cpp splits layers over the GPUs itself (--split-mode layer).
+    req.parallel = { gpus: p.gpus };
+  } else if (s.task === 'infer') {
     // Inference shards with tensor parallelism alone: one replica over tp GPUs.
     req.parallel = { gpus: p.tp, dp: 1, tp: p.tp, pp: 1, zero: 0 };
   } else {
@@ -793,11 +825,38 @@ export function buildRequest(s, config, catalog = [], experts = 0, fwForm = {}, 
   return req;
 }
 
+/** infer.engine llama_cpp, ollama or lmstudio: the GGUF engines. */
+export function isLlamaEngine(engine) {
+  return engine === 'llama_cpp' || engine === 'ollama' || engine === 'lmstudio';
+}
+
+/**
+ * The `infer` object for a llama.cpp engine: what the form sets, leaving out
+ * what stands at "the engine's default" (0, -1, '') so the core applies and
+ * lists the default of the engine's release. Ollama's context is num_ctx
+ * (infer.context_len); llama.cpp's is --ctx-size. A GGUF file says its own
+ * types, so weights_dtype (a llama-quantize type for a config) goes with a
+ * config only.
+ */
+function llamaInfer(i, gguf) {
+  const out = { engine: i.engine, n_ubatch: i.n_ubatch, cache_type_k: i.cache_type_k };
+  if (i.parallel > 0) out.batch = i.parallel;
+  if (i.engine === 'ollama') out.context_len = i.context_len;
+  else if (i.ctx_size > 0) out.ctx_size = i.ctx_size;
+  if (!gguf) out.weights_dtype = i.weights_dtype;
+  if (i.n_gpu_layers >= 0) out.n_gpu_layers = i.n_gpu_layers;
+  if (i.n_batch > 0) out.n_batch = i.n_batch;
+  if (i.flash_attn) out.flash_attn = i.flash_attn;
+  if (i.cache_type_v && i.engine !== 'ollama') out.cache_type_v = i.cache_type_v;
+  if (i.engine_version) out.engine_version = i.engine_version;
+  return out;
+}
+
 /**
  * The request for any settings and config, as the page builds its own (the
  * pinned setup of a comparison uses it too).
  */
-export function requestFor(s, config, vram = estimator.value, fwForm = undefined) {
+export function requestFor(s, config, vram = estimator.value, fwForm = undefined, gguf = null) {
   // The routed experts only decide whether parallel.ep (> 1) is sent: the
   // request reads them only then, from the config's summary (not from
   // modelFacts, which is read from the estimate of this request).
@@ -810,12 +869,14 @@ export function requestFor(s, config, vram = estimator.value, fwForm = undefined
   // Likewise the vision tower only decides whether an image count is sent.
   const images = s.task === 'train' ? s.train?.images_per_sample : s.infer?.images_per_prompt;
   const vision = Boolean(vram && config && images > 0 && hasVisionTower(summaryOf(vram, config)));
-  return buildRequest(s, config, gpuCatalog.value, experts, fw, vision);
+  return buildRequest(s, config, gpuCatalog.value, experts, fw, vision, gguf);
 }
 
 export const request = computed(() => {
   const config = model.value?.config;
   const size = model.value?.size;
+  const gguf = model.value?.gguf;
+  if (gguf) return withCheckpoint(requestFor(settings.value, null, null, {}, gguf), model.value);
   if (!config && !size) return null;
   // A framework's recipe is still to fill the form (recipeWaiting).
   const fw = framework.value;
@@ -842,6 +903,8 @@ export const request = computed(() => {
  */
 export function withCheckpoint(req, m) {
   if (req && m?.safetensors) req.model.safetensors = m.safetensors;
+  // A vision projector GGUF (llama.cpp --mmproj) goes with the GGUF engines.
+  if (req && m?.mmproj && isLlamaEngine(req.infer?.engine)) req.model.mmproj = m.mmproj;
   return req;
 }
 
@@ -908,7 +971,8 @@ export const outcome = computed(() => {
     const a = answered.value;
     const same =
       a &&
-      (a.request.model?.config ?? a.request.model?.size) === (req.model?.config ?? req.model?.size);
+      (a.request.model?.config ?? a.request.model?.size ?? a.request.model?.gguf) ===
+        (req.model?.config ?? req.model?.size ?? req.model?.gguf);
     return same ? a.outcome : null;
   }
   let result;

@@ -79,6 +79,8 @@ const FIELDS = [
   ['freeze', 'train.freeze_modules', 'text'],
   // The framework's release (train.framework NAME@RELEASE; '' = the newest).
   ['rel', 'train.release', 'version'],
+  // llama.cpp --parallel (infer.batch of a GGUF engine; 0 = the release's default).
+  ['np', 'infer.parallel', 'int'],
   ['planfw', 'planner.framework', 'enum', PLAN_FRAMEWORKS],
   ['hostram', 'planner.host_ram_gib', 'num'],
 ];

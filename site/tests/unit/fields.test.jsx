@@ -26,7 +26,8 @@ describe('the link', () => {
     }
     // The page's own keys are for settings outside the request.
     for (const [key, path] of URL_KEYS) {
-      if (!fieldInfo(path)) expect(['freeze', 'rel', 'planfw', 'hostram'], key).toContain(key);
+      if (!fieldInfo(path))
+        expect(['freeze', 'rel', 'np', 'planfw', 'hostram'], key).toContain(key);
     }
   });
 });

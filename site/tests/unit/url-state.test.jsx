@@ -64,6 +64,16 @@ describe('the state in the URL', () => {
       max_num_batched_tokens: 4096,
       block_size: 32,
       enforce_eager: true,
+      // llama.cpp's flags (the page's own --parallel box included).
+      ctx_size: 16384,
+      n_gpu_layers: 20,
+      n_batch: 1024,
+      n_ubatch: 256,
+      flash_attn: 'on',
+      cache_type_k: 'q8_0',
+      cache_type_v: 'q8_0',
+      engine_version: '2025-10',
+      parallel: 2,
     };
     s.parallel = {
       gpus: 16,

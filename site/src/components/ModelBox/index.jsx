@@ -17,11 +17,16 @@ import { PRESET_IDS } from '../../lib/presets.js';
 import { model, modelStatus, outcome } from '../../lib/state.js';
 import { describePath } from '../../lib/vocabulary.js';
 import { SelectField, TextField } from '../Field/index.jsx';
+import { lazyView } from '../Lazy/index.jsx';
 import styles from './style.module.css';
+
+// The GGUF tab and its listing: a chunk of their own (@huggingface/gguf comes with them).
+const Gguf = lazyView(() => import('../GgufPanel/index.jsx'), 'GgufPanel');
 
 const TABS = [
   { key: 'preset', label: 'Preset' },
   { key: 'hf', label: 'Hugging Face Hub' },
+  { key: 'gguf', label: 'GGUF' },
   { key: 'paste', label: 'Paste config.json' },
   { key: 'size', label: 'I only know the size' },
 ];
@@ -29,6 +34,7 @@ const TABS = [
 const SOURCE_WORDS = {
   preset: 'bundled preset (works offline)',
   hf: 'config.json from the Hugging Face Hub',
+  gguf: "a GGUF file's header (llama.cpp, Ollama, LM Studio)",
   paste: 'your config.json',
   size: 'approximate: a Llama-3-shaped model of this size',
 };
@@ -102,8 +108,16 @@ function HubPanel() {
   );
 }
 
-function readFile(file) {
+// A dropped .gguf goes to the GGUF tab (its header is read here, in the
+// browser); anything else is a config.json.
+function readFile(file, all = [file]) {
+  if (file.name?.endsWith('.gguf')) {
+    Gguf.load();
+    import('../../lib/gguf-actions.js').then((m) => m.loadGgufFiles(all));
+    return true;
+  }
   loadConfigFile(file);
+  return false;
 }
 
 // An error that answers what the user just did is brought to where they are
@@ -221,7 +235,11 @@ export function ModelBox() {
     if (m?.source) setTab(m.source);
   }, [m?.source]);
 
-  const onDrop = dropHandler(setDragging, readFile, (text) => loadPastedConfig(text));
+  const onDrop = dropHandler(
+    setDragging,
+    (file, all) => readFile(file, all) && setTab('gguf'),
+    (text) => loadPastedConfig(text),
+  );
   const errorRef = useShowWhenSet(status.state === 'error' ? status : null);
 
   return (
@@ -262,6 +280,7 @@ export function ModelBox() {
       >
         {tab === 'preset' && <PresetPanel />}
         {tab === 'hf' && <HubPanel />}
+        {tab === 'gguf' && <Gguf.View fallback={<p class={styles.muted}>Loading…</p>} />}
         {tab === 'paste' && <PastePanel />}
         {tab === 'size' && <SizePanel />}
       </div>
@@ -279,6 +298,7 @@ export function ModelBox() {
         <p class={styles.current}>
           Using <strong>{m.id}</strong>
           <span class={styles.muted}> · {SOURCE_WORDS[m.source]}</span>
+          {m.mmproj && <span class={styles.muted}> + projector {m.mmprojName}</span>}
           {m.safetensors && (
             <span class={styles.muted}>
               {' '}
@@ -288,7 +308,9 @@ export function ModelBox() {
           {m.checkpointError && (
             <span class={styles.muted}> · no checkpoint cross-check ({m.checkpointError})</span>
           )}
-          {!m.config && !m.size && <span class={styles.muted}> · waiting for config.json</span>}
+          {!m.config && !m.size && !m.gguf && (
+            <span class={styles.muted}> · waiting for config.json</span>
+          )}
         </p>
       )}
     </section>

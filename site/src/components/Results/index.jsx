@@ -25,10 +25,14 @@ import { PhaseTimeline } from '../PhaseTimeline/index.jsx';
 import { PinCompare } from '../PinCompare/index.jsx';
 import { PlanPanel } from '../PlanPanel/index.jsx';
 import { ServingPanel } from '../ServingPanel/index.jsx';
+import { lazyView } from '../Lazy/index.jsx';
 import { SharePanel } from '../SharePanel/index.jsx';
 import { StagesTable } from '../StagesTable/index.jsx';
 import { Suggestions } from '../Suggestions/index.jsx';
 import styles from './style.module.css';
+
+// llama.cpp's buffers per device: a chunk of its own (no first visit serves GGUF).
+const Llama = lazyView(() => import('../LlamaPanel/index.jsx'), 'LlamaPanel');
 
 function shareLink() {
   if (typeof location === 'undefined') return currentHash();
@@ -72,7 +76,7 @@ export function Results() {
     return <ErrorNotice title="The estimator did not load" error={estimatorLoadError.value} />;
   }
   const m = model.value;
-  if (!m?.config && !m?.size) {
+  if (!m?.config && !m?.size && !m?.gguf) {
     if (modelStatus.value.state === 'error') {
       return (
         <ErrorNotice
@@ -117,7 +121,11 @@ export function Results() {
           vp={r.parallel.vp}
         />
       )}
-      {r.infer && <ServingPanel infer={r.infer} />}
+      {r.infer?.devices ? (
+        <Llama.View infer={r.infer} />
+      ) : (
+        r.infer && <ServingPanel infer={r.infer} />
+      )}
       <PinCompare result={r} />
       <CompareCard result={r} />
       {train && <PlanPanel />}

@@ -4,6 +4,7 @@ import {
   framework,
   frameworkOptions,
   hasVisionTower,
+  isLlamaEngine,
   layerCount,
   model,
   modelFacts,
@@ -19,7 +20,10 @@ import { fieldInfo } from '../../lib/fields.js';
 import { getPath } from '../../lib/paths.js';
 import {
   ATTENTIONS,
+  CACHE_TYPES,
   CHECKPOINTING,
+  FLASH_ATTN,
+  GGUF_TYPES,
   PADDINGS,
   ENGINES,
   KV_DTYPES,
@@ -309,8 +313,123 @@ function VllmFields({ i }) {
   );
 }
 
+// llama.cpp's own settings, in its flags' words (Ollama and LM Studio name
+// a few of them otherwise, as the labels say).
+function LlamaFields({ i }) {
+  const ollama = i.engine === 'ollama';
+  const ggufModel = Boolean(model.value?.gguf);
+  return (
+    <div class={styles.grid}>
+      <SelectField
+        label="Engine"
+        name="llama.cpp / Ollama / LM Studio"
+        value={i.engine}
+        options={ENGINES}
+        onChange={(v) => setSetting('infer.engine', v)}
+        hint={ENGINES.find((e) => e.value === i.engine)?.hint}
+      />
+      {ollama ? (
+        <NumberField
+          label="num_ctx"
+          name="infer.context_len"
+          value={i.context_len}
+          max={16777216}
+          onChange={(v) => setSetting('infer.context_len', v)}
+          hint="Tokens per sequence; the runner gets num_ctx × OLLAMA_NUM_PARALLEL KV cells."
+        />
+      ) : (
+        <NumberField
+          label="--ctx-size"
+          name="infer.ctx_size"
+          value={i.ctx_size}
+          min={0}
+          max={16777216}
+          onChange={(v) => setSetting('infer.ctx_size', v)}
+          hint="KV cells for all sequences; 0: the release's default (the model's context length)."
+        />
+      )}
+      <NumberField
+        label={ollama ? 'OLLAMA_NUM_PARALLEL' : '--parallel'}
+        name="infer.parallel"
+        value={i.parallel}
+        min={0}
+        max={256}
+        onChange={(v) => setSetting('infer.parallel', v)}
+        hint={
+          ollama
+            ? "0: Ollama's default for its version."
+            : "0: the release's default (llama-server 2025-12: 4 slots sharing one KV cache)."
+        }
+      />
+      <NumberField
+        label={ollama ? 'num_gpu (layers)' : '--n-gpu-layers'}
+        name="infer.n_gpu_layers"
+        value={i.n_gpu_layers}
+        min={-1}
+        max={100000}
+        onChange={(v) => setSetting('infer.n_gpu_layers', v)}
+        hint={
+          ollama
+            ? '-1: Ollama places the layers that fit.'
+            : "-1: the release's default (every layer)."
+        }
+      />
+      <SelectField
+        label={ollama ? 'OLLAMA_FLASH_ATTENTION' : '--flash-attn'}
+        name="infer.flash_attn"
+        value={i.flash_attn}
+        options={FLASH_ATTN}
+        onChange={(v) => setSetting('infer.flash_attn', v)}
+      />
+      <SelectField
+        label={ollama ? 'OLLAMA_KV_CACHE_TYPE' : '--cache-type-k'}
+        name="infer.cache_type_k"
+        value={i.cache_type_k}
+        options={CACHE_TYPES}
+        onChange={(v) => setSetting('infer.cache_type_k', v)}
+      />
+      {!ollama && (
+        <SelectField
+          label="--cache-type-v"
+          name="infer.cache_type_v"
+          value={i.cache_type_v}
+          options={[{ value: '', label: 'f16' }, ...CACHE_TYPES.filter((c) => c.value !== 'f16')]}
+          onChange={(v) => setSetting('infer.cache_type_v', v)}
+        />
+      )}
+      <NumberField
+        label="--ubatch-size"
+        name="infer.n_ubatch"
+        value={i.n_ubatch}
+        max={16777216}
+        onChange={(v) => setSetting('infer.n_ubatch', v)}
+        hint="Tokens per compute graph: the compute buffer is reserved for them."
+      />
+      {!ggufModel && (
+        <SelectField
+          label="Quantization (llama-quantize type)"
+          name="infer.weights_dtype"
+          value={GGUF_TYPES.some((t) => t.value === i.weights_dtype) ? i.weights_dtype : 'BF16'}
+          options={GGUF_TYPES}
+          onChange={(v) => setSetting('infer.weights_dtype', v)}
+          hint="For a config without a GGUF file: each tensor's type as llama-quantize picks it."
+        />
+      )}
+      <NumberField
+        label="GPUs"
+        name="parallel.gpus"
+        value={settings.value.parallel.gpus}
+        max={64}
+        onChange={(v) => setSetting('parallel.gpus', v)}
+        hint="Layers are split over them (--split-mode layer)."
+      />
+    </div>
+  );
+}
+
 function InferenceFields({ i }) {
   const vllm = i.engine === 'vllm';
+  if (isLlamaEngine(i.engine)) return <LlamaFields i={i} />;
   return (
     <>
       <div class={styles.grid}>
