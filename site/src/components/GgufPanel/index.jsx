@@ -173,10 +173,14 @@ export function GgufPanel() {
             <thead>
               <tr>
                 <th scope="col">File</th>
-                <th scope="col">GPU memory</th>
+                <th scope="col">GPU</th>
                 <th scope="col">Host RAM</th>
-                <th scope="col">Largest -ngl that fits</th>
-                <th scope="col">Longest context that fits</th>
+                <th scope="col" title="The largest --n-gpu-layers that fits">
+                  Max -ngl
+                </th>
+                <th scope="col" title="The longest context that fits">
+                  Max context
+                </th>
                 <th scope="col" />
               </tr>
             </thead>
