@@ -1,6 +1,7 @@
 import { defineConfig } from 'vite';
 import preact from '@preact/preset-vite';
 import { VitePWA } from 'vite-plugin-pwa';
+import { fileURLToPath } from 'node:url';
 
 // The page's Content-Security-Policy (issue 17): scripts only from the page's
 // own origin (no inline script, no eval: the Embind glue is built with
@@ -107,6 +108,26 @@ function pageFields() {
   };
 }
 
+// @huggingface/gguf imports six names from @huggingface/tasks (the GGML type
+// ids, the quant-label regexes), all in its dist/esm/gguf.js, which imports
+// nothing; the package's root also brings every task's code snippets (with
+// absolute example image URLs) into the GGUF chunk. gguf's import resolves to
+// that one file.
+function ggufTasksSubset() {
+  const file = fileURLToPath(
+    new URL('./node_modules/@huggingface/tasks/dist/esm/gguf.js', import.meta.url),
+  );
+  return {
+    name: 'gguf-tasks-subset',
+    enforce: 'pre',
+    resolveId(source, importer) {
+      return source === '@huggingface/tasks' && importer?.includes('@huggingface/gguf')
+        ? file
+        : null;
+    },
+  };
+}
+
 // base './' makes every asset URL relative, so the same build works at a
 // GitHub Pages subpath (/<repo>/), at a Hugging Face Space root, and from a
 // local folder served by any static server.
@@ -114,6 +135,7 @@ export default defineConfig({
   base: './',
   plugins: [
     preact(),
+    ggufTasksSubset(),
     pageFields(),
     contentSecurityPolicy(),
     preloadCore(),
