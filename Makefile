@@ -23,7 +23,7 @@ DEB_PACKAGES := cmake g++ make nlohmann-json3-dev libgtest-dev googletest libben
 CXX_SOURCES = $(shell git ls-files --cached --others --exclude-standard '*.cpp' '*.h' 2>/dev/null | grep -v '^site/')
 
 .PHONY: all deps native wasm site space serve test test-native test-site test-e2e format format-check \
-  validate validate-check fields fields-check check-native check-web bench clean \
+  validate validate-check corpus fields fields-check check-native check-web bench clean \
   sanitize test-sanitize fuzz fuzz-seeds check-sanitize
 
 all: native site
@@ -143,6 +143,12 @@ validate-check: native
 	@tmp=$$(mktemp); $(BUILD)/bin/vram_validate tests/fixtures/measured.json \
 	  tests/fixtures/validation/requests.json tests/fixtures $$tmp >/dev/null && \
 	  diff -u docs/validation.md $$tmp && rm -f $$tmp && echo "docs/validation.md is current"
+
+# ---- the request corpus whose answers a speed-only change keeps (tests/corpus) ---
+# Rewrites the digests Corpus.EveryAnswerMatchesItsDigest checks: only after a
+# change meant to move estimates (say so, with the validation before/after).
+corpus: native
+	$(BUILD)/bin/vram_corpus digests tests/fixtures/corpus/digests.json
 
 # ---- the request fields the page reads (site/src/lib/fields.js) -----------------
 fields: native
