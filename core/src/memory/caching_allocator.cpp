@@ -9,17 +9,20 @@
 #include <algorithm>
 #include <bit>
 #include <cstdlib>
-#include <deque>
 #include <limits>
-#include <set>
 #include <string>
 #include <vector>
+
+#include "memory/block_set.h"
 
 namespace vram::memory {
 namespace {
 
-struct BlockPool;
-struct ExpandableSegment;
+// Blocks, pools and expandable segments refer to each other by index into
+// the allocator's arrays (the source's pointers), so the whole state is
+// plain arrays: copying an allocator copies them.
+using BlockId = int32_t;
+constexpr BlockId kNoBlock = -1;
 
 // CUDACachingAllocator.cpp struct Block (device, events, stream_uses and
 // history left out).
@@ -27,40 +30,25 @@ struct Block {
   int64_t size = 0;            // block size in bytes
   int64_t requested_size = 0;  // memory originally requested
   uint64_t ptr = 0;            // synthetic address
-  int stream = 0;              // allocation stream
-  BlockPool* pool = nullptr;   // owning pool
-  Block* prev = nullptr;       // neighbours in the same segment
-  Block* next = nullptr;
-  ExpandableSegment* es = nullptr;  // expandable_segment_
-  int64_t gc_count_base = 0;        // pool's get_free_blocks_call_count when cached
+  int64_t gc_count_base = 0;   // pool's get_free_blocks_call_count when cached
+  int32_t stream = 0;          // allocation stream
+  BlockId prev = kNoBlock;     // neighbours in the same segment
+  BlockId next = kNoBlock;
+  int32_t es = -1;     // expandable_segment_ (index), -1 for none
+  bool small = false;  // owning pool: the small one, else the large one
   bool allocated = false;
   bool mapped = true;  // false: unmapped address space of an expandable segment
   bool live = false;   // false: on the model's free list of Block objects
-  bool is_split() const { return prev != nullptr || next != nullptr; }
+  bool is_split() const { return prev != kNoBlock || next != kNoBlock; }
 };
 
-// CUDACachingAllocator.cpp BlockComparatorSize(): (stream, size, address).
-struct BySize {
-  bool operator()(const Block* a, const Block* b) const {
-    if (a->stream != b->stream) return a->stream < b->stream;
-    if (a->size != b->size) return a->size < b->size;
-    return a->ptr < b->ptr;
-  }
-};
-// BlockComparatorAddress(): (stream, address), for unmapped blocks.
-struct ByAddress {
-  bool operator()(const Block* a, const Block* b) const {
-    if (a->stream != b->stream) return a->stream < b->stream;
-    return a->ptr < b->ptr;
-  }
-};
-
-// struct BlockPool: cached free blocks and unmapped expandable ranges.
+// struct BlockPool: cached free blocks by (stream, size, address) and
+// unmapped expandable ranges by (stream, address).
 struct BlockPool {
   explicit BlockPool(bool small) : is_small(small) {}
-  std::set<Block*, BySize> blocks;
-  std::set<Block*, ByAddress> unmapped;
-  const bool is_small;
+  BlockSet blocks;
+  BlockSet unmapped;
+  bool is_small;
   int64_t get_free_blocks_call_count = 0;
 };
 
@@ -97,9 +85,9 @@ struct ExpandableSegment {
 struct AllocParams {
   int64_t size = 0;  // round_size(orig_size)
   int stream = 0;
-  BlockPool* pool = nullptr;
+  bool small = false;      // the pool: get_pool(size)
   int64_t alloc_size = 0;  // get_allocation_size(size)
-  Block* block = nullptr;
+  BlockId block = kNoBlock;
 };
 
 void increase_stat(Stat& s, int64_t amount) {
@@ -108,13 +96,13 @@ void increase_stat(Stat& s, int64_t amount) {
 }
 void decrease_stat(Stat& s, int64_t amount) { s.current -= amount; }
 // get_stat_types_for_pool(): AGGREGATE plus the block's pool.
-void increase(StatArray& a, const BlockPool& pool, int64_t amount) {
+void increase(StatArray& a, bool small, int64_t amount) {
   increase_stat(a.all, amount);
-  increase_stat(pool.is_small ? a.small_pool : a.large_pool, amount);
+  increase_stat(small ? a.small_pool : a.large_pool, amount);
 }
-void decrease(StatArray& a, const BlockPool& pool, int64_t amount) {
+void decrease(StatArray& a, bool small, int64_t amount) {
   decrease_stat(a.all, amount);
-  decrease_stat(pool.is_small ? a.small_pool : a.large_pool, amount);
+  decrease_stat(small ? a.small_pool : a.large_pool, amount);
 }
 void reset_peak(Stat& s) { s.peak = s.current; }
 void reset_peak(StatArray& a) {
@@ -142,43 +130,59 @@ struct CachingAllocator::Impl {
   int64_t total_allocated_memory = 0;
   bool set_fraction = false;
 
-  // Block objects: stable addresses, recycled through a free list.
-  std::deque<Block> arena;
-  std::vector<Block*> spare_blocks;
-  std::deque<ExpandableSegment> segments_arena;
-  std::vector<ExpandableSegment*> spare_segments;
-  std::vector<Block*> handles{nullptr};  // handles[h] for live h; [0] = kNullHandle
+  // Block objects, recycled through a free list.
+  std::vector<Block> arena;
+  std::vector<BlockId> spare_blocks;
+  std::vector<ExpandableSegment> segments_arena;
+  std::vector<int32_t> spare_segments;
+  std::vector<BlockId> handles{kNoBlock};  // handles[h] for live h; [0] = kNullHandle
   std::vector<Handle> spare_handles;
   uint64_t next_address = uint64_t{1} << 32;
   int64_t malloc_calls = 0;
 
   Impl(AllocatorConfig c, DeviceLimits l) : config(c), limits(l) { set_fraction = limits.allowed_memory_maximum > 0; }
 
-  Block* new_block(int stream, int64_t size, BlockPool* pool, uint64_t ptr) {
-    Block* b;
+  Block& at(BlockId b) { return arena[static_cast<size_t>(b)]; }
+  const Block& at(BlockId b) const { return arena[static_cast<size_t>(b)]; }
+  BlockPool& pool_of(BlockId b) { return at(b).small ? small_blocks : large_blocks; }
+  ExpandableSegment& segment(int32_t es) { return segments_arena[static_cast<size_t>(es)]; }
+  // A block's place in its pool's sets.
+  BlockSet::Entry key(BlockId b) const {
+    const Block& x = at(b);
+    return {x.size, x.ptr, x.stream, b};
+  }
+  BlockSet::Entry address_key(BlockId b) const {
+    const Block& x = at(b);
+    return {0, x.ptr, x.stream, b};
+  }
+
+  BlockId new_block(int stream, int64_t size, bool small, uint64_t ptr) {
+    BlockId b;
     if (!spare_blocks.empty()) {
       b = spare_blocks.back();
       spare_blocks.pop_back();
-      *b = Block{};
+      at(b) = Block{};
     } else {
-      b = &arena.emplace_back();
+      b = static_cast<BlockId>(arena.size());
+      arena.emplace_back();
     }
-    b->stream = stream;
-    b->size = size;
-    b->pool = pool;
-    b->ptr = ptr;
-    b->live = true;
+    Block& x = at(b);
+    x.stream = stream;
+    x.size = size;
+    x.small = small;
+    x.ptr = ptr;
+    x.live = true;
     return b;
   }
-  void delete_block(Block* b) {
-    b->live = false;
+  void delete_block(BlockId b) {
+    at(b).live = false;
     spare_blocks.push_back(b);
   }
 
   // BlockPool::insert_into_blocks(): caches a block and stamps its gc age.
-  void insert_into_blocks(BlockPool& pool, Block* b) {
-    b->gc_count_base = pool.get_free_blocks_call_count;
-    pool.blocks.insert(b);
+  void insert_into_blocks(BlockPool& pool, BlockId b) {
+    at(b).gc_count_base = pool.get_free_blocks_call_count;
+    pool.blocks.insert(key(b));
   }
 
   // CUDAAllocatorConfig::roundup_power2_divisions(size): intervals of powers
@@ -213,7 +217,8 @@ struct CachingAllocator::Impl {
   }
 
   // get_pool(): rounded size <= kSmallSize goes to the small pool.
-  BlockPool& get_pool(int64_t size) { return size <= kSmallSize ? small_blocks : large_blocks; }
+  static bool is_small_size(int64_t size) { return size <= kSmallSize; }
+  BlockPool& get_pool(bool small) { return small ? small_blocks : large_blocks; }
 
   // get_allocation_size(): small -> a 2 MiB segment; below 10 MiB -> a
   // 20 MiB segment; else the size rounded up to 2 MiB.
@@ -226,46 +231,47 @@ struct CachingAllocator::Impl {
   // should_split(): small pool (or expandable segments) when at least
   // kMinBlockSize is left; large pool only for requests below max_split_size
   // and when more than kSmallSize is left.
-  bool should_split(const Block* block, int64_t size) const {
-    const int64_t remaining = block->size - size;
-    if (block->pool->is_small || config.expandable_segments) return remaining >= kMinBlockSize;
+  bool should_split(BlockId block, int64_t size) const {
+    const int64_t remaining = at(block).size - size;
+    if (at(block).small || config.expandable_segments) return remaining >= kMinBlockSize;
     return size < config.max_split_size && remaining > kSmallSize;
   }
 
   // get_free_block(): best fit — the smallest cached block of the same
   // stream with size >= the request (lower_bound on (stream, size, address)).
   bool get_free_block(AllocParams& p) {
-    BlockPool& pool = *p.pool;
+    BlockPool& pool = get_pool(p.small);
     // Block reuse is aged only when garbage collection can run.
     if (set_fraction && config.garbage_collection_threshold > 0.0) ++pool.get_free_blocks_call_count;
-    Block key;
-    key.stream = p.stream;
-    key.size = p.size;
-    auto it = pool.blocks.lower_bound(&key);
-    if (it == pool.blocks.end() || (*it)->stream != p.stream) return false;
+    BlockSet::Pos it = pool.blocks.lower_bound({p.size, 0, p.stream, kNoBlock});
+    if (pool.blocks.at_end(it) || pool.blocks.at(it).stream != p.stream) return false;
     // Expandable segments: a free block followed by unmapped space counts as
     // the size it can grow to, so a block that cannot grow is preferred. (The
     // source's other branch, expandable segments switched off after blocks
     // were created, cannot happen here: the config is fixed.)
-    if ((*it)->es != nullptr) {
-      auto expandable_size = [](const Block* b) {
-        return b->size + (b->next != nullptr && !b->next->mapped ? b->next->size : 0);
+    if (at(pool.blocks.at(it).id).es >= 0) {
+      auto expandable_size = [&](BlockId b) {
+        const Block& x = at(b);
+        return x.size + (x.next != kNoBlock && !at(x.next).mapped ? at(x.next).size : 0);
       };
-      auto next = std::next(it);
-      while ((*it)->es != nullptr && next != pool.blocks.end() && (*next)->stream == p.stream &&
-             expandable_size(*next) < expandable_size(*it)) {
-        it = next++;
+      BlockSet::Pos next = pool.blocks.next(it);
+      while (at(pool.blocks.at(it).id).es >= 0 && !pool.blocks.at_end(next) &&
+             pool.blocks.at(next).stream == p.stream &&
+             expandable_size(pool.blocks.at(next).id) < expandable_size(pool.blocks.at(it).id)) {
+        it = next;
+        next = pool.blocks.next(next);
       }
     }
+    const BlockId found = pool.blocks.at(it).id;
     // "Do not return an oversized block for a large request": below
     // max_split_size never take a block >= max_split_size.
-    if (p.size < config.max_split_size && (*it)->size >= config.max_split_size) return false;
+    if (p.size < config.max_split_size && at(found).size >= config.max_split_size) return false;
     // "Allow oversized block size to be rounded up but within a limit":
     // at or above max_split_size take a block only if it is less than
     // max_non_split_rounding_size (default kLargeBuffer) larger.
-    if (p.size >= config.max_split_size && (*it)->size >= p.size + config.max_non_split_rounding_size) return false;
-    p.block = *it;
-    pool.blocks.erase(it);
+    if (p.size >= config.max_split_size && at(found).size >= p.size + config.max_non_split_rounding_size) return false;
+    p.block = found;
+    pool.blocks.erase_at(it);
     return true;
   }
 
@@ -279,29 +285,30 @@ struct CachingAllocator::Impl {
     // expandable segments, as in the source.
     if (set_fraction && total_allocated_memory + size > limits.allowed_memory_maximum) return false;
     if (config.expandable_segments) {
-      p.block = try_allocate_expandable_block(p.stream, *p.pool, p.size);
-      return p.block != nullptr;
+      p.block = try_allocate_expandable_block(p.stream, get_pool(p.small), p.size);
+      return p.block != kNoBlock;
     }
     if (limits.capacity > 0 && total_allocated_memory + size > limits.capacity) return false;
     total_allocated_memory += size;
     const uint64_t ptr = next_address;
     next_address += static_cast<uint64_t>((size + kRoundLarge - 1) / kRoundLarge * kRoundLarge);
-    p.block = new_block(p.stream, size, p.pool, ptr);
-    increase(stats.segment, *p.pool, 1);
-    increase(stats.reserved_bytes, *p.pool, size);
+    p.block = new_block(p.stream, size, p.small, ptr);
+    increase(stats.segment, p.small, 1);
+    increase(stats.reserved_bytes, p.small, size);
     if (size >= config.max_split_size) increase_stat(stats.oversize_segments, 1);
     stats.num_device_alloc++;
     return true;
   }
 
   // release_block(): cudaFree of an entire, unsplit, cached segment.
-  void release_block(Block* block) {
+  void release_block(BlockId block) {
+    const Block& b = at(block);
     stats.num_device_free++;
-    total_allocated_memory -= block->size;
-    decrease(stats.segment, *block->pool, 1);
-    decrease(stats.reserved_bytes, *block->pool, block->size);
-    if (block->size >= config.max_split_size) decrease_stat(stats.oversize_segments, 1);
-    block->pool->blocks.erase(block);
+    total_allocated_memory -= b.size;
+    decrease(stats.segment, b.small, 1);
+    decrease(stats.reserved_bytes, b.small, b.size);
+    if (b.size >= config.max_split_size) decrease_stat(stats.oversize_segments, 1);
+    pool_of(block).blocks.erase(key(block));
     delete_block(block);
   }
 
@@ -312,28 +319,31 @@ struct CachingAllocator::Impl {
   // (newer upstream; older versions asserted on them).
   bool release_available_cached_blocks(const AllocParams& p) {
     if (config.max_split_size == kNoMaxSplitSize) return false;
-    BlockPool& pool = *p.pool;
-    Block key;
-    key.stream = p.stream;
-    key.size = std::max(p.size, config.max_split_size);
-    auto it = pool.blocks.lower_bound(&key);
-    if (it == pool.blocks.end() || (*it)->stream != p.stream || (*it)->es != nullptr) {
-      if (it == pool.blocks.begin()) return false;
+    BlockPool& pool = get_pool(p.small);
+    const int64_t wanted = std::max(p.size, config.max_split_size);
+    BlockSet::Pos it = pool.blocks.lower_bound({wanted, 0, p.stream, kNoBlock});
+    if (pool.blocks.at_end(it) || pool.blocks.at(it).stream != p.stream || at(pool.blocks.at(it).id).es >= 0) {
+      if (pool.blocks.is_begin(it)) return false;
+      // The blocks to free, from the largest of a stream at or before ours
+      // down (chosen first, freed after: freeing moves the set's entries).
+      std::vector<BlockId> release;
       int64_t total_released = 0;
-      --it;  // the largest block of a stream at or before ours
-      while (total_released < key.size && (*it)->size >= config.max_split_size && (*it)->stream == p.stream) {
-        auto cur = it;
-        const bool is_first = cur == pool.blocks.begin();
-        if (!is_first) --it;
-        if ((*cur)->es == nullptr) {
-          total_released += (*cur)->size;
-          release_block(*cur);
+      it = pool.blocks.prev(it);
+      while (total_released < wanted && pool.blocks.at(it).size >= config.max_split_size &&
+             pool.blocks.at(it).stream == p.stream) {
+        const BlockSet::Pos cur = it;
+        const bool is_first = pool.blocks.is_begin(cur);
+        if (!is_first) it = pool.blocks.prev(it);
+        if (at(pool.blocks.at(cur).id).es < 0) {
+          total_released += pool.blocks.at(cur).size;
+          release.push_back(pool.blocks.at(cur).id);
         }
         if (is_first) break;
       }
-      if (total_released < key.size) return false;
+      for (BlockId b : release) release_block(b);
+      if (total_released < wanted) return false;
     } else {
-      release_block(*it);
+      release_block(pool.blocks.at(it).id);
     }
     return true;
   }
@@ -350,89 +360,89 @@ struct CachingAllocator::Impl {
   // for expandable segments unmap the whole free pages of every cached
   // block, and drop a segment left entirely unmapped.
   void release_blocks(BlockPool& pool) {
-    std::vector<Block*> to_unmap;
-    for (auto it = pool.blocks.begin(); it != pool.blocks.end();) {
-      Block* block = *it;
-      ++it;
-      if (block->es != nullptr) {
-        to_unmap.push_back(block);
-      } else if (block->prev == nullptr && block->next == nullptr) {
-        release_block(block);
+    std::vector<BlockId> to_release;
+    std::vector<BlockId> to_unmap;
+    pool.blocks.for_each([&](const BlockSet::Entry& e) {
+      const Block& b = at(e.id);
+      if (b.es >= 0) {
+        to_unmap.push_back(e.id);
+      } else if (b.prev == kNoBlock && b.next == kNoBlock) {
+        to_release.push_back(e.id);
       }
-    }
-    for (Block* block : to_unmap) {
-      unmap_block(block);
-      if (block->prev == nullptr && block->next == nullptr) release_expandable_segment(block);
+    });
+    for (BlockId b : to_release) release_block(b);
+    for (BlockId b : to_unmap) {
+      unmap_block(b);
+      if (at(b).prev == kNoBlock && at(b).next == kNoBlock) release_expandable_segment(b);
     }
   }
 
   // release_expandable_segment(): the segment is one unmapped block again.
-  void release_expandable_segment(Block* block) {
-    block->pool->unmapped.erase(block);
-    spare_segments.push_back(block->es);
+  void release_expandable_segment(BlockId block) {
+    pool_of(block).unmapped.erase(address_key(block));
+    spare_segments.push_back(at(block).es);
     delete_block(block);
   }
 
   // unmap_block(): unmaps the whole pages inside a cached expandable block;
   // the partial pages at its ends stay as free mapped blocks.
-  void unmap_block(Block* block) {
-    const auto unmapped = block->es->pages_inside(block->ptr, block->size);
+  void unmap_block(BlockId block) {
+    const auto unmapped = segment(at(block).es).pages_inside(at(block).ptr, at(block).size);
     if (unmapped.size == 0) return;
-    BlockPool& pool = *block->pool;
-    pool.blocks.erase(block);
-    const int64_t before_size = static_cast<int64_t>(unmapped.ptr - block->ptr);
+    BlockPool& pool = pool_of(block);
+    pool.blocks.erase(key(block));
+    const int64_t before_size = static_cast<int64_t>(unmapped.ptr - at(block).ptr);
     if (before_size > 0) {
-      Block* before_free = new_block(block->stream, before_size, &pool, block->ptr);
-      before_free->es = block->es;
-      splice(before_free, block->prev, block);
+      const BlockId before_free = new_block(at(block).stream, before_size, at(block).small, at(block).ptr);
+      at(before_free).es = at(block).es;
+      splice(before_free, at(block).prev, block);
       insert_into_blocks(pool, before_free);
     }
-    const int64_t after_size = block->size - (before_size + unmapped.size);
+    const int64_t after_size = at(block).size - (before_size + unmapped.size);
     if (after_size > 0) {
-      Block* after_free =
-          new_block(block->stream, after_size, &pool, unmapped.ptr + static_cast<uint64_t>(unmapped.size));
-      after_free->es = block->es;
-      splice(after_free, block, block->next);
+      const BlockId after_free =
+          new_block(at(block).stream, after_size, at(block).small, unmapped.ptr + static_cast<uint64_t>(unmapped.size));
+      at(after_free).es = at(block).es;
+      splice(after_free, block, at(block).next);
       insert_into_blocks(pool, after_free);
     }
-    block->ptr = unmapped.ptr;
-    block->size = unmapped.size;
-    block->mapped = false;
-    try_merge_blocks(block, block->prev, pool);
-    try_merge_blocks(block, block->next, pool);
-    pool.unmapped.insert(block);
+    at(block).ptr = unmapped.ptr;
+    at(block).size = unmapped.size;
+    at(block).mapped = false;
+    try_merge_blocks(block, at(block).prev, pool);
+    try_merge_blocks(block, at(block).next, pool);
+    pool.unmapped.insert(address_key(block));
     total_allocated_memory -= unmapped.size;
-    decrease(stats.reserved_bytes, pool, unmapped.size);
+    decrease(stats.reserved_bytes, pool.is_small, unmapped.size);
     stats.num_device_free++;
   }
 
   // Block::splice(): puts b between before and after.
-  static void splice(Block* b, Block* before, Block* after) {
-    if (before != nullptr) before->next = b;
-    b->prev = before;
-    if (after != nullptr) after->prev = b;
-    b->next = after;
+  void splice(BlockId b, BlockId before, BlockId after) {
+    if (before != kNoBlock) at(before).next = b;
+    at(b).prev = before;
+    if (after != kNoBlock) at(after).prev = b;
+    at(b).next = after;
   }
 
   // find_expandable_block(): the lowest address of the stream's expandable
   // segments where free and unmapped blocks together give `size` bytes (an
   // unmapped block, or the free block just before it); else a new segment
   // (one unmapped block spanning its whole address space).
-  Block* find_expandable_block(int stream, BlockPool& pool, int64_t size) {
-    auto allocatable = [](const Block* b) { return b != nullptr && !b->allocated; };
-    auto has_available_address_space = [&](const Block* b) {
+  BlockId find_expandable_block(int stream, BlockPool& pool, int64_t size) {
+    auto allocatable = [&](BlockId b) { return b != kNoBlock && !at(b).allocated; };
+    auto has_available_address_space = [&](BlockId b) {
       int64_t bytes = 0;
       while (bytes < size && allocatable(b)) {
-        bytes += b->size;
-        b = b->next;
+        bytes += at(b).size;
+        b = at(b).next;
       }
       return bytes >= size;
     };
-    Block key;
-    key.stream = stream;
-    for (auto it = pool.unmapped.lower_bound(&key); it != pool.unmapped.end() && (*it)->stream == stream; ++it) {
-      Block* c = *it;
-      if (allocatable(c->prev)) c = c->prev;
+    for (BlockSet::Pos it = pool.unmapped.lower_bound({0, 0, stream, kNoBlock});
+         !pool.unmapped.at_end(it) && pool.unmapped.at(it).stream == stream; it = pool.unmapped.next(it)) {
+      BlockId c = pool.unmapped.at(it).id;
+      if (allocatable(at(c).prev)) c = at(c).prev;
       if (has_available_address_space(c)) return c;
     }
     // ExpandableSegment(): 2 MiB pages for the small pool, 20 MiB for the
@@ -440,67 +450,68 @@ struct CachingAllocator::Impl {
     const int64_t segment_size = pool.is_small ? kSmallBuffer : kLargeBuffer;
     const int64_t device_memory = limits.capacity > 0 ? limits.capacity : kUnlimitedAddressSpace;
     const int64_t max_handles = (device_memory + device_memory / 8 + segment_size - 1) / segment_size;
-    ExpandableSegment* es;
+    int32_t es;
     if (!spare_segments.empty()) {
       es = spare_segments.back();
       spare_segments.pop_back();
     } else {
-      es = &segments_arena.emplace_back();
+      es = static_cast<int32_t>(segments_arena.size());
+      segments_arena.emplace_back();
     }
     const auto align = static_cast<uint64_t>(segment_size);
     next_address = (next_address + align - 1) / align * align;
-    *es = ExpandableSegment{next_address, segment_size, max_handles * segment_size};
-    next_address += static_cast<uint64_t>(es->size);
-    Block* candidate = new_block(stream, es->size, &pool, es->base);
-    candidate->mapped = false;
-    candidate->es = es;
-    pool.unmapped.insert(candidate);
+    segment(es) = ExpandableSegment{next_address, segment_size, max_handles * segment_size};
+    next_address += static_cast<uint64_t>(segment(es).size);
+    const BlockId candidate = new_block(stream, segment(es).size, pool.is_small, segment(es).base);
+    at(candidate).mapped = false;
+    at(candidate).es = es;
+    pool.unmapped.insert(address_key(candidate));
     return candidate;
   }
 
   // map_block(): maps the pages covering the first `size` bytes of an
   // unmapped block (cuMemCreate fails past the device capacity: nothing is
   // mapped then), splits off the rest, merges with free neighbours, caches it.
-  bool map_block(Block* to_map, int64_t size) {
-    const auto mapped_range = to_map->es->pages_covering(to_map->ptr, size);
+  bool map_block(BlockId to_map, int64_t size) {
+    const auto mapped_range = segment(at(to_map).es).pages_covering(at(to_map).ptr, size);
     if (mapped_range.size == 0) return false;
     if (limits.capacity > 0 && total_allocated_memory + mapped_range.size > limits.capacity) return false;
-    BlockPool& pool = *to_map->pool;
-    pool.unmapped.erase(to_map);
-    to_map->mapped = true;
-    if (mapped_range.size < to_map->size) {
-      Block* remaining = new_block(to_map->stream, to_map->size - mapped_range.size, &pool,
-                                   to_map->ptr + static_cast<uint64_t>(mapped_range.size));
-      remaining->mapped = false;
-      remaining->es = to_map->es;
-      splice(remaining, to_map, to_map->next);
-      pool.unmapped.insert(remaining);
-      to_map->size = mapped_range.size;
+    BlockPool& pool = pool_of(to_map);
+    pool.unmapped.erase(address_key(to_map));
+    at(to_map).mapped = true;
+    if (mapped_range.size < at(to_map).size) {
+      const BlockId remaining = new_block(at(to_map).stream, at(to_map).size - mapped_range.size, at(to_map).small,
+                                          at(to_map).ptr + static_cast<uint64_t>(mapped_range.size));
+      at(remaining).mapped = false;
+      at(remaining).es = at(to_map).es;
+      splice(remaining, to_map, at(to_map).next);
+      pool.unmapped.insert(address_key(remaining));
+      at(to_map).size = mapped_range.size;
     }
-    try_merge_blocks(to_map, to_map->prev, pool);
-    try_merge_blocks(to_map, to_map->next, pool);
+    try_merge_blocks(to_map, at(to_map).prev, pool);
+    try_merge_blocks(to_map, at(to_map).next, pool);
     insert_into_blocks(pool, to_map);
     total_allocated_memory += mapped_range.size;
-    increase(stats.reserved_bytes, pool, mapped_range.size);
+    increase(stats.reserved_bytes, pool.is_small, mapped_range.size);
     stats.num_device_alloc++;
     return true;
   }
 
   // try_allocate_expandable_block(): map just the pages needed at the
   // lowest fitting address, merging with the free block before them.
-  Block* try_allocate_expandable_block(int stream, BlockPool& pool, int64_t size) {
-    Block* candidate = find_expandable_block(stream, pool, size);
-    if (!candidate->mapped && !map_block(candidate, std::min(candidate->size, size))) return nullptr;
-    while (candidate->size < size) {
-      const int64_t remaining = size - candidate->size;
-      Block* new_candidate = candidate->next;
+  BlockId try_allocate_expandable_block(int stream, BlockPool& pool, int64_t size) {
+    BlockId candidate = find_expandable_block(stream, pool, size);
+    if (!at(candidate).mapped && !map_block(candidate, std::min(at(candidate).size, size))) return kNoBlock;
+    while (at(candidate).size < size) {
+      const int64_t remaining = size - at(candidate).size;
+      const BlockId new_candidate = at(candidate).next;
       // Invariant "free -> unmapped -> *" (find_expandable_block checked the
       // room); guarded so a broken invariant is an OOM, not a crash.
-      if (new_candidate == nullptr || new_candidate->mapped) return nullptr;
-      if (!map_block(new_candidate, std::min(remaining, new_candidate->size))) return nullptr;
+      if (new_candidate == kNoBlock || at(new_candidate).mapped) return kNoBlock;
+      if (!map_block(new_candidate, std::min(remaining, at(new_candidate).size))) return kNoBlock;
       candidate = new_candidate;
     }
-    pool.blocks.erase(candidate);
+    pool.blocks.erase(key(candidate));
     return candidate;
   }
 
@@ -514,105 +525,113 @@ struct CachingAllocator::Impl {
     if (total_allocated_memory <= gc_threshold) return;
     const int64_t target_size = total_allocated_memory - gc_threshold;
     int64_t gc_reclaimed = 0;
-    auto gc_count = [&](const Block* b) { return large_blocks.get_free_blocks_call_count - b->gc_count_base; };
+    auto gc_count = [&](BlockId b) { return large_blocks.get_free_blocks_call_count - at(b).gc_count_base; };
     int64_t total_age = 0;
     int64_t freeable_block_count = 0;
-    for (const Block* b : large_blocks.blocks) {
-      if (!b->is_split()) {
-        total_age += gc_count(b);
+    large_blocks.blocks.for_each([&](const BlockSet::Entry& e) {
+      if (!at(e.id).is_split()) {
+        total_age += gc_count(e.id);
         ++freeable_block_count;
       }
-    }
+    });
     if (freeable_block_count == 0) return;
     bool block_freed = true;
     while (gc_reclaimed < target_size && block_freed && freeable_block_count > 0) {
       const double age_threshold = static_cast<double>(total_age) / static_cast<double>(freeable_block_count);
       block_freed = false;
-      for (auto it = large_blocks.blocks.begin(); it != large_blocks.blocks.end();) {
-        Block* block = *it;
-        ++it;
-        if (!block->is_split() && block->es == nullptr && static_cast<double>(gc_count(block)) >= age_threshold) {
-          block_freed = true;
-          gc_reclaimed += block->size;
-          total_age -= gc_count(block);
-          freeable_block_count--;
-          release_block(block);
+      // Chosen in set order, freed after (freeing moves the set's entries).
+      std::vector<BlockId> old;
+      large_blocks.blocks.for_each([&](const BlockSet::Entry& e) {
+        if (!at(e.id).is_split() && at(e.id).es < 0 && static_cast<double>(gc_count(e.id)) >= age_threshold) {
+          old.push_back(e.id);
         }
+      });
+      for (BlockId b : old) {
+        block_freed = true;
+        gc_reclaimed += at(b).size;
+        total_age -= gc_count(b);
+        freeable_block_count--;
+        release_block(b);
       }
     }
   }
 
   // alloc_found_block(): split the block when should_split() says so (the
   // front part is handed out, the rest cached) and count it.
-  Block* alloc_found_block(const AllocParams& p, int64_t orig_size, bool split_remainder) {
+  BlockId alloc_found_block(const AllocParams& p, int64_t orig_size, bool split_remainder) {
     const int64_t size = p.size;
-    BlockPool& pool = *p.pool;
-    Block* block = p.block;
-    const bool already_split = block->is_split();
+    BlockPool& pool = get_pool(p.small);
+    BlockId block = p.block;
+    const bool already_split = at(block).is_split();
     if (split_remainder) {
-      Block* remaining = block;
-      block = new_block(p.stream, size, &pool, remaining->ptr);
-      block->es = remaining->es;
-      block->prev = remaining->prev;
-      if (block->prev != nullptr) block->prev->next = block;
-      block->next = remaining;
-      remaining->prev = block;
-      remaining->ptr += static_cast<uint64_t>(size);
-      remaining->size -= size;
+      const BlockId remaining = block;
+      block = new_block(p.stream, size, p.small, at(remaining).ptr);
+      at(block).es = at(remaining).es;
+      at(block).prev = at(remaining).prev;
+      if (at(block).prev != kNoBlock) at(at(block).prev).next = block;
+      at(block).next = remaining;
+      at(remaining).prev = block;
+      at(remaining).ptr += static_cast<uint64_t>(size);
+      at(remaining).size -= size;
       insert_into_blocks(pool, remaining);
-      if (already_split && block->es == nullptr) {
+      if (already_split && at(block).es < 0) {
         // An already-split inactive block shrinks by size bytes.
-        decrease(stats.inactive_split_bytes, pool, block->size);
-      } else if (block->es == nullptr) {
+        decrease(stats.inactive_split_bytes, pool.is_small, at(block).size);
+      } else if (at(block).es < 0) {
         // A new inactive split block of remaining->size bytes.
-        increase(stats.inactive_split_bytes, pool, remaining->size);
-        increase(stats.inactive_split, pool, 1);
+        increase(stats.inactive_split_bytes, pool.is_small, at(remaining).size);
+        increase(stats.inactive_split, pool.is_small, 1);
       }
-    } else if (already_split && block->es == nullptr) {
+    } else if (already_split && at(block).es < 0) {
       // An inactive split block becomes active.
-      decrease(stats.inactive_split_bytes, pool, block->size);
-      decrease(stats.inactive_split, pool, 1);
+      decrease(stats.inactive_split_bytes, pool.is_small, at(block).size);
+      decrease(stats.inactive_split, pool.is_small, 1);
     }
-    block->allocated = true;
-    block->requested_size = orig_size;
-    increase(stats.allocation, pool, 1);
-    increase(stats.allocated_bytes, pool, block->size);
-    increase(stats.requested_bytes, pool, block->requested_size);
-    if (block->size >= config.max_split_size) increase_stat(stats.oversize_allocations, 1);
+    Block& b = at(block);
+    b.allocated = true;
+    b.requested_size = orig_size;
+    increase(stats.allocation, pool.is_small, 1);
+    increase(stats.allocated_bytes, pool.is_small, b.size);
+    increase(stats.requested_bytes, pool.is_small, b.requested_size);
+    if (b.size >= config.max_split_size) increase_stat(stats.oversize_allocations, 1);
     return block;
   }
 
   // try_merge_blocks(): dst absorbs a free neighbour src of the same
   // mapped state; returns the bytes absorbed.
-  int64_t try_merge_blocks(Block* dst, Block* src, BlockPool& pool) {
-    if (src == nullptr || src->allocated || dst->mapped != src->mapped) return 0;
-    if (dst->prev == src) {  // [src dst]
-      dst->ptr = src->ptr;
-      dst->prev = src->prev;
-      if (dst->prev != nullptr) dst->prev->next = dst;
-    } else {  // [dst src]
-      dst->next = src->next;
-      if (dst->next != nullptr) dst->next->prev = dst;
-    }
-    const int64_t subsumed_size = src->size;
-    dst->size += subsumed_size;
-    if (src->mapped) {
-      pool.blocks.erase(src);
+  int64_t try_merge_blocks(BlockId dst, BlockId src, BlockPool& pool) {
+    if (src == kNoBlock || at(src).allocated || at(dst).mapped != at(src).mapped) return 0;
+    // Out of its set before its neighbour's key changes.
+    if (at(src).mapped) {
+      pool.blocks.erase(key(src));
     } else {
-      pool.unmapped.erase(src);
+      pool.unmapped.erase(address_key(src));
     }
+    Block& d = at(dst);
+    const Block& s = at(src);
+    if (d.prev == src) {  // [src dst]
+      d.ptr = s.ptr;
+      d.prev = s.prev;
+      if (d.prev != kNoBlock) at(d.prev).next = dst;
+    } else {  // [dst src]
+      d.next = s.next;
+      if (d.next != kNoBlock) at(d.next).prev = dst;
+    }
+    const int64_t subsumed_size = s.size;
+    d.size += subsumed_size;
     delete_block(src);
     return subsumed_size;
   }
 
   // free_block(): merge with free neighbours, cache, and count the change
   // of inactive split blocks (not for expandable segments).
-  void free_block(Block* block) {
-    const int64_t requested_size = block->requested_size;
-    BlockPool& pool = *block->pool;
+  void free_block(BlockId block) {
+    const int64_t requested_size = at(block).requested_size;
+    const bool small = at(block).small;
+    BlockPool& pool = get_pool(small);
     int64_t net_change_inactive_split_blocks = 0;
     int64_t net_change_inactive_split_size = 0;
-    for (Block* merge_candidate : {block->prev, block->next}) {
+    for (BlockId merge_candidate : {at(block).prev, at(block).next}) {
       const int64_t subsumed_size = try_merge_blocks(block, merge_candidate, pool);
       if (subsumed_size > 0) {
         net_change_inactive_split_blocks -= 1;
@@ -620,21 +639,22 @@ struct CachingAllocator::Impl {
       }
     }
     insert_into_blocks(pool, block);
-    if (block->is_split()) {
+    if (at(block).is_split()) {
       net_change_inactive_split_blocks += 1;
-      net_change_inactive_split_size += block->size;
+      net_change_inactive_split_size += at(block).size;
     }
-    if (block->es == nullptr) {
-      if (net_change_inactive_split_blocks > 0) increase(stats.inactive_split, pool, net_change_inactive_split_blocks);
-      if (net_change_inactive_split_blocks < 0) decrease(stats.inactive_split, pool, -net_change_inactive_split_blocks);
+    if (at(block).es < 0) {
+      if (net_change_inactive_split_blocks > 0) increase(stats.inactive_split, small, net_change_inactive_split_blocks);
+      if (net_change_inactive_split_blocks < 0)
+        decrease(stats.inactive_split, small, -net_change_inactive_split_blocks);
       if (net_change_inactive_split_size > 0)
-        increase(stats.inactive_split_bytes, pool, net_change_inactive_split_size);
+        increase(stats.inactive_split_bytes, small, net_change_inactive_split_size);
       if (net_change_inactive_split_size < 0)
-        decrease(stats.inactive_split_bytes, pool, -net_change_inactive_split_size);
+        decrease(stats.inactive_split_bytes, small, -net_change_inactive_split_size);
     }
     // The source's active / active_bytes equal allocation / allocated_bytes
     // here (no record_stream), so they are not kept separately.
-    decrease(stats.requested_bytes, pool, requested_size);
+    decrease(stats.requested_bytes, small, requested_size);
   }
 
   // DeviceCachingAllocator::malloc(): cached block, else garbage collection
@@ -648,7 +668,7 @@ struct CachingAllocator::Impl {
     AllocParams p;
     p.size = round_size(orig_size);
     p.stream = stream;
-    p.pool = &get_pool(p.size);
+    p.small = is_small_size(p.size);
     p.alloc_size = get_allocation_size(p.size);
     bool block_found = get_free_block(p);
     if (!block_found) {
@@ -663,35 +683,36 @@ struct CachingAllocator::Impl {
       return kOutOfMemory;
     }
     const bool split_remainder = should_split(p.block, p.size);
-    Block* block = alloc_found_block(p, orig_size, split_remainder);
+    const BlockId block = alloc_found_block(p, orig_size, split_remainder);
     Handle h;
     if (!spare_handles.empty()) {
       h = spare_handles.back();
       spare_handles.pop_back();
     } else {
       h = static_cast<Handle>(handles.size());
-      handles.push_back(nullptr);
+      handles.push_back(kNoBlock);
     }
     handles[static_cast<size_t>(h)] = block;
     return h;
   }
 
-  Block* live_block(Handle h) const {
-    if (h <= 0 || static_cast<size_t>(h) >= handles.size()) return nullptr;
+  BlockId live_block(Handle h) const {
+    if (h <= 0 || static_cast<size_t>(h) >= handles.size()) return kNoBlock;
     return handles[static_cast<size_t>(h)];
   }
 
   // DeviceCachingAllocator::free().
   bool free(Handle h) {
     if (h == kNullHandle) return true;
-    Block* block = live_block(h);
-    if (block == nullptr) return false;
-    handles[static_cast<size_t>(h)] = nullptr;
+    const BlockId block = live_block(h);
+    if (block == kNoBlock) return false;
+    handles[static_cast<size_t>(h)] = kNoBlock;
     spare_handles.push_back(h);
-    block->allocated = false;
-    decrease(stats.allocation, *block->pool, 1);
-    decrease(stats.allocated_bytes, *block->pool, block->size);
-    if (block->size >= config.max_split_size) decrease_stat(stats.oversize_allocations, 1);
+    Block& b = at(block);
+    b.allocated = false;
+    decrease(stats.allocation, b.small, 1);
+    decrease(stats.allocated_bytes, b.small, b.size);
+    if (b.size >= config.max_split_size) decrease_stat(stats.oversize_allocations, 1);
     free_block(block);
     return true;
   }
@@ -701,14 +722,14 @@ struct CachingAllocator::Impl {
   // before the next stream.
   static int64_t largest_in(const BlockPool& pool) {
     int64_t largest = 0;
-    auto it = pool.blocks.begin();
-    while (it != pool.blocks.end()) {
-      Block key;
-      key.stream = (*it)->stream;
-      key.size = std::numeric_limits<int64_t>::max();
-      key.ptr = std::numeric_limits<uint64_t>::max();
-      auto end_of_stream = pool.blocks.upper_bound(&key);
-      largest = std::max(largest, (*std::prev(end_of_stream))->size);
+    BlockSet::Pos it = pool.blocks.begin();
+    while (!pool.blocks.at_end(it)) {
+      const int32_t stream = pool.blocks.at(it).stream;
+      const BlockSet::Pos end_of_stream = pool.blocks.lower_bound(
+          {std::numeric_limits<int64_t>::max(), std::numeric_limits<uint64_t>::max(), stream, kNoBlock});
+      // The key above is past every block of the stream but one of that
+      // exact size and address, which cannot exist (addresses are below 2^64 - 1).
+      largest = std::max(largest, pool.blocks.at(pool.blocks.prev(end_of_stream)).size);
       it = end_of_stream;
     }
     return largest;
@@ -716,20 +737,22 @@ struct CachingAllocator::Impl {
 
   std::vector<SegmentInfo> snapshot() const {
     std::vector<SegmentInfo> result;
-    for (const Block& head : arena) {
+    for (size_t i = 0; i < arena.size(); ++i) {
+      const Block& head = arena[i];
       if (!head.live || !head.mapped) continue;
       // One segment per cudaMalloc, or per contiguous mapped range of an
       // expandable segment (DeviceCachingAllocator::snapshot()).
-      if (head.prev != nullptr && head.prev->mapped) continue;
+      if (head.prev != kNoBlock && at(head.prev).mapped) continue;
       SegmentInfo& s = result.emplace_back();
       s.address = head.ptr;
       s.stream = head.stream;
-      s.is_large = !head.pool->is_small;
-      s.is_expandable = head.es != nullptr;
-      for (const Block* b = &head; b != nullptr && b->mapped; b = b->next) {
-        s.blocks.push_back({b->size, b->allocated ? b->requested_size : 0, b->allocated});
-        s.total_size += b->size;
-        if (b->allocated) s.allocated_size += b->size;
+      s.is_large = !head.small;
+      s.is_expandable = head.es >= 0;
+      for (BlockId b = static_cast<BlockId>(i); b != kNoBlock && at(b).mapped; b = at(b).next) {
+        const Block& x = at(b);
+        s.blocks.push_back({x.size, x.allocated ? x.requested_size : 0, x.allocated});
+        s.total_size += x.size;
+        if (x.allocated) s.allocated_size += x.size;
       }
     }
     std::sort(result.begin(), result.end(),
@@ -949,6 +972,11 @@ CachingAllocator::CachingAllocator(AllocatorConfig config, DeviceLimits limits)
 CachingAllocator::~CachingAllocator() = default;
 CachingAllocator::CachingAllocator(CachingAllocator&&) noexcept = default;
 CachingAllocator& CachingAllocator::operator=(CachingAllocator&&) noexcept = default;
+CachingAllocator::CachingAllocator(const CachingAllocator& other) : impl_(std::make_unique<Impl>(*other.impl_)) {}
+CachingAllocator& CachingAllocator::operator=(const CachingAllocator& other) {
+  if (this != &other) impl_ = std::make_unique<Impl>(*other.impl_);
+  return *this;
+}
 
 Handle CachingAllocator::malloc(int64_t bytes, int stream) { return impl_->malloc(bytes, stream); }
 bool CachingAllocator::free(Handle handle) { return impl_->free(handle); }
@@ -977,12 +1005,12 @@ int64_t CachingAllocator::cached_free_bytes() const {
   return impl_->stats.reserved_bytes.all.current - impl_->stats.allocated_bytes.all.current;
 }
 int64_t CachingAllocator::block_size(Handle handle) const {
-  const Block* b = impl_->live_block(handle);
-  return b == nullptr ? 0 : b->size;
+  const BlockId b = impl_->live_block(handle);
+  return b == kNoBlock ? 0 : impl_->at(b).size;
 }
 uint64_t CachingAllocator::address(Handle handle) const {
-  const Block* b = impl_->live_block(handle);
-  return b == nullptr ? 0 : b->ptr;
+  const BlockId b = impl_->live_block(handle);
+  return b == kNoBlock ? 0 : impl_->at(b).ptr;
 }
 std::vector<SegmentInfo> CachingAllocator::snapshot() const { return impl_->snapshot(); }
 

@@ -22,10 +22,12 @@
 // bump counter), so ties between equal-size free blocks break by allocation
 // order rather than by the real cudaMalloc address.
 //
-// Speed: every operation is O(log n) in the number of blocks (std::set ordered
-// by (stream, size, address) as in the source); a training step of ~5000
-// events replays in well under a millisecond (tests/bench/estimate_bench.cpp,
-// BM_AllocatorReplay80Layers).
+// State: flat arrays (blocks, pools as memory/block_set.h, expandable
+// segments, handles), so an allocator copies like a value: a replay can keep
+// the state after the load and start every step from a copy of it
+// (allocator_replay.h). Speed: each operation is O(log n) plus moving at most
+// one chunk of the pool's entries, without a heap allocation once the arrays
+// have grown (tests/bench/estimate_bench.cpp, BM_AllocatorReplay80Layers).
 #pragma once
 
 #include <array>
@@ -182,15 +184,16 @@ struct SegmentInfo {
 };
 
 // One device's DeviceCachingAllocator. Not thread-safe (the model is
-// replayed by one caller); move-only.
+// replayed by one caller); a copy is an independent allocator in the same
+// state.
 class CachingAllocator {
  public:
   explicit CachingAllocator(AllocatorConfig config = {}, DeviceLimits limits = {});
   ~CachingAllocator();
   CachingAllocator(CachingAllocator&&) noexcept;
   CachingAllocator& operator=(CachingAllocator&&) noexcept;
-  CachingAllocator(const CachingAllocator&) = delete;
-  CachingAllocator& operator=(const CachingAllocator&) = delete;
+  CachingAllocator(const CachingAllocator&);
+  CachingAllocator& operator=(const CachingAllocator&);
 
   // Allocates `bytes` on `stream` (any int; blocks are reused only on the
   // stream that allocated them; 0 = the default stream). Returns a handle
