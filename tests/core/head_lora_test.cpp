@@ -87,7 +87,8 @@ TEST(HeadLora, TheAdapterOutputIsALogitsSizedTransient) {
   ASSERT_TRUE(basis.plan.head_lora.on);
   EXPECT_EQ(basis.plan.head_lora.in, kH);
   EXPECT_EQ(basis.plan.head_lora.out, kV);
-  const memory::LossBuffers loss = memory::loss_buffers(req, basis.dt, 0, true, 1, basis.plan.head_lora);
+  const memory::LossBuffers loss =
+      memory::loss_buffers(req, basis.dt, 0, true, 1, req.train.seq_len, basis.plan.head_lora);
   EXPECT_EQ(loss.head_lora_forward, kN * kV * (2 + 4 + 4));
   EXPECT_EQ(loss.head_lora_backward, kN * kV * (4 + 4 + 2));
   ASSERT_EQ(loss.head_lora_forward_pieces.size(), 3u);

@@ -589,10 +589,11 @@ TEST(Fsdp1Construction, GathersOnTheUnshardStreamAndShardsAtLoad) {
     EXPECT_EQ(t.stream, memory::kFsdp1UnshardStream);
     EXPECT_EQ(t.bytes, kRoot + 2 * kLayer);
     const std::vector<memory::Piece> pieces = {{kRoot, 1}, {kLayer, 2}};
-    ASSERT_EQ(t.pieces.size(), pieces.size());
+    const auto got = tl.pieces(t);
+    ASSERT_EQ(got.size(), pieces.size());
     for (size_t i = 0; i < pieces.size(); ++i) {
-      EXPECT_EQ(t.pieces[i].bytes, pieces[i].bytes);
-      EXPECT_EQ(t.pieces[i].count, pieces[i].count);
+      EXPECT_EQ(got[i].bytes, pieces[i].bytes);
+      EXPECT_EQ(got[i].count, pieces[i].count);
     }
   }
   EXPECT_TRUE(gathered);

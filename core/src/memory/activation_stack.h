@@ -83,9 +83,9 @@ struct ActivationStack {
   int64_t total() const { return resident(layers) + head + vision + image_kv + per_layer_inputs; }
 };
 
-// `micro_batch` sequences of train.seq_len tokens (searches vary it without
-// copying the request).
+// `micro_batch` sequences of `seq_len` tokens (searches and padded steps vary
+// them without copying the request).
 ActivationStack activation_stack(const Request& req, const TrainablePlan& plan, const Dtypes& dt, const StateSizes& sz,
-                                 const StagePosition& pos, int64_t micro_batch);
+                                 const StagePosition& pos, int64_t micro_batch, int64_t seq_len);
 
 }  // namespace vram::memory

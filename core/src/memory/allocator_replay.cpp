@@ -3,82 +3,207 @@
 
 #include <algorithm>
 #include <map>
-#include <unordered_map>
 
 namespace vram::memory {
 
 namespace {
 
-// One timeline's live mallocs, per tensor.
-struct TensorHandles {
-  std::vector<std::vector<Handle>> handles;
-  std::vector<char> live;
-  explicit TensorHandles(const Timeline& t) : handles(t.tensors().size()), live(t.tensors().size(), 0) {}
-};
+// The tensors of `tl` allocated in its load part: the first ones (ids are
+// given in event order).
+size_t load_tensors(const Timeline& tl, size_t load_events) {
+  size_t n = 0;
+  for (size_t e = 0; e < load_events; ++e) {
+    if (tl.events()[e].op == Event::Op::kAlloc) n = std::max(n, static_cast<size_t>(tl.events()[e].index) + 1);
+  }
+  return n;
+}
 
-struct Replayer {
-  CachingAllocator alloc;
-  bool track_creators = false;
-  std::unordered_map<uint64_t, const char*> creator;  // segment address -> tensor name
-
-  Replayer(const AllocatorConfig& c, const DeviceLimits& l) : alloc(c, l) {}
-
-  void malloc_piece(const Tensor& t, std::vector<Handle>& into, int64_t bytes) {
+// Mallocs `t`'s pieces (or its bytes once) on its stream into `slots`, one
+// handle each (a failed malloc leaves kOutOfMemory, which free() ignores).
+// Returns false when one failed. `creators` (if given) gets the tensor that
+// made each new segment or newly mapped pages.
+bool malloc_tensor(CachingAllocator& alloc, const Timeline& tl, const Tensor& t, Handle* slots,
+                   std::vector<std::pair<uint64_t, const char*>>* creators) {
+  bool ok = true;
+  auto one = [&](int64_t bytes) {
     const int64_t before = alloc.stats().num_device_alloc;
     const Handle h = alloc.malloc(bytes, t.stream);
-    if (h <= 0) return;  // an OOM is counted by the allocator
-    into.push_back(h);
-    // A new segment (or newly mapped pages) starts at this block.
-    if (track_creators && alloc.stats().num_device_alloc != before) creator[alloc.address(h)] = t.name;
-  }
-
-  void apply(const Timeline& tl, TensorHandles& st, const Event& ev) {
-    const auto i = static_cast<size_t>(ev.index);
-    const Tensor& t = tl.tensors()[i];
-    if (t.residence == Residence::kManaged) return;
-    if (ev.op == Event::Op::kAlloc) {
-      st.live[i] = 1;
-      if (t.pieces.empty()) {
-        if (t.bytes > 0) malloc_piece(t, st.handles[i], t.bytes);
-        return;
-      }
-      for (const Piece& p : t.pieces) {
-        for (int64_t k = 0; k < p.count && p.bytes > 0; ++k) malloc_piece(t, st.handles[i], p.bytes);
-      }
+    *slots++ = h;
+    if (h <= 0) {
+      ok = false;  // an OOM is counted by the allocator
       return;
     }
-    // A tensor loaded before the step and freed during it (optimizer in
-    // backward's gradients) is freed once.
-    if (!st.live[i]) return;
-    st.live[i] = 0;
-    for (Handle h : st.handles[i]) alloc.free(h);
-    st.handles[i].clear();
+    if (creators != nullptr && alloc.stats().num_device_alloc != before)
+      creators->emplace_back(alloc.address(h), t.name);
+  };
+  const auto pieces = tl.pieces(t);
+  if (pieces.empty()) {
+    if (t.bytes > 0) one(t.bytes);
+    return ok;
+  }
+  for (const Piece& p : pieces) {
+    for (int64_t k = 0; k < p.count && p.bytes > 0; ++k) one(p.bytes);
+  }
+  return ok;
+}
+
+}  // namespace
+
+LoadedAllocator::LoadedAllocator(const Timeline& load, const AllocatorConfig& config, const DeviceLimits& limits)
+    : alloc_(config, limits) {
+  const auto& events = load.events();
+  events_ = std::min(load.step_begin(), events.size());
+  tensors_ = load_tensors(load, events_);
+  if (tensors_ > 0) {
+    const Tensor& last = load.tensors()[tensors_ - 1];
+    mallocs_ = last.first_malloc + last.mallocs;
+  }
+  handles_.assign(static_cast<size_t>(mallocs_), kNullHandle);
+  live_.assign(tensors_, 0);
+  for (size_t e = 0; e < events_; ++e) {
+    const Event& ev = events[e];
+    if (ev.op == Event::Op::kMark) continue;
+    const auto i = static_cast<size_t>(ev.index);
+    const Tensor& t = load.tensors()[i];
+    if (t.residence == Residence::kManaged) continue;
+    Handle* slots = handles_.data() + t.first_malloc;
+    if (ev.op == Event::Op::kAlloc) {
+      live_[i] = 1;
+      malloc_tensor(alloc_, load, t, slots, &creators_);
+    } else if (live_[i]) {
+      live_[i] = 0;
+      for (int64_t k = 0; k < t.mallocs; ++k) alloc_.free(slots[k]);
+    }
+  }
+}
+
+// One replay on a loaded allocator: its own copy of the allocator, the step
+// tensors' handles of each timeline it runs, and the load's tensors a step
+// frees.
+class StepReplayer {
+ public:
+  StepReplayer(const LoadedAllocator& loaded, bool track_creators, bool stop_at_oom)
+      : loaded_(loaded), alloc_(loaded.alloc_), stop_at_oom_(stop_at_oom) {
+    if (track_creators) {
+      creators_ = loaded.creators_;
+      track_ = true;
+    }
   }
 
-  // The step part of another timeline, once: a tensor its load part
-  // allocated belongs to the main timeline's load and is left alone.
-  void run_step_of(const Timeline& tl) {
-    TensorHandles st(tl);
-    const auto& events = tl.events();
-    const size_t begin = std::min(tl.step_begin(), events.size());
-    std::vector<char> loaded(tl.tensors().size(), 0);
-    for (size_t e = 0; e < begin; ++e) {
-      if (events[e].op == Event::Op::kAlloc) loaded[static_cast<size_t>(events[e].index)] = 1;
+  // The step tensors' handles of one timeline.
+  struct Handles {
+    std::vector<Handle> slots;  // by Tensor::first_malloc, from the load's end
+    std::vector<char> live;     // by tensor, from the load's end
+    // A tensor allocated again while alive (a step that does not free it,
+    // run twice) keeps its earlier handles here, freed with it, first.
+    std::vector<std::pair<size_t, Handle>> earlier;
+  };
+  Handles handles_for(const Timeline& tl) const {
+    Handles h;
+    h.slots.assign(static_cast<size_t>(tl.mallocs() - loaded_.mallocs_), kNullHandle);
+    h.live.assign(tl.tensors().size() - loaded_.tensors_, 0);
+    return h;
+  }
+
+  // One event of a step. A free of a load tensor (`main` timeline only:
+  // other steps leave the load alone) frees it once. False once a malloc
+  // has failed with stop_at_oom.
+  bool apply(const Timeline& tl, Handles& st, const Event& ev, bool main) {
+    const auto i = static_cast<size_t>(ev.index);
+    const Tensor& t = tl.tensors()[i];
+    if (t.residence == Residence::kManaged) return true;
+    if (i < loaded_.tensors_) {
+      if (main && ev.op == Event::Op::kFree) free_load_tensor(t, i);
+      return true;
     }
-    for (size_t e = begin; e < events.size(); ++e) {
-      const Event& ev = events[e];
-      if (ev.op == Event::Op::kMark || loaded[static_cast<size_t>(ev.index)]) continue;
-      apply(tl, st, ev);
+    const size_t local = i - loaded_.tensors_;
+    Handle* slots = st.slots.data() + (t.first_malloc - loaded_.mallocs_);
+    if (ev.op == Event::Op::kAlloc) {
+      if (st.live[local]) {
+        for (int64_t k = 0; k < t.mallocs; ++k) st.earlier.emplace_back(local, slots[k]);
+      }
+      st.live[local] = 1;
+      const bool ok = malloc_tensor(alloc_, tl, t, slots, track_ ? &creators_ : nullptr);
+      return ok || !stop_at_oom_;
+    }
+    if (!st.live[local]) return true;
+    st.live[local] = 0;
+    free_tensor(st, local, slots, t.mallocs);
+    return true;
+  }
+
+  // The step part of another timeline on the same load, once. False when
+  // stopped at an OOM.
+  bool run_step_of(const Timeline& tl) {
+    Handles st = handles_for(tl);
+    const auto& events = tl.events();
+    for (size_t e = std::min(loaded_.events_, events.size()); e < events.size(); ++e) {
+      if (events[e].op == Event::Op::kMark) continue;
+      if (!apply(tl, st, events[e], false)) return false;
     }
     // A step frees what it allocates; anything left is freed here so the
     // next step starts from the load alone.
-    for (auto& hs : st.handles) {
-      for (Handle h : hs) alloc.free(h);
+    for (size_t local = 0; local < st.live.size(); ++local) {
+      if (!st.live[local]) continue;
+      const Tensor& t = tl.tensors()[local + loaded_.tensors_];
+      free_tensor(st, local, st.slots.data() + (t.first_malloc - loaded_.mallocs_), t.mallocs);
     }
+    return true;
   }
-};
 
-}  // namespace
+  // Cached free bytes now, by the tensor that created the segment they sit
+  // in, largest first.
+  std::vector<std::pair<std::string, int64_t>> causes() const {
+    // The last tensor to create a segment at an address is its creator.
+    std::vector<std::pair<uint64_t, const char*>> by_address = creators_;
+    std::stable_sort(by_address.begin(), by_address.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::map<std::string, int64_t> by_name;
+    for (const SegmentInfo& s : alloc_.snapshot()) {
+      const int64_t unused = s.total_size - s.allocated_size;
+      if (unused <= 0) continue;
+      auto c = std::upper_bound(by_address.begin(), by_address.end(), s.address,
+                                [](uint64_t a, const auto& x) { return a < x.first; });
+      const bool found = c != by_address.begin() && std::prev(c)->first == s.address;
+      const std::string name = found ? std::string(std::prev(c)->second) : "segments of several tensors";
+      by_name[name] += unused;
+    }
+    std::vector<std::pair<std::string, int64_t>> out(by_name.begin(), by_name.end());
+    // Largest first; equal sizes in name order (stable after the map), so
+    // libstdc++ (native) and libc++ (WASM) list them alike: std::sort
+    // leaves the order of equal elements to the library.
+    std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    return out;
+  }
+
+  const CachingAllocator& allocator() const { return alloc_; }
+
+ private:
+  void free_tensor(Handles& st, size_t local, const Handle* slots, int64_t mallocs) {
+    if (!st.earlier.empty()) {
+      for (const auto& [who, h] : st.earlier) {
+        if (who == local) alloc_.free(h);
+      }
+      std::erase_if(st.earlier, [&](const auto& x) { return x.first == local; });
+    }
+    for (int64_t k = 0; k < mallocs; ++k) alloc_.free(slots[k]);
+  }
+
+  void free_load_tensor(const Tensor& t, size_t i) {
+    if (!loaded_.live_[i]) return;
+    if (load_freed_.empty()) load_freed_.assign(loaded_.tensors_, 0);
+    if (load_freed_[i]) return;
+    load_freed_[i] = 1;
+    for (int64_t k = 0; k < t.mallocs; ++k) alloc_.free(loaded_.handles_[static_cast<size_t>(t.first_malloc + k)]);
+  }
+
+  const LoadedAllocator& loaded_;
+  CachingAllocator alloc_;
+  bool stop_at_oom_ = false;
+  bool track_ = false;
+  std::vector<std::pair<uint64_t, const char*>> creators_;
+  std::vector<char> load_freed_;  // load tensors a step has freed (empty until one is)
+};
 
 AllocatorConfig allocator_config(const AllocatorOptions& o) {
   AllocatorConfig c;
@@ -91,53 +216,45 @@ AllocatorConfig allocator_config(const AllocatorOptions& o) {
   return c;
 }
 
-ReservedReplay replay_reserved(const Timeline& timeline, const std::vector<Moment>& moments,
-                               const AllocatorConfig& config, const DeviceLimits& limits, int detail_moment,
-                               const std::vector<const Timeline*>& before) {
-  Replayer r(config, limits);
-  TensorHandles main(timeline);
-  r.track_creators = detail_moment >= 0;
+ReservedReplay replay_reserved(const LoadedAllocator& loaded, const Timeline& timeline,
+                               const std::vector<Moment>& moments, int detail_moment,
+                               const std::vector<const Timeline*>& before, bool stop_at_oom) {
+  for (const Timeline* tl : before) {
+    if (!loaded.starts(*tl)) fail(errc::kInternal, "", "a step replayed before another does not start with its load");
+  }
+  if (!loaded.starts(timeline)) fail(errc::kInternal, "", "a replayed step does not start with the load given");
   ReservedReplay out;
   out.reserved.assign(moments.size(), 0);
-  std::unordered_map<int32_t, size_t> moment_of;  // mark event -> moment index
-  for (size_t m = 0; m < moments.size(); ++m) moment_of[moments[m].event] = m;
+  StepReplayer r(loaded, detail_moment >= 0, stop_at_oom);
+  const auto stopped = [&] {
+    out.ooms = 1;
+    return out;
+  };
+  if (stop_at_oom && loaded.ooms() > 0) return stopped();
+  for (const Timeline* other : before) {
+    if (!r.run_step_of(*other)) return stopped();
+  }
+  StepReplayer::Handles main = r.handles_for(timeline);
   const auto& events = timeline.events();
   const size_t begin = std::min(timeline.step_begin(), events.size());
-  for (size_t e = 0; e < begin; ++e) {
-    if (events[e].op != Event::Op::kMark) r.apply(timeline, main, events[e]);
-  }
-  for (const Timeline* other : before) r.run_step_of(*other);
   for (int pass = 0; pass < 2; ++pass) {
     for (size_t e = begin; e < events.size(); ++e) {
       const Event& ev = events[e];
       if (ev.op != Event::Op::kMark) {
-        r.apply(timeline, main, ev);
+        if (!r.apply(timeline, main, ev, true)) return stopped();
         continue;
       }
       if (pass == 0) continue;
-      auto it = moment_of.find(static_cast<int32_t>(e));
-      if (it == moment_of.end()) continue;
-      out.reserved[it->second] = r.alloc.stats().reserved_bytes.all.current;
-      if (static_cast<int>(it->second) != detail_moment) continue;
-      // Cached free bytes at this moment, by the tensor that created their segment.
-      std::map<std::string, int64_t> by_name;
-      for (const SegmentInfo& s : r.alloc.snapshot()) {
-        const int64_t unused = s.total_size - s.allocated_size;
-        if (unused <= 0) continue;
-        auto c = r.creator.find(s.address);
-        const std::string name = c == r.creator.end() ? "segments of several tensors" : std::string(c->second);
-        by_name[name] += unused;
+      for (size_t m = 0; m < moments.size(); ++m) {
+        if (moments[m].event != static_cast<int32_t>(e)) continue;
+        out.reserved[m] = r.allocator().stats().reserved_bytes.all.current;
+        if (static_cast<int>(m) != detail_moment) continue;
+        out.causes = r.causes();
+        out.largest_free_block = r.allocator().largest_free_block();
       }
-      out.causes.assign(by_name.begin(), by_name.end());
-      // Largest first; equal sizes in name order (stable after the map), so
-      // libstdc++ (native) and libc++ (WASM) list them alike: std::sort
-      // leaves the order of equal elements to the library.
-      std::stable_sort(out.causes.begin(), out.causes.end(),
-                       [](const auto& a, const auto& b) { return a.second > b.second; });
-      out.largest_free_block = r.alloc.largest_free_block();
     }
   }
-  const AllocatorStats& st = r.alloc.stats();
+  const AllocatorStats& st = r.allocator().stats();
   out.peak_reserved = st.reserved_bytes.all.peak;
   out.peak_allocated = st.allocated_bytes.all.peak;
   out.segments = st.segment.all.current;
@@ -145,6 +262,13 @@ ReservedReplay replay_reserved(const Timeline& timeline, const std::vector<Momen
   out.ooms = st.num_ooms;
   out.retries = st.num_alloc_retries;
   return out;
+}
+
+ReservedReplay replay_reserved(const Timeline& timeline, const std::vector<Moment>& moments,
+                               const AllocatorConfig& config, const DeviceLimits& limits, int detail_moment,
+                               const std::vector<const Timeline*>& before) {
+  const LoadedAllocator loaded(timeline, config, limits);
+  return replay_reserved(loaded, timeline, moments, detail_moment, before);
 }
 
 }  // namespace vram::memory

@@ -43,10 +43,17 @@ struct Block {
 };
 
 // struct BlockPool: cached free blocks by (stream, size, address) and
-// unmapped expandable ranges by (stream, address).
+// unmapped expandable ranges by (stream, address). `releasable` holds the
+// cached blocks release_blocks() can act on (whole segments and expandable
+// blocks), in the same order, so freeing the cache, which PyTorch does before
+// every retry of a malloc near the card's capacity, walks those alone and
+// not every cached split block (a 4-bit model's load caches thousands). A
+// cached block keeps its kind while cached: only its neighbours change, from
+// one block to another.
 struct BlockPool {
   explicit BlockPool(bool small) : is_small(small) {}
   BlockSet blocks;
+  BlockSet releasable;
   BlockSet unmapped;
   bool is_small;
   int64_t get_free_blocks_call_count = 0;
@@ -179,10 +186,18 @@ struct CachingAllocator::Impl {
     spare_blocks.push_back(b);
   }
 
+  bool releasable(BlockId b) const { return at(b).es >= 0 || !at(b).is_split(); }
+
   // BlockPool::insert_into_blocks(): caches a block and stamps its gc age.
   void insert_into_blocks(BlockPool& pool, BlockId b) {
     at(b).gc_count_base = pool.get_free_blocks_call_count;
     pool.blocks.insert(key(b));
+    if (releasable(b)) pool.releasable.insert(key(b));
+  }
+  // Takes a block out of the cache (the source's pool.blocks.erase(block)).
+  void remove_from_blocks(BlockPool& pool, BlockId b) {
+    pool.blocks.erase(key(b));
+    if (releasable(b)) pool.releasable.erase(key(b));
   }
 
   // CUDAAllocatorConfig::roundup_power2_divisions(size): intervals of powers
@@ -272,6 +287,7 @@ struct CachingAllocator::Impl {
     if (p.size >= config.max_split_size && at(found).size >= p.size + config.max_non_split_rounding_size) return false;
     p.block = found;
     pool.blocks.erase_at(it);
+    if (releasable(found)) pool.releasable.erase(key(found));
     return true;
   }
 
@@ -308,7 +324,7 @@ struct CachingAllocator::Impl {
     decrease(stats.segment, b.small, 1);
     decrease(stats.reserved_bytes, b.small, b.size);
     if (b.size >= config.max_split_size) decrease_stat(stats.oversize_segments, 1);
-    pool_of(block).blocks.erase(key(block));
+    remove_from_blocks(pool_of(block), block);
     delete_block(block);
   }
 
@@ -362,7 +378,7 @@ struct CachingAllocator::Impl {
   void release_blocks(BlockPool& pool) {
     std::vector<BlockId> to_release;
     std::vector<BlockId> to_unmap;
-    pool.blocks.for_each([&](const BlockSet::Entry& e) {
+    pool.releasable.for_each([&](const BlockSet::Entry& e) {
       const Block& b = at(e.id);
       if (b.es >= 0) {
         to_unmap.push_back(e.id);
@@ -390,7 +406,7 @@ struct CachingAllocator::Impl {
     const auto unmapped = segment(at(block).es).pages_inside(at(block).ptr, at(block).size);
     if (unmapped.size == 0) return;
     BlockPool& pool = pool_of(block);
-    pool.blocks.erase(key(block));
+    remove_from_blocks(pool, block);
     const int64_t before_size = static_cast<int64_t>(unmapped.ptr - at(block).ptr);
     if (before_size > 0) {
       const BlockId before_free = new_block(at(block).stream, before_size, at(block).small, at(block).ptr);
@@ -511,7 +527,7 @@ struct CachingAllocator::Impl {
       if (!map_block(new_candidate, std::min(remaining, at(new_candidate).size))) return kNoBlock;
       candidate = new_candidate;
     }
-    pool.blocks.erase(key(candidate));
+    remove_from_blocks(pool, candidate);
     return candidate;
   }
 
@@ -528,7 +544,7 @@ struct CachingAllocator::Impl {
     auto gc_count = [&](BlockId b) { return large_blocks.get_free_blocks_call_count - at(b).gc_count_base; };
     int64_t total_age = 0;
     int64_t freeable_block_count = 0;
-    large_blocks.blocks.for_each([&](const BlockSet::Entry& e) {
+    large_blocks.releasable.for_each([&](const BlockSet::Entry& e) {
       if (!at(e.id).is_split()) {
         total_age += gc_count(e.id);
         ++freeable_block_count;
@@ -541,7 +557,7 @@ struct CachingAllocator::Impl {
       block_freed = false;
       // Chosen in set order, freed after (freeing moves the set's entries).
       std::vector<BlockId> old;
-      large_blocks.blocks.for_each([&](const BlockSet::Entry& e) {
+      large_blocks.releasable.for_each([&](const BlockSet::Entry& e) {
         if (!at(e.id).is_split() && at(e.id).es < 0 && static_cast<double>(gc_count(e.id)) >= age_threshold) {
           old.push_back(e.id);
         }
@@ -603,7 +619,7 @@ struct CachingAllocator::Impl {
     if (src == kNoBlock || at(src).allocated || at(dst).mapped != at(src).mapped) return 0;
     // Out of its set before its neighbour's key changes.
     if (at(src).mapped) {
-      pool.blocks.erase(key(src));
+      remove_from_blocks(pool, src);
     } else {
       pool.unmapped.erase(address_key(src));
     }

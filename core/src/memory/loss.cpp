@@ -199,10 +199,10 @@ void standard_loss(LossBuffers& out, const TrainOptions& t, int64_t N, int64_t V
 }  // namespace
 
 LossBuffers loss_buffers(const Request& req, const Dtypes& dt, int64_t grads_head, bool last, int64_t micro_batch,
-                         const HeadLora& head) {
+                         int64_t seq_len, const HeadLora& head) {
   const TrainOptions& t = req.train;
   const LayerStack& st = req.model.text;
-  const int64_t N = bytes::mul(micro_batch, t.seq_len, "tokens per micro-batch");
+  const int64_t N = bytes::mul(micro_batch, seq_len, "tokens per micro-batch");
   const int64_t V = req.model.vocab;
   const bool lm_loss = st.causal && last;
   const double logit_factor = req.calibration.logits.value_or(1.0);

@@ -32,8 +32,8 @@ struct LossBuffers {
 
 // `grads_head` is the lm_head + final norm gradient on this rank; `last`
 // whether this rank computes the loss; `micro_batch` sequences of
-// train.seq_len tokens; `head` the LoRA adapter on the output layer, if any.
+// `seq_len` tokens; `head` the LoRA adapter on the output layer, if any.
 LossBuffers loss_buffers(const Request& req, const Dtypes& dt, int64_t grads_head, bool last, int64_t micro_batch,
-                         const HeadLora& head = {});
+                         int64_t seq_len, const HeadLora& head = {});
 
 }  // namespace vram::memory

@@ -9,165 +9,172 @@
 
 namespace vram::memory {
 
-ParallelBuffers parallel_buffers(const Request& req, const ParallelOptions& par, const TrainablePlan& plan,
-                                 const Dtypes& dt, const Sharding& sh, const StateSizes& sz, int64_t micro_batch) {
-  const ModelSpec& m = req.model;
-  const LayerStack& st = m.text;
-  const int64_t b = micro_batch;
-  const int64_t s = req.train.seq_len;
-  const int64_t N = bytes::mul(b, s, "tokens per micro-batch");
-  const int64_t h = st.hidden;
-  ParallelBuffers out;
-  // One decoder layer's parameters on this rank (FSDP unit, ZeRO-3 gather):
-  // every-layer groups plus the larger of a sparse and a dense layer's own.
-  // A 4-bit base is sharded as packed codes in float storage
-  // (bnb_4bit_quant_storage, model_state.cpp rank_state) and gathered as
-  // those bytes, which FSDP's param_dtype cast leaves alone (the storage
-  // dtype is the model's; PEFT docs accelerate/fsdp.md, QLoRA with FSDP).
-  int64_t& layer_params = out.layer_params;
-  int64_t layer_quant_bytes = 0;
-  {
-    int64_t every = 0, sparse = 0, dense = 0;
-    int64_t q_every = 0, q_sparse = 0, q_dense = 0;
-    for (size_t i = 0; i < m.groups.size(); ++i) {
-      const ParamGroup& g = m.groups[i];
-      const int64_t span = m.layer_span(g);
-      if (span == 0) continue;
-      const bool quantized = plan.groups[i].quantized;
-      if (!quantized && sh.deepspeed && g.numel < par.stage3_param_persistence_threshold) continue;  // never gathered
-      int64_t& bucket = g.layers == LayerSet::kMoe     ? (quantized ? q_sparse : sparse)
-                        : g.layers == LayerSet::kDense ? (quantized ? q_dense : dense)
-                                                       : (quantized ? q_every : every);
-      bucket += (quantized ? ceil_div(g.in_features * g.out_features, 2) : g.numel) * (g.instances / span);
-    }
-    layer_params = every + std::max(sparse, dense);
-    layer_quant_bytes = q_every + std::max(q_sparse, q_dense);
-  }
-  // Parameters outside the layers: FSDP's root unit (embeddings, final
-  // norm, lm_head) is not resharded after forward (FSDP1 _runtime_utils
-  // _post_forward_reshard skips the root; FSDP2 reshard_after_forward is
-  // False for the root), so it stays gathered from forward to backward.
-  int64_t& root_params = out.root_params;
+namespace {
+
+// One decoder layer's parameters on this rank (FSDP unit, ZeRO-3 gather):
+// every-layer groups plus the larger of a sparse and a dense layer's own.
+// A 4-bit base is sharded as packed codes in float storage
+// (bnb_4bit_quant_storage, model_state.cpp rank_state) and gathered as
+// those bytes, which FSDP's param_dtype cast leaves alone (the storage
+// dtype is the model's; PEFT docs accelerate/fsdp.md, QLoRA with FSDP).
+// Parameters outside the layers: FSDP's root unit (embeddings, final
+// norm, lm_head) is not resharded after forward (FSDP1 _runtime_utils
+// _post_forward_reshard skips the root; FSDP2 reshard_after_forward is
+// False for the root), so it stays gathered from forward to backward.
+struct UnitParams {
+  int64_t layer = 0;        // one layer's 16-bit parameters
+  int64_t layer_quant = 0;  // one layer's packed 4-bit bytes
+  int64_t root = 0;
+};
+
+UnitParams unit_params(const ModelSpec& m, const ParallelOptions& par, const TrainablePlan& plan, const Sharding& sh) {
+  UnitParams u;
+  int64_t every = 0, sparse = 0, dense = 0;
+  int64_t q_every = 0, q_sparse = 0, q_dense = 0;
   for (size_t i = 0; i < m.groups.size(); ++i) {
     const ParamGroup& g = m.groups[i];
-    if (g.stack == "text" && m.layer_span(g) == 0 && !plan.groups[i].quantized) root_params += g.total();
+    const int64_t span = m.layer_span(g);
+    if (span == 0) continue;
+    const bool quantized = plan.groups[i].quantized;
+    if (!quantized && sh.deepspeed && g.numel < par.stage3_param_persistence_threshold) continue;  // never gathered
+    int64_t& bucket = g.layers == LayerSet::kMoe     ? (quantized ? q_sparse : sparse)
+                      : g.layers == LayerSet::kDense ? (quantized ? q_dense : dense)
+                                                     : (quantized ? q_every : every);
+    bucket += (quantized ? ceil_div(g.in_features * g.out_features, 2) : g.numel) * (g.instances / span);
   }
-  // Parameters gathered for compute: ZeRO-3 / FULL_SHARD hold the current
-  // and the prefetched layer (FSDP forward/backward prefetch; DeepSpeed
-  // stage3_prefetch_bucket_size, capped by stage3_max_live_parameters);
-  // FSDP2 also holds the prefetched unit's flat all-gather output until it
-  // is copied out into per-parameter tensors (_fsdp_collectives.py).
-  // SHARD_GRAD_OP keeps every layer unsharded from forward to backward.
-  int64_t& gathered = out.gathered;
-  std::string& gathered_formula = out.gathered_formula;
-  if (sh.weights || par.offload_params) {
-    int64_t elems = 2 * layer_params;
-    gathered_formula = "current + prefetched layer, " + fmt_int(layer_params) + " params each";
-    if (sh.deepspeed) {
-      elems =
-          std::min(elems + par.stage3_prefetch_bucket_size, std::max(par.stage3_max_live_parameters, 2 * layer_params));
-      gathered_formula += " + stage3_prefetch_bucket_size " + fmt_int(par.stage3_prefetch_bucket_size) +
-                          ", at most stage3_max_live_parameters " + fmt_int(par.stage3_max_live_parameters);
-    } else if (sh.fsdp) {
-      if (par.fsdp_version == 2) {
-        elems += layer_params;
-        gathered_formula += " + the prefetched unit's flat all-gather output (FSDP2 copy-out)";
-      }
-      elems += root_params;
-      gathered_formula += " + root unit " + fmt_int(root_params) + " params (embeddings, norm, lm_head)";
-    }
-    // FSDP MixedPrecision param_dtype: the unsharded copy is cast (a
-    // model kept in fp32 is gathered in bf16).
-    const int64_t elem = sh.fsdp && par.fsdp_param_bytes > 0 ? par.fsdp_param_bytes : dt.weight;
-    if (sh.fsdp && par.fsdp_version == 2 && !par.offload_params && layer_quant_bytes == 0) {
-      // FSDP2 (Fsdp2Unshard): one layer unsharded at a time on the default
-      // stream (a layer reshards after its forward and after its backward,
-      // FSDPParamGroup.post_forward / post_backward), the root unit
-      // throughout, and one layer's flat all-gather output on the copy-in
-      // stream (the next layer's, prefetched). With a param_dtype cast the
-      // copy-in first copies the local shards into one param_dtype buffer
-      // (_get_param_all_gather_inputs: flat_foreach_copy_input).
-      Fsdp2Unshard& f = out.fsdp2;
-      f.on = true;
-      const int64_t n = std::max<int64_t>(sh.group, 1);
-      for (size_t i = 0; i < m.groups.size(); ++i) {
-        const ParamGroup& g = m.groups[i];
-        if (g.stack != "text" || plan.groups[i].quantized) continue;
-        const int64_t span = m.layer_span(g);
-        const int64_t copies = span == 0 ? g.instances : g.instances / span;
-        std::vector<Piece>& into = span == 0 ? f.root : f.layer;
-        // A Linear's or norm's bias is its own parameter.
-        const bool split = g.bias && (g.kind == ModuleKind::kLinear || g.kind == ModuleKind::kNorm);
-        const int64_t bias = !split ? 0 : g.kind == ModuleKind::kLinear ? g.out_features : g.numel / 2;
-        if (copies <= 0) continue;
-        into.push_back({(g.numel - bias) * elem, copies});
-        if (bias > 0) into.push_back({bias * elem, copies});
-      }
-      for (auto* v : {&f.root, &f.layer}) {
-        std::sort(v->begin(), v->end(), [](const Piece& a, const Piece& b) { return a.bytes > b.bytes; });
-      }
-      f.root_bytes = root_params * elem;
-      f.layer_bytes = layer_params * elem;
-      // Layers of two kinds (dense and MoE): one block of the larger.
-      auto sum = [](const std::vector<Piece>& v) {
-        int64_t t = 0;
-        for (const Piece& p : v) t += p.bytes * p.count;
-        return t;
-      };
-      if (sum(f.root) != f.root_bytes) f.root = {{f.root_bytes, 1}};
-      if (sum(f.layer) != f.layer_bytes) f.layer = {{f.layer_bytes, 1}};
-      f.root_flat = f.root_bytes;
-      f.layer_flat = f.layer_bytes;
-      if (par.fsdp_param_bytes > 0 && par.fsdp_param_bytes != dt.weight) {
-        f.root_cast = ceil_div(root_params, n) * elem;
-        f.layer_cast = ceil_div(layer_params, n) * elem;
-      }
-      elems = root_params + 2 * layer_params;
-      gathered_formula = "root unit " + fmt_int(root_params) +
-                         " params (embeddings, norm, lm_head) + the current layer, " + fmt_int(layer_params) +
-                         " params + the next layer's flat all-gather output (FSDP2 copy-in stream)";
-    }
-    gathered = elems * elem;
-    gathered_formula = fmt_int(elems) + " params x " + std::to_string(elem) + " B: " + gathered_formula;
-    if (layer_quant_bytes > 0) {
-      // The same layers' packed 4-bit codes: current + prefetched (+ FSDP2's
-      // all-gather output).
-      const int64_t copies = sh.fsdp && par.fsdp_version == 2 ? 3 : 2;
-      gathered += copies * layer_quant_bytes;
-      gathered_formula += "; 4-bit codes " + std::to_string(copies) + " x " + fmt_int(layer_quant_bytes) + " B";
-    }
+  u.layer = every + std::max(sparse, dense);
+  u.layer_quant = q_every + std::max(q_sparse, q_dense);
+  for (size_t i = 0; i < m.groups.size(); ++i) {
+    const ParamGroup& g = m.groups[i];
+    if (g.stack == "text" && m.layer_span(g) == 0 && !plan.groups[i].quantized) u.root += g.total();
   }
-  if (sh.fsdp && par.fsdp_version == 1) {
-    // FSDP1's units (Fsdp1Units): built in the model's dtype (a frozen base
-    // in its storage dtype), gathered in param_dtype.
-    Fsdp1Units& f = out.fsdp1;
-    f.on = true;
-    f.layers = st.layers;
-    const int64_t built = plan.base_trainable > 0 ? dt.weight : dt.frozen;
-    f.layer_bytes = layer_params * built + layer_quant_bytes;
-    f.root_bytes = root_params * built;
-    f.shards = sh.weights ? std::max<int64_t>(sh.group, 1) : 1;
-    f.offload = par.offload_params;
-    if (gathered > 0 && !sh.deepspeed) {
-      const int64_t elem = par.fsdp_param_bytes > 0 ? par.fsdp_param_bytes : dt.weight;
-      f.gathered = {{layer_params * elem + layer_quant_bytes, 2}, {root_params * elem, 1}};
-      std::sort(f.gathered.begin(), f.gathered.end(), [](const Piece& a, const Piece& b) { return a.bytes > b.bytes; });
-    }
+  return u;
+}
+
+// FSDP2 (Fsdp2Unshard): one layer unsharded at a time on the default
+// stream (a layer reshards after its forward and after its backward,
+// FSDPParamGroup.post_forward / post_backward), the root unit
+// throughout, and one layer's flat all-gather output on the copy-in
+// stream (the next layer's, prefetched). With a param_dtype cast the
+// copy-in first copies the local shards into one param_dtype buffer
+// (_get_param_all_gather_inputs: flat_foreach_copy_input).
+Fsdp2Unshard fsdp2_unshard(const ModelSpec& m, const ParallelOptions& par, const TrainablePlan& plan, const Dtypes& dt,
+                           const Sharding& sh, const UnitParams& u, int64_t elem) {
+  Fsdp2Unshard f;
+  f.on = true;
+  const int64_t n = std::max<int64_t>(sh.group, 1);
+  for (size_t i = 0; i < m.groups.size(); ++i) {
+    const ParamGroup& g = m.groups[i];
+    if (g.stack != "text" || plan.groups[i].quantized) continue;
+    const int64_t span = m.layer_span(g);
+    const int64_t copies = span == 0 ? g.instances : g.instances / span;
+    std::vector<Piece>& into = span == 0 ? f.root : f.layer;
+    // A Linear's or norm's bias is its own parameter.
+    const bool split = g.bias && (g.kind == ModuleKind::kLinear || g.kind == ModuleKind::kNorm);
+    const int64_t bias = !split ? 0 : g.kind == ModuleKind::kLinear ? g.out_features : g.numel / 2;
+    if (copies <= 0) continue;
+    into.push_back({(g.numel - bias) * elem, copies});
+    if (bias > 0) into.push_back({bias * elem, copies});
   }
-  // Communication buffers: DDP's bucket copy of the gradients; DeepSpeed's
-  // contiguous reduce bucket (doubled by overlap_comm, on by default for
-  // stage 3); FSDP's reduce-scatter input of one unit; Megatron reduces in
-  // place in its contiguous grad buffer.
-  int64_t& comm = out.comm;
-  std::string& comm_formula = out.comm_formula;
+  for (auto* v : {&f.root, &f.layer}) {
+    std::sort(v->begin(), v->end(), [](const Piece& a, const Piece& b) { return a.bytes > b.bytes; });
+  }
+  f.root_bytes = u.root * elem;
+  f.layer_bytes = u.layer * elem;
+  // Layers of two kinds (dense and MoE): one block of the larger.
+  auto sum = [](const std::vector<Piece>& v) {
+    int64_t t = 0;
+    for (const Piece& p : v) t += p.bytes * p.count;
+    return t;
+  };
+  if (sum(f.root) != f.root_bytes) f.root = {{f.root_bytes, 1}};
+  if (sum(f.layer) != f.layer_bytes) f.layer = {{f.layer_bytes, 1}};
+  f.root_flat = f.root_bytes;
+  f.layer_flat = f.layer_bytes;
+  if (par.fsdp_param_bytes > 0 && par.fsdp_param_bytes != dt.weight) {
+    f.root_cast = ceil_div(u.root, n) * elem;
+    f.layer_cast = ceil_div(u.layer, n) * elem;
+  }
+  return f;
+}
+
+// Parameters gathered for compute: ZeRO-3 / FULL_SHARD hold the current
+// and the prefetched layer (FSDP forward/backward prefetch; DeepSpeed
+// stage3_prefetch_bucket_size, capped by stage3_max_live_parameters);
+// FSDP2 also holds the prefetched unit's flat all-gather output until it
+// is copied out into per-parameter tensors (_fsdp_collectives.py).
+// SHARD_GRAD_OP keeps every layer unsharded from forward to backward.
+void gathered_params(ParallelBuffers& out, const ModelSpec& m, const ParallelOptions& par, const TrainablePlan& plan,
+                     const Dtypes& dt, const Sharding& sh, const UnitParams& u) {
+  if (!sh.weights && !par.offload_params) return;
+  int64_t elems = 2 * u.layer;
+  std::string formula = "current + prefetched layer, " + fmt_int(u.layer) + " params each";
+  if (sh.deepspeed) {
+    elems = std::min(elems + par.stage3_prefetch_bucket_size, std::max(par.stage3_max_live_parameters, 2 * u.layer));
+    formula += " + stage3_prefetch_bucket_size " + fmt_int(par.stage3_prefetch_bucket_size) +
+               ", at most stage3_max_live_parameters " + fmt_int(par.stage3_max_live_parameters);
+  } else if (sh.fsdp) {
+    if (par.fsdp_version == 2) {
+      elems += u.layer;
+      formula += " + the prefetched unit's flat all-gather output (FSDP2 copy-out)";
+    }
+    elems += u.root;
+    formula += " + root unit " + fmt_int(u.root) + " params (embeddings, norm, lm_head)";
+  }
+  // FSDP MixedPrecision param_dtype: the unsharded copy is cast (a
+  // model kept in fp32 is gathered in bf16).
+  const int64_t elem = sh.fsdp && par.fsdp_param_bytes > 0 ? par.fsdp_param_bytes : dt.weight;
+  if (sh.fsdp && par.fsdp_version == 2 && !par.offload_params && u.layer_quant == 0) {
+    out.fsdp2 = fsdp2_unshard(m, par, plan, dt, sh, u, elem);
+    elems = u.root + 2 * u.layer;
+    formula = "root unit " + fmt_int(u.root) + " params (embeddings, norm, lm_head) + the current layer, " +
+              fmt_int(u.layer) + " params + the next layer's flat all-gather output (FSDP2 copy-in stream)";
+  }
+  out.gathered = elems * elem;
+  out.gathered_formula = fmt_int(elems) + " params x " + std::to_string(elem) + " B: " + formula;
+  if (u.layer_quant > 0) {
+    // The same layers' packed 4-bit codes: current + prefetched (+ FSDP2's
+    // all-gather output).
+    const int64_t copies = sh.fsdp && par.fsdp_version == 2 ? 3 : 2;
+    out.gathered += copies * u.layer_quant;
+    out.gathered_formula += "; 4-bit codes " + std::to_string(copies) + " x " + fmt_int(u.layer_quant) + " B";
+  }
+}
+
+// FSDP1's units (Fsdp1Units): built in the model's dtype (a frozen base in
+// its storage dtype), gathered in param_dtype.
+Fsdp1Units fsdp1_units(const ModelSpec& m, const ParallelOptions& par, const TrainablePlan& plan, const Dtypes& dt,
+                       const Sharding& sh, const UnitParams& u, int64_t gathered) {
+  Fsdp1Units f;
+  f.on = true;
+  f.layers = m.text.layers;
+  const int64_t built = plan.base_trainable > 0 ? dt.weight : dt.frozen;
+  f.layer_bytes = u.layer * built + u.layer_quant;
+  f.root_bytes = u.root * built;
+  f.shards = sh.weights ? std::max<int64_t>(sh.group, 1) : 1;
+  f.offload = par.offload_params;
+  if (gathered > 0 && !sh.deepspeed) {
+    const int64_t elem = par.fsdp_param_bytes > 0 ? par.fsdp_param_bytes : dt.weight;
+    f.gathered = {{u.layer * elem + u.layer_quant, 2}, {u.root * elem, 1}};
+    std::sort(f.gathered.begin(), f.gathered.end(), [](const Piece& a, const Piece& b) { return a.bytes > b.bytes; });
+  }
+  return f;
+}
+
+// Communication buffers: DDP's bucket copy of the gradients; DeepSpeed's
+// contiguous reduce bucket (doubled by overlap_comm, on by default for
+// stage 3); FSDP's reduce-scatter input of one unit; Megatron reduces in
+// place in its contiguous grad buffer.
+void comm_buckets(ParallelBuffers& out, const ParallelOptions& par, const Dtypes& dt, const Sharding& sh,
+                  const StateSizes& sz, const UnitParams& u) {
   if (sh.ddp_buckets) {
-    comm = sz.grads;
-    comm_formula = "DDP buckets: a second copy of the gradients (gradient_as_bucket_view=False)";
+    out.comm = sz.grads;
+    out.comm_formula = "DDP buckets: a second copy of the gradients (gradient_as_bucket_view=False)";
   } else if (sh.deepspeed) {
     const bool overlap = par.overlap_comm_given ? par.overlap_comm : par.zero == 3;
-    comm = (par.contiguous_gradients || par.zero == 3 ? par.reduce_bucket_size * dt.grad : 0) * (overlap ? 2 : 1);
-    comm_formula = "reduce_bucket_size " + fmt_int(par.reduce_bucket_size) + " x " + std::to_string(dt.grad) + " B" +
-                   (overlap ? " x 2 (overlap_comm)" : "");
+    out.comm = (par.contiguous_gradients || par.zero == 3 ? par.reduce_bucket_size * dt.grad : 0) * (overlap ? 2 : 1);
+    out.comm_formula = "reduce_bucket_size " + fmt_int(par.reduce_bucket_size) + " x " + std::to_string(dt.grad) +
+                       " B" + (overlap ? " x 2 (overlap_comm)" : "");
   } else if (sh.fsdp) {
     // One unit's unsharded gradients (they come out of backward in
     // param_dtype) plus, when the reduce dtype differs or under FSDP2's
@@ -176,10 +183,31 @@ ParallelBuffers parallel_buffers(const Request& req, const ParallelOptions& par,
     const int64_t unsharded = par.fsdp_param_bytes > 0 ? par.fsdp_param_bytes : dt.grad;
     const int64_t reduce = par.fsdp_reduce_bytes > 0 ? par.fsdp_reduce_bytes : unsharded;
     const bool copy = par.fsdp_version == 2 || reduce != unsharded;
-    comm = layer_params * unsharded + (copy ? layer_params * reduce : 0);
-    comm_formula = "one unit's unsharded gradients " + fmt_int(layer_params) + " x " + std::to_string(unsharded) +
-                   " B" + (copy ? " + reduce-scatter input x " + std::to_string(reduce) + " B" : "");
+    out.comm = u.layer * unsharded + (copy ? u.layer * reduce : 0);
+    out.comm_formula = "one unit's unsharded gradients " + fmt_int(u.layer) + " x " + std::to_string(unsharded) + " B" +
+                       (copy ? " + reduce-scatter input x " + std::to_string(reduce) + " B" : "");
   }
+}
+
+}  // namespace
+
+ParallelBuffers parallel_buffers(const Request& req, const ParallelOptions& par, const TrainablePlan& plan,
+                                 const Dtypes& dt, const Sharding& sh, const StateSizes& sz) {
+  ParallelBuffers out;
+  const UnitParams u = unit_params(req.model, par, plan, sh);
+  out.layer_params = u.layer;
+  out.root_params = u.root;
+  gathered_params(out, req.model, par, plan, dt, sh, u);
+  if (sh.fsdp && par.fsdp_version == 1) out.fsdp1 = fsdp1_units(req.model, par, plan, dt, sh, u, out.gathered);
+  comm_buckets(out, par, dt, sh, sz, u);
+  return out;
+}
+
+TokenBuffers token_buffers(const Request& req, const ParallelOptions& par, const Dtypes& dt, int64_t micro_batch,
+                           int64_t seq_len) {
+  const LayerStack& st = req.model.text;
+  const int64_t N = bytes::mul(micro_batch, seq_len, "tokens per micro-batch");
+  TokenBuffers out;
   // Context parallel ring attention (TransformerEngine
   // AttnFuncWithCPAndKVP2P): K and V of the local chunk circulate in two
   // send/receive buffers in forward; backward adds two dK/dV buffers.
@@ -195,9 +223,9 @@ ParallelBuffers parallel_buffers(const Request& req, const ParallelOptions& par,
   // compute dtype, live around each MoE layer's all-to-all (balanced routing).
   if (par.ep > 1 && st.moe_layers > 0) {
     constexpr const char* kDispatch = "the expert-parallel token dispatch buffers";
-    out.dispatch =
-        bytes::mul(bytes::mul(2, N, st.experts_per_token, kDispatch), h, dt.autocast ? 2 : dt.compute, kDispatch) /
-        std::max<int64_t>(st.hidden_split, 1);
+    out.dispatch = bytes::mul(bytes::mul(2, N, st.experts_per_token, kDispatch), st.hidden,
+                              dt.autocast ? 2 : dt.compute, kDispatch) /
+                   std::max<int64_t>(st.hidden_split, 1);
   }
   return out;
 }

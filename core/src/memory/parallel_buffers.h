@@ -68,6 +68,8 @@ struct Fsdp1Units {
 // weights, which the load then allocates less of).
 int64_t fsdp1_construct(Timeline& tl, const Fsdp1Units& u, int64_t budget);
 
+// The buffers that do not depend on the tokens of a micro-batch: gathered
+// parameters and gradient buckets.
 struct ParallelBuffers {
   int64_t layer_params = 0;  // one decoder layer's parameters on this rank (FSDP unit, ZeRO-3 gather)
   int64_t root_params = 0;   // parameters outside the layers (FSDP root unit)
@@ -75,14 +77,22 @@ struct ParallelBuffers {
   std::string gathered_formula;
   int64_t comm = 0;  // gradient communication buckets
   std::string comm_formula;
+  Fsdp2Unshard fsdp2;  // FSDP2: how `gathered` is allocated, by stream
+  Fsdp1Units fsdp1;    // FSDP1: its construction and the unshard stream
+};
+
+// The buffers that scale with the tokens of a micro-batch.
+struct TokenBuffers {
   int64_t cp_kv = 0;     // one context-parallel K + V receive buffer
   int64_t dispatch = 0;  // expert-parallel all-to-all send + receive
-  Fsdp2Unshard fsdp2;    // FSDP2: how `gathered` is allocated, by stream
-  Fsdp1Units fsdp1;      // FSDP1: its construction and the unshard stream
 };
 
 // `req` is the rank's view of the model, `par` the layout as the user gave it.
 ParallelBuffers parallel_buffers(const Request& req, const ParallelOptions& par, const TrainablePlan& plan,
-                                 const Dtypes& dt, const Sharding& sh, const StateSizes& sz, int64_t micro_batch);
+                                 const Dtypes& dt, const Sharding& sh, const StateSizes& sz);
+
+// For `micro_batch` sequences of `seq_len` tokens.
+TokenBuffers token_buffers(const Request& req, const ParallelOptions& par, const Dtypes& dt, int64_t micro_batch,
+                           int64_t seq_len);
 
 }  // namespace vram::memory

@@ -125,6 +125,6 @@ std::vector<SavedItem> op_sac_layer(const LayerStack& stack, const Dtypes& dt, A
 
 // Backward-time temporaries of one layer, bytes per token: the hidden-state
 // gradients and the attention kernel's workspaces.
-double layer_backward_transient(const Request& req, const LayerStack& stack, const Dtypes& dt);
+double layer_backward_transient(const Request& req, const LayerStack& stack, const Dtypes& dt, int64_t seq_len);
 
 }  // namespace vram::memory

@@ -928,7 +928,7 @@ double quant_kept_inputs(const Request& req, const LayerStack& st, const Trainab
   return b;
 }
 
-double layer_backward_transient(const Request& req, const LayerStack& st, const Dtypes& dt) {
+double layer_backward_transient(const Request& req, const LayerStack& st, const Dtypes& dt, int64_t seq_len) {
   // Gradient of the hidden state flowing down (residual grad + the branch
   // grad being formed): 2 tensors of h in the residual dtype.
   // Gemma 3n carries altup_inputs stacked hidden states (Gemma3nTextAltUp).
@@ -937,7 +937,7 @@ double layer_backward_transient(const Request& req, const LayerStack& st, const 
   const int64_t d = st.head_dim;
   if (req.train.attention == AttentionImpl::kEager) {
     // grad of the probabilities and of the scores (fp32 softmax backward).
-    b += 8.0 * a * static_cast<double>(req.train.seq_len);
+    b += 8.0 * a * static_cast<double>(seq_len);
   } else {
     // FA2 mha_bwd: dq_accum fp32 (b, s, a, d) and dq, dk, dv in the compute
     // dtype; GQA expands dk/dv to all heads before summing

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -28,16 +29,26 @@ struct Piece {
 };
 
 // Names are string literals: a step holds a few hundred tensors and the page
-// replays it on every edit.
+// replays it on every edit. A tensor is plain values (its pieces live in the
+// timeline's one array), so a timeline copies like an array: each step of a
+// rank starts from a copy of the rank's load (train/step.h).
 struct Tensor {
   const char* component = "";  // the component key it counts under ("weights", "activations", ...)
   const char* name = "";       // for people: "saved activations"
   int32_t layer = -1;          // the decoder layer it belongs to, or -1
+  int32_t component_id = 0;    // Timeline::components() index of `component`
   int64_t bytes = 0;           // exact size from the term's formula
-  // The individual allocations behind `bytes`, largest first; empty = one
-  // allocation of `bytes`. Their sum may differ from `bytes` by rounding of
-  // per-token figures; `bytes` is what the allocated view counts.
-  std::vector<Piece> pieces;
+  // The individual allocations behind `bytes` (Timeline::pieces), largest
+  // first; none = one allocation of `bytes`. Their sum may differ from
+  // `bytes` by rounding of per-token figures; `bytes` is what the allocated
+  // view counts.
+  int32_t piece_begin = 0;
+  int32_t piece_count = 0;
+  // The mallocs it makes through the caching allocator (pieces of 0 bytes
+  // and managed tensors make none), and the first one's number among the
+  // timeline's: where a replay keeps their handles.
+  int64_t mallocs = 0;
+  int64_t first_malloc = 0;
   Residence residence = Residence::kAllocated;
   // The CUDA stream it is allocated on (Stream below). The caching allocator
   // reuses a freed block only for a malloc on the stream that allocated it
@@ -79,15 +90,19 @@ class Timeline {
  public:
   using Id = int32_t;
 
-  Id alloc(const char* component, const char* name, int64_t bytes, std::vector<Piece> pieces = {},
+  Id alloc(const char* component, const char* name, int64_t bytes, std::span<const Piece> pieces = {},
            Residence residence = Residence::kAllocated, int32_t layer = -1);
+  Id alloc(const char* component, const char* name, int64_t bytes, std::initializer_list<Piece> pieces,
+           Residence residence = Residence::kAllocated, int32_t layer = -1) {
+    return alloc(component, name, bytes, std::span<const Piece>(pieces.begin(), pieces.size()), residence, layer);
+  }
   // The same on a side stream (Stream).
-  Id alloc_on(int32_t stream, const char* component, const char* name, int64_t bytes, std::vector<Piece> pieces = {},
-              int32_t layer = -1);
+  Id alloc_on(int32_t stream, const char* component, const char* name, int64_t bytes,
+              std::span<const Piece> pieces = {}, int32_t layer = -1);
   void free(Id id);
   // Frees `id` and allocates a tensor of the same component, name and stream with a
   // new size (a buffer that grows or shrinks between two moments).
-  Id resize(Id id, int64_t bytes, std::vector<Piece> pieces = {});
+  Id resize(Id id, int64_t bytes, std::span<const Piece> pieces = {});
   void mark(const char* phase, const char* label);
   // Everything before this point is loaded once (weights, states,
   // workspaces); everything after it is one training step, which frees all
@@ -98,11 +113,23 @@ class Timeline {
   const std::vector<Event>& events() const { return events_; }
   const std::vector<Tensor>& tensors() const { return tensors_; }
   const std::vector<Mark>& marks() const { return marks_; }
+  std::span<const Piece> pieces(const Tensor& t) const {
+    return {pieces_.data() + t.piece_begin, static_cast<size_t>(t.piece_count)};
+  }
+  // The distinct component keys, in order of first use (Tensor::component_id).
+  const std::vector<const char*>& components() const { return components_; }
+  // Every tensor's mallocs together (Tensor::first_malloc + mallocs).
+  int64_t mallocs() const { return mallocs_; }
 
  private:
+  int32_t component_id(const char* component);
+
   std::vector<Event> events_;
   std::vector<Tensor> tensors_;
   std::vector<Mark> marks_;
+  std::vector<Piece> pieces_;
+  std::vector<const char*> components_;
+  int64_t mallocs_ = 0;
   size_t step_begin_ = 0;
 };
 
@@ -119,8 +146,9 @@ struct Moment {
 
 // Replays the timeline: one Moment per phase key, in order of first
 // appearance; a phase marked several times keeps its largest moment (the
-// first of equals).
-std::vector<Moment> replay(const Timeline& timeline);
+// first of equals). Without `with_parts` the moments carry their totals only
+// (what the searches read), not their bytes by component.
+std::vector<Moment> replay(const Timeline& timeline, bool with_parts = true);
 
 // The most live bytes of each component at any mark. A phase keeps only its
 // largest moment, where a component need not be at its own largest (the

@@ -43,20 +43,16 @@ std::string token_driver(const TrainOptions& t) {
 // (README "Validation": torchtune's padded Alpaca rows 43-48).
 constexpr int64_t kPaddedRecords = 7;
 
-std::vector<memory::Timeline> shorter_steps(const RankBasis& b, int64_t micro_batch) {
+std::vector<memory::Timeline> shorter_steps(const RankBasis& b, const StepTerms& t) {
   std::vector<memory::Timeline> out;
-  const Request& req = *b.req;
-  if (req.train.padding != Padding::kLongest) return out;
+  if (b.req->train.padding != Padding::kLongest) return out;
   int64_t previous = 0;
   for (int64_t k = 1; k <= kPaddedRecords; ++k) {
-    Request shorter = req;
     // s(1 - 2^-k), rounded up: s - floor(s / 2^k).
-    shorter.train.seq_len = req.train.seq_len - (req.train.seq_len >> k);
-    if (shorter.train.seq_len >= req.train.seq_len || shorter.train.seq_len <= previous) continue;
-    previous = shorter.train.seq_len;
-    RankBasis sb = b;
-    sb.req = &shorter;
-    out.push_back(training_step(sb, step_terms(sb, micro_batch)));
+    const int64_t shorter = t.seq_len - (t.seq_len >> k);
+    if (shorter >= t.seq_len || shorter <= previous) continue;
+    previous = shorter;
+    out.push_back(training_step(b, step_terms(b, t.micro_batch, shorter)));
   }
   return out;
 }
@@ -69,62 +65,92 @@ int64_t allocator_capacity(const RankBasis& b, int64_t card_capacity) {
   return card_capacity > 0 && left > 0 ? left : 0;
 }
 
-// Phases from the replayed moments: the allocated view (live tensors), the
-// reserved view (the caching-allocator replay, or a given fragmentation
-// factor) and the device view (plus what lives outside the allocator: CUDA
-// context, managed optimizer states, NCCL). `detail` gets the allocator
-// replay's facts when it ran. `card_capacity` (fit.h Card::capacity, 0 =
-// no card) bounds the replay: when a new segment would not fit, the
-// allocator frees its cached blocks and retries, as on the card; a step
-// that fails even then does not fit, and is replayed without the bound to
-// show what it would need.
-void assemble_phases(Estimate& e, const RankBasis& b, int64_t micro_batch, const memory::Timeline& tl,
-                     const std::vector<memory::Moment>& moments, memory::ReservedReplay* detail,
-                     ReservedView view = ReservedView::kReplay, int64_t card_capacity = 0) {
+// The reserved view of a step: the caching-allocator replay, on the rank's
+// loaded allocator (RankBasis::loaded), after the padded steps' records
+// (shorter_steps). `card_capacity` (fit.h Card::capacity, 0 = no card)
+// bounds it: when a new segment would not fit, the allocator frees its
+// cached blocks and retries, as on the card; a step that fails even then
+// does not fit, and is replayed without the bound to show what it would
+// need. `detail_moment` as memory::replay_reserved.
+memory::ReservedReplay reserved_replay(const RankBasis& b, const StepTerms& t, const memory::Timeline& tl,
+                                       const std::vector<memory::Moment>& moments, int detail_moment,
+                                       int64_t card_capacity) {
+  const std::vector<memory::Timeline> shorter = shorter_steps(b, t);
+  std::vector<const memory::Timeline*> before;
+  for (const auto& s : shorter) before.push_back(&s);
+  const int64_t capacity = allocator_capacity(b, card_capacity);
+  memory::ReservedReplay rr =
+      memory::replay_reserved(b.loaded(capacity), tl, moments, detail_moment, before, /*stop_at_oom=*/true);
+  rr.capacity = capacity;
+  if (rr.ooms > 0) {
+    const int64_t ooms = rr.ooms;
+    rr = memory::replay_reserved(b.loaded(0), tl, moments, detail_moment, before);
+    rr.ooms = ooms;  // on the card; the figures are the unbounded replay's
+  }
+  return rr;
+}
+
+// One phase's views: the allocated view (live tensors), the reserved view
+// (the caching-allocator replay's `replayed`, or a given fragmentation factor
+// `frag` over allocated) and the device view (plus what lives outside the
+// allocator: CUDA context, managed optimizer states, NCCL).
+struct PhaseBytes {
+  int64_t reserved = 0;
+  int64_t device = 0;
+};
+PhaseBytes phase_bytes(const RankBasis& b, const memory::Moment& m, int64_t replayed,
+                       const std::optional<double>& frag) {
+  constexpr const char* kDevice = "the device memory of one phase";
+  const int64_t alloc = m.allocated;
+  PhaseBytes p;
+  p.reserved = frag ? bytes::add(alloc, to_bytes(*frag * static_cast<double>(alloc), kDevice), kDevice)
+                    : std::max(replayed, alloc);
+  p.device =
+      bytes::add(bytes::add(p.reserved, b.context, kDevice), bytes::add(m.managed, b.nccl.bytes, kDevice), kDevice);
+  return p;
+}
+
+// The fragmentation factor a view applies instead of the replay: the given
+// overheads.fragmentation, or none at all for the live tensors' view.
+std::optional<double> given_fragmentation(const RankBasis& b, ReservedView view) {
   std::optional<double> frag = b.req->overheads.fragmentation;
   if (view == ReservedView::kLiveTensors && !frag) frag = 0.0;
+  return frag;
+}
+
+// Phases from the replayed moments. `detail` gets the allocator replay's
+// facts when it ran (taken at the allocation peak).
+void assemble_phases(Estimate& e, const RankBasis& b, const StepTerms& t, const memory::Timeline& tl,
+                     const std::vector<memory::Moment>& moments, memory::ReservedReplay* detail,
+                     ReservedView view = ReservedView::kReplay, int64_t card_capacity = 0) {
+  const std::optional<double> frag = given_fragmentation(b, view);
   memory::ReservedReplay rr;
   if (!frag) {
-    // The allocator detail is taken at the allocation peak.
     int peak_moment = -1;
     for (size_t i = 0; i < moments.size(); ++i) {
       if (peak_moment < 0 || moments[i].allocated > moments[static_cast<size_t>(peak_moment)].allocated) {
         peak_moment = static_cast<int>(i);
       }
     }
-    const std::vector<memory::Timeline> shorter = shorter_steps(b, micro_batch);
-    std::vector<const memory::Timeline*> before;
-    for (const auto& s : shorter) before.push_back(&s);
-    const int detail_moment = detail != nullptr ? peak_moment : -1;
-    memory::DeviceLimits limits;
-    limits.capacity = allocator_capacity(b, card_capacity);
-    rr = memory::replay_reserved(tl, moments, b.allocator, limits, detail_moment, before);
-    rr.capacity = limits.capacity;
-    if (rr.ooms > 0) {
-      const int64_t ooms = rr.ooms;
-      rr = memory::replay_reserved(tl, moments, b.allocator, {}, detail_moment, before);
-      rr.ooms = ooms;  // on the card; the figures are the unbounded replay's
-    }
+    rr = reserved_replay(b, t, tl, moments, detail != nullptr ? peak_moment : -1, card_capacity);
     e.peak_reserved_bytes = rr.peak_reserved;
   }
   int64_t max_alloc = 0;
   int64_t alloc_at_peak = 0;
   for (size_t i = 0; i < moments.size(); ++i) {
     const memory::Moment& m = moments[i];
+    const PhaseBytes pb = phase_bytes(b, m, frag ? 0 : rr.reserved[i], frag);
     Phase ph;
     ph.key = m.phase;
     ph.label = m.label;
     ph.parts = m.parts;
     const int64_t alloc = m.allocated;
     ph.allocated_bytes = alloc;
-    constexpr const char* kDevice = "the device memory of one phase";
-    ph.reserved_bytes = frag ? bytes::add(alloc, to_bytes(*frag * static_cast<double>(alloc), kDevice), kDevice)
-                             : std::max(rr.reserved[i], alloc);
+    ph.reserved_bytes = pb.reserved;
     ph.parts["allocator"] = ph.reserved_bytes - alloc;
     ph.parts["cuda_context"] = b.context;
     if (b.nccl.bytes > 0) ph.parts["nccl"] = b.nccl.bytes;
-    ph.device_bytes = bytes::add(bytes::add(ph.reserved_bytes, b.context, kDevice),
-                                 bytes::add(m.managed, b.nccl.bytes, kDevice), kDevice);
+    ph.device_bytes = pb.device;
     e.managed_bytes = std::max(e.managed_bytes, m.managed);
     // The peak phase: the largest device view; among equals (the cache
     // holds its size from phase to phase), the one with the most live tensors.
@@ -189,7 +215,8 @@ void step_components(Estimate& e, const RankBasis& b, const StepTerms& t, const 
                      const std::map<std::string, int64_t>& peaks) {
   const Request& req = *b.req;
   const LayerStack& st = req.model.text;
-  const memory::ParallelBuffers& pb = t.buffers;
+  const memory::ParallelBuffers& pb = b.buffers;
+  const memory::TokenBuffers& tb = t.tokens;
   const int64_t N = bytes::mul(t.micro_batch, req.train.seq_len, "tokens per micro-batch");
   const int64_t n = b.sh.group;
   auto& c = e.components;
@@ -235,14 +262,14 @@ void step_components(Estimate& e, const RankBasis& b, const StepTerms& t, const 
                      (b.sh.megatron ? " (Megatron fp32 main-grad shard)" : " (DeepSpeed)"),
                  Pool::kAllocated});
   }
-  if (pb.cp_kv > 0) {
+  if (tb.cp_kv > 0) {
     c.push_back({"cp_kv_exchange", "Context-parallel KV exchange", peak_of(peaks, "cp_kv_exchange"),
                  "2 K/V receive buffers of the local chunk (" + fmt_int(N) +
                      " tokens) in forward; + 2 dK/dV buffers in backward (ring attention)",
                  Pool::kAllocated});
   }
-  if (pb.dispatch > 0) {
-    c.push_back({"moe_dispatch", "Expert-parallel token dispatch", pb.dispatch,
+  if (tb.dispatch > 0) {
+    c.push_back({"moe_dispatch", "Expert-parallel token dispatch", tb.dispatch,
                  "2 x N " + fmt_int(N) + " x top-k " + std::to_string(st.experts_per_token) + " x h " +
                      fmt_int(st.hidden) + " (all-to-all send + receive, balanced routing)",
                  Pool::kAllocated});
@@ -362,6 +389,22 @@ void step_assumptions(Estimate& e, const RankBasis& b) {
   }
 }
 
+// The device peak of a step's phases and the most managed bytes among them
+// (assemble_phases' peak_bytes and managed_bytes, without the phases).
+struct StepPeak {
+  int64_t peak = 0;
+  int64_t managed = 0;
+};
+StepPeak step_peak(const RankBasis& b, const std::vector<memory::Moment>& moments, const memory::ReservedReplay& rr,
+                   const std::optional<double>& frag) {
+  StepPeak p;
+  for (size_t i = 0; i < moments.size(); ++i) {
+    p.peak = std::max(p.peak, phase_bytes(b, moments[i], frag ? 0 : rr.reserved[i], frag).device);
+    p.managed = std::max(p.managed, moments[i].managed);
+  }
+  return p;
+}
+
 // Whether one rank's step at `micro_batch` fits `capacity`: the live tensors
 // first (a lower bound: reserved >= allocated), the allocator replay only
 // when that bound fits. With `allow_paging`, a paged optimizer's managed
@@ -370,13 +413,15 @@ bool step_fits(const RankBasis& basis, int64_t micro_batch, int64_t capacity, bo
   const Result<bool> fits = attempt<bool>([&] {
     const StepTerms terms = step_terms(basis, micro_batch);
     const memory::Timeline tl = training_step(basis, terms);
-    const std::vector<memory::Moment> moments = memory::replay(tl);
-    Estimate live;
-    assemble_phases(live, basis, micro_batch, tl, moments, nullptr, ReservedView::kLiveTensors);
-    if (!fit::runs_on(live.peak_bytes, allow_paging ? live.managed_bytes : 0, capacity)) return false;
-    Estimate e;
-    assemble_phases(e, basis, micro_batch, tl, moments, nullptr, ReservedView::kReplay, capacity);
-    return fit::runs_on(e.peak_bytes, allow_paging ? e.managed_bytes : 0, capacity);
+    const std::vector<memory::Moment> moments = memory::replay(tl, /*with_parts=*/false);
+    const std::optional<double> live_frag = given_fragmentation(basis, ReservedView::kLiveTensors);
+    const StepPeak live = step_peak(basis, moments, {}, live_frag);
+    if (!fit::runs_on(live.peak, allow_paging ? live.managed : 0, capacity)) return false;
+    // A given fragmentation factor is the reserved view itself.
+    if (basis.req->overheads.fragmentation) return true;
+    const memory::ReservedReplay rr = reserved_replay(basis, terms, tl, moments, -1, capacity);
+    const StepPeak e = step_peak(basis, moments, rr, std::nullopt);
+    return fit::runs_on(e.peak, allow_paging ? e.managed : 0, capacity);
   });
   if (fits.ok()) return fits.value();
   // A micro-batch whose figures exceed limits::kMaxBytes fits no GPU (the
@@ -400,7 +445,7 @@ Result<Estimate> estimate_rank(const Request& req, const Request& global, const 
     const memory::Timeline tl = training_step(basis, terms);
     memory::ReservedReplay alloc;
     const std::optional<fit::Card> card = fit::chosen_gpu(global);
-    assemble_phases(e, basis, req.train.micro_batch, tl, memory::replay(tl), &alloc, view, card ? card->capacity : 0);
+    assemble_phases(e, basis, terms, tl, memory::replay(tl), &alloc, view, card ? card->capacity : 0);
     memory::state_components(e.components, req, global.parallel, basis.plan, basis.dt, *basis.opt, basis.sh,
                              basis.state);
     step_components(e, basis, terms, alloc, memory::component_peaks(tl));

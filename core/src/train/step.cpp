@@ -13,6 +13,40 @@ namespace vram::train {
 using memory::Piece;
 using memory::Timeline;
 
+namespace {
+
+// The load part of every step of a rank: model state, workspaces,
+// persistent buffers, and the gradients carried across steps (none
+// otherwise).
+Timeline load_timeline(const RankBasis& b) {
+  const Request& req = *b.req;
+  const TrainOptions& o = req.train;
+  Timeline tl;
+  const memory::StateSizes& sz = b.state.sz;
+  const int64_t placed = memory::fsdp1_construct(
+      tl, b.buffers.fsdp1,
+      bytes::add(bytes::add(sz.weights, sz.weights_quantized, "the weights"), sz.lora_weights, "the weights"));
+  memory::load_state(tl, *b.opt, b.state, b.pieces, req.train.quant, placed);
+  tl.alloc("cublas_workspace", "cuBLAS/cuBLASLt workspaces", b.cublas);
+  if (b.buffers.comm > 0) tl.alloc("comm_buffers", "communication buckets", b.buffers.comm);
+  tl.alloc("misc", "user cushion", req.overheads.misc_bytes);
+  // Gradients that outlive the step: accumulated over micro-steps, or zeroed
+  // in place by zero_grad(set_to_none=False) (TrainOptions::gradients_persist).
+  const bool kept = o.gradients_persist();
+  std::vector<Piece> all_grads;
+  if (kept) {
+    all_grads = b.pieces.grads_head;
+    for (Piece p : b.pieces.grads_layer) all_grads.push_back({p.bytes, p.count * req.model.text.layers});
+    all_grads.insert(all_grads.end(), b.pieces.grads_rest.begin(), b.pieces.grads_rest.end());
+  }
+  tl.alloc("gradients", o.grad_accum > 1 ? "accumulated gradients" : "gradients kept between steps (zeroed)",
+           kept ? b.state.sz.grads : 0, all_grads);
+  tl.begin_step();
+  return tl;
+}
+
+}  // namespace
+
 RankBasis rank_basis(const Request& req, const Request& global, const Stage& stage) {
   RankBasis b;
   b.req = &req;
@@ -24,21 +58,35 @@ RankBasis rank_basis(const Request& req, const Request& global, const Stage& sta
   b.sh = memory::sharding_for(global.parallel);
   b.state = memory::rank_state(req, global.parallel, b.plan, b.dt, *b.opt, b.sh);
   b.pieces = memory::state_pieces(req, b.plan, b.dt, *b.opt, b.sh, b.state);
+  b.buffers = memory::parallel_buffers(req, global.parallel, b.plan, b.dt, b.sh, b.state.sz);
   b.nccl = nccl_memory(global, stage);
   b.cublas = memory::cublas_bytes(req, 2);
   b.context = memory::context_bytes(req);
   b.allocator = memory::allocator_config(req.allocator);
+  b.load = load_timeline(b);
   return b;
 }
 
-StepTerms step_terms(const RankBasis& b, int64_t micro_batch) {
+const memory::LoadedAllocator& RankBasis::loaded(int64_t capacity) const {
+  for (const auto& l : loaded_) {
+    if (l->limits().capacity == capacity) return *l;
+  }
+  memory::DeviceLimits limits;
+  limits.capacity = capacity;
+  return *loaded_.emplace_back(std::make_unique<memory::LoadedAllocator>(load, allocator, limits));
+}
+
+StepTerms step_terms(const RankBasis& b, int64_t micro_batch, int64_t seq_len) {
   const Request& req = *b.req;
   StepTerms t;
   t.micro_batch = micro_batch;
-  t.buffers = memory::parallel_buffers(req, b.global->parallel, b.plan, b.dt, b.sh, b.state.sz, micro_batch);
-  t.act = memory::activation_stack(req, b.plan, b.dt, b.state.sz,
-                                   {b.stage.last, b.stage.in_flight_num, b.stage.in_flight_den}, micro_batch);
-  t.loss = memory::loss_buffers(req, b.dt, b.state.sz.grads_head, b.stage.last, micro_batch, b.plan.head_lora);
+  t.seq_len = seq_len > 0 ? seq_len : req.train.seq_len;
+  t.tokens = memory::token_buffers(req, b.global->parallel, b.dt, micro_batch, t.seq_len);
+  t.act =
+      memory::activation_stack(req, b.plan, b.dt, b.state.sz,
+                               {b.stage.last, b.stage.in_flight_num, b.stage.in_flight_den}, micro_batch, t.seq_len);
+  t.loss =
+      memory::loss_buffers(req, b.dt, b.state.sz.grads_head, b.stage.last, micro_batch, t.seq_len, b.plan.head_lora);
   return t;
 }
 
@@ -104,280 +152,319 @@ std::vector<std::vector<Timeline::Id>> forward_layers(Timeline& tl, const memory
   return ids;
 }
 
-}  // namespace
+// training_step, section by section: the tensors a later section frees are
+// members.
+class StepBuilder {
+ public:
+  StepBuilder(const RankBasis& b, const StepTerms& t)
+      : b_(b),
+        t_(t),
+        o_(b.req->train),
+        sz_(b.state.sz),
+        a_(t.act),
+        f2_(b.buffers.fsdp2),
+        L_(b.req->model.text.layers),
+        moe_layers_(b.req->model.text.moe_layers),
+        kept_(o_.gradients_persist()),
+        tl_(b.load) {}
 
-Timeline training_step(const RankBasis& b, const StepTerms& t) {
-  const Request& req = *b.req;
-  const TrainOptions& o = req.train;
-  const memory::StateSizes& sz = b.state.sz;
-  const memory::ParallelBuffers& pb = t.buffers;
-  const memory::ActivationStack& a = t.act;
-  const int64_t L = req.model.text.layers;
-  const int64_t moe_layers = req.model.text.moe_layers;
-  // Gradients that outlive the step: accumulated over micro-steps, or zeroed
-  // in place by zero_grad(set_to_none=False) (TrainOptions::gradients_persist).
-  const bool kept = o.gradients_persist();
-  Timeline tl;
-
-  // ---- load: model state, workspaces, persistent buffers ----------------
-  const int64_t placed = memory::fsdp1_construct(
-      tl, pb.fsdp1,
-      bytes::add(bytes::add(sz.weights, sz.weights_quantized, "the weights"), sz.lora_weights, "the weights"));
-  memory::load_state(tl, *b.opt, b.state, b.pieces, req.train.quant, placed);
-  tl.alloc("cublas_workspace", "cuBLAS/cuBLASLt workspaces", b.cublas);
-  if (pb.comm > 0) tl.alloc("comm_buffers", "communication buckets", pb.comm);
-  tl.alloc("misc", "user cushion", req.overheads.misc_bytes);
-  // Gradients carried across steps (none otherwise).
-  std::vector<Piece> all_grads;
-  if (kept) {
-    all_grads = b.pieces.grads_head;
-    for (Piece p : b.pieces.grads_layer) all_grads.push_back({p.bytes, p.count * L});
-    all_grads.insert(all_grads.end(), b.pieces.grads_rest.begin(), b.pieces.grads_rest.end());
+  Timeline build() && {
+    forward();
+    loss();
+    backward();
+    optimizer_step();
+    return std::move(tl_);
   }
-  Timeline::Id grads =
-      tl.alloc("gradients", o.grad_accum > 1 ? "accumulated gradients" : "gradients kept between steps (zeroed)",
-               kept ? sz.grads : 0, std::move(all_grads));
-  tl.begin_step();
 
-  // ---- forward -----------------------------------------------------------
-  std::vector<Timeline::Id> fwd;
-  if (sz.autocast_cache > 0)
-    fwd.push_back(tl.alloc("autocast_weight_cache", "autocast weight copies", sz.autocast_cache));
+ private:
   // FSDP2 (memory::Fsdp2Unshard): the copy-in stream's buffers apart from
-  // the unsharded parameters. The root unit's all-gather comes first; each
-  // layer's flat output is allocated while the previous one is still held
-  // (AllGatherState, freed at the next copy-out), so the copy-in stream's
-  // pool keeps the root's output and one layer's beside it. The root's
-  // post-forward frees the last one.
-  const memory::Fsdp2Unshard& f2 = pb.fsdp2;
-  const auto all_gather = [&](int64_t cast, int64_t flat) {
-    const Timeline::Id c = tl.alloc_on(memory::kAllGatherCopyInStream, "gathered_params",
-                                       "all-gather input (param_dtype copy of the local shards)", cast);
+  // the unsharded parameters: the param_dtype cast of the local shards,
+  // freed once the flat output is allocated.
+  Timeline::Id all_gather(int64_t cast, int64_t flat) {
+    const Timeline::Id c = tl_.alloc_on(memory::kAllGatherCopyInStream, "gathered_params",
+                                        "all-gather input (param_dtype copy of the local shards)", cast);
     const Timeline::Id out =
-        tl.alloc_on(memory::kAllGatherCopyInStream, "gathered_params", "flat all-gather output", flat);
-    tl.free(c);
+        tl_.alloc_on(memory::kAllGatherCopyInStream, "gathered_params", "flat all-gather output", flat);
+    tl_.free(c);
     return out;
-  };
-  Timeline::Id flat = -1;
-  if (f2.on) {
-    const Timeline::Id root_flat = all_gather(f2.root_cast, f2.root_flat);
-    fwd.push_back(
-        tl.alloc("gathered_params", "unsharded root unit (embeddings, norm, lm_head)", f2.root_bytes, f2.root));
-    for (int k = 0; k < 2; ++k) {  // layers 0 and 1; later layers repeat layer 1
-      const Timeline::Id next = all_gather(f2.layer_cast, f2.layer_flat);
-      tl.free(k == 0 ? root_flat : flat);
-      flat = next;
-    }
-    fwd.push_back(tl.alloc("gathered_params", "unsharded layer parameters (one layer)", f2.layer_bytes, f2.layer));
-  } else if (pb.fsdp1.on && pb.gathered > 0) {
-    // FSDP1 (memory::Fsdp1Units): under CPU offload each unit's shard is
-    // first copied in on the pre-unshard stream; the unsharded flat
-    // parameters (the root unit, the current and the prefetched layer) are
-    // allocated on the unshard stream.
-    const memory::Fsdp1Units& f1 = pb.fsdp1;
-    if (f1.offload) {
-      for (int64_t unit : {f1.root_bytes, f1.layer_bytes}) {
-        tl.free(tl.alloc_on(memory::kFsdp1PreUnshardStream, "gathered_params", "CPU shard copied to the GPU",
-                            memory::ceil_div(unit, f1.shards)));
-      }
-    }
-    fwd.push_back(tl.alloc_on(memory::kFsdp1UnshardStream, "gathered_params", "unsharded flat parameters", pb.gathered,
-                              f1.gathered));
-  } else if (pb.gathered > 0) {
-    fwd.push_back(tl.alloc("gathered_params", "gathered parameters", pb.gathered));
-  }
-  if (pb.dispatch > 0) fwd.push_back(tl.alloc("moe_dispatch", "expert-parallel dispatch", pb.dispatch));
-  if (pb.cp_kv > 0) fwd.push_back(tl.alloc("cp_kv_exchange", "K/V receive buffers", 2 * pb.cp_kv));
-  // train.keeps_previous_logits (LitGPT): last step's logits and the 4-bit
-  // inputs their graph holds stay until model() returns this step's logits,
-  // while the last lm_head chunk may still hold its dequantised weight
-  // (activation_stack.cpp).
-  const Timeline::Id prev =
-      a.logits > 0 ? tl.alloc("activations", "previous step's logits and 4-bit Linear inputs (kept by the loop)",
-                              bytes::add(a.logits, a.prev_kept_inputs, "the previous step's logits"))
-                   : Timeline::Id{-1};
-  const Timeline::Id vision = tl.alloc("activations", "vision tower / audio encoder activations", a.vision);
-  const Timeline::Id image_kv = tl.alloc("activations", "image cross-attention inputs, keys and values", a.image_kv);
-  const Timeline::Id ple =
-      tl.alloc("activations", "per-layer embeddings and AltUp stacking (Gemma 3n)", a.per_layer_inputs);
-  std::vector<Timeline::Id> pending, returned;
-  std::vector<std::vector<Timeline::Id>> layers = forward_layers(tl, a, L, moe_layers, pending, returned);
-  if (a.returned_kv > 0)
-    returned.push_back(tl.alloc("activations", "key/value cache returned by model() (use_cache)", a.returned_kv));
-  const Timeline::Id head = tl.alloc("activations", "final norm and lm_head inputs", a.head);
-  for (Timeline::Id id : pending) tl.free(id);
-  if (flat >= 0) tl.free(flat);  // the root's post-forward frees the last flat output
-  tl.mark("forward", "end of forward");
-  if (prev >= 0) {
-    const Timeline::Id nl = tl.alloc("loss_buffers", "logits returned by model()", a.logits);
-    const Timeline::Id d = tl.alloc("dequant", "4-bit lm_head dequantised", sz.head_dequant);
-    tl.mark("forward", "end of forward (model() returns; the previous step's logits are still held)");
-    tl.free(d);
-    tl.free(nl);
-    tl.free(prev);
   }
 
-  // ---- loss ----------------------------------------------------------------
-  // LoRA on the head: its logits-sized forward tensors, gone (but for the
-  // logits) before the cross-entropy starts (memory/loss.cpp).
-  if (t.loss.head_lora_forward > 0) {
-    const Timeline::Id hf = tl.alloc("loss_buffers", "lm_head LoRA forward (logits + B(A x))", t.loss.head_lora_forward,
-                                     t.loss.head_lora_forward_pieces);
-    tl.mark("loss", "loss (lm_head forward: the LoRA output added to the logits)");
-    tl.free(hf);
+  // Parameters gathered for compute, alive through forward and backward.
+  // FSDP2: the root unit's all-gather comes first; each layer's flat output
+  // is allocated while the previous one is still held (AllGatherState,
+  // freed at the next copy-out), so the copy-in stream's pool keeps the
+  // root's output and one layer's beside it. The root's post-forward frees
+  // the last one.
+  void gathered() {
+    const memory::ParallelBuffers& pb = b_.buffers;
+    if (f2_.on) {
+      const Timeline::Id root_flat = all_gather(f2_.root_cast, f2_.root_flat);
+      fwd_.push_back(
+          tl_.alloc("gathered_params", "unsharded root unit (embeddings, norm, lm_head)", f2_.root_bytes, f2_.root));
+      for (int k = 0; k < 2; ++k) {  // layers 0 and 1; later layers repeat layer 1
+        const Timeline::Id next = all_gather(f2_.layer_cast, f2_.layer_flat);
+        tl_.free(k == 0 ? root_flat : flat_);
+        flat_ = next;
+      }
+      fwd_.push_back(
+          tl_.alloc("gathered_params", "unsharded layer parameters (one layer)", f2_.layer_bytes, f2_.layer));
+    } else if (pb.fsdp1.on && pb.gathered > 0) {
+      // FSDP1 (memory::Fsdp1Units): under CPU offload each unit's shard is
+      // first copied in on the pre-unshard stream; the unsharded flat
+      // parameters (the root unit, the current and the prefetched layer) are
+      // allocated on the unshard stream.
+      const memory::Fsdp1Units& f1 = pb.fsdp1;
+      if (f1.offload) {
+        for (int64_t unit : {f1.root_bytes, f1.layer_bytes}) {
+          tl_.free(tl_.alloc_on(memory::kFsdp1PreUnshardStream, "gathered_params", "CPU shard copied to the GPU",
+                                memory::ceil_div(unit, f1.shards)));
+        }
+      }
+      fwd_.push_back(tl_.alloc_on(memory::kFsdp1UnshardStream, "gathered_params", "unsharded flat parameters",
+                                  pb.gathered, f1.gathered));
+    } else if (pb.gathered > 0) {
+      fwd_.push_back(tl_.alloc("gathered_params", "gathered parameters", pb.gathered));
+    }
   }
-  std::vector<Timeline::Id> step_grads;  // gradients that appear during this step
-  // FSDP2's sharded gradients are views into each unit's reduce-scatter
-  // output, allocated on the reduce-scatter stream (_fsdp_collectives.py
-  // foreach_reduce: reduce_output = reduce_scatter_input.new_empty(...)
-  // under `with torch.cuda.stream(reduce_scatter_stream)`; "The RS output is
-  // allocated in the RS stream and used in the default stream (for
-  // optimizer)"). zero_grad() frees them into that stream's pool, where the
-  // next forward, on the default stream, cannot reuse them. The root unit
-  // has no input that requires grad, so its post-backward (and its
-  // reduce-scatter: lm_head, norm and embeddings at once) runs in the final
-  // callback (_fsdp_state.py _root_post_backward_final_callback).
-  const bool rs_grads =
-      b.sh.fsdp && b.sh.grads && b.global->parallel.fsdp_version == 2 && !kept && !o.optimizer_in_backward;
-  const auto grad_alloc = [&](const char* name, int64_t bytes, std::vector<Piece> pieces, int32_t layer) {
-    if (rs_grads) return tl.alloc_on(memory::kReduceScatterStream, "gradients", name, bytes, std::move(pieces), layer);
-    return tl.alloc("gradients", name, bytes, std::move(pieces), memory::Residence::kAllocated, layer);
-  };
-  if (t.loss.early_head_grads > 0) {
-    step_grads.push_back(grad_alloc("lm_head gradient (fused loss)", t.loss.early_head_grads, b.pieces.grads_head, -1));
+
+  void forward() {
+    if (sz_.autocast_cache > 0)
+      fwd_.push_back(tl_.alloc("autocast_weight_cache", "autocast weight copies", sz_.autocast_cache));
+    gathered();
+    const memory::TokenBuffers& tb = t_.tokens;
+    if (tb.dispatch > 0) fwd_.push_back(tl_.alloc("moe_dispatch", "expert-parallel dispatch", tb.dispatch));
+    if (tb.cp_kv > 0) fwd_.push_back(tl_.alloc("cp_kv_exchange", "K/V receive buffers", 2 * tb.cp_kv));
+    // train.keeps_previous_logits (LitGPT): last step's logits and the 4-bit
+    // inputs their graph holds stay until model() returns this step's logits,
+    // while the last lm_head chunk may still hold its dequantised weight
+    // (activation_stack.cpp).
+    const Timeline::Id prev =
+        a_.logits > 0 ? tl_.alloc("activations", "previous step's logits and 4-bit Linear inputs (kept by the loop)",
+                                  bytes::add(a_.logits, a_.prev_kept_inputs, "the previous step's logits"))
+                      : Timeline::Id{-1};
+    vision_ = tl_.alloc("activations", "vision tower / audio encoder activations", a_.vision);
+    image_kv_ = tl_.alloc("activations", "image cross-attention inputs, keys and values", a_.image_kv);
+    ple_ = tl_.alloc("activations", "per-layer embeddings and AltUp stacking (Gemma 3n)", a_.per_layer_inputs);
+    std::vector<Timeline::Id> pending;
+    layers_ = forward_layers(tl_, a_, L_, moe_layers_, pending, returned_);
+    if (a_.returned_kv > 0)
+      returned_.push_back(tl_.alloc("activations", "key/value cache returned by model() (use_cache)", a_.returned_kv));
+    head_ = tl_.alloc("activations", "final norm and lm_head inputs", a_.head);
+    for (Timeline::Id id : pending) tl_.free(id);
+    if (flat_ >= 0) tl_.free(flat_);  // the root's post-forward frees the last flat output
+    tl_.mark("forward", "end of forward");
+    if (prev >= 0) {
+      const Timeline::Id nl = tl_.alloc("loss_buffers", "logits returned by model()", a_.logits);
+      const Timeline::Id d = tl_.alloc("dequant", "4-bit lm_head dequantised", sz_.head_dequant);
+      tl_.mark("forward", "end of forward (model() returns; the previous step's logits are still held)");
+      tl_.free(d);
+      tl_.free(nl);
+      tl_.free(prev);
+    }
   }
-  Timeline::Id loss = tl.alloc("loss_buffers", "logits and loss", t.loss.forward, t.loss.forward_pieces);
-  // train.returns_kv_cache: Accelerate's fp32 copy of the returned keys and
-  // values, made with the logits' copy as model() returns.
-  const Timeline::Id kv32 = tl.alloc("loss_buffers", "Accelerate's fp32 copy of the returned key/value cache",
-                                     a.returned_kv_fp32, a.kv_fp32_pieces);
+
+  // A gradient that appears during the step. FSDP2's sharded gradients are
+  // views into each unit's reduce-scatter output, allocated on the
+  // reduce-scatter stream (_fsdp_collectives.py foreach_reduce:
+  // reduce_output = reduce_scatter_input.new_empty(...) under `with
+  // torch.cuda.stream(reduce_scatter_stream)`; "The RS output is allocated in
+  // the RS stream and used in the default stream (for optimizer)").
+  // zero_grad() frees them into that stream's pool, where the next forward,
+  // on the default stream, cannot reuse them. The root unit has no input that
+  // requires grad, so its post-backward (and its reduce-scatter: lm_head,
+  // norm and embeddings at once) runs in the final callback (_fsdp_state.py
+  // _root_post_backward_final_callback).
+  Timeline::Id grad_alloc(const char* name, int64_t bytes, std::span<const Piece> pieces, int32_t layer) {
+    if (rs_grads_) return tl_.alloc_on(memory::kReduceScatterStream, "gradients", name, bytes, pieces, layer);
+    return tl_.alloc("gradients", name, bytes, pieces, memory::Residence::kAllocated, layer);
+  }
+
   // A 4-bit lm_head (Lightning's quantiser) is dequantised by MatMul4Bit
   // while it computes the logits, and again in backward while their
   // gradient is alive (grad_A = grad_output @ dequantize_4bit(B)).
-  auto head_dequant = [&](const char* key, const char* label) {
-    if (sz.head_dequant == 0) return;
-    const Timeline::Id d = tl.alloc("dequant", "4-bit lm_head dequantised", sz.head_dequant);
-    tl.mark(key, label);
-    tl.free(d);
-  };
-  head_dequant("loss", "loss (lm_head forward: its 4-bit weight dequantised)");
-  tl.mark("loss", "loss (cross-entropy forward)");
-  // compute_loss returns: the outputs (and the cache in them) are dropped.
-  tl.free(kv32);
-  for (Timeline::Id id : returned) tl.free(id);
-  loss = tl.resize(loss, t.loss.backward, t.loss.backward_pieces);
-  tl.mark("backward_start", "start of backward (loss backward)");
-  head_dequant("backward_start", "start of backward (lm_head backward: its 4-bit weight dequantised)");
-  if (t.loss.head_lora_backward > 0) {
-    // Then the head's backward: the LoRA branch's logits-sized gradients.
-    loss = tl.resize(loss, t.loss.head_lora_backward, t.loss.head_lora_backward_pieces);
-    tl.mark("backward_start", "start of backward (lm_head backward: the LoRA branch's logits gradients)");
+  void head_dequant(const char* key, const char* label) {
+    if (sz_.head_dequant == 0) return;
+    const Timeline::Id d = tl_.alloc("dequant", "4-bit lm_head dequantised", sz_.head_dequant);
+    tl_.mark(key, label);
+    tl_.free(d);
   }
 
-  // ---- backward sweep, top layer first --------------------------------------
-  tl.free(loss);
-  tl.free(head);
-  // FSDP2 prefetches the next layer's all-gather in backward (one flat
-  // output on the copy-in stream at a time, freed at its copy-out).
-  const Timeline::Id bwd_flat = f2.on ? all_gather(f2.layer_cast, f2.layer_flat) : Timeline::Id{-1};
-  int64_t g_now = kept ? sz.grads : rs_grads ? t.loss.early_head_grads : sz.grads_head;
-  if (!kept && !rs_grads && sz.grads_head - t.loss.early_head_grads != 0) {
-    step_grads.push_back(tl.alloc("gradients", "lm_head and final norm gradients",
-                                  sz.grads_head - t.loss.early_head_grads,
-                                  t.loss.early_head_grads > 0 ? std::vector<Piece>{} : b.pieces.grads_head));
+  void loss() {
+    const memory::LossBuffers& lb = t_.loss;
+    // LoRA on the head: its logits-sized forward tensors, gone (but for the
+    // logits) before the cross-entropy starts (memory/loss.cpp).
+    if (lb.head_lora_forward > 0) {
+      const Timeline::Id hf = tl_.alloc("loss_buffers", "lm_head LoRA forward (logits + B(A x))", lb.head_lora_forward,
+                                        lb.head_lora_forward_pieces);
+      tl_.mark("loss", "loss (lm_head forward: the LoRA output added to the logits)");
+      tl_.free(hf);
+    }
+    rs_grads_ =
+        b_.sh.fsdp && b_.sh.grads && b_.global->parallel.fsdp_version == 2 && !kept_ && !o_.optimizer_in_backward;
+    if (lb.early_head_grads > 0) {
+      step_grads_.push_back(grad_alloc("lm_head gradient (fused loss)", lb.early_head_grads, b_.pieces.grads_head, -1));
+    }
+    loss_ = tl_.alloc("loss_buffers", "logits and loss", lb.forward, lb.forward_pieces);
+    // train.returns_kv_cache: Accelerate's fp32 copy of the returned keys and
+    // values, made with the logits' copy as model() returns.
+    const Timeline::Id kv32 = tl_.alloc("loss_buffers", "Accelerate's fp32 copy of the returned key/value cache",
+                                        a_.returned_kv_fp32, a_.kv_fp32_pieces);
+    head_dequant("loss", "loss (lm_head forward: its 4-bit weight dequantised)");
+    tl_.mark("loss", "loss (cross-entropy forward)");
+    // compute_loss returns: the outputs (and the cache in them) are dropped.
+    tl_.free(kv32);
+    for (Timeline::Id id : returned_) tl_.free(id);
+    loss_ = tl_.resize(loss_, lb.backward, lb.backward_pieces);
+    tl_.mark("backward_start", "start of backward (loss backward)");
+    head_dequant("backward_start", "start of backward (lm_head backward: its 4-bit weight dequantised)");
+    if (lb.head_lora_backward > 0) {
+      // Then the head's backward: the LoRA branch's logits-sized gradients.
+      loss_ = tl_.resize(loss_, lb.head_lora_backward, lb.head_lora_backward_pieces);
+      tl_.mark("backward_start", "start of backward (lm_head backward: the LoRA branch's logits gradients)");
+    }
   }
+
   // Optimizer in backward (torchtune training/memory.py
   // register_optim_in_bwd_hooks: each parameter's post-accumulate-grad hook
   // runs its own optimizer's step() and zero_grad(); LOMO likewise): a
   // gradient lives only until its parameter has stepped, so the sweep holds
   // one parameter's gradient and step temporaries at a time, never all of
-  // them. `step_in_backward` places that moment next to whatever is alive.
-  const bool in_bwd = o.optimizer_in_backward && !kept;
-  const int64_t one_grad = std::min(b.state.grad_elem * sz.largest_trainable_tensor, sz.grads);
-  const auto step_in_backward = [&](Timeline::Id grad_id) {
-    const Timeline::Id st =
-        tl.alloc("optimizer_temporaries", "optimizer step temporaries (one parameter)", sz.opt_temp, b.pieces.opt_temp);
-    tl.mark("backward", "during backward (peak of the layer sweep)");
-    tl.free(st);
-    tl.free(grad_id);
-  };
-  if (in_bwd) {
-    for (Timeline::Id id : step_grads) step_in_backward(id);  // lm_head and final norm
-    step_grads.clear();
+  // them. This places that moment next to whatever is alive.
+  void step_in_backward(Timeline::Id grad_id) {
+    const Timeline::Id st = tl_.alloc("optimizer_temporaries", "optimizer step temporaries (one parameter)",
+                                      sz_.opt_temp, b_.pieces.opt_temp);
+    tl_.mark("backward", "during backward (peak of the layer sweep)");
+    tl_.free(st);
+    tl_.free(grad_id);
   }
-  int64_t a_rem = a.layers;  // saved layer bytes still alive
-  for (int64_t i = L - 1; i >= a.first_grad_layer; --i) {
-    const bool moe = i >= L - moe_layers;
+
+  // Layer i's backward: its temporaries next to what is alive, then its
+  // saved tensors are freed and its gradients appear.
+  void layer_backward(int64_t i) {
+    const bool moe = i >= L_ - moe_layers_;
     const int64_t recompute =
-        o.checkpointing == Checkpointing::kFull || o.checkpointing == Checkpointing::kSelectiveOp ? a.one_layer : 0;
+        o_.checkpointing == Checkpointing::kFull || o_.checkpointing == Checkpointing::kSelectiveOp ? a_.one_layer : 0;
     // The dequantised weight is allocated apart from the length-dependent
     // temporaries (its size is the weight's): with batches of varying length
     // its cached block fits the next step's exactly.
-    std::vector<Piece> temp = {{a.backward_temp - a.backward_dequant, 1}, {a.dx, 1}};
-    if (a.backward_dequant > 0) temp.push_back({a.backward_dequant, 1});
+    std::vector<Piece> temp = {{a_.backward_temp - a_.backward_dequant, 1}, {a_.dx, 1}};
+    if (a_.backward_dequant > 0) temp.push_back({a_.backward_dequant, 1});
     if (recompute > 0) temp.push_back({recompute, 1});
     const Timeline::Id work =
-        tl.alloc("layer_backward", "one layer's backward temporaries", a.backward_temp + recompute + a.dx,
-                 std::move(temp), memory::Residence::kAllocated, static_cast<int32_t>(i));
+        tl_.alloc("layer_backward", "one layer's backward temporaries", a_.backward_temp + recompute + a_.dx, temp,
+                  memory::Residence::kAllocated, static_cast<int32_t>(i));
     Timeline::Id dkv = -1;
-    if (pb.cp_kv > 0) dkv = tl.alloc("cp_kv_exchange", "dK/dV receive buffers", 2 * pb.cp_kv);
-    tl.mark("backward", "during backward (peak of the layer sweep)");
-    if (in_bwd && sz.grads_layer > 0) {
+    if (t_.tokens.cp_kv > 0) dkv = tl_.alloc("cp_kv_exchange", "dK/dV receive buffers", 2 * t_.tokens.cp_kv);
+    tl_.mark("backward", "during backward (peak of the layer sweep)");
+    if (in_bwd_ && sz_.grads_layer > 0) {
       // The layer's largest parameter's gradient, stepped while the layer's
       // backward temporaries are still alive.
-      step_in_backward(tl.alloc("gradients", "one parameter's gradient (stepped in backward)",
-                                std::min(one_grad, sz.grads_layer), {}, memory::Residence::kAllocated,
-                                static_cast<int32_t>(i)));
+      const int64_t one_grad = std::min(b_.state.grad_elem * sz_.largest_trainable_tensor, sz_.grads);
+      step_in_backward(tl_.alloc("gradients", "one parameter's gradient (stepped in backward)",
+                                 std::min(one_grad, sz_.grads_layer), {}, memory::Residence::kAllocated,
+                                 static_cast<int32_t>(i)));
     }
-    tl.free(work);
-    if (dkv >= 0) tl.free(dkv);
-    // Layer i's saved tensors are freed; its gradients appear.
-    a_rem -= moe ? a.layer_moe : a.layer_dense;
-    if (a.offload) {
-      layers[0][0] = tl.resize(layers[0][0], a.resident(a_rem));
+    tl_.free(work);
+    if (dkv >= 0) tl_.free(dkv);
+    a_rem_ -= moe ? a_.layer_moe : a_.layer_dense;
+    if (a_.offload) {
+      layers_[0][0] = tl_.resize(layers_[0][0], a_.resident(a_rem_));
     } else {
-      for (Timeline::Id id : layers[static_cast<size_t>(i - a.first_grad_layer)]) tl.free(id);
+      for (Timeline::Id id : layers_[static_cast<size_t>(i - a_.first_grad_layer)]) tl_.free(id);
     }
-    if (!kept && !in_bwd) {
-      step_grads.push_back(grad_alloc("layer gradients", sz.grads_layer, {}, static_cast<int32_t>(i)));
+    if (!kept_ && !in_bwd_) {
+      step_grads_.push_back(grad_alloc("layer gradients", sz_.grads_layer, {}, static_cast<int32_t>(i)));
     }
-    if (!kept) g_now += sz.grads_layer;
-  }
-  // Embedding gradient at the end (dense V x h grad; tied weights add it
-  // into lm_head's grad through a temporary of the same size).
-  if (sz.grads - g_now != 0) {
-    step_grads.push_back(rs_grads
-                             ? grad_alloc("root unit gradients (embeddings, norm, lm_head)", sz.grads - g_now, {}, -1)
-                             : tl.alloc("gradients", "embedding and other gradients", sz.grads - g_now,
-                                        kept ? std::vector<Piece>{} : b.pieces.grads_rest));
-  }
-  if (bwd_flat >= 0) tl.free(bwd_flat);
-  const int64_t tied_tmp = req.model.tie_word_embeddings && sz.grads_embed > 0 ? sz.grads_embed : 0;
-  const Timeline::Id tied = tl.alloc("layer_backward", "tied embedding gradient temporary", tied_tmp);
-  if (a.offload) tl.free(layers[0][0]);
-  tl.mark("backward", "during backward (peak of the layer sweep)");
-  if (in_bwd) {
-    for (Timeline::Id id : step_grads) step_in_backward(id);  // embeddings and the rest
-    step_grads.clear();
+    if (!kept_) g_now_ += sz_.grads_layer;
   }
 
-  // ---- optimizer step -------------------------------------------------------
-  tl.free(tied);
-  tl.free(vision);
-  tl.free(image_kv);
-  tl.free(ple);
-  for (Timeline::Id id : fwd) tl.free(id);
-  // Stepped in backward: nothing is left to step here.
-  const Timeline::Id temp = tl.alloc("optimizer_temporaries", "optimizer step temporaries", in_bwd ? 0 : sz.opt_temp,
-                                     in_bwd ? std::vector<Piece>{} : b.pieces.opt_temp);
-  tl.mark("optimizer_step", "optimizer step");
+  // The backward sweep, top layer first.
+  void backward() {
+    const int64_t early = t_.loss.early_head_grads;
+    tl_.free(loss_);
+    tl_.free(head_);
+    // FSDP2 prefetches the next layer's all-gather in backward (one flat
+    // output on the copy-in stream at a time, freed at its copy-out).
+    const Timeline::Id bwd_flat = f2_.on ? all_gather(f2_.layer_cast, f2_.layer_flat) : Timeline::Id{-1};
+    g_now_ = kept_ ? sz_.grads : rs_grads_ ? early : sz_.grads_head;
+    if (!kept_ && !rs_grads_ && sz_.grads_head - early != 0) {
+      step_grads_.push_back(tl_.alloc("gradients", "lm_head and final norm gradients", sz_.grads_head - early,
+                                      early > 0 ? std::span<const Piece>{} : b_.pieces.grads_head));
+    }
+    in_bwd_ = o_.optimizer_in_backward && !kept_;
+    if (in_bwd_) {
+      for (Timeline::Id id : step_grads_) step_in_backward(id);  // lm_head and final norm
+      step_grads_.clear();
+    }
+    a_rem_ = a_.layers;  // saved layer bytes still alive
+    for (int64_t i = L_ - 1; i >= a_.first_grad_layer; --i) layer_backward(i);
+    // Embedding gradient at the end (dense V x h grad; tied weights add it
+    // into lm_head's grad through a temporary of the same size).
+    if (sz_.grads - g_now_ != 0) {
+      step_grads_.push_back(
+          rs_grads_ ? grad_alloc("root unit gradients (embeddings, norm, lm_head)", sz_.grads - g_now_, {}, -1)
+                    : tl_.alloc("gradients", "embedding and other gradients", sz_.grads - g_now_,
+                                kept_ ? std::span<const Piece>{} : b_.pieces.grads_rest));
+    }
+    if (bwd_flat >= 0) tl_.free(bwd_flat);
+    const int64_t tied_tmp = b_.req->model.tie_word_embeddings && sz_.grads_embed > 0 ? sz_.grads_embed : 0;
+    tied_ = tl_.alloc("layer_backward", "tied embedding gradient temporary", tied_tmp);
+    if (a_.offload) tl_.free(layers_[0][0]);
+    tl_.mark("backward", "during backward (peak of the layer sweep)");
+    if (in_bwd_) {
+      for (Timeline::Id id : step_grads_) step_in_backward(id);  // embeddings and the rest
+      step_grads_.clear();
+    }
+  }
 
-  // ---- end of step: temporaries go, zero_grad(set_to_none=True) frees the
-  // step's gradients (transformers Trainer, torch.optim.Optimizer.zero_grad);
-  // kept ones stay for the next step.
-  tl.free(temp);
-  for (Timeline::Id id : step_grads) tl.free(id);
-  return tl;
-}
+  // The optimizer step; at its end the temporaries go and
+  // zero_grad(set_to_none=True) frees the step's gradients (transformers
+  // Trainer, torch.optim.Optimizer.zero_grad); kept ones stay for the next
+  // step.
+  void optimizer_step() {
+    tl_.free(tied_);
+    tl_.free(vision_);
+    tl_.free(image_kv_);
+    tl_.free(ple_);
+    for (Timeline::Id id : fwd_) tl_.free(id);
+    // Stepped in backward: nothing is left to step here.
+    const Timeline::Id temp =
+        tl_.alloc("optimizer_temporaries", "optimizer step temporaries", in_bwd_ ? 0 : sz_.opt_temp,
+                  in_bwd_ ? std::span<const Piece>{} : b_.pieces.opt_temp);
+    tl_.mark("optimizer_step", "optimizer step");
+    tl_.free(temp);
+    for (Timeline::Id id : step_grads_) tl_.free(id);
+  }
+
+  const RankBasis& b_;
+  const StepTerms& t_;
+  const TrainOptions& o_;
+  const memory::StateSizes& sz_;
+  const memory::ActivationStack& a_;
+  const memory::Fsdp2Unshard& f2_;
+  const int64_t L_;
+  const int64_t moe_layers_;
+  // Gradients that outlive the step: accumulated over micro-steps, or zeroed
+  // in place by zero_grad(set_to_none=False) (TrainOptions::gradients_persist).
+  const bool kept_;
+  Timeline tl_;
+  // Forward's tensors freed later.
+  std::vector<Timeline::Id> fwd_;  // freed at the optimizer step
+  Timeline::Id flat_ = -1;         // FSDP2's last flat all-gather output
+  Timeline::Id vision_ = -1, image_kv_ = -1, ple_ = -1, head_ = -1;
+  std::vector<Timeline::Id> returned_;             // what model() returns, freed after the loss
+  std::vector<std::vector<Timeline::Id>> layers_;  // each saved layer's tensors
+  // Loss and backward.
+  Timeline::Id loss_ = -1, tied_ = -1;
+  bool rs_grads_ = false;                 // gradients on FSDP2's reduce-scatter stream
+  bool in_bwd_ = false;                   // optimizer in backward
+  std::vector<Timeline::Id> step_grads_;  // gradients that appear during this step
+  int64_t g_now_ = 0;                     // gradient bytes so far
+  int64_t a_rem_ = 0;                     // saved layer bytes still alive
+};
+
+}  // namespace
+
+Timeline training_step(const RankBasis& b, const StepTerms& t) { return StepBuilder(b, t).build(); }
 
 }  // namespace vram::train
