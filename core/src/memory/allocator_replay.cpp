@@ -20,31 +20,26 @@ size_t load_tensors(const Timeline& tl, size_t load_events) {
 
 // Mallocs `t`'s pieces (or its bytes once) on its stream into `slots`, one
 // handle each (a failed malloc leaves kOutOfMemory, which free() ignores).
-// Returns false when one failed. `creators` (if given) gets the tensor that
-// made each new segment or newly mapped pages.
-bool malloc_tensor(CachingAllocator& alloc, const Timeline& tl, const Tensor& t, Handle* slots,
+// `creators` (if given) gets the tensor that made each new segment or newly
+// mapped pages.
+void malloc_tensor(CachingAllocator& alloc, const Timeline& tl, const Tensor& t, Handle* slots,
                    std::vector<std::pair<uint64_t, const char*>>* creators) {
-  bool ok = true;
   auto one = [&](int64_t bytes) {
     const int64_t before = alloc.stats().num_device_alloc;
     const Handle h = alloc.malloc(bytes, t.stream);
     *slots++ = h;
-    if (h <= 0) {
-      ok = false;  // an OOM is counted by the allocator
-      return;
-    }
+    if (h <= 0) return;  // an OOM is counted by the allocator
     if (creators != nullptr && alloc.stats().num_device_alloc != before)
       creators->emplace_back(alloc.address(h), t.name);
   };
   const auto pieces = tl.pieces(t);
   if (pieces.empty()) {
     if (t.bytes > 0) one(t.bytes);
-    return ok;
+    return;
   }
   for (const Piece& p : pieces) {
     for (int64_t k = 0; k < p.count && p.bytes > 0; ++k) one(p.bytes);
   }
-  return ok;
 }
 
 }  // namespace
@@ -90,8 +85,12 @@ class StepReplayer {
     }
   }
 
-  // The step tensors' handles of one timeline.
+  // The step tensors' handles of one timeline. A timeline either starts
+  // with the load (its first `tensors` tensors and `mallocs` mallocs are the
+  // load's) or is a step alone (none are).
   struct Handles {
+    size_t tensors = 0;
+    int64_t mallocs = 0;
     std::vector<Handle> slots;  // by Tensor::first_malloc, from the load's end
     std::vector<char> live;     // by tensor, from the load's end
     // A tensor allocated again while alive (a step that does not free it,
@@ -100,8 +99,12 @@ class StepReplayer {
   };
   Handles handles_for(const Timeline& tl) const {
     Handles h;
-    h.slots.assign(static_cast<size_t>(tl.mallocs() - loaded_.mallocs_), kNullHandle);
-    h.live.assign(tl.tensors().size() - loaded_.tensors_, 0);
+    if (tl.step_begin() > 0) {
+      h.tensors = loaded_.tensors_;
+      h.mallocs = loaded_.mallocs_;
+    }
+    h.slots.assign(static_cast<size_t>(tl.mallocs() - h.mallocs), kNullHandle);
+    h.live.assign(tl.tensors().size() - h.tensors, 0);
     return h;
   }
 
@@ -112,19 +115,19 @@ class StepReplayer {
     const auto i = static_cast<size_t>(ev.index);
     const Tensor& t = tl.tensors()[i];
     if (t.residence == Residence::kManaged) return true;
-    if (i < loaded_.tensors_) {
+    if (i < st.tensors) {
       if (main && ev.op == Event::Op::kFree) free_load_tensor(t, i);
       return true;
     }
-    const size_t local = i - loaded_.tensors_;
-    Handle* slots = st.slots.data() + (t.first_malloc - loaded_.mallocs_);
+    const size_t local = i - st.tensors;
+    Handle* slots = st.slots.data() + (t.first_malloc - st.mallocs);
     if (ev.op == Event::Op::kAlloc) {
       if (st.live[local]) {
         for (int64_t k = 0; k < t.mallocs; ++k) st.earlier.emplace_back(local, slots[k]);
       }
       st.live[local] = 1;
-      const bool ok = malloc_tensor(alloc_, tl, t, slots, track_ ? &creators_ : nullptr);
-      return ok || !stop_at_oom_;
+      malloc_tensor(alloc_, tl, t, slots, track_ ? &creators_ : nullptr);
+      return !stop_at_oom_ || alloc_.stats().num_ooms == 0;
     }
     if (!st.live[local]) return true;
     st.live[local] = 0;
@@ -137,7 +140,7 @@ class StepReplayer {
   bool run_step_of(const Timeline& tl) {
     Handles st = handles_for(tl);
     const auto& events = tl.events();
-    for (size_t e = std::min(loaded_.events_, events.size()); e < events.size(); ++e) {
+    for (size_t e = std::min(tl.step_begin(), events.size()); e < events.size(); ++e) {
       if (events[e].op == Event::Op::kMark) continue;
       if (!apply(tl, st, events[e], false)) return false;
     }
@@ -145,8 +148,8 @@ class StepReplayer {
     // next step starts from the load alone.
     for (size_t local = 0; local < st.live.size(); ++local) {
       if (!st.live[local]) continue;
-      const Tensor& t = tl.tensors()[local + loaded_.tensors_];
-      free_tensor(st, local, st.slots.data() + (t.first_malloc - loaded_.mallocs_), t.mallocs);
+      const Tensor& t = tl.tensors()[local + st.tensors];
+      free_tensor(st, local, st.slots.data() + (t.first_malloc - st.mallocs), t.mallocs);
     }
     return true;
   }
@@ -159,14 +162,11 @@ class StepReplayer {
     std::stable_sort(by_address.begin(), by_address.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
     std::map<std::string, int64_t> by_name;
-    for (const SegmentInfo& s : alloc_.snapshot()) {
-      const int64_t unused = s.total_size - s.allocated_size;
-      if (unused <= 0) continue;
-      auto c = std::upper_bound(by_address.begin(), by_address.end(), s.address,
+    for (const auto& [address, unused] : alloc_.cached_by_segment()) {
+      auto c = std::upper_bound(by_address.begin(), by_address.end(), address,
                                 [](uint64_t a, const auto& x) { return a < x.first; });
-      const bool found = c != by_address.begin() && std::prev(c)->first == s.address;
-      const std::string name = found ? std::string(std::prev(c)->second) : "segments of several tensors";
-      by_name[name] += unused;
+      const bool found = c != by_address.begin() && std::prev(c)->first == address;
+      by_name[found ? std::string(std::prev(c)->second) : "segments of several tensors"] += unused;
     }
     std::vector<std::pair<std::string, int64_t>> out(by_name.begin(), by_name.end());
     // Largest first; equal sizes in name order (stable after the map), so
@@ -220,7 +220,9 @@ ReservedReplay replay_reserved(const LoadedAllocator& loaded, const Timeline& ti
                                const std::vector<Moment>& moments, int detail_moment,
                                const std::vector<const Timeline*>& before, bool stop_at_oom) {
   for (const Timeline* tl : before) {
-    if (!loaded.starts(*tl)) fail(errc::kInternal, "", "a step replayed before another does not start with its load");
+    if (tl->step_begin() > 0 && !loaded.starts(*tl)) {
+      fail(errc::kInternal, "", "a step replayed before another does not start with its load");
+    }
   }
   if (!loaded.starts(timeline)) fail(errc::kInternal, "", "a replayed step does not start with the load given");
   ReservedReplay out;

@@ -91,9 +91,10 @@ class LoadedAllocator {
 // `timeline` must start with the load `loaded` was built from (the same
 // tensors, events and pieces: a copy of it, with the step appended).
 // `detail_moment` indexes `moments` (-1: no detail, the fast path searches
-// use). `before`: steps on the same load replayed once each, in order,
-// before the two steps of `timeline`; only their step part runs, and each
-// must free what it allocates, as a step does. With `stop_at_oom` the replay
+// use). `before`: steps replayed once each, in order, before the two steps
+// of `timeline`, each either a timeline on the same load (its step part
+// runs) or a step alone (Timeline::step_begin 0: no copy of the load to
+// build); each must free what it allocates, as a step does. With `stop_at_oom` the replay
 // stops at the first failed malloc (ooms 1; the other figures are partial):
 // enough for a caller that then replays without the bound.
 ReservedReplay replay_reserved(const LoadedAllocator& loaded, const Timeline& timeline,

@@ -1030,4 +1030,20 @@ uint64_t CachingAllocator::address(Handle handle) const {
 }
 std::vector<SegmentInfo> CachingAllocator::snapshot() const { return impl_->snapshot(); }
 
+std::vector<std::pair<uint64_t, int64_t>> CachingAllocator::cached_by_segment() const {
+  std::vector<std::pair<uint64_t, int64_t>> out;
+  const auto& arena = impl_->arena;
+  for (size_t i = 0; i < arena.size(); ++i) {
+    const Block& head = arena[i];
+    // Segments as snapshot() cuts them.
+    if (!head.live || !head.mapped || (head.prev != kNoBlock && impl_->at(head.prev).mapped)) continue;
+    int64_t unused = 0;
+    for (BlockId b = static_cast<BlockId>(i); b != kNoBlock && impl_->at(b).mapped; b = impl_->at(b).next) {
+      if (!impl_->at(b).allocated) unused += impl_->at(b).size;
+    }
+    if (unused > 0) out.emplace_back(head.ptr, unused);
+  }
+  return out;
+}
+
 }  // namespace vram::memory

@@ -35,6 +35,7 @@
 #include <limits>
 #include <memory>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "vram/status.h"
@@ -233,6 +234,10 @@ class CachingAllocator {
   // Every segment with its blocks, by address (torch.cuda.memory_snapshot()).
   // O(blocks); for tests and reports, not for the replay loop.
   std::vector<SegmentInfo> snapshot() const;
+  // The cached free bytes of each segment that has any (snapshot()'s
+  // total_size - allocated_size), with its address, in no order; O(blocks),
+  // without the block lists.
+  std::vector<std::pair<uint64_t, int64_t>> cached_by_segment() const;
 
  private:
   struct Impl;

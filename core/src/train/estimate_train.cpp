@@ -52,7 +52,7 @@ std::vector<memory::Timeline> shorter_steps(const RankBasis& b, const StepTerms&
     const int64_t shorter = t.seq_len - (t.seq_len >> k);
     if (shorter >= t.seq_len || shorter <= previous) continue;
     previous = shorter;
-    out.push_back(training_step(b, step_terms(b, t.micro_batch, shorter)));
+    out.push_back(training_step(b, step_terms(b, t.micro_batch, shorter), /*with_load=*/false));
   }
   return out;
 }

@@ -156,7 +156,7 @@ std::vector<std::vector<Timeline::Id>> forward_layers(Timeline& tl, const memory
 // members.
 class StepBuilder {
  public:
-  StepBuilder(const RankBasis& b, const StepTerms& t)
+  StepBuilder(const RankBasis& b, const StepTerms& t, bool with_load)
       : b_(b),
         t_(t),
         o_(b.req->train),
@@ -166,7 +166,7 @@ class StepBuilder {
         L_(b.req->model.text.layers),
         moe_layers_(b.req->model.text.moe_layers),
         kept_(o_.gradients_persist()),
-        tl_(b.load) {}
+        tl_(with_load ? b.load : Timeline{}) {}
 
   Timeline build() && {
     forward();
@@ -465,6 +465,8 @@ class StepBuilder {
 
 }  // namespace
 
-Timeline training_step(const RankBasis& b, const StepTerms& t) { return StepBuilder(b, t).build(); }
+Timeline training_step(const RankBasis& b, const StepTerms& t, bool with_load) {
+  return StepBuilder(b, t, with_load).build();
+}
 
 }  // namespace vram::train

@@ -72,7 +72,9 @@ StepTerms step_terms(const RankBasis& basis, int64_t micro_batch, int64_t seq_le
 // The step in order: the rank's load (RankBasis::load), forward layer by
 // layer, loss forward and backward, the backward sweep from the top layer
 // down (each layer's saved tensors freed as its gradients appear), the
-// optimizer step. Marks the phases the result reports.
-memory::Timeline training_step(const RankBasis& basis, const StepTerms& terms);
+// optimizer step. Marks the phases the result reports. With `with_load`
+// false, the step alone (Timeline::step_begin 0): what an allocator replay
+// runs before the measured steps (memory::replay_reserved `before`).
+memory::Timeline training_step(const RankBasis& basis, const StepTerms& terms, bool with_load = true);
 
 }  // namespace vram::train
