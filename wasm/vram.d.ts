@@ -597,6 +597,11 @@ export interface Fit {
   words: string;
   /** Training only: the largest micro-batch that fits without paging, 0 if none. */
   max_micro_batch?: number;
+  /**
+   * Training only: the longest sequence (tokens per sample, at the request's micro-batch) that fits without paging,
+   * 0 if none, at most 1,048,576 (searched up to 2^20); the model's own context limit is not applied.
+   */
+  max_seq_len?: number;
   /** Training with a paged optimizer: the largest micro-batch that runs with its states paging, 0 if none. */
   max_micro_batch_with_paging?: number;
 }

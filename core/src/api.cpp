@@ -218,7 +218,10 @@ json result_json(const Request& req, const Estimate& e) {
     const fit::Verdict v = fit::verdict_of(e.fit, e.fit.headroom_applies);
     out["fit"]["status"] = v.status;
     out["fit"]["words"] = v.words;
-    if (req.task == Task::kTrain) out["fit"]["max_micro_batch"] = e.fit.max_micro_batch;
+    if (req.task == Task::kTrain) {
+      out["fit"]["max_micro_batch"] = e.fit.max_micro_batch;
+      out["fit"]["max_seq_len"] = e.fit.max_seq_len;
+    }
     if (req.task == Task::kTrain && e.managed_bytes > 0) {
       out["fit"]["max_micro_batch_with_paging"] = e.fit.max_micro_batch_with_paging;
     }

@@ -99,6 +99,7 @@ Result<Estimate> estimate_request(const Request& req) {
     e.fit = fit_for(e.peak_bytes, total, capacity, name, e.managed_bytes);
     if (req.task == Task::kTrain) {
       e.fit.max_micro_batch = train::max_micro_batch(req, capacity);
+      e.fit.max_seq_len = train::max_seq_len(req, capacity);
       if (e.managed_bytes > 0) e.fit.max_micro_batch_with_paging = train::max_micro_batch(req, capacity, true);
     }
     const ParallelOptions& par = req.parallel;

@@ -1,6 +1,8 @@
 // What fits on a GPU (fit.h).
 #include "fit.h"
 
+#include <algorithm>
+
 #include "vram/gpus.h"
 
 namespace vram::fit {
@@ -109,16 +111,22 @@ Verdict verdict_of(const Fit& f, bool headroom_applies) {
 
 // Largest v in [1, limit] with fits(v), 0 if none; `fits` must be monotone
 // (true up to some value, false after): doubling, then bisection.
-int64_t largest_fitting(const std::function<bool(int64_t)>& fits, int64_t limit) {
-  if (!fits(1)) return 0;
-  int64_t lo = 1, hi = 2;
-  while (hi <= limit && fits(hi)) {
-    lo = hi;
-    hi *= 2;
+int64_t largest_fitting(const std::function<bool(int64_t)>& fits, int64_t limit, int64_t start) {
+  start = std::clamp<int64_t>(start, 1, limit);
+  int64_t lo = 0, hi = 0;  // fits(lo) (0: nothing does), !fits(hi) (0: not known yet)
+  if (fits(start)) {
+    lo = start;
+  } else {
+    // Halve down from a start that does not fit to one that does.
+    hi = start;
+    for (int64_t v = start / 2; v >= 1 && lo == 0; v /= 2) (fits(v) ? lo : hi) = v;
+    if (lo == 0) return 0;
   }
-  if (hi > limit) {
-    if (fits(limit)) return limit;
-    hi = limit;
+  while (hi == 0) {
+    // Double up from one that fits to one that does not (or the limit).
+    if (lo == limit) return limit;
+    const int64_t next = lo > limit / 2 ? limit : lo * 2;
+    (fits(next) ? lo : hi) = next;
   }
   while (hi - lo > 1) {
     const int64_t mid = lo + (hi - lo) / 2;

@@ -62,7 +62,9 @@ Verdict verdict_of(const Fit& f, bool headroom_applies = true);
 inline constexpr double kFullRecomputeStepFactor = 4.0 / 3.0;
 
 // Largest v in [1, limit] with fits(v), 0 if none; `fits` must be monotone
-// (true up to some value, false after): doubling, then bisection.
-int64_t largest_fitting(const std::function<bool(int64_t)>& fits, int64_t limit);
+// (true up to some value, false after): doubling up (or halving down) from
+// `start`, then bisection. A start near the answer (the request's own value)
+// saves probes.
+int64_t largest_fitting(const std::function<bool(int64_t)>& fits, int64_t limit, int64_t start = 1);
 
 }  // namespace vram::fit

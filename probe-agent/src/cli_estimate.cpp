@@ -290,6 +290,9 @@ void print_estimate_table(const json& r) {
     if (f.contains("max_micro_batch")) {
       std::printf("; largest micro-batch that fits: %lld", static_cast<long long>(f["max_micro_batch"].get<int64_t>()));
     }
+    if (f.contains("max_seq_len")) {
+      std::printf("; longest sequence that fits: %lld tokens", static_cast<long long>(f["max_seq_len"].get<int64_t>()));
+    }
     std::printf("\n");
   }
   if (r.contains("parallel")) {

@@ -522,6 +522,54 @@ TEST_F(TrainTest, LargestMicroBatchThatFitsReallyFits) {
   EXPECT_GT(peak(run(req)), cap);
 }
 
+// The longest sequence that fits (issue 29 item 4): the answer fits and one
+// token more does not, whatever makes the figure (a plain full fine-tune,
+// LitGPT's 128-token loss chunks, torchtune's padded replay, context parallel).
+TEST_F(TrainTest, LongestSequenceThatFitsReallyFits) {
+  const std::vector<std::pair<std::string, json>> jobs = {
+      {"full", {{"micro_batch", 2}}},
+      {"litgpt lora", {{"framework", "litgpt"}, {"method", "lora"}, {"micro_batch", 1}}},
+      {"torchtune padded", {{"framework", "torchtune"}, {"method", "lora"}, {"micro_batch", 2}}},
+  };
+  for (const auto& [name, train] : jobs) {
+    json req = request("meta-llama/Llama-3.2-1B", train);
+    req["train"]["seq_len"] = 2048;
+    req["gpu"] = {{"name", "L4 24GB"}};
+    const json r = run(req);
+    const int64_t s = r["fit"]["max_seq_len"].get<int64_t>();
+    ASSERT_GT(s, 2048) << name;
+    ASSERT_LT(s, int64_t{1} << 20) << name;
+    const int64_t cap = r["fit"]["capacity_bytes"].get<int64_t>();
+    req["train"]["seq_len"] = s;
+    const json at = run(req);
+    EXPECT_LE(peak(at), cap) << name;
+    EXPECT_EQ(at["fit"]["max_seq_len"], s) << name;  // the same answer from any start
+    req["train"]["seq_len"] = s + 1;
+    EXPECT_GT(peak(run(req)), cap) << name;
+  }
+}
+
+// Worked by hand: with FlashAttention-style attention every term of a full
+// fine-tune's step grows linearly in the sequence, so the peak is a + b s on
+// the live tensors; a and b from the peaks at 1024 and 2048 tokens give the
+// longest sequence (capacity - a) / b, which the search must match within
+// the allocator's rounding (one 2 MiB block per tensor kind at most).
+TEST_F(TrainTest, LongestSequenceMatchesTheLinearPeakWorkedByHand) {
+  json req = request("Qwen/Qwen3-0.6B", {{"micro_batch", 1}, {"attention", "sdpa"}});
+  req["overheads"] = {{"fragmentation", 1.0}};  // the live tensors: no allocator replay
+  req["gpu"] = {{"name", "L4 24GB"}};
+  req["train"]["seq_len"] = 1024;
+  const json r1 = run(req);
+  req["train"]["seq_len"] = 2048;
+  const json r2 = run(req);
+  const double b = static_cast<double>(peak(r2) - peak(r1)) / 1024.0;
+  const double a = static_cast<double>(peak(r1)) - 1024.0 * b;
+  const double cap = static_cast<double>(r1["fit"]["capacity_bytes"].get<int64_t>());
+  const double by_hand = (cap - a) / b;
+  const double searched = static_cast<double>(r1["fit"]["max_seq_len"].get<int64_t>());
+  EXPECT_NEAR(searched, by_hand, by_hand * 0.01) << "a " << a << " b " << b;
+}
+
 // ---- bad input ---------------------------------------------------------------
 
 TEST_F(TrainTest, BadTrainingFieldsNameTheirPath) {

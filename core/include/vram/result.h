@@ -50,6 +50,9 @@ struct Fit {
   bool headroom_ok = false;      // peak <= kHeadroomFraction * total (seed 000)
   bool headroom_applies = true;  // false where an engine sizes itself to the card (vLLM)
   int64_t max_micro_batch = 0;   // largest micro-batch that fits (training), 0 if none
+  // Longest sequence at the request's micro-batch that fits (training), 0 if
+  // none, at most train::kMaxSearchedSeqLen.
+  int64_t max_seq_len = 0;
   // With a paged optimizer: the largest micro-batch that runs, its states
   // paging as needed (training), 0 if none.
   int64_t max_micro_batch_with_paging = 0;

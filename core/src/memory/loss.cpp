@@ -81,9 +81,12 @@ void head_lora_buffers(LossBuffers& out, const Dtypes& dt, const HeadLora& head,
 // before the copies' ToCopyBackward, so the fp32 chunk gradients replace the
 // saved log-probabilities one for one, and each cast back to the model dtype
 // adds one chunk.
-void chunked_loss(LossBuffers& out, const TrainOptions& t, bool autocast, int64_t N, int64_t V, double logit_factor) {
+// `seq_len`: the step's own (a padded step's or a search probe's), which sets
+// the number of fixed-size chunks.
+void chunked_loss(LossBuffers& out, const TrainOptions& t, bool autocast, int64_t seq_len, int64_t N, int64_t V,
+                  double logit_factor) {
   const int64_t chunks = std::max<int64_t>(
-      1, std::min(t.loss_chunk_size > 0 ? ceil_div(t.seq_len, t.loss_chunk_size) : t.loss_chunks, t.seq_len));
+      1, std::min(t.loss_chunk_size > 0 ? ceil_div(seq_len, t.loss_chunk_size) : t.loss_chunks, seq_len));
   const int64_t le = out.logits_elem;
   const int64_t li = t.outputs_fp32 ? 4 : le;  // the logits the loss reads (and the loop holds)
   // The cross-entropy's dtype: fp32 with an explicit upcast, and under
@@ -218,7 +221,7 @@ LossBuffers loss_buffers(const Request& req, const Dtypes& dt, int64_t grads_hea
   if (t.fused_loss) {
     fused_loss(out, t, grads_head, N, V, st.hidden, logit_factor);
   } else if (t.loss == LossKind::kChunked) {
-    chunked_loss(out, t, dt.autocast, N, V, logit_factor);
+    chunked_loss(out, t, dt.autocast, seq_len, N, V, logit_factor);
   } else if (t.kernels == Kernels::kUnsloth) {
     unsloth_loss(out, N, V, logit_factor);
   } else {

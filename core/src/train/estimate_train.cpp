@@ -405,13 +405,14 @@ StepPeak step_peak(const RankBasis& b, const std::vector<memory::Moment>& moment
   return p;
 }
 
-// Whether one rank's step at `micro_batch` fits `capacity`: the live tensors
+// Whether one rank's step at `micro_batch` sequences of `seq_len` tokens (the
+// rank's own when 0) fits `capacity`: the live tensors
 // first (a lower bound: reserved >= allocated), the allocator replay only
 // when that bound fits. With `allow_paging`, a paged optimizer's managed
 // states may page out (fit.h runs_on).
-bool step_fits(const RankBasis& basis, int64_t micro_batch, int64_t capacity, bool allow_paging) {
+bool step_fits(const RankBasis& basis, int64_t micro_batch, int64_t seq_len, int64_t capacity, bool allow_paging) {
   const Result<bool> fits = attempt<bool>([&] {
-    const StepTerms terms = step_terms(basis, micro_batch);
+    const StepTerms terms = step_terms(basis, micro_batch, seq_len);
     const memory::Timeline tl = training_step(basis, terms);
     const std::vector<memory::Moment> moments = memory::replay(tl, /*with_parts=*/false);
     const std::optional<double> live_frag = given_fragmentation(basis, ReservedView::kLiveTensors);
@@ -537,10 +538,11 @@ Result<Estimate> estimate_train(const Request& req, ReservedView view) {
 
 namespace vram::train {
 
-int64_t max_micro_batch(const Request& req, int64_t capacity, bool allow_paging) {
-  // Each rank's micro-batch-independent terms once, then only the terms that
-  // scale with the micro-batch per probe.
-  std::vector<Request> ranks;
+namespace {
+
+// Each rank's micro-batch- and sequence-independent terms, once for every
+// probe of a search (empty when the request cannot be estimated).
+std::vector<RankBasis> search_bases(const Request& req, std::vector<Request>& ranks) {
   std::vector<Stage> stages;
   const ParallelOptions& p = req.parallel;
   if (p.tp == 1 && p.pp == 1 && p.cp == 1 && p.dp == 1 && p.ep == 1) {
@@ -553,20 +555,46 @@ int64_t max_micro_batch(const Request& req, int64_t capacity, bool allow_paging)
     }
   }
   std::vector<RankBasis> bases;
-  const bytes::Driver driver(token_driver(req.train));
   if (recover([&] {
         for (size_t i = 0; i < ranks.size(); ++i) bases.push_back(rank_basis(ranks[i], req, stages[i]));
       })) {
-    return 0;
+    bases.clear();
   }
+  return bases;
+}
+
+bool every_rank_fits(const std::vector<RankBasis>& bases, int64_t micro_batch, int64_t seq_len, int64_t capacity,
+                     bool allow_paging) {
+  for (const RankBasis& basis : bases) {
+    if (!step_fits(basis, micro_batch, seq_len, capacity, allow_paging)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int64_t max_micro_batch(const Request& req, int64_t capacity, bool allow_paging) {
+  std::vector<Request> ranks;  // the bases point into these
+  const bytes::Driver driver(token_driver(req.train));
+  const std::vector<RankBasis> bases = search_bases(req, ranks);
+  if (bases.empty()) return 0;
+  return fit::largest_fitting([&](int64_t b) { return every_rank_fits(bases, b, 0, capacity, allow_paging); },
+                              int64_t{1} << 16);
+}
+
+int64_t max_seq_len(const Request& req, int64_t capacity) {
+  std::vector<Request> ranks;
+  const bytes::Driver driver("train.seq_len");
+  const std::vector<RankBasis> bases = search_bases(req, ranks);
+  if (bases.empty()) return 0;
+  const int64_t cp = req.parallel.cp;
   return fit::largest_fitting(
-      [&](int64_t b) {
-        for (const RankBasis& basis : bases) {
-          if (!step_fits(basis, b, capacity, allow_paging)) return false;
-        }
-        return true;
+      [&](int64_t s) {
+        // A context-parallel rank holds its share of the sequence (layout.h
+        // rank_request).
+        return every_rank_fits(bases, req.train.micro_batch, (s + cp - 1) / cp, capacity, false);
       },
-      int64_t{1} << 16);
+      kMaxSearchedSeqLen, req.train.seq_len);
 }
 
 }  // namespace vram::train

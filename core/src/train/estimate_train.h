@@ -24,4 +24,14 @@ Result<Estimate> estimate_train(const Request& req, ReservedView view = Reserved
 // paged optimizer's managed states may overflow the card (fit.h runs_on).
 int64_t max_micro_batch(const Request& req, int64_t capacity, bool allow_paging = false);
 
+// The longest sequence searched (2^20 tokens): a longer one is reported as
+// this bound.
+inline constexpr int64_t kMaxSearchedSeqLen = int64_t{1} << 20;
+
+// Longest sequence (tokens per sample, at the request's micro-batch) whose
+// per-GPU peak fits `capacity`, 0 if none, the same way: how Unsloth and
+// LLaMA-Factory publish what fits a card. The model's own context limit is
+// not applied here (the result states it).
+int64_t max_seq_len(const Request& req, int64_t capacity);
+
 }  // namespace vram::train

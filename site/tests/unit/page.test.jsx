@@ -83,6 +83,17 @@ describe('the page with the real estimator', () => {
     );
   });
 
+  it('shows the longest sequence that fits the chosen card next to the largest micro-batch', async () => {
+    await openPage('#m=preset:Qwen/Qwen3-0.6B&task=train&method=full&seq=1024&gpu=L4%2024GB');
+    const term = await screen.findByText(/Longest sequence that fits/);
+    const words = term.closest('div').querySelector('dd').textContent;
+    const tokens = Number(words.match(/^([\d,]+) tokens/)[1].replaceAll(',', ''));
+    // The job at seq 1024 fits an L4, so the longest sequence is at least that.
+    expect(tokens).toBeGreaterThanOrEqual(1024);
+    expect(tokens).toBeLessThan(1048576);
+    expect(words).toMatch(/at this micro-batch/);
+  });
+
   it('shows allocated against reserved memory in every phase and explains the gap', async () => {
     await openPage('#m=preset:Qwen/Qwen3-0.6B&method=full');
     const list = screen.getByRole('list', { name: 'Memory by phase' });

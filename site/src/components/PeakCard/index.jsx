@@ -4,6 +4,17 @@ import { bytesTitle, formatGiB, formatPercent } from '../../lib/format.js';
 import { verdictOf } from '../../lib/verdict.js';
 import styles from './style.module.css';
 
+// The longest training sequence that fits (fit.max_seq_len, searched up to
+// 2^20 tokens), with the model's own context when the card allows more.
+export function seqLenWords(n, result) {
+  if (n === 0) return 'none: even 1 token is too long at this micro-batch';
+  const words = `${n.toLocaleString('en-US')} tokens${n >= 1048576 ? ' or more' : ''} at this micro-batch`;
+  const context = result?.model?.facts?.max_position_embeddings;
+  return Number.isSafeInteger(context) && n > context
+    ? `${words} (beyond the model's ${context.toLocaleString('en-US')}-token context)`
+    : words;
+}
+
 /** The verdict on a result's fit: the core's (lib/verdict.js), the same everywhere. */
 export const verdict = verdictOf;
 
@@ -134,6 +145,14 @@ export function PeakCard({ result }) {
                 ? 'none: even 1 is too large (see what would make it fit)'
                 : fit.max_micro_batch}
             </dd>
+          </div>
+        )}
+        {fit && Number.isSafeInteger(fit.max_seq_len) && (
+          <div>
+            <dt>
+              Longest sequence that fits <code>max_seq_length</code>
+            </dt>
+            <dd>{seqLenWords(fit.max_seq_len, result)}</dd>
           </div>
         )}
         {Number.isFinite(result.peak_allocated_bytes) && (
