@@ -131,8 +131,8 @@ describe('the WebAssembly modules a visit loads', () => {
         [],
         'hf at its newest release needs no vram_plan',
       );
-      const framework = page.getByLabel('Framework', { exact: true });
-      const release = page.getByLabel('Release', { exact: true });
+      const framework = page.getByLabel(/train\.framework/);
+      const release = page.getByLabel(/framework@release/);
       const names = await framework.locator('option').evaluateAll((os) => os.map((o) => o.value));
       assert.ok(names.length >= 9, `frameworks: ${names}`);
       // The page's request once it names `fw` (its recipe filled in), and its peak against vram-probe's.
