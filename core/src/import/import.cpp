@@ -351,16 +351,16 @@ std::optional<int64_t> hidden_size(const json& cfg) {
 // in directly (import_json, Python).
 void check_values(const json& content, const std::string& file) {
   int64_t values = 0;
-  std::vector<const json*> todo = {&content};
-  while (!todo.empty()) {
-    const json* v = todo.back();
-    todo.pop_back();
+  std::vector<const json*> pending = {&content};
+  while (!pending.empty()) {
+    const json* v = pending.back();
+    pending.pop_back();
     if (++values > kMaxImportValues) {
       fail(errc::kOutOfRange, file,
            file + ": more than " + std::to_string(kMaxImportValues) + " values, the limit on an imported file");
     }
     if (v->is_structured()) {
-      for (const auto& child : *v) todo.push_back(&child);
+      for (const auto& child : *v) pending.push_back(&child);
     }
   }
 }
