@@ -12,6 +12,7 @@
 #include "format.h"
 #include "memory/allocator_replay.h"
 #include "memory/bytes.h"
+#include "memory/overheads.h"
 #include "train/step.h"
 
 namespace vram::train {
@@ -592,7 +593,7 @@ int64_t max_seq_len(const Request& req, int64_t capacity) {
       [&](int64_t s) {
         // A context-parallel rank holds its share of the sequence (layout.h
         // rank_request).
-        return every_rank_fits(bases, req.train.micro_batch, (s + cp - 1) / cp, capacity, false);
+        return every_rank_fits(bases, req.train.micro_batch, memory::ceil_div(s, cp), capacity, false);
       },
       kMaxSearchedSeqLen, req.train.seq_len);
 }
