@@ -739,8 +739,11 @@ export interface Result {
   peak_bytes: number;
   /** torch.cuda.max_memory_allocated at the peak. */
   peak_allocated_bytes: number;
-  /** torch.cuda.max_memory_reserved at the peak. */
+  /** torch.cuda.max_memory_reserved at the peak; training: the upper end of the reserved range (the most
+   * the job or a smaller job of it reserves alone), the figure the peak and the fit use. */
   peak_reserved_bytes: number;
+  /** Training (allocator replay): the lower end of the reserved range, the job's own replay alone. */
+  peak_reserved_low_bytes?: number;
   /** Contract. Key of the phase where the peak happens. */
   peak_phase: string;
   /** Tokens in one micro-batch (micro_batch x seq_len, or batch x context_len). */

@@ -186,6 +186,11 @@ json result_json(const Request& req, const Estimate& e) {
               {"gpus", gpus},
               {"assumptions", e.assumptions},
               {"warnings", e.warnings}};
+  // The reserved range (issue 33): peak_reserved_bytes is its upper end, the
+  // figure the peak and the fit use.
+  if (req.task == Task::kTrain && e.peak_reserved_low_bytes > 0) {
+    out["peak_reserved_low_bytes"] = e.peak_reserved_low_bytes;
+  }
   if (req.task == Task::kTrain) {
     // Which framework the estimate assumed and every default it applied.
     json applied = json::array();

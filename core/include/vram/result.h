@@ -103,7 +103,10 @@ struct Estimate {
   int64_t peak_bytes = 0;            // device view at the peak phase (what must fit)
   int64_t peak_allocated_bytes = 0;  // torch.cuda.max_memory_allocated
   int64_t peak_reserved_bytes = 0;   // torch.cuda.max_memory_reserved
-  int64_t managed_bytes = 0;         // CUDA managed memory (paged optimizer states), part of peak_bytes
+  // Training: the lower end of the reserved range, the job's two steps
+  // replayed alone (without the smaller jobs before them); 0 when not replayed.
+  int64_t peak_reserved_low_bytes = 0;
+  int64_t managed_bytes = 0;  // CUDA managed memory (paged optimizer states), part of peak_bytes
   std::string peak_phase;
   int64_t params_trainable = 0;
   int64_t tokens_per_micro_batch = 0;

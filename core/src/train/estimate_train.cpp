@@ -91,6 +91,65 @@ memory::ReservedReplay reserved_replay(const RankBasis& b, const StepTerms& t, c
   return rr;
 }
 
+// The reserved range (issue 33). A caching allocator can hold more for a
+// smaller job than for a larger one: a freed block serves a later request
+// only if it is at least as large (CUDACachingAllocator.cpp get_free_block,
+// pytorch v2.5.1), so at a small micro-batch the fixed-size tensors that
+// follow the freed activations (gradients, optimizer temporaries) get
+// segments of their own, while a larger micro-batch's freed activations
+// hold them, and a segment goes back to the device only in
+// release_cached_blocks (empty_cache(), a failed cudaMalloc). The job
+// replayed alone is the lower end of the range; the upper end is the most
+// the job or one of its smaller jobs reserves alone: the job's sequence at
+// micro-batches 1 to kEveryMicroBatchUpTo and at every power of two below
+// its micro-batch, and micro-batch 1 at every power of two from
+// kSmallestSeqLen below its sequence. A smaller job's set is inside a larger
+// one's, so the upper end never falls as the micro-batch grows (at any
+// sequence: through kEveryMicroBatchUpTo, then from power of two to power of
+// two) or as the sequence grows from power of two to power of two at
+// micro-batch 1 (README "Reliability"); the peak, the fit and the searches
+// use it. Both bounds are set by cost: a set of k jobs costs k replays.
+constexpr int64_t kEveryMicroBatchUpTo = 8;
+constexpr int64_t kSmallestSeqLen = 128;
+
+std::vector<std::pair<int64_t, int64_t>> smaller_jobs(int64_t micro_batch, int64_t seq_len) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (int64_t m = 1; m < micro_batch && m <= kEveryMicroBatchUpTo; ++m) out.emplace_back(m, seq_len);
+  for (int64_t m = 2 * kEveryMicroBatchUpTo; m < micro_batch; m *= 2) out.emplace_back(m, seq_len);
+  for (int64_t s = kSmallestSeqLen; s < seq_len; s *= 2) out.emplace_back(1, s);
+  return out;
+}
+
+// The largest reserved peak among the smaller jobs (0 when there are none),
+// which one, and the peaks already replayed by a search (`memo`, by
+// micro-batch and sequence; may be null).
+struct SmallerPeak {
+  int64_t reserved = 0;
+  int64_t micro_batch = 0;
+  int64_t seq_len = 0;
+};
+struct ReservedMemo {  // micro-batch, seq_len -> max_memory_reserved; a few dozen at most
+  std::vector<std::pair<std::pair<int64_t, int64_t>, int64_t>> seen;
+};
+SmallerPeak smaller_jobs_peak(const RankBasis& b, const StepTerms& t, int64_t card_capacity, ReservedMemo* memo) {
+  SmallerPeak out;
+  for (const auto& job : smaller_jobs(t.micro_batch, t.seq_len)) {
+    int64_t reserved = -1;
+    if (memo != nullptr) {
+      for (const auto& [key, r] : memo->seen) {
+        if (key == job) reserved = r;
+      }
+    }
+    if (reserved < 0) {
+      const StepTerms st = step_terms(b, job.first, job.second);
+      reserved = reserved_replay(b, st, training_step(b, st), {}, -1, card_capacity).peak_reserved;
+      if (memo != nullptr) memo->seen.emplace_back(job, reserved);
+    }
+    if (reserved > out.reserved) out = {reserved, job.first, job.second};
+  }
+  return out;
+}
+
 // One phase's views: the allocated view (live tensors), the reserved view
 // (the caching-allocator replay's `replayed`, or a given fragmentation factor
 // `frag` over allocated) and the device view (plus what lives outside the
@@ -119,6 +178,28 @@ std::optional<double> given_fragmentation(const RankBasis& b, ReservedView view)
   return frag;
 }
 
+// The upper end of the reserved range (smaller_jobs) at the peak phase; the
+// job alone is the lower end (Estimate::peak_reserved_low_bytes). A smaller
+// job counts with its max_memory_reserved, which with a card can exceed what
+// this job's phases show after the allocator freed its cache to retry.
+void raise_to_upper_end(Estimate& e, const RankBasis& b, const StepTerms& t, int64_t card_capacity, size_t peak_index) {
+  e.peak_reserved_low_bytes = e.peak_reserved_bytes;
+  const SmallerPeak s = smaller_jobs_peak(b, t, card_capacity, nullptr);
+  e.peak_reserved_bytes = std::max(e.peak_reserved_bytes, s.reserved);
+  Phase& ph = e.phases[peak_index];
+  if (s.reserved <= ph.reserved_bytes) return;
+  constexpr const char* kDevice = "the device memory of one phase";
+  const int64_t extra = s.reserved - ph.reserved_bytes;
+  ph.reserved_bytes = s.reserved;
+  ph.parts["allocator"] += extra;
+  ph.device_bytes = bytes::add(ph.device_bytes, extra, kDevice);
+  e.peak_bytes = ph.device_bytes;
+  e.assumptions.push_back("reserved at the peak: the upper end of the reserved range, what micro-batch " +
+                          std::to_string(s.micro_batch) + " x " + std::to_string(s.seq_len) +
+                          " tokens reserves alone; this job alone: peak_reserved_low_bytes (a freed block serves "
+                          "only requests no larger than itself, CUDACachingAllocator.cpp get_free_block)");
+}
+
 // Phases from the replayed moments. `detail` gets the allocator replay's
 // facts when it ran (taken at the allocation peak).
 void assemble_phases(Estimate& e, const RankBasis& b, const StepTerms& t, const memory::Timeline& tl,
@@ -138,6 +219,7 @@ void assemble_phases(Estimate& e, const RankBasis& b, const StepTerms& t, const 
   }
   int64_t max_alloc = 0;
   int64_t alloc_at_peak = 0;
+  size_t peak_index = 0;
   for (size_t i = 0; i < moments.size(); ++i) {
     const memory::Moment& m = moments[i];
     const PhaseBytes pb = phase_bytes(b, m, frag ? 0 : rr.reserved[i], frag);
@@ -159,12 +241,14 @@ void assemble_phases(Estimate& e, const RankBasis& b, const StepTerms& t, const 
       e.peak_bytes = ph.device_bytes;
       e.peak_phase = ph.key;
       alloc_at_peak = alloc;
+      peak_index = i;
     }
     max_alloc = std::max(max_alloc, alloc);
     e.peak_reserved_bytes = std::max(e.peak_reserved_bytes, ph.reserved_bytes);
     e.phases.push_back(std::move(ph));
   }
   e.peak_allocated_bytes = max_alloc;
+  if (!frag && detail != nullptr && !e.phases.empty()) raise_to_upper_end(e, b, t, card_capacity, peak_index);
   if (detail != nullptr) *detail = std::move(rr);
 }
 
@@ -411,7 +495,8 @@ StepPeak step_peak(const RankBasis& b, const std::vector<memory::Moment>& moment
 // first (a lower bound: reserved >= allocated), the allocator replay only
 // when that bound fits. With `allow_paging`, a paged optimizer's managed
 // states may page out (fit.h runs_on).
-bool step_fits(const RankBasis& basis, int64_t micro_batch, int64_t seq_len, int64_t capacity, bool allow_paging) {
+bool step_fits(const RankBasis& basis, int64_t micro_batch, int64_t seq_len, int64_t capacity, bool allow_paging,
+               ReservedMemo& memo) {
   const Result<bool> fits = attempt<bool>([&] {
     const StepTerms terms = step_terms(basis, micro_batch, seq_len);
     const memory::Timeline tl = training_step(basis, terms);
@@ -423,7 +508,13 @@ bool step_fits(const RankBasis& basis, int64_t micro_batch, int64_t seq_len, int
     if (basis.req->overheads.fragmentation) return true;
     const memory::ReservedReplay rr = reserved_replay(basis, terms, tl, moments, -1, capacity);
     const StepPeak e = step_peak(basis, moments, rr, std::nullopt);
-    return fit::runs_on(e.peak, allow_paging ? e.managed : 0, capacity);
+    if (!fit::runs_on(e.peak, allow_paging ? e.managed : 0, capacity)) return false;
+    // The upper end of the reserved range (smaller_jobs): every smaller job fits.
+    const SmallerPeak smaller = smaller_jobs_peak(basis, terms, capacity, &memo);
+    constexpr const char* kDevice = "the device memory of one phase";
+    const int64_t upper = bytes::add(bytes::add(smaller.reserved, basis.context, kDevice),
+                                     bytes::add(e.managed, basis.nccl.bytes, kDevice), kDevice);
+    return fit::runs_on(upper, allow_paging ? e.managed : 0, capacity);
   });
   if (fits.ok()) return fits.value();
   // A micro-batch whose figures exceed limits::kMaxBytes fits no GPU (the
@@ -455,6 +546,30 @@ Result<Estimate> estimate_rank(const Request& req, const Request& global, const 
     return e;
   });
 }
+
+namespace {
+
+// Where more GPUs cost memory (issue 33): NCCL's buffers are not sharded, and
+// they grow with the data-parallel group (a dp communicator appears at 2
+// ranks; NVLS buffers scale with the ranks in a node, layout.cpp
+// nccl_memory). When this layout's buffers exceed those of half its
+// data-parallel ranks, the note says by how much: where the shards shrink
+// by less than that, adding GPUs raises the per-GPU peak.
+void nccl_growth_note(Estimate& e, const Request& req) {
+  const ParallelOptions& p = req.parallel;
+  if (p.dp < 2 || p.dp % 2 != 0) return;
+  const Stage stage = pipeline_stages(req).front();
+  Request half = req;
+  half.parallel.dp = p.dp / 2;
+  half.parallel.gpus = p.gpus / 2;
+  const int64_t now = nccl_memory(req, stage).bytes;
+  const int64_t before = nccl_memory(half, stage).bytes;
+  if (now <= before) return;
+  e.assumptions.push_back("NCCL buffers grow with the GPUs: " + fmt_int(now) + " B per GPU, " + fmt_int(before) +
+                          " B with half the data-parallel ranks; not sharded, so more GPUs can raise the per-GPU peak");
+}
+
+}  // namespace
 
 Result<Estimate> estimate_train(const Request& req, ReservedView view) {
   const ParallelOptions& p = req.parallel;
@@ -499,6 +614,7 @@ Result<Estimate> estimate_train(const Request& req, ReservedView view) {
   for (const auto& c : e.components) {
     if (c.key == "nccl") e.facts.emplace_back("nccl_bytes", c.bytes);
   }
+  nccl_growth_note(e, req);
   if (p.pp > 1) {
     const auto busiest = std::max_element(summaries.begin(), summaries.end(),
                                           [](const auto& a, const auto& b) { return a.peak_bytes < b.peak_bytes; });
@@ -564,10 +680,13 @@ std::vector<RankBasis> search_bases(const Request& req, std::vector<Request>& ra
   return bases;
 }
 
+// `memos`: one per basis, kept over a search's probes (the smaller jobs of
+// one probe are mostly those of the one before).
 bool every_rank_fits(const std::vector<RankBasis>& bases, int64_t micro_batch, int64_t seq_len, int64_t capacity,
-                     bool allow_paging) {
-  for (const RankBasis& basis : bases) {
-    if (!step_fits(basis, micro_batch, seq_len, capacity, allow_paging)) return false;
+                     bool allow_paging, std::vector<ReservedMemo>& memos) {
+  memos.resize(bases.size());
+  for (size_t i = 0; i < bases.size(); ++i) {
+    if (!step_fits(bases[i], micro_batch, seq_len, capacity, allow_paging, memos[i])) return false;
   }
   return true;
 }
@@ -579,7 +698,8 @@ int64_t max_micro_batch(const Request& req, int64_t capacity, bool allow_paging)
   const bytes::Driver driver(token_driver(req.train));
   const std::vector<RankBasis> bases = search_bases(req, ranks);
   if (bases.empty()) return 0;
-  return fit::largest_fitting([&](int64_t b) { return every_rank_fits(bases, b, 0, capacity, allow_paging); },
+  std::vector<ReservedMemo> memos;
+  return fit::largest_fitting([&](int64_t b) { return every_rank_fits(bases, b, 0, capacity, allow_paging, memos); },
                               int64_t{1} << 16);
 }
 
@@ -589,11 +709,12 @@ int64_t max_seq_len(const Request& req, int64_t capacity) {
   const std::vector<RankBasis> bases = search_bases(req, ranks);
   if (bases.empty()) return 0;
   const int64_t cp = req.parallel.cp;
+  std::vector<ReservedMemo> memos;
   return fit::largest_fitting(
       [&](int64_t s) {
         // A context-parallel rank holds its share of the sequence (layout.h
         // rank_request).
-        return every_rank_fits(bases, req.train.micro_batch, memory::ceil_div(s, cp), capacity, false);
+        return every_rank_fits(bases, req.train.micro_batch, memory::ceil_div(s, cp), capacity, false, memos);
       },
       kMaxSearchedSeqLen, req.train.seq_len);
 }
