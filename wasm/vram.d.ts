@@ -273,6 +273,12 @@ export interface ParallelOptions {
   main_grads_fp32?: boolean;
   /** FSDP implementation: 1 = FlatParameter units (FullyShardedDataParallel), 2 = per-parameter fully_shard; default 1. */
   fsdp_version?: 1 | 2;
+  /**
+   * FSDP1 sync_module_states: each unit broadcast from rank 0 while it is built (bucket copies the caching allocator
+   * keeps); default false, true by the release rules of hf / Axolotl / LLaMA-Factory (transformers >= 4.31) and
+   * torchtune < 0.3 under FSDP1.
+   */
+  fsdp_sync_module_states?: boolean;
   /** FSDP MixedPrecision reduce_dtype of the gradient reduce-scatter; default the parameter dtype. */
   fsdp_reduce_dtype?: 'bf16' | 'fp16' | 'fp32';
   /** NCCL channels per communicator (NCCL_MAX_NCHANNELS), 1 to 64; default 32. */

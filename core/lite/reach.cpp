@@ -97,4 +97,13 @@ json framework_defaults(const json& request, FrameworkJob& job, std::vector<Fram
   return filled;
 }
 
+// Every training estimate calls it; only an FSDP1 layout has units, and
+// those (their construction replay, and the release rules such as
+// sync_module_states that shape it) the full module answers.
+int64_t fsdp1_construct(memory::Timeline& /*tl*/, const memory::Fsdp1Units& u, const ModelSpec& /*m*/,
+                        const memory::TrainablePlan& /*plan*/, int64_t /*budget*/) {
+  if (u.on) elsewhere("parallel.fsdp", "an FSDP1 layout (FlatParameter units)");
+  return 0;
+}
+
 }  // namespace vram::reach

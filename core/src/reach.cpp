@@ -57,4 +57,10 @@ json framework_defaults(const json& request, FrameworkJob& job, std::vector<Fram
   return with_framework_defaults(request, job, applied);
 }
 
+int64_t fsdp1_construct(memory::Timeline& tl, const memory::Fsdp1Units& u, const ModelSpec& m,
+                        const memory::TrainablePlan& plan, int64_t budget) {
+  if (!u.on) return 0;
+  return memory::fsdp1_construct(tl, u, memory::fsdp1_tensors(m, plan, u.built), budget);
+}
+
 }  // namespace vram::reach

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "memory/parallel_buffers.h"
 #include "vram/families.h"
 #include "vram/json_reader.h"
 #include "vram/model.h"
@@ -76,5 +77,13 @@ json infer_devices_json(const Estimate& e);
 // but hf (and no release, no versions.*) and leaves every other to the full
 // module (train.framework, versions.<library>).
 json framework_defaults(const json& request, FrameworkJob& job, std::vector<FrameworkDefault>& applied);
+
+// memory::fsdp1_construct (memory/parallel_buffers.h): FSDP1's construction
+// replay, unit by unit (0 bytes placed for any other layout). The lite build
+// leaves FSDP1 layouts to the full
+// module (its framework_defaults answers them not_in_module first): their
+// construction, and the release rules (sync_module_states) that shape it.
+int64_t fsdp1_construct(memory::Timeline& tl, const memory::Fsdp1Units& u, const ModelSpec& m,
+                        const memory::TrainablePlan& plan, int64_t budget);
 
 }  // namespace vram::reach

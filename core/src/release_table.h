@@ -273,6 +273,20 @@ inline constexpr RuleRow kRules[] = {
      "train.lora.adapter_fp32", false,
      "huggingface/trl e4ed7a3a (PR #1654, first in v0.9.3): get_peft_model(..., autocast_adapter_dtype=False) for "
      "QLoRA under FSDP, so PEFT >= 0.12 does not upcast the adapters either"},
+    // FSDP1's construction broadcasts each unit from rank 0
+    // (memory/parallel_buffers.h broadcast_buckets).
+    {"transformers", ">=4.31", "hf|axolotl|llama_factory",
+     "parallel.fsdp=full_shard,shard_grad_op,hybrid_shard,no_shard|parallel.fsdp_version=1",
+     "parallel.fsdp_sync_module_states", true,
+     "huggingface/accelerate 50eabe5b (v0.21.0, with transformers 4.31) FullyShardedDataParallelPlugin "
+     "sync_module_states defaults to True (FSDP_SYNC_MODULE_STATES, 'True' through v0.33); the Trainer's "
+     "TrainingArguments writes FSDP_SYNC_MODULE_STATES from fsdp_config.get('sync_module_states', 'true'); Answer.AI "
+     "fsdp_qlora train.py 50efa1e passes sync_module_states=low_memory (True by default)"},
+    {"torchtune", "<0.3", "torchtune",
+     "parallel.fsdp=full_shard,shard_grad_op,hybrid_shard,no_shard|parallel.fsdp_version=1",
+     "parallel.fsdp_sync_module_states", true,
+     "torchtune v0.1.0 / v0.2.0 recipes/full_finetune_distributed.py and lora_finetune_distributed.py wrap the "
+     "model in FSDP(..., sync_module_states=True); v0.3.0 moved to FSDP2's fully_shard"},
     {"transformers", "<4.36", "hf|axolotl|llama_factory|unsloth", "", "train.attention", "eager",
      "huggingface/transformers v4.36.0 (PR #26572) added attn_implementation and the SDPA path; before, every "
      "model ran its eager attention (the s^2 probabilities kept for backward)"},

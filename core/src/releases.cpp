@@ -309,12 +309,25 @@ bool set_path(json& request, const std::string& dotted, const json& value) {
   return false;
 }
 
+// The value a condition reads: parallel.sharding (one field for zero / fsdp /
+// distributed_optimizer, request.cpp) stands for the dedicated field it names.
+json condition_value(const json& filled, const std::string& path) {
+  if (!has_path(filled, path) && has_path(filled, "parallel.sharding")) {
+    const json s = value_at(filled, "parallel.sharding");
+    const std::string v = s.is_string() ? s.get<std::string>() : "";
+    const bool zero = v.size() == 5 && v.rfind("zero", 0) == 0;
+    if (path == "parallel.zero" && zero) return v[4] - '0';
+    if (path == "parallel.fsdp" && !v.empty() && !zero && v != "ddp" && v != "distributed_optimizer") return v;
+  }
+  return value_at(filled, path);
+}
+
 // Every "path=value" condition of `when` ('|'-separated) holds; "path=a,b"
 // holds for either value.
 bool holds(const json& filled, const char* when) {
   for (const std::string& cond : detail::split_bars(when)) {
     const size_t eq = cond.find('=');
-    const json v = value_at(filled, cond.substr(0, eq));
+    const json v = condition_value(filled, cond.substr(0, eq));
     const std::string have = v.is_string() ? v.get<std::string>() : v.dump();
     const std::string want = "," + cond.substr(eq + 1) + ",";
     if (want.find("," + have + ",") == std::string::npos) return false;

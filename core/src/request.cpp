@@ -421,6 +421,7 @@ void parse_parallel(const JsonReader& p, Request& req) {
   o.distributed_optimizer = p.bool_or("distributed_optimizer", o.distributed_optimizer);
   o.main_grads_fp32 = p.bool_or("main_grads_fp32", defaults::kMainGradsFp32);
   o.fsdp_version = p.int_or("fsdp_version", defaults::kFsdpVersion, 1, 2);
+  o.fsdp_sync_module_states = p.bool_or("fsdp_sync_module_states", false);
   // FSDP MixedPrecision(param_dtype, reduce_dtype): bytes of the gathered
   // parameters and of the gradient reduction.
   for (auto [key, out] :

@@ -419,6 +419,7 @@ Parallel:  --gpus N  --dp N  --tp N  --pp N  --cp N  --zero 0-3  --fsdp full_sha
            --distributed-optimizer true|false (Megatron, shards fp32 main params + states over dp; not with ZeRO/FSDP)
            --main-grads-fp32 true|false (Megatron fp32 main-grad buffer, default true)
            --fsdp-version 1|2 (FlatParameter / fully_shard)  --fsdp-reduce-dtype bf16|fp16|fp32 (default: param dtype)
+           --fsdp-sync-module-states true|false (FSDP1: each unit broadcast from rank 0 while built; default by release)
            --nccl-channels 1-64 (default 32)  --nvls true|false (NVLink SHARP buffers; default by GPU)
            --deepspeed-config ds_config.json  (zero_optimization, micro-batch, accumulation, bf16)
 GPU:       --gpu NAME (e.g. "H100 80GB", A100-40GB, 4090)  --gpu-mem GIB

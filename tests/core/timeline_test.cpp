@@ -527,7 +527,7 @@ TEST(Fsdp1Construction, UnitsMovedFlattenedAndShardedLeaveTheirBlocksCached) {
   u.shards = 2;
   const auto replay = [](const memory::Fsdp1Units& units, int64_t budget) {
     Timeline tl;
-    const int64_t kept = memory::fsdp1_construct(tl, units, budget);
+    const int64_t kept = memory::fsdp1_construct(tl, units, {}, budget);
     tl.begin_step();
     const memory::ReservedReplay r = memory::replay_reserved(tl, {}, {}, {});
     return std::make_tuple(kept, r.peak_reserved, r.peak_allocated);
@@ -547,6 +547,71 @@ TEST(Fsdp1Construction, UnitsMovedFlattenedAndShardedLeaveTheirBlocksCached) {
   u.offload = false;
   u.shards = 1;
   EXPECT_EQ(replay(u, 1000 * MiB), std::make_tuple(600 * MiB, 1000 * MiB, 900 * MiB));
+}
+
+// sync_module_states' buckets (torch 2.2 c10d broadcast_coalesced with
+// FSDP's 250 MiB): a Llama-2-7B decoder layer in bf16 (q, k, v, o 32 MiB, gate,
+// up, down 86 MiB, two norms) closes its first bucket at up_proj (300 MiB, a
+// flat copy) and sends down_proj and the norms in a second; the root's
+// embedding is exactly 250 MiB, a bucket of its own (no copy), and the final
+// norm rides with lm_head.
+TEST(Fsdp1Construction, SyncModuleStatesBucketsAreHandWorked) {
+  constexpr int64_t q = 4096LL * 4096 * 2, mlp = 11008LL * 4096 * 2, norm = 4096 * 2, embed = 32000LL * 4096 * 2;
+  EXPECT_EQ(memory::broadcast_buckets({q, q, q, q, mlp, mlp, mlp, norm, norm}),
+            (std::vector<int64_t>{4 * q + 2 * mlp, mlp + 2 * norm}));
+  EXPECT_EQ(memory::broadcast_buckets({embed, norm, embed}), (std::vector<int64_t>{0, norm + embed}));
+  EXPECT_TRUE(memory::broadcast_buckets({}).empty());
+}
+
+// One unit of 100 + 200 + 100 MiB over 2 ranks: moved parameter by parameter
+// (three segments), then with sync_module_states the first two broadcast as
+// one 300 MiB flat copy (the last alone, a view), freed before the 400 MiB
+// FlatParameter, which cannot use its block; the 200 MiB shard then splits
+// it: 400 + 300 + 400 = 1100 MiB reserved. Without it the shard needs its own
+// segment: 400 + 400 + 200 = 1000. The allocated peak is the same (moved +
+// FlatParameter + shard).
+TEST(Fsdp1Construction, SyncModuleStatesLeavesItsBucketCached) {
+  constexpr int64_t MiB = 1 << 20;
+  memory::Fsdp1Units u;
+  u.on = true;
+  u.layers = 1;
+  u.layer_bytes = 400 * MiB;
+  u.shards = 2;
+  const auto replay = [](const memory::Fsdp1Units& units) {
+    Timeline tl;
+    const int64_t kept = memory::fsdp1_construct(tl, units, {{100 * MiB, 200 * MiB, 100 * MiB}, {}}, 1000 * MiB);
+    tl.begin_step();
+    const memory::ReservedReplay r = memory::replay_reserved(tl, {}, {}, {});
+    return std::make_tuple(kept, r.peak_reserved, r.peak_allocated);
+  };
+  EXPECT_EQ(replay(u), std::make_tuple(200 * MiB, 1000 * MiB, 1000 * MiB));
+  u.sync = true;
+  EXPECT_EQ(replay(u), std::make_tuple(200 * MiB, 1100 * MiB, 1000 * MiB));
+}
+
+// hf (accelerate / the Trainer) and torchtune before 0.3 build FSDP1 with
+// sync_module_states=True: a release rule, listed with its source; LitGPT
+// (Fabric's FSDPStrategy) leaves torch's default, False.
+TEST(Fsdp1Construction, SyncModuleStatesIsAReleaseRule) {
+  const auto applied = [](const std::string& framework, const json& parallel) {
+    json r = {{"model", {{"config", testing::model_config("meta-llama/Llama-3.2-1B")}}},
+              {"task", "train"},
+              {"train", {{"framework", framework}, {"method", "lora"}, {"seq_len", 512}}},
+              {"parallel", parallel}};
+    const json est = vram::estimate(r);
+    EXPECT_FALSE(est.contains("error")) << est.dump();
+    for (const json& d : est["framework"]["defaults_applied"]) {
+      if (d["path"] == "parallel.fsdp_sync_module_states" && d["value"] == true) return true;
+    }
+    return false;
+  };
+  const json fsdp1 = {{"gpus", 2}, {"fsdp", "full_shard"}, {"fsdp_version", 1}};
+  EXPECT_TRUE(applied("hf@4.39.0", fsdp1));
+  EXPECT_TRUE(applied("hf@4.39.0", {{"gpus", 2}, {"sharding", "full_shard"}, {"fsdp_version", 1}}));
+  EXPECT_TRUE(applied("torchtune@0.2.0", fsdp1));
+  EXPECT_FALSE(applied("torchtune@0.3.0", fsdp1));
+  EXPECT_FALSE(applied("litgpt@0.4.0", fsdp1));
+  EXPECT_FALSE(applied("hf@4.39.0", {{"gpus", 2}}));
 }
 
 // In training FSDP1 allocates the unsharded flat parameters on its unshard

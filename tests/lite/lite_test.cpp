@@ -58,6 +58,10 @@ TEST(Lite, LeavesEverythingElseToTheFullModuleAtTheFieldThatNeedsIt) {
   release["train"]["framework"] = "hf@4.44";
   json versions = train_request({{"config", llama}});
   versions["versions"] = {{"peft", "0.10.0"}};
+  json fsdp1 = train_request({{"config", llama}});
+  fsdp1["parallel"] = {{"gpus", 2}, {"fsdp", "full_shard"}};
+  json sharding = train_request({{"config", llama}});
+  sharding["parallel"] = {{"gpus", 2}, {"sharding", "hybrid_shard"}, {"fsdp_version", 1}};
   const Case cases[] = {
       {"gemma2", train_request({{"config", testing::model_config("google/gemma-2-2b")}}), "model.config.model_type"},
       {"mixtral", train_request({{"config", testing::model_config("mistralai/Mixtral-8x7B-v0.1")}}),
@@ -72,6 +76,8 @@ TEST(Lite, LeavesEverythingElseToTheFullModuleAtTheFieldThatNeedsIt) {
       {"another framework", unsloth, "train.framework"},
       {"a release", release, "train.framework"},
       {"library versions", versions, "versions.peft"},
+      {"FSDP1 (its construction replay and release rules)", fsdp1, "parallel.fsdp"},
+      {"FSDP1 through parallel.sharding", sharding, "parallel.fsdp"},
   };
   for (const auto& c : cases) {
     const json out = answer(c.request);
@@ -98,6 +104,14 @@ TEST(Lite, AnswersHfAtItsNewestReleaseItself) {
   EXPECT_TRUE(hf["defaults"].empty());
   const json other = json::parse(framework_defaults_json(R"({"framework": "torchtune"})"));
   EXPECT_EQ(other["error"]["code"], errc::kNotInModule) << other.dump();
+}
+
+// FSDP2 (fully_shard) has no construction replay: this module answers it.
+TEST(Lite, AnswersFsdp2Itself) {
+  json req = train_request({{"config", testing::model_config("meta-llama/Llama-3.2-1B")}});
+  req["parallel"] = {{"gpus", 2}, {"fsdp", "full_shard"}, {"fsdp_version", 2}};
+  const json out = answer(req);
+  EXPECT_FALSE(out.contains("error")) << out.dump();
 }
 
 TEST(Lite, AnswersABadRequestAndAnUnknownTypeAsTheFullBuildDoes) {

@@ -318,7 +318,7 @@ TEST(ImportAccelerate, FsdpTemplateGivesTwoGpusFullShard) {
   const json expected = json::parse(R"({
     "task": "train",
     "train": {"grad_checkpointing": "none"},
-    "parallel": {"gpus": 2, "fsdp": "full_shard"}
+    "parallel": {"gpus": 2, "fsdp": "full_shard", "fsdp_sync_module_states": true}
   })");
   EXPECT_EQ(r["request"], expected) << r["request"].dump(2);
 }

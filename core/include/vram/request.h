@@ -179,6 +179,9 @@ struct ParallelOptions {
   int64_t fsdp_version = defaults::kFsdpVersion;
   int64_t fsdp_reduce_bytes = 0;
   int64_t fsdp_param_bytes = 0;  // MixedPrecision param_dtype (the gathered copy); 0 = the weights' dtype
+  // FSDP1 FullyShardedDataParallel(sync_module_states=True): each unit is
+  // broadcast from rank 0 while it is built (parallel_buffers.h Fsdp1Units).
+  bool fsdp_sync_module_states = false;
   // NCCL (research/memory-internals.md §2.4): channels per ring/tree
   // connection set, and NVLink SHARP buffers on NVSwitch systems (unset = by GPU).
   int64_t nccl_channels = defaults::kNcclChannels;

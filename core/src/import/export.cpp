@@ -130,6 +130,7 @@ json export_accelerate(const Request& r) {
     a["fsdp_config"] = {{"fsdp_sharding_strategy", fsdp_strategy_upper(p.fsdp)},
                         {"fsdp_offload_params", p.offload_params},
                         {"fsdp_version", p.fsdp_version},
+                        {"fsdp_sync_module_states", p.fsdp_sync_module_states},
                         {"fsdp_activation_checkpointing", r.train.checkpointing != Checkpointing::kNone},
                         {"fsdp_auto_wrap_policy", "TRANSFORMER_BASED_WRAP"}};
   } else {

@@ -214,10 +214,13 @@ void map_fsdp_config(FileContext& ctx, const std::string& base) {
     ctx.use(k("offload_params"));
   }
   if (ctx.has(k("activation_checkpointing"))) set_checkpointing(ctx, k("activation_checkpointing"));
+  if (ctx.has(k("sync_module_states"))) {
+    ctx.set(k("sync_module_states"), "parallel.fsdp_sync_module_states", ctx.flag(k("sync_module_states")));
+  }
   for (const char* n :
-       {"auto_wrap_policy", "backward_prefetch", "forward_prefetch", "state_dict_type", "sync_module_states",
-        "use_orig_params", "cpu_ram_efficient_loading", "transformer_layer_cls_to_wrap", "min_num_params",
-        "limit_all_gathers", "xla", "xla_fsdp_grad_ckpt", "xla_fsdp_v2", "cpu_offload_pin_memory"}) {
+       {"auto_wrap_policy", "backward_prefetch", "forward_prefetch", "state_dict_type", "use_orig_params",
+        "cpu_ram_efficient_loading", "transformer_layer_cls_to_wrap", "min_num_params", "limit_all_gathers", "xla",
+        "xla_fsdp_grad_ckpt", "xla_fsdp_v2", "cpu_offload_pin_memory"}) {
     if (ctx.at(k(n)) != nullptr) ctx.ignore(k(n));
   }
 }

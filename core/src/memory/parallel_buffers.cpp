@@ -151,6 +151,8 @@ Fsdp1Units fsdp1_units(const ModelSpec& m, const ParallelOptions& par, const Tra
   const int64_t built = plan.base_trainable > 0 ? dt.weight : dt.frozen;
   f.layer_bytes = u.layer * built + u.layer_quant;
   f.root_bytes = u.root * built;
+  f.built = built;
+  f.sync = par.fsdp_sync_module_states;
   f.shards = sh.weights ? std::max<int64_t>(sh.group, 1) : 1;
   f.offload = par.offload_params;
   if (gathered > 0 && !sh.deepspeed) {
@@ -230,7 +232,85 @@ TokenBuffers token_buffers(const Request& req, const ParallelOptions& par, const
   return out;
 }
 
-int64_t fsdp1_construct(Timeline& tl, const Fsdp1Units& u, int64_t budget) {
+std::vector<int64_t> broadcast_buckets(const std::vector<int64_t>& tensors) {
+  constexpr int64_t kParamBroadcastBucketSize = int64_t{250} << 20;
+  std::vector<int64_t> out;
+  int64_t bytes = 0, count = 0;
+  const auto close = [&] {
+    if (count > 0) out.push_back(count > 1 ? bytes : 0);
+    bytes = count = 0;
+  };
+  for (int64_t t : tensors) {
+    bytes += t;
+    ++count;
+    if (bytes >= kParamBroadcastBucketSize) close();
+  }
+  close();
+  return out;
+}
+
+namespace {
+
+// One unit's (fsdp1_tensors): a decoder layer's or the root's.
+std::vector<int64_t> unit_tensors(const ModelSpec& m, const TrainablePlan& plan, int64_t built, bool layer) {
+  std::vector<int64_t> every, sparse, dense;
+  int64_t sparse_bytes = 0, dense_bytes = 0;
+  for (size_t i = 0; i < m.groups.size(); ++i) {
+    const ParamGroup& g = m.groups[i];
+    const int64_t span = m.layer_span(g);
+    const bool quantized = plan.groups[i].quantized;
+    if (layer ? span == 0 : (g.stack != "text" || span != 0 || quantized)) continue;
+    std::vector<int64_t>& out = !layer || g.layers == LayerSet::kEvery ? every
+                                : g.layers == LayerSet::kMoe           ? sparse
+                                                                       : dense;
+    const int64_t bytes = quantized ? ceil_div(g.in_features * g.out_features, 2) : g.numel * built;
+    const int64_t n = layer ? g.instances / span : g.instances;
+    for (int64_t k = 0; k < n; ++k) out.push_back(bytes);
+    if (&out != &every) (&out == &sparse ? sparse_bytes : dense_bytes) += n * bytes;
+  }
+  for (int64_t b : sparse_bytes >= dense_bytes ? sparse : dense) every.push_back(b);
+  return every;
+}
+
+// A unit's parameters as one tensor of pieces, each its own malloc, in
+// module order (runs of equal sizes as one piece with a count).
+std::vector<Piece> moved_pieces(const std::vector<int64_t>& tensors) {
+  std::vector<Piece> out;
+  for (int64_t t : tensors) {
+    if (!out.empty() && out.back().bytes == t) {
+      ++out.back().count;
+    } else {
+      out.push_back({t, 1});
+    }
+  }
+  return out;
+}
+
+// sync_module_states' flat copies (broadcast_buckets), at most two alive:
+// the older of two in flight finishes (and is freed) before a third starts.
+void broadcast_unit(Timeline& tl, const std::vector<int64_t>& tensors) {
+  Timeline::Id in_flight[2] = {-1, -1};
+  const auto finish = [&](Timeline::Id id) {
+    if (id >= 0) tl.free(id);
+  };
+  size_t n = 0;
+  for (int64_t flat : broadcast_buckets(tensors)) {
+    Timeline::Id& slot = in_flight[n % 2];
+    if (n >= 2) finish(slot);
+    slot = flat > 0 ? tl.alloc("weights_load", "FSDP1 sync_module_states: a broadcast bucket", flat) : -1;
+    ++n;
+  }
+  if (n >= 2) finish(in_flight[n % 2]);
+  if (n >= 1) finish(in_flight[(n - 1) % 2]);
+}
+
+}  // namespace
+
+Fsdp1Tensors fsdp1_tensors(const ModelSpec& m, const TrainablePlan& plan, int64_t built) {
+  return {unit_tensors(m, plan, built, /*layer=*/true), unit_tensors(m, plan, built, /*layer=*/false)};
+}
+
+int64_t fsdp1_construct(Timeline& tl, const Fsdp1Units& u, const Fsdp1Tensors& tensors, int64_t budget) {
   if (!u.on) return 0;
   int64_t kept = 0;
   // What a unit leaves on the GPU, within the rank's weights (`budget`).
@@ -239,9 +319,14 @@ int64_t fsdp1_construct(Timeline& tl, const Fsdp1Units& u, int64_t budget) {
     kept += b;
     return b;
   };
-  const auto construct = [&](int64_t bytes) {
+  const auto construct = [&](int64_t bytes, const std::vector<int64_t>& tensors) {
     if (bytes <= 0) return;
-    const Timeline::Id moved = tl.alloc("weights_load", "FSDP1 construction: the unit moved to the GPU", bytes);
+    // _init_utils.py _init_param_handle_from_module: _move_module_to_device,
+    // then (sync_module_states) _sync_module_params_and_buffers, then
+    // _init_param_handle_from_params.
+    const Timeline::Id moved =
+        tl.alloc("weights_load", "FSDP1 construction: the unit moved to the GPU", bytes, moved_pieces(tensors));
+    if (u.sync) broadcast_unit(tl, tensors);
     if (u.shards <= 1) {  // NO_SHARD: the flat parameter is the unit's parameter
       tl.alloc("weights", "FSDP1 flat parameter (NO_SHARD)", keep(bytes));
       tl.free(moved);
@@ -268,8 +353,8 @@ int64_t fsdp1_construct(Timeline& tl, const Fsdp1Units& u, int64_t budget) {
     tl.free(moved);
   };
   // Auto-wrapping builds the inner units first: the layers, then the root.
-  for (int64_t i = 0; i < u.layers; ++i) construct(u.layer_bytes);
-  construct(u.root_bytes);
+  for (int64_t i = 0; i < u.layers; ++i) construct(u.layer_bytes, tensors.layer);
+  construct(u.root_bytes, tensors.root);
   return kept;
 }
 

@@ -61,12 +61,37 @@ struct Fsdp1Units {
   int64_t shards = 1;           // ranks a unit is sharded over (1: NO_SHARD)
   bool offload = false;         // CPUOffload(offload_params=True)
   std::vector<Piece> gathered;  // unshard stream: the root unit, the current and the prefetched layer
+  int64_t built = 0;            // bytes per parameter as built (model dtype; 4-bit codes: packed bytes)
+  bool sync = false;            // FullyShardedDataParallel(sync_module_states=True)
 };
+
+// Each unit's parameters in module order (m.groups), bytes as built: moved to
+// the GPU one by one (_init_utils.py _move_states_to_device: `param.data =
+// param.to(device)`) and, with sync_module_states, broadcast from rank 0 in
+// buckets (fsdp1_construct). A decoder layer's: the routed-expert or the
+// dense MLP set, whichever is larger, as unit_params counts it.
+struct Fsdp1Tensors {
+  std::vector<int64_t> layer, root;
+};
+Fsdp1Tensors fsdp1_tensors(const ModelSpec& m, const TrainablePlan& plan, int64_t built);
+
+// The flat copies sync_module_states makes of one unit's parameters
+// (`tensors`, in module order), as torch 2.2 makes them:
+// torch/distributed/fsdp/_init_utils.py _sync_module_params_and_buffers calls
+// _sync_params_and_buffers(..., PARAM_BROADCAST_BUCKET_SIZE = 250 MiB, src=0),
+// which is c10d broadcast_coalesced (torch/csrc/distributed/c10d/comm.cpp):
+// compute_bucket_assignment_by_size (reducer.cpp) closes a bucket once it
+// holds >= 250 MiB, each bucket is one BroadcastWork whose
+// flatten_dense_tensors copies its tensors into one flat tensor (a bucket of
+// one tensor is a view, no copy), and at most two are in flight (the older is
+// finished and freed before a third starts). Each entry is one flat copy's
+// bytes; 0 stands for a bucket of one tensor.
+std::vector<int64_t> broadcast_buckets(const std::vector<int64_t>& tensors);
 
 // Emits FSDP1's construction (Fsdp1Units) into the load part of `tl`; returns
 // the bytes of shards it leaves on the GPU, at most `budget` (the rank's
 // weights, which the load then allocates less of).
-int64_t fsdp1_construct(Timeline& tl, const Fsdp1Units& u, int64_t budget);
+int64_t fsdp1_construct(Timeline& tl, const Fsdp1Units& u, const Fsdp1Tensors& tensors, int64_t budget);
 
 // The buffers that do not depend on the tokens of a micro-batch: gathered
 // parameters and gradient buckets.

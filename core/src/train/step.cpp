@@ -7,6 +7,7 @@
 #include "memory/allocator_replay.h"
 #include "memory/bytes.h"
 #include "memory/overheads.h"
+#include "reach.h"
 
 namespace vram::train {
 
@@ -23,8 +24,8 @@ Timeline load_timeline(const RankBasis& b) {
   const TrainOptions& o = req.train;
   Timeline tl;
   const memory::StateSizes& sz = b.state.sz;
-  const int64_t placed = memory::fsdp1_construct(
-      tl, b.buffers.fsdp1,
+  const int64_t placed = reach::fsdp1_construct(
+      tl, b.buffers.fsdp1, req.model, b.plan,
       bytes::add(bytes::add(sz.weights, sz.weights_quantized, "the weights"), sz.lora_weights, "the weights"));
   memory::load_state(tl, *b.opt, b.state, b.pieces, req.train.quant, placed);
   tl.alloc("cublas_workspace", "cuBLAS/cuBLASLt workspaces", b.cublas);
