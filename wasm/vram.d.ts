@@ -610,6 +610,12 @@ export interface Fit {
   max_seq_len?: number;
   /** Training with a paged optimizer: the largest micro-batch that runs with its states paging, 0 if none. */
   max_micro_batch_with_paging?: number;
+  /**
+   * Training only: what the fit searches above ran. `probes`: steps built and checked against the card (one per
+   * rank and tried size); `replays`: caching-allocator replays among them (a probe whose live tensors already
+   * exceed the card replays nothing; a bounded replay that fails and the unbounded one after it are two).
+   */
+  search?: { probes: number; replays: number };
 }
 
 /** One row of the GPU table: the same peak against every catalog card. */

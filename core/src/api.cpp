@@ -226,6 +226,7 @@ json result_json(const Request& req, const Estimate& e) {
     if (req.task == Task::kTrain) {
       out["fit"]["max_micro_batch"] = e.fit.max_micro_batch;
       out["fit"]["max_seq_len"] = e.fit.max_seq_len;
+      out["fit"]["search"] = {{"probes", e.fit.search_probes}, {"replays", e.fit.search_replays}};
     }
     if (req.task == Task::kTrain && e.managed_bytes > 0) {
       out["fit"]["max_micro_batch_with_paging"] = e.fit.max_micro_batch_with_paging;

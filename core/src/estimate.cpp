@@ -98,9 +98,12 @@ Result<Estimate> estimate_request(const Request& req) {
     e.has_fit = true;
     e.fit = fit_for(e.peak_bytes, total, capacity, name, e.managed_bytes);
     if (req.task == Task::kTrain) {
-      e.fit.max_micro_batch = train::max_micro_batch(req, capacity);
-      e.fit.max_seq_len = train::max_seq_len(req, capacity);
-      if (e.managed_bytes > 0) e.fit.max_micro_batch_with_paging = train::max_micro_batch(req, capacity, true);
+      train::FitSearch search(req);
+      e.fit.max_micro_batch = search.max_micro_batch(capacity);
+      e.fit.max_seq_len = search.max_seq_len(capacity);
+      if (e.managed_bytes > 0) e.fit.max_micro_batch_with_paging = search.max_micro_batch(capacity, true);
+      e.fit.search_probes = search.probes();
+      e.fit.search_replays = search.replays();
     }
     const ParallelOptions& par = req.parallel;
     const bool sharded = par.zero > 0 || (!par.fsdp.empty() && par.fsdp != "no_shard") || par.distributed_optimizer;

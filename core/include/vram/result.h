@@ -56,6 +56,11 @@ struct Fit {
   // With a paged optimizer: the largest micro-batch that runs, its states
   // paging as needed (training), 0 if none.
   int64_t max_micro_batch_with_paging = 0;
+  // What those searches ran (training): steps built and checked against the
+  // card, and the caching-allocator replays among them (train/estimate_train.h
+  // FitSearch).
+  int64_t search_probes = 0;
+  int64_t search_replays = 0;
 };
 
 struct GpuRow {

@@ -496,7 +496,7 @@ StepPeak step_peak(const RankBasis& b, const std::vector<memory::Moment>& moment
 // when that bound fits. With `allow_paging`, a paged optimizer's managed
 // states may page out (fit.h runs_on).
 bool step_fits(const RankBasis& basis, int64_t micro_batch, int64_t seq_len, int64_t capacity, bool allow_paging,
-               ReservedMemo& memo) {
+               ReservedMemo& memo, int64_t& replays) {
   const Result<bool> fits = attempt<bool>([&] {
     const StepTerms terms = step_terms(basis, micro_batch, seq_len);
     const memory::Timeline tl = training_step(basis, terms);
@@ -507,10 +507,13 @@ bool step_fits(const RankBasis& basis, int64_t micro_batch, int64_t seq_len, int
     // A given fragmentation factor is the reserved view itself.
     if (basis.req->overheads.fragmentation) return true;
     const memory::ReservedReplay rr = reserved_replay(basis, terms, tl, moments, -1, capacity);
+    replays += rr.ooms > 0 ? 2 : 1;  // reserved_replay replays again without the bound after a failed malloc
     const StepPeak e = step_peak(basis, moments, rr, std::nullopt);
     if (!fit::runs_on(e.peak, allow_paging ? e.managed : 0, capacity)) return false;
     // The upper end of the reserved range (smaller_jobs): every smaller job fits.
+    const size_t remembered = memo.seen.size();
     const SmallerPeak smaller = smaller_jobs_peak(basis, terms, capacity, &memo);
+    replays += static_cast<int64_t>(memo.seen.size() - remembered);  // each smaller job not replayed before
     constexpr const char* kDevice = "the device memory of one phase";
     const int64_t upper = bytes::add(bytes::add(smaller.reserved, basis.context, kDevice),
                                      bytes::add(e.managed, basis.nccl.bytes, kDevice), kDevice);
@@ -655,12 +658,17 @@ Result<Estimate> estimate_train(const Request& req, ReservedView view) {
 
 namespace vram::train {
 
-namespace {
-
 // Each rank's micro-batch- and sequence-independent terms, once for every
-// probe of a search (empty when the request cannot be estimated).
-std::vector<RankBasis> search_bases(const Request& req, std::vector<Request>& ranks) {
+// probe of every search (empty when the request cannot be estimated); the
+// bases point into `ranks`.
+struct FitSearch::Bases {
+  std::vector<Request> ranks;
+  std::vector<RankBasis> bases;
+};
+
+FitSearch::FitSearch(const Request& req) : req_(req), bases_(std::make_unique<Bases>()) {
   std::vector<Stage> stages;
+  std::vector<Request>& ranks = bases_->ranks;
   const ParallelOptions& p = req.parallel;
   if (p.tp == 1 && p.pp == 1 && p.cp == 1 && p.dp == 1 && p.ep == 1) {
     stages.push_back(whole_model(req));
@@ -671,52 +679,58 @@ std::vector<RankBasis> search_bases(const Request& req, std::vector<Request>& ra
       ranks.push_back(rank_request(req, stage));
     }
   }
-  std::vector<RankBasis> bases;
+  std::vector<RankBasis>& bases = bases_->bases;
   if (recover([&] {
         for (size_t i = 0; i < ranks.size(); ++i) bases.push_back(rank_basis(ranks[i], req, stages[i]));
       })) {
     bases.clear();
   }
-  return bases;
 }
+
+FitSearch::~FitSearch() = default;
+
+namespace {
 
 // `memos`: one per basis, kept over a search's probes (the smaller jobs of
 // one probe are mostly those of the one before).
 bool every_rank_fits(const std::vector<RankBasis>& bases, int64_t micro_batch, int64_t seq_len, int64_t capacity,
-                     bool allow_paging, std::vector<ReservedMemo>& memos) {
+                     bool allow_paging, std::vector<ReservedMemo>& memos, int64_t& probes, int64_t& replays) {
   memos.resize(bases.size());
   for (size_t i = 0; i < bases.size(); ++i) {
-    if (!step_fits(bases[i], micro_batch, seq_len, capacity, allow_paging, memos[i])) return false;
+    ++probes;
+    if (!step_fits(bases[i], micro_batch, seq_len, capacity, allow_paging, memos[i], replays)) return false;
   }
   return true;
 }
 
 }  // namespace
 
-int64_t max_micro_batch(const Request& req, int64_t capacity, bool allow_paging) {
-  std::vector<Request> ranks;  // the bases point into these
-  const bytes::Driver driver(token_driver(req.train));
-  const std::vector<RankBasis> bases = search_bases(req, ranks);
-  if (bases.empty()) return 0;
+int64_t FitSearch::max_micro_batch(int64_t capacity, bool allow_paging) {
+  const bytes::Driver driver(token_driver(req_.train));
+  if (bases_->bases.empty()) return 0;
   std::vector<ReservedMemo> memos;
-  return fit::largest_fitting([&](int64_t b) { return every_rank_fits(bases, b, 0, capacity, allow_paging, memos); },
-                              int64_t{1} << 16);
+  return fit::largest_fitting(
+      [&](int64_t b) { return every_rank_fits(bases_->bases, b, 0, capacity, allow_paging, memos, probes_, replays_); },
+      int64_t{1} << 16);
 }
 
-int64_t max_seq_len(const Request& req, int64_t capacity) {
-  std::vector<Request> ranks;
+int64_t FitSearch::max_seq_len(int64_t capacity) {
   const bytes::Driver driver("train.seq_len");
-  const std::vector<RankBasis> bases = search_bases(req, ranks);
-  if (bases.empty()) return 0;
-  const int64_t cp = req.parallel.cp;
+  if (bases_->bases.empty()) return 0;
+  const int64_t cp = req_.parallel.cp;
   std::vector<ReservedMemo> memos;
   return fit::largest_fitting(
       [&](int64_t s) {
         // A context-parallel rank holds its share of the sequence (layout.h
         // rank_request).
-        return every_rank_fits(bases, req.train.micro_batch, memory::ceil_div(s, cp), capacity, false, memos);
+        return every_rank_fits(bases_->bases, req_.train.micro_batch, memory::ceil_div(s, cp), capacity, false, memos,
+                               probes_, replays_);
       },
-      kMaxSearchedSeqLen, req.train.seq_len);
+      kMaxSearchedSeqLen, req_.train.seq_len);
+}
+
+int64_t max_micro_batch(const Request& req, int64_t capacity, bool allow_paging) {
+  return FitSearch(req).max_micro_batch(capacity, allow_paging);
 }
 
 }  // namespace vram::train

@@ -1,6 +1,8 @@
 // Private: the single-GPU training step estimate.
 #pragma once
 
+#include <memory>
+
 #include "vram/gpus.h"
 #include "vram/request.h"
 #include "vram/result.h"
@@ -18,20 +20,50 @@ enum class ReservedView { kReplay, kLiveTensors };
 
 Result<Estimate> estimate_train(const Request& req, ReservedView view = ReservedView::kReplay);
 
-// Largest micro-batch whose per-GPU peak fits `capacity`, 0 if none: each
-// rank's micro-batch-independent terms are computed once, then only the
-// terms that scale with the micro-batch per probe. With `allow_paging`, a
-// paged optimizer's managed states may overflow the card (fit.h runs_on).
-int64_t max_micro_batch(const Request& req, int64_t capacity, bool allow_paging = false);
-
 // The longest sequence searched (2^20 tokens): a longer one is reported as
 // this bound.
 inline constexpr int64_t kMaxSearchedSeqLen = int64_t{1} << 20;
 
-// Longest sequence (tokens per sample, at the request's micro-batch) whose
-// per-GPU peak fits `capacity`, 0 if none, the same way: how Unsloth and
-// LLaMA-Factory publish what fits a card. The model's own context limit is
-// not applied here (the result states it).
-int64_t max_seq_len(const Request& req, int64_t capacity);
+// The fit searches of one request on one card: each rank's micro-batch- and
+// sequence-independent terms (train/step.h RankBasis: the parsed layout, the
+// model state, the load and the allocator after it) are built once for every
+// search, then only the terms that scale with the micro-batch or the
+// sequence per probe. A probe checks the live tensors first (a lower bound:
+// reserved >= allocated) and replays the caching allocator only when that
+// bound fits. `req` must outlive the search.
+class FitSearch {
+ public:
+  explicit FitSearch(const Request& req);
+  ~FitSearch();
+  FitSearch(const FitSearch&) = delete;
+  FitSearch& operator=(const FitSearch&) = delete;
+
+  // Largest micro-batch whose per-GPU peak fits `capacity`, 0 if none. With
+  // `allow_paging`, a paged optimizer's managed states may overflow the card
+  // (fit.h runs_on).
+  int64_t max_micro_batch(int64_t capacity, bool allow_paging = false);
+  // Longest sequence (tokens per sample, at the request's micro-batch) whose
+  // per-GPU peak fits `capacity`, 0 if none: how Unsloth and LLaMA-Factory
+  // publish what fits a card. The model's own context limit is not applied
+  // here (the result states it).
+  int64_t max_seq_len(int64_t capacity);
+
+  // What the searches so far ran (result fit.search): steps built and checked
+  // (one per rank and probe), and the caching-allocator replays among them (a
+  // bounded replay that stops at a failed malloc and the unbounded one after it are two; so is each smaller
+  // job of the reserved range's upper end, replayed once per search).
+  int64_t probes() const { return probes_; }
+  int64_t replays() const { return replays_; }
+
+ private:
+  struct Bases;
+  const Request& req_;
+  std::unique_ptr<Bases> bases_;
+  int64_t probes_ = 0;
+  int64_t replays_ = 0;
+};
+
+// One search on its own (the planner's candidates).
+int64_t max_micro_batch(const Request& req, int64_t capacity, bool allow_paging = false);
 
 }  // namespace vram::train
