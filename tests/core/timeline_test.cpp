@@ -517,6 +517,17 @@ namespace {
 // Reserved 2 x 100 + 3 x 50 + 2 x 300 + 150 = 1100 MiB; 3 x 50 + 150 = 300
 // MiB stay allocated; the peak is at the root's shard: 150 + 300 + 300 + 150
 // = 900 MiB.
+// FSDP1's construction alone, replayed: (bytes of shards kept, peak
+// reserved, peak allocated).
+std::tuple<int64_t, int64_t, int64_t> construction_replay(const memory::Fsdp1Units& units,
+                                                          const memory::Fsdp1Tensors& tensors, int64_t budget) {
+  Timeline tl;
+  const int64_t kept = memory::fsdp1_construct(tl, units, tensors, budget);
+  tl.begin_step();
+  const memory::ReservedReplay r = memory::replay_reserved(tl, {}, {}, {});
+  return std::make_tuple(kept, r.peak_reserved, r.peak_allocated);
+}
+
 TEST(Fsdp1Construction, UnitsMovedFlattenedAndShardedLeaveTheirBlocksCached) {
   constexpr int64_t MiB = 1 << 20;
   memory::Fsdp1Units u;
@@ -526,11 +537,7 @@ TEST(Fsdp1Construction, UnitsMovedFlattenedAndShardedLeaveTheirBlocksCached) {
   u.root_bytes = 300 * MiB;
   u.shards = 2;
   const auto replay = [](const memory::Fsdp1Units& units, int64_t budget) {
-    Timeline tl;
-    const int64_t kept = memory::fsdp1_construct(tl, units, {}, budget);
-    tl.begin_step();
-    const memory::ReservedReplay r = memory::replay_reserved(tl, {}, {}, {});
-    return std::make_tuple(kept, r.peak_reserved, r.peak_allocated);
+    return construction_replay(units, {}, budget);
   };
   EXPECT_EQ(replay(u, 1000 * MiB), std::make_tuple(300 * MiB, 1100 * MiB, 900 * MiB));
   // The shards are the rank's weights: never more than the budget.
@@ -578,11 +585,7 @@ TEST(Fsdp1Construction, SyncModuleStatesLeavesItsBucketCached) {
   u.layer_bytes = 400 * MiB;
   u.shards = 2;
   const auto replay = [](const memory::Fsdp1Units& units) {
-    Timeline tl;
-    const int64_t kept = memory::fsdp1_construct(tl, units, {{100 * MiB, 200 * MiB, 100 * MiB}, {}}, 1000 * MiB);
-    tl.begin_step();
-    const memory::ReservedReplay r = memory::replay_reserved(tl, {}, {}, {});
-    return std::make_tuple(kept, r.peak_reserved, r.peak_allocated);
+    return construction_replay(units, {{100 * MiB, 200 * MiB, 100 * MiB}, {}}, 1000 * MiB);
   };
   EXPECT_EQ(replay(u), std::make_tuple(200 * MiB, 1000 * MiB, 1000 * MiB));
   u.sync = true;
