@@ -11,6 +11,7 @@
 #include "format.h"
 #include "train/estimate_train.h"
 #include "vram/optimizers.h"
+#include "vram/releases.h"
 
 namespace vram {
 
@@ -81,6 +82,13 @@ int64_t accumulation_for(int64_t global_batch, int64_t micro_batch, int64_t dp) 
 Request candidate_request(const Request& base, const ParallelOptions& p, Checkpointing ck, int64_t global_batch) {
   Request r = base;
   r.parallel = p;
+  // A layout-dependent release rule, as the request of this layout gets it
+  // (parse_request: with_framework_defaults): FSDP1's sync_module_states.
+  if (!base.parallel.fsdp_sync_module_states_given) {
+    const json layout = {{"parallel", {{"fsdp", p.fsdp}, {"fsdp_version", p.fsdp_version}}}};
+    const std::optional<json> sync = rule_value(base.framework_job, layout, "parallel.fsdp_sync_module_states");
+    r.parallel.fsdp_sync_module_states = sync.has_value() && *sync == true;
+  }
   r.train.checkpointing = ck;
   r.train.grad_accum = accumulation_for(global_batch, r.train.micro_batch, p.dp);
   return r;

@@ -335,7 +335,27 @@ bool holds(const json& filled, const char* when) {
   return true;
 }
 
+// Rule `r` holds for `job` (its frameworks, its library's version range)
+// and the filled request (its conditions).
+bool rule_holds(const releases::RuleRow& r, const FrameworkJob& job, const json& filled) {
+  if (*r.frameworks != '\0') {
+    const auto names = detail::split_bars(r.frameworks);
+    if (std::find(names.begin(), names.end(), job.framework->name) == names.end()) return false;
+  }
+  const std::string version = job.version_of(r.library);
+  return !version.empty() && version_in(version, r.range) && holds(filled, r.when);
+}
+
 }  // namespace
+
+std::optional<json> rule_value(const FrameworkJob& job, const json& filled, const std::string& path) {
+  std::optional<json> out;
+  if (job.framework == nullptr) return out;
+  for (const releases::RuleRow& r : releases::kRules) {
+    if (r.path == path && rule_holds(r, job, filled)) out = r.value.to_json();  // a later rule wins
+  }
+  return out;
+}
 
 json with_framework_defaults(const json& request, const FrameworkJob& job, std::vector<FrameworkDefault>& applied) {
   json filled = request;
@@ -349,13 +369,9 @@ json with_framework_defaults(const json& request, const FrameworkJob& job, std::
     if (set_path(filled, d.path, d.value)) applied.push_back(d);
   }
   for (const releases::RuleRow& r : releases::kRules) {
-    if (*r.frameworks != '\0') {
-      const auto names = detail::split_bars(r.frameworks);
-      if (std::find(names.begin(), names.end(), job.framework->name) == names.end()) continue;
-    }
+    if (!rule_holds(r, job, filled) || request_sets(request, r.path)) continue;
+    if (!set_path(filled, r.path, r.value.to_json())) continue;
     const std::string version = job.version_of(r.library);
-    if (version.empty() || !version_in(version, r.range) || request_sets(request, r.path)) continue;
-    if (!holds(filled, r.when) || !set_path(filled, r.path, r.value.to_json())) continue;
     // A rule replaces the framework's default of the same field.
     applied.erase(
         std::remove_if(applied.begin(), applied.end(), [&](const FrameworkDefault& d) { return d.path == r.path; }),

@@ -422,6 +422,8 @@ void parse_parallel(const JsonReader& p, Request& req) {
   o.main_grads_fp32 = p.bool_or("main_grads_fp32", defaults::kMainGradsFp32);
   o.fsdp_version = p.int_or("fsdp_version", defaults::kFsdpVersion, 1, 2);
   o.fsdp_sync_module_states = p.bool_or("fsdp_sync_module_states", false);
+  o.fsdp_sync_module_states_given =
+      p.has("fsdp_sync_module_states");  // a release rule's value: see parse_request_filled
   // FSDP MixedPrecision(param_dtype, reduce_dtype): bytes of the gathered
   // parameters and of the gradient reduction.
   for (auto [key, out] :
@@ -822,6 +824,9 @@ Result<Request> parse_request_filled(const json& request, FrameworkJob job, std:
       for (const auto& d : applied) list += (list.empty() ? "" : ", ") + d.path + " = " + d.value.dump();
       req.assumptions.push_back("framework " + req.framework + "@" + job.release +
                                 " defaults (fields the request left out): " + list);
+    }
+    for (const auto& d : applied) {
+      if (d.path == "parallel.fsdp_sync_module_states") req.parallel.fsdp_sync_module_states_given = false;
     }
     req.framework_defaults = std::move(applied);
     req.framework_job = std::move(job);

@@ -34,6 +34,29 @@ TEST(Planner, EveryCandidateIsTheEstimateOfItsLayout) {
   }
 }
 
+// Every layout, FSDP1 ones too: their request gets hf's sync_module_states
+// rule (release_table.h), and so does the planner's candidate of that
+// layout (plan.cpp candidate_request: rule_value).
+TEST(Planner, EveryCandidateIsTheEstimateOfItsLayoutWithItsLayoutsReleaseRules) {
+  json req = request("meta-llama/Llama-3.1-8B", 8, "A100 40GB", {{"framework", "hf@4.39.0"}, {"precision", "bf16"}});
+  req["plan"] = {{"top", 1000}, {"framework", "fsdp"}};  // the planner's FSDP candidates
+  const json r = plan(req);
+  ASSERT_FALSE(r.contains("error")) << r.dump();
+  int fsdp1 = 0;
+  for (const auto& c : r["plan"]["candidates"]) {
+    json applied = req;  // the candidate's own patch of the request (`apply`)
+    applied.erase("plan");
+    for (const char* part : {"parallel", "train"}) {
+      for (auto& [k, v] : c["apply"][part].items()) applied[part][k] = v;
+    }
+    const json e = estimate(applied);
+    ASSERT_FALSE(e.contains("error")) << c.dump() << e.dump();
+    EXPECT_EQ(e["peak_bytes"], c["peak_bytes"]) << c["label"];
+    if (c["parallel"].value("fsdp", "") != "" && c["parallel"].value("fsdp_version", 1) == 1) ++fsdp1;
+  }
+  EXPECT_GT(fsdp1, 0);
+}
+
 // 7B full fine-tuning on 8 x A100 80GB: DDP needs 16 bytes per parameter of
 // model state (108 GB) and cannot fit; ZeRO without tensor or pipeline
 // parallel and without recomputation can, so it ranks first (HF "Parallelism

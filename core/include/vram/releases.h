@@ -12,6 +12,7 @@
 // says so.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -79,5 +80,9 @@ FrameworkJob framework_job(const json& request);
 // out (a version rule may replace a framework default, never a field the
 // request sets). `applied` lists what was set, in order, with its source.
 json with_framework_defaults(const json& request, const FrameworkJob& job, std::vector<FrameworkDefault>& applied);
+
+// The value the version rules of `job` give `path` in a request filled as
+// `filled` (the planner asks for each layout it considers), or nothing.
+std::optional<json> rule_value(const FrameworkJob& job, const json& filled, const std::string& path);
 
 }  // namespace vram
