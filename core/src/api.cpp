@@ -136,6 +136,91 @@ json model_json(const ModelSpec& m) {
 // Utilisation rounded to 4 decimals so every platform prints the same digits.
 double round4(double x) { return std::round(x * 10000.0) / 10000.0; }
 
+// One row per GPU of the catalog: its verdict for the estimate.
+json gpus_json(const Estimate& e) {
+  json gpus = json::array();
+  for (const auto& g : e.gpus) {
+    const bool refused = !g.refused.empty();
+    const fit::Verdict v = fit::verdict_of(g.fits, g.verdict, g.headroom_ok, g.headroom_applies);
+    json row = {{"name", g.name},
+                {"capacity_bytes", g.capacity_bytes},
+                {"fits", g.fits},
+                {"verdict", g.verdict},
+                {"utilization", round4(g.utilization)},
+                {"headroom_ok", g.headroom_ok},
+                {"status", refused ? "unsupported" : v.status}};
+    row["words"] = refused ? std::string("Not supported") : v.words;
+    if (refused) row["refused"] = g.refused;
+    gpus.push_back(row);
+  }
+  return gpus;
+}
+
+// Which framework a training estimate assumed and every default it applied.
+json framework_json(const Request& req) {
+  json applied = json::array();
+  for (const auto& d : req.framework_defaults) {
+    applied.push_back({{"path", d.path}, {"value", d.value}, {"source", d.source}});
+  }
+  const FrameworkJob& job = req.framework_job;
+  const Framework* fw = job.framework;
+  json versions = json::object();
+  for (const LibraryVersion& v : job.versions) versions[v.library] = {{"version", v.version}, {"from", v.from}};
+  return {{"name", req.framework},
+          {"label", fw != nullptr ? fw->label : req.framework},
+          {"release", job.release},
+          {"release_given", job.release_given},
+          {"versions", versions},
+          {"defaults_applied", applied},
+          {"not_modelled", fw != nullptr ? json(fw->not_modelled) : json::array()}};
+}
+
+// The chosen card's verdict (null without a card).
+json fit_json(const Request& req, const Estimate& e) {
+  if (!e.has_fit) return nullptr;
+  json fit = {{"gpu", e.fit.gpu},
+              {"total_bytes", e.fit.total_bytes},
+              {"capacity_bytes", e.fit.capacity_bytes},
+              {"fits", e.fit.fits},
+              {"verdict", e.fit.verdict},
+              {"paged_bytes", e.fit.paged_bytes},
+              {"utilization", round4(e.fit.utilization)},
+              {"headroom_ok", e.fit.headroom_ok},
+              {"headroom_fraction", kHeadroomFraction},
+              {"headroom_applies", e.fit.headroom_applies}};
+  const fit::Verdict v = fit::verdict_of(e.fit, e.fit.headroom_applies);
+  fit["status"] = v.status;
+  fit["words"] = v.words;
+  if (req.task == Task::kTrain) {
+    fit["max_micro_batch"] = e.fit.max_micro_batch;
+    fit["max_seq_len"] = e.fit.max_seq_len;
+    fit["search"] = {{"probes", e.fit.search_probes}, {"replays", e.fit.search_replays}};
+    if (e.managed_bytes > 0) fit["max_micro_batch_with_paging"] = e.fit.max_micro_batch_with_paging;
+  }
+  return fit;
+}
+
+// A training estimate's layout facts and, with pipeline stages, one row each.
+json parallel_json(const Estimate& e) {
+  json par = {{"layout", e.engine}};
+  for (const auto& [k, v] : e.facts) par[k] = v;
+  if (!e.stages.empty()) {
+    json stages = json::array();
+    for (const auto& st : e.stages) {
+      stages.push_back({{"stage", st.stage},
+                        {"layers", st.layers},
+                        {"moe_layers", st.moe_layers},
+                        {"params", st.params},
+                        {"in_flight", round4(st.in_flight)},
+                        {"embeddings", st.embeddings},
+                        {"head", st.head},
+                        {"peak_bytes", st.peak_bytes}});
+    }
+    par["stages"] = stages;
+  }
+  return par;
+}
+
 json result_json(const Request& req, const Estimate& e) {
   json comps = json::array();
   for (const auto& c : e.components) {
@@ -154,27 +239,12 @@ json result_json(const Request& req, const Estimate& e) {
                       {"reserved_bytes", p.reserved_bytes},
                       {"parts", p.parts}});
   }
-  json gpus = json::array();
-  for (const auto& g : e.gpus) {
-    json row = {
-        {"name", g.name},
-        {"capacity_bytes", g.capacity_bytes},
-        {"fits", g.fits},
-        {"verdict", g.verdict},
-        {"utilization", round4(g.utilization)},
-        {"headroom_ok", g.headroom_ok},
-        {"status", g.refused.empty() ? fit::verdict_of(g.fits, g.verdict, g.headroom_ok, g.headroom_applies).status
-                                     : "unsupported"}};
-    row["words"] = g.refused.empty() ? fit::verdict_of(g.fits, g.verdict, g.headroom_ok, g.headroom_applies).words
-                                     : std::string("Not supported");
-    if (!g.refused.empty()) row["refused"] = g.refused;
-    gpus.push_back(row);
-  }
+  const bool train = req.task == Task::kTrain;
   json model = model_json(req.model);
-  model["params_trainable"] = req.task == Task::kTrain ? e.params_trainable : 0;
+  model["params_trainable"] = train ? e.params_trainable : 0;
   json out = {{"schema", kSchema},
               {"version", VRAM_VERSION},
-              {"task", req.task == Task::kTrain ? "train" : "infer"},
+              {"task", train ? "train" : "infer"},
               {"model", model},
               {"peak_bytes", e.peak_bytes},
               {"peak_allocated_bytes", e.peak_allocated_bytes},
@@ -183,58 +253,15 @@ json result_json(const Request& req, const Estimate& e) {
               {"tokens_per_micro_batch", e.tokens_per_micro_batch},
               {"components", comps},
               {"phases", phases},
-              {"gpus", gpus},
+              {"gpus", gpus_json(e)},
               {"assumptions", e.assumptions},
               {"warnings", e.warnings}};
   // The reserved range (issue 33): peak_reserved_bytes is its upper end, the
   // figure the peak and the fit use.
-  if (req.task == Task::kTrain && e.peak_reserved_low_bytes > 0) {
-    out["peak_reserved_low_bytes"] = e.peak_reserved_low_bytes;
-  }
-  if (req.task == Task::kTrain) {
-    // Which framework the estimate assumed and every default it applied.
-    json applied = json::array();
-    for (const auto& d : req.framework_defaults) {
-      applied.push_back({{"path", d.path}, {"value", d.value}, {"source", d.source}});
-    }
-    const FrameworkJob& job = req.framework_job;
-    const Framework* fw = job.framework;
-    json versions = json::object();
-    for (const LibraryVersion& v : job.versions) versions[v.library] = {{"version", v.version}, {"from", v.from}};
-    out["framework"] = {{"name", req.framework},
-                        {"label", fw != nullptr ? fw->label : req.framework},
-                        {"release", job.release},
-                        {"release_given", job.release_given},
-                        {"versions", versions},
-                        {"defaults_applied", applied},
-                        {"not_modelled", fw != nullptr ? json(fw->not_modelled) : json::array()}};
-  }
-  if (e.has_fit) {
-    out["fit"] = {{"gpu", e.fit.gpu},
-                  {"total_bytes", e.fit.total_bytes},
-                  {"capacity_bytes", e.fit.capacity_bytes},
-                  {"fits", e.fit.fits},
-                  {"verdict", e.fit.verdict},
-                  {"paged_bytes", e.fit.paged_bytes},
-                  {"utilization", round4(e.fit.utilization)},
-                  {"headroom_ok", e.fit.headroom_ok},
-                  {"headroom_fraction", kHeadroomFraction},
-                  {"headroom_applies", e.fit.headroom_applies}};
-    const fit::Verdict v = fit::verdict_of(e.fit, e.fit.headroom_applies);
-    out["fit"]["status"] = v.status;
-    out["fit"]["words"] = v.words;
-    if (req.task == Task::kTrain) {
-      out["fit"]["max_micro_batch"] = e.fit.max_micro_batch;
-      out["fit"]["max_seq_len"] = e.fit.max_seq_len;
-      out["fit"]["search"] = {{"probes", e.fit.search_probes}, {"replays", e.fit.search_replays}};
-    }
-    if (req.task == Task::kTrain && e.managed_bytes > 0) {
-      out["fit"]["max_micro_batch_with_paging"] = e.fit.max_micro_batch_with_paging;
-    }
-  } else {
-    out["fit"] = nullptr;
-  }
-  if (req.task == Task::kInfer) {
+  if (train && e.peak_reserved_low_bytes > 0) out["peak_reserved_low_bytes"] = e.peak_reserved_low_bytes;
+  if (train) out["framework"] = framework_json(req);
+  out["fit"] = fit_json(req, e);
+  if (!train) {
     json inf = {{"engine", e.engine},
                 {"batch", req.infer.batch},
                 {"context_len", req.infer.context_len},
@@ -244,26 +271,8 @@ json result_json(const Request& req, const Estimate& e) {
     if (!e.devices.empty()) inf["devices"] = reach::infer_devices_json(e);
     out["infer"] = inf;
   }
-  if (req.task == Task::kTrain && !e.facts.empty()) {
-    json par = {{"layout", e.engine}};
-    for (const auto& [k, v] : e.facts) par[k] = v;
-    if (!e.stages.empty()) {
-      json stages = json::array();
-      for (const auto& st : e.stages) {
-        stages.push_back({{"stage", st.stage},
-                          {"layers", st.layers},
-                          {"moe_layers", st.moe_layers},
-                          {"params", st.params},
-                          {"in_flight", round4(st.in_flight)},
-                          {"embeddings", st.embeddings},
-                          {"head", st.head},
-                          {"peak_bytes", st.peak_bytes}});
-      }
-      par["stages"] = stages;
-    }
-    out["parallel"] = par;
-  }
-  if (req.task == Task::kTrain) {
+  if (train && !e.facts.empty()) out["parallel"] = parallel_json(e);
+  if (train) {
     out["train"] = {
         {"method", to_string(req.train.method)},
         {"precision", to_string(req.train.method == Method::kQlora ? Precision::kBf16 : req.train.precision)},
@@ -276,7 +285,6 @@ json result_json(const Request& req, const Estimate& e) {
   }
   return out;
 }
-
 }  // namespace
 
 // The message and path may quote the input (a parse error's "last read"
