@@ -572,12 +572,16 @@ TEST(Fsdp1Construction, SyncModuleStatesBucketsAreHandWorked) {
 
 // One unit of 100 + 200 + 100 MiB over 2 ranks: moved parameter by parameter
 // (three segments), then with sync_module_states the first two broadcast as
-// one 300 MiB flat copy (the last alone, a view), freed before the 400 MiB
-// FlatParameter, which cannot use its block; the 200 MiB shard then splits
-// it: 400 + 300 + 400 = 1100 MiB reserved. Without it the shard needs its own
-// segment: 400 + 400 + 200 = 1000. The allocated peak is the same (moved +
-// FlatParameter + shard).
-TEST(Fsdp1Construction, SyncModuleStatesLeavesItsBucketCached) {
+// one 300 MiB flat copy (the last alone, a view). ProcessGroupNCCL records the
+// copy on its NCCL stream, so its block returns to the pool only once the
+// broadcast completes, which the unit does not wait for: neither the 400 MiB
+// FlatParameter nor the 200 MiB shard can take it. 400 + 300 + 400 + 200 =
+// 1300 MiB reserved, the allocated peak 1300 too (moved + copy +
+// FlatParameter + shard). Without sync_module_states the shard needs its own
+// segment: 400 + 400 + 200 = 1000, the peak 1000. Two such units: the second
+// finds every block of the first free (its move waited for the broadcast),
+// and only adds its shard: 1300 + 200.
+TEST(Fsdp1Construction, SyncModuleStatesBucketsWaitForTheirBroadcast) {
   constexpr int64_t MiB = 1 << 20;
   memory::Fsdp1Units u;
   u.on = true;
@@ -589,7 +593,9 @@ TEST(Fsdp1Construction, SyncModuleStatesLeavesItsBucketCached) {
   };
   EXPECT_EQ(replay(u), std::make_tuple(200 * MiB, 1000 * MiB, 1000 * MiB));
   u.sync = true;
-  EXPECT_EQ(replay(u), std::make_tuple(200 * MiB, 1100 * MiB, 1000 * MiB));
+  EXPECT_EQ(replay(u), std::make_tuple(200 * MiB, 1300 * MiB, 1300 * MiB));
+  u.layers = 2;
+  EXPECT_EQ(replay(u), std::make_tuple(400 * MiB, 1500 * MiB, 1500 * MiB));
 }
 
 // hf (accelerate / the Trainer) and torchtune before 0.3 build FSDP1 with

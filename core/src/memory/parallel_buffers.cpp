@@ -286,22 +286,25 @@ std::vector<Piece> moved_pieces(const std::vector<int64_t>& tensors) {
   return out;
 }
 
-// sync_module_states' flat copies (broadcast_buckets), at most two alive:
-// the older of two in flight finishes (and is freed) before a third starts.
-void broadcast_unit(Timeline& tl, const std::vector<int64_t>& tensors) {
-  Timeline::Id in_flight[2] = {-1, -1};
-  const auto finish = [&](Timeline::Id id) {
-    if (id >= 0) tl.free(id);
-  };
-  size_t n = 0;
+// sync_module_states' flat copies (broadcast_buckets), allocated in order;
+// returned so that the unit frees them once it is built. ProcessGroupNCCL
+// records each broadcast's input on its NCCL stream (torch 2.2
+// torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp collective(): unless
+// TORCH_NCCL_AVOID_RECORD_STREAMS, `recordStream(input.storage().data_ptr(),
+// ncclStream)`), so a freed copy's block goes back to the pool only when the
+// broadcast has completed on that stream (CUDACachingAllocator.cpp free():
+// a block with stream_uses gets insert_events, not free_block; malloc's
+// process_events returns it once the event has completed). The host does not
+// wait for it: BroadcastWork::finish -> WorkNCCL::wait only makes the current
+// stream wait. So neither the unit's FlatParameter nor its shard can take a
+// copy's block; the next unit's move (a blocking host-to-device copy,
+// memcpy_and_sync) waits for the broadcasts, and finds the blocks free.
+std::vector<Timeline::Id> broadcast_unit(Timeline& tl, const std::vector<int64_t>& tensors) {
+  std::vector<Timeline::Id> out;
   for (int64_t flat : broadcast_buckets(tensors)) {
-    Timeline::Id& slot = in_flight[n % 2];
-    if (n >= 2) finish(slot);
-    slot = flat > 0 ? tl.alloc("weights_load", "FSDP1 sync_module_states: a broadcast bucket", flat) : -1;
-    ++n;
+    if (flat > 0) out.push_back(tl.alloc("weights_load", "FSDP1 sync_module_states: a broadcast bucket", flat));
   }
-  if (n >= 2) finish(in_flight[n % 2]);
-  if (n >= 1) finish(in_flight[(n - 1) % 2]);
+  return out;
 }
 
 }  // namespace
@@ -326,10 +329,16 @@ int64_t fsdp1_construct(Timeline& tl, const Fsdp1Units& u, const Fsdp1Tensors& t
     // _init_param_handle_from_params.
     const Timeline::Id moved =
         tl.alloc("weights_load", "FSDP1 construction: the unit moved to the GPU", bytes, moved_pieces(tensors));
-    if (u.sync) broadcast_unit(tl, tensors);
+    const std::vector<Timeline::Id> buckets = u.sync ? broadcast_unit(tl, tensors) : std::vector<Timeline::Id>{};
+    // The unit built: its broadcasts have completed (broadcast_unit), then
+    // _init_param_handle_from_module returns and frees the moved parameters.
+    const auto built = [&] {
+      for (Timeline::Id id : buckets) tl.free(id);
+      tl.free(moved);
+    };
     if (u.shards <= 1) {  // NO_SHARD: the flat parameter is the unit's parameter
       tl.alloc("weights", "FSDP1 flat parameter (NO_SHARD)", keep(bytes));
-      tl.free(moved);
+      built();
       return;
     }
     // torch 2.2 torch/distributed/fsdp/_init_utils.py
@@ -350,7 +359,7 @@ int64_t fsdp1_construct(Timeline& tl, const Fsdp1Units& u, const Fsdp1Tensors& t
       tl.alloc("weights", "FSDP1 shard", keep(shard));
       tl.free(flat);
     }
-    tl.free(moved);
+    built();
   };
   // Auto-wrapping builds the inner units first: the layers, then the root.
   for (int64_t i = 0; i < u.layers; ++i) construct(u.layer_bytes, tensors.layer);

@@ -84,8 +84,10 @@ Fsdp1Tensors fsdp1_tensors(const ModelSpec& m, const TrainablePlan& plan, int64_
 // holds >= 250 MiB, each bucket is one BroadcastWork whose
 // flatten_dense_tensors copies its tensors into one flat tensor (a bucket of
 // one tensor is a view, no copy), and at most two are in flight (the older is
-// finished and freed before a third starts). Each entry is one flat copy's
-// bytes; 0 stands for a bucket of one tensor.
+// finished and freed before a third starts; its block stays out of the pool
+// until the broadcast completes, which the unit does not wait for:
+// fsdp1_construct). Each entry is one flat copy's bytes; 0 stands for a
+// bucket of one tensor.
 std::vector<int64_t> broadcast_buckets(const std::vector<int64_t>& tensors);
 
 // Emits FSDP1's construction (Fsdp1Units) into the load part of `tl`; returns
