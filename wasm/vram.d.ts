@@ -184,8 +184,11 @@ export interface TrainOptions {
   images_per_sample?: number;
 }
 
-/** Inference engine (`infer.engine`): transformers `generate` with a dynamic cache, or vLLM's paged KV cache. */
-export type Engine = 'hf' | 'vllm';
+/**
+ * Inference engine (`infer.engine`): transformers `generate` with a dynamic cache, vLLM or SGLang as they size
+ * themselves to the GPU, or LitGPT `generate`.
+ */
+export type Engine = 'hf' | 'vllm' | 'sglang' | 'litgpt';
 
 /** Inference workload, used when `task` is "infer". */
 export interface InferOptions {
@@ -199,18 +202,29 @@ export interface InferOptions {
   weights_dtype?: string;
   /** Contract. KV-cache dtype; default bf16. */
   kv_dtype?: string;
-  /** "hf" (transformers generate, default) or "vllm" (needs `gpu.name` or `gpu.memory_gib`). */
-  engine?: Engine;
+  /**
+   * "hf" (transformers generate, default), "vllm" or "sglang" (both need `gpu.name` or `gpu.memory_gib`; optionally
+   * at a release, "vllm@0.11.1", whose rules apply), "litgpt".
+   */
+  engine?: Engine | `vllm@${string}` | `sglang@${string}`;
+  /** vLLM: "server" (`vllm serve`, default) or "offline" (the LLM class), which have other defaults. */
+  entrypoint?: 'server' | 'offline';
   /** vLLM gpu_memory_utilization: the fraction of the GPU vLLM may use, 0.01 to 1; default 0.9. */
   gpu_memory_utilization?: number;
   /** vLLM block_size: tokens per KV-cache block, 1 to 4096; default 16. */
   block_size?: number;
-  /** vLLM max_num_seqs: sequences scheduled at once (the sampler's profile size); default 256. */
+  /** vLLM max_num_seqs: sequences scheduled at once (the sampler's profile size); absent, vLLM's default by GPU. */
   max_num_seqs?: number;
-  /** vLLM max_num_batched_tokens: tokens of the profiling prefill; default 8192. */
+  /** vLLM max_num_batched_tokens: tokens of the profile forward; absent, vLLM's default by GPU. */
   max_num_batched_tokens?: number;
   /** vLLM enforce_eager: no CUDA graphs captured; default false. */
   enforce_eager?: boolean;
+  /** SGLang mem_fraction_static: weights + token pool share of the GPU; absent, SGLang's default. */
+  mem_fraction_static?: number;
+  /** SGLang chunked_prefill_size; absent, SGLang's default by GPU. */
+  chunked_prefill_size?: number;
+  /** SGLang cuda_graph_max_bs; absent, SGLang's default by GPU. */
+  cuda_graph_max_bs?: number;
 }
 
 /** How the job is spread over GPUs. */
@@ -664,8 +678,39 @@ export interface InferFacts {
   max_context_len?: number;
   /** vLLM: KV-cache blocks allocated after profiling. */
   kv_blocks?: number;
-  /** vLLM: bytes of one KV-cache block (block_size tokens over every layer). */
+  /** vLLM: bytes of one KV-cache block (block_size tokens over every layer of a group). */
   kv_block_bytes?: number;
+  /** vLLM and SGLang: tokens the KV cache holds ("GPU KV cache size", SGLang max_total_num_tokens). */
+  kv_tokens?: number;
+  /** vLLM and SGLang: the length served (--max-model-len / --context-length as resolved). */
+  max_model_len?: number;
+  /** vLLM: max_num_seqs and max_num_batched_tokens as resolved. */
+  max_num_seqs?: number;
+  max_num_batched_tokens?: number;
+  /** vLLM and SGLang: the weights as loaded, on one GPU. */
+  weights_bytes?: number;
+  /** vLLM: the profile run's torch peak increase. */
+  activation_peak_bytes?: number;
+  /** vLLM: memory outside PyTorch that grows during the profile run. */
+  non_torch_bytes?: number;
+  /** vLLM and SGLang: the release whose rules applied. */
+  engine_release?: string;
+  /** SGLang: chunked_prefill_size as resolved. */
+  chunked_prefill_size?: number;
+  /** vLLM and SGLang: the memory lines the engine prints at start-up, as the estimate expects them. */
+  engine_log?: EngineLine[];
+}
+
+/** A line a serving engine prints at start-up (`result.infer.engine_log[i]`). */
+export interface EngineLine {
+  /** "vllm.available_kv_cache", "sglang.max_total_num_tokens", ... */
+  key: string;
+  /** The figure, in `unit`. */
+  value: number;
+  /** "GiB", "tokens" or "x". */
+  unit: string;
+  /** The line as the engine prints it. */
+  text: string;
 }
 
 /** One pipeline rank of a training layout with pp > 1 (`result.parallel.stages[i]`). */

@@ -243,7 +243,7 @@ async function usesTheFacade(): Promise<void> {
   vram.estimate({ model: tiny, train: { method: 'dora' } });
   // @ts-expect-error micro_batch is a number
   vram.estimate({ model: { config: { model_type: 'llama' } }, train: { micro_batch: '4' } });
-  // @ts-expect-error the engine is hf or vllm
+  // @ts-expect-error the engine is hf, vllm, sglang or litgpt
   vram.estimate({ model: tiny, task: 'infer', infer: { engine: 'tgi' } });
   // @ts-expect-error gpu_memory_utilization is a number
   vram.estimate({ model: tiny, task: 'infer', infer: { gpu_memory_utilization: '0.9' } });

@@ -269,6 +269,14 @@ json result_json(const Request& req, const Estimate& e) {
                 {"kv_dtype", req.infer.kv_dtype}};
     for (const auto& [k, v] : e.facts) inf[k] = v;
     if (!e.devices.empty()) inf["devices"] = reach::infer_devices_json(e);
+    if (!e.engine_release.empty()) inf["engine_release"] = e.engine_release;
+    if (!e.engine_log.empty()) {
+      json lines = json::array();
+      for (const auto& l : e.engine_log) {
+        lines.push_back({{"key", l.key}, {"value", l.value}, {"unit", l.unit}, {"text", l.text}});
+      }
+      inf["engine_log"] = lines;
+    }
     out["infer"] = inf;
   }
   if (train && !e.facts.empty()) out["parallel"] = parallel_json(e);

@@ -51,9 +51,9 @@ Result<Estimate> estimate_request(const Request& req) {
   Estimate& e = r.value();
   for (const auto& a : req.assumptions) e.assumptions.push_back(a);
   if (auto w = fit::gpu_warning(req)) e.warnings.push_back(*w);
-  const bool vllm = req.task == Task::kInfer && req.infer.engine == "vllm";
-  // vLLM sizes itself to each GPU: a card fits when its budget holds one
-  // sequence of context_len after weights and the profiling peak.
+  const bool paged = req.task == Task::kInfer && (req.infer.engine == "vllm" || req.infer.engine == "sglang");
+  // vLLM and SGLang size themselves to each GPU: a card fits when the KV
+  // cache they give themselves holds one sequence of context_len.
   auto vllm_sequences = [&](const Estimate& x) {
     for (const auto& [k, v] : x.facts) {
       if (k == "max_concurrent_sequences") return v;
@@ -74,7 +74,7 @@ Result<Estimate> estimate_request(const Request& req) {
       e.gpus.push_back(row);
       continue;
     }
-    if (vllm) {
+    if (paged) {
       Request r = req;
       r.gpu.name = g.name;
       r.gpu.memory_gib.reset();
@@ -136,16 +136,19 @@ Result<Estimate> estimate_request(const Request& req) {
       e.fit.headroom_applies = false;
       if (!e.fit.fits)
         e.warnings.push_back("does not fit: the busiest GPU's buffers exceed the " + name + "'s usable memory");
-    } else if (vllm) {
-      // vLLM takes gpu_memory_utilization of the card by design; it fits when
-      // one sequence of the context fits in its KV blocks.
+    } else if (paged) {
+      // vLLM takes gpu_memory_utilization of the card by design, SGLang
+      // mem_fraction_static; it fits when one sequence of the context fits
+      // in the KV cache.
       e.fit.fits = e.fit.fits && vllm_sequences(e) > 0;
       e.fit.verdict = e.fit.fits ? kFits : kDoesNotFit;
       e.fit.headroom_ok = true;
       e.fit.headroom_applies = false;
-      e.assumptions.push_back(
-          "vLLM takes gpu_memory_utilization of the GPU by design, so the 80% headroom rule "
-          "does not apply; it fits when one sequence of context_len fits in its KV blocks");
+      e.assumptions.push_back(req.infer.engine == "vllm"
+                                  ? "vLLM takes gpu_memory_utilization of the GPU by design, so the 80% headroom rule "
+                                    "does not apply; it fits when one sequence of context_len fits in its KV blocks"
+                                  : "SGLang takes mem_fraction_static of the GPU by design, so the 80% headroom rule "
+                                    "does not apply; it fits when one sequence of context_len fits in its token pool");
     } else if (!e.fit.fits) {
       e.warnings.push_back(e.managed_bytes > 0 ? "does not fit, even with paging: without the paged optimizer's " +
                                                      gib(e.managed_bytes) + " of states the peak is " +

@@ -267,6 +267,31 @@ void parse_train(const JsonReader& t, Request& req) {
   }
 }
 
+// infer.engine: NAME or NAME@RELEASE (vllm@0.11.1), as train.framework takes
+// a release (vram/releases.h); the release picks the engine's rules.
+void parse_engine(const JsonReader& i, InferOptions& o) {
+  const json* v = i.get("engine");
+  if (v == nullptr) return;
+  const std::string s = v->is_string() ? v->get<std::string>() : "";
+  const size_t at = s.find('@');
+  const FieldSpec& spec = field("infer.engine");
+  const auto name = spec.canonical(s.substr(0, at));
+  if (!name || (at != std::string::npos && !valid_version(s.substr(at + 1)))) {
+    std::string allowed;
+    for (const auto& x : spec.values) allowed += (allowed.empty() ? "" : ", ") + x;
+    fail(errc::kUnknownValue, "infer.engine",
+         "infer.engine " + v->dump() + " is not one of: " + allowed +
+             " (vllm and sglang optionally NAME@RELEASE, the release a version such as 0.11.1)");
+  }
+  o.engine = *name;
+  if (at == std::string::npos) return;
+  if (o.engine != "vllm" && o.engine != "sglang") {
+    fail(errc::kUnknownValue, "infer.engine",
+         "infer.engine " + v->dump() + ": only vllm and sglang take a release (NAME@RELEASE)");
+  }
+  o.engine_release = s.substr(at + 1);
+}
+
 void parse_infer(const JsonReader& i, Request& req) {
   InferOptions& o = req.infer;
   o.batch = i.int_or("batch", defaults::kInferBatch, 1, kMaxBatch);
@@ -280,13 +305,19 @@ void parse_infer(const JsonReader& i, Request& req) {
   o.images_per_prompt = i.int_or("images_per_prompt", 0, 0, 1024);
   o.weights_dtype = i.str_or("weights_dtype", defaults::kWeightsDtype);
   o.kv_dtype = i.str_or("kv_dtype", defaults::kKvDtype);
-  o.engine = enum_value(i, "engine", field("infer.engine")).value_or(defaults::kEngine);
+  parse_engine(i, o);
+  o.context_len_given = i.get("context_len") != nullptr;
+  o.weights_dtype_given = i.get("weights_dtype") != nullptr;
+  o.entrypoint = enum_value(i, "entrypoint", field("infer.entrypoint")).value_or(defaults::kEntrypoint);
   o.gpu_memory_utilization = i.num_or("gpu_memory_utilization", defaults::kGpuMemoryUtilization, 0.01, 1.0);
   o.block_size = i.int_or("block_size", defaults::kBlockSize, 1, 4096);
-  o.max_num_seqs = i.int_or("max_num_seqs", defaults::kMaxNumSeqs, 1, kMaxBatch);
-  o.max_num_batched_tokens = i.int_or("max_num_batched_tokens", defaults::kMaxNumBatchedTokens, 1, kMaxSeq);
+  o.max_num_seqs = i.int_or("max_num_seqs", 0, 1, kMaxBatch);
+  o.max_num_batched_tokens = i.int_or("max_num_batched_tokens", 0, 1, kMaxSeq);
   o.cuda_graphs = !i.bool_or("enforce_eager", defaults::kEnforceEager);
   reach::parse_llama_cpp(i, req);
+  o.mem_fraction_static = i.num_or("mem_fraction_static", 0.0, 0.01, 1.0);
+  o.chunked_prefill_size = i.int_or("chunked_prefill_size", 0, 1, kMaxSeq);
+  o.cuda_graph_max_bs = i.int_or("cuda_graph_max_bs", 0, 1, kMaxBatch);
 }
 
 const std::vector<std::string> kFsdpStrategies = {"full_shard", "shard_grad_op", "hybrid_shard", "no_shard"};
@@ -294,6 +325,32 @@ const std::vector<std::string> kFsdpStrategies = {"full_shard", "shard_grad_op",
 // Layout sanity (issue 6): the degrees multiply to the GPUs, the model divides
 // the way each parallelism cuts it, and the frameworks accept the combination.
 // Paths name the field under `base` ("parallel").
+// The layouts inference is modelled with: vLLM splits layers over pipeline
+// stages (get_pp_indices); the other engines shard with tensor parallelism only.
+void check_serving_layout(const Request& req, const std::string& base) {
+  const ParallelOptions& o = req.parallel;
+  const std::string& engine = req.infer.engine;
+  if (engine == "llama_cpp" || engine == "ollama" || engine == "lmstudio") return;  // layers over parallel.gpus
+  const bool pp_ok = req.task == Task::kInfer && engine == "vllm";
+  if (req.task == Task::kInfer && ((o.pp > 1 && !pp_ok) || o.dp > 1 || o.cp > 1 || o.ep > 1 || o.zero > 0 ||
+                                   !o.fsdp.empty() || o.distributed_optimizer)) {
+    fail(errc::kUnsupported, base,
+         "inference shards with tensor parallelism (parallel.tp), and vLLM also with pipeline parallelism "
+         "(parallel.pp); data and context parallel or ZeRO/FSDP serving are not modelled");
+  }
+}
+
+// A serving engine runs one worker per GPU of its tensor x pipeline layout
+// (vllm serve --tensor-parallel-size 2 takes two GPUs): without
+// parallel.gpus, inference takes tp x pp of them.
+void serving_gpus(const JsonReader& p, Request& req) {
+  ParallelOptions& o = req.parallel;
+  if (req.task != Task::kInfer || p.has("gpus") || o.tp * o.pp == 1) return;
+  o.gpus = o.tp * o.pp;
+  req.assumptions.push_back("parallel.gpus " + std::to_string(o.gpus) +
+                            ": tp x pp (inference runs one worker per GPU; parallel.gpus absent)");
+}
+
 void check_layout(const Request& req, const std::string& base) {
   const ParallelOptions& o = req.parallel;
   auto path = [&](const char* key) { return base + "." + key; };
@@ -400,12 +457,7 @@ void check_layout(const Request& req, const std::string& base) {
          "llama.cpp splits layers over parallel.gpus (infer.split_mode, infer.tensor_split); tp, pp, cp and ep "
          "are not its settings");
   }
-  if (req.task == Task::kInfer && !layer_split &&
-      (o.dp > 1 || o.pp > 1 || o.cp > 1 || o.ep > 1 || o.zero > 0 || !o.fsdp.empty() || o.distributed_optimizer)) {
-    fail(errc::kUnsupported, base,
-         "inference shards with tensor parallelism (parallel.tp); data, pipeline and context parallel or ZeRO/FSDP "
-         "serving are not modelled");
-  }
+  check_serving_layout(req, base);
 }
 
 void parse_parallel(const JsonReader& p, Request& req) {
@@ -414,6 +466,7 @@ void parse_parallel(const JsonReader& p, Request& req) {
   o.tp = p.int_or("tp", 1, 1, limits::kMaxSmallDegree);
   o.pp = p.int_or("pp", 1, 1, limits::kMaxDegree);
   o.cp = p.int_or("cp", 1, 1, limits::kMaxDegree);
+  serving_gpus(p, req);
   // Data parallel fills what tensor, pipeline and context parallel leave.
   o.dp = p.int_or("dp", data_parallel(o), 1, limits::kMaxGpus);
   o.ep = p.int_or("ep", 1, 1, limits::kMaxDegree);

@@ -260,6 +260,20 @@ void print_llama_devices(const json& in) {
   if (in.contains("max_ctx_size")) std::printf("; longest --ctx-size that fits: %lld", num("max_ctx_size"));
   std::printf("\n");
 }
+
+// vLLM's / SGLang's start-up lines as the estimate expects them, each
+// text once (a figure's line can repeat inside the line before it).
+void print_engine_log(const json& in) {
+  if (!in.contains("engine_log")) return;
+  std::printf("\n  %s should print at start-up:", in["engine"] == "vllm" ? "vLLM" : "SGLang");
+  std::string last;
+  for (const auto& l : in["engine_log"]) {
+    const std::string text = l["text"].get<std::string>();
+    if (last.find(text) == std::string::npos) std::printf("\n    %s", text.c_str());
+    last = text;
+  }
+}
+
 void print_estimate_table(const json& r) {
   const auto& m = r["model"];
   std::printf("%s  %s, %s params (%s trainable)\n", r["task"].get<std::string>() == "train" ? "TRAIN" : "INFER",
@@ -345,6 +359,7 @@ void print_estimate_table(const json& r) {
                   static_cast<long long>(in["batch"].get<int64_t>()),
                   with_commas(in["max_context_len"].get<int64_t>()).c_str());
     }
+    print_engine_log(in);
     std::printf("\n");
   }
   std::printf("\nGPUs that fit:");
@@ -403,9 +418,15 @@ Training:  --method full|lora|qlora|freeze   --lora  --qlora (shortcuts)
            --lora-rank N  --lora-alpha X  --lora-dropout X  --lora-target-modules q_proj,v_proj|all-linear
                      (add lm_head for LoRA on the output layer; all-linear leaves it out, as PEFT does)
            --trainable-modules lm_head,layers.31  (method freeze)  --images-per-sample N (VLMs)
-Inference: --batch N  --context-len N  --prompt-len N  --weights-dtype bf16|fp8|int8|gptq|awq|nf4|nf4-dq
-           --kv-dtype bf16|fp8  --engine hf|vllm  --gpu-memory-utilization X  --max-num-seqs N
-           --max-num-batched-tokens N  --block-size N  --images-per-prompt N (VLMs: images in each prompt)
+Inference: --batch N  --context-len N (vLLM --max-model-len, SGLang --context-length)  --prompt-len N
+           --weights-dtype bf16|fp8|int8|gptq|awq|nf4|nf4-dq  --kv-dtype bf16|fp8
+           --engine hf|vllm|sglang|litgpt|llama_cpp|ollama|lmstudio, vLLM and SGLang at a release: --engine vllm@0.11.1 (its rules apply)
+           vLLM:   --gpu-memory-utilization X  --max-num-seqs N  --max-num-batched-tokens N  --block-size N
+                   --enforce-eager  --max-model-len N  --tensor-parallel-size N  --pipeline-parallel-size N
+                   --kv-cache-dtype bf16|fp8  --entrypoint server|offline (vllm serve / the LLM class: other defaults)
+           SGLang: --mem-fraction-static X  --chunked-prefill-size N  --cuda-graph-max-bs N  --context-length N
+                   --disable-cuda-graph  (--tp N: its tensor parallel size; without --gpus, inference takes tp x pp)
+           --images-per-prompt N (VLMs: images in each prompt)
 llama.cpp: --engine llama_cpp|ollama|lmstudio  --gguf FILE, or a config with --weights-dtype Q4_K_M|Q5_K_S|IQ4_XS|Q8_0|...
            --ctx-size N (-c, all sequences; Ollama: --context-len is num_ctx)  --parallel N (-np; Ollama:
                      OLLAMA_NUM_PARALLEL)  --n-gpu-layers N  --batch-size N  --ubatch-size N  --flash-attn on|off|auto
@@ -495,6 +516,14 @@ const std::map<std::string, std::string> kFlagAliases = {
     // llama.cpp's own spellings.
     {"--parallel", "infer.batch"},
     {"--num-ctx", "infer.context_len"},
+    // The serving engines' own flag names (vllm serve --help, SGLang
+    // server_args.py): the same fields.
+    {"--max-model-len", "infer.context_len"},
+    {"--context-length", "infer.context_len"},
+    {"--tensor-parallel-size", "parallel.tp"},
+    {"--pipeline-parallel-size", "parallel.pp"},
+    {"--kv-cache-dtype", "infer.kv_dtype"},
+    {"--disable-cuda-graph", "infer.enforce_eager"},
 };
 
 // Shortcuts that set fields to fixed or derived values.
@@ -559,6 +588,17 @@ struct RequestCommand {
   bool plan;              // accepts the planner's flags
   bool exporter = false;  // accepts --format and --model-id (vram-probe export)
 };
+
+// A switch that may take a value: vLLM's --enforce-eager and SGLang's
+// --disable-cuda-graph stand alone; a following true|false is their value.
+bool switch_value(const std::vector<std::string>& args, size_t& i) {
+  if (i + 1 >= args.size()) return true;
+  bool word = true;
+  const bool next = truthy(args[i + 1], word);
+  if (!word) return true;
+  ++i;
+  return next;
+}
 
 // The command line: flags that set request fields (the field table's, then
 // the CLI's aliases and shortcuts, kExtraFlags), the files, the output mode.
@@ -640,6 +680,12 @@ std::optional<int> parse_command_line(const std::vector<std::string>& args, cons
       const FieldSpec& spec = alias != kFlagAliases.end() ? field(alias->second) : *table_flags.at(a);
       if (spec.path == "model.allow_generic") {  // a switch, no value
         f.sets.emplace_back(spec.path, true);
+        continue;
+      }
+      // vLLM's --enforce-eager and SGLang's --disable-cuda-graph are switches;
+      // a following true|false is taken as their value.
+      if (spec.path == "infer.enforce_eager") {
+        f.sets.emplace_back(spec.path, switch_value(args, i));
         continue;
       }
       if (!need(v)) {

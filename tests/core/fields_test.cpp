@@ -206,14 +206,13 @@ const std::map<std::string, std::function<json(const Request&)>>& readers() {
       {"infer.engine", [](const Request& r) { return r.infer.engine; }},
       {"infer.gpu_memory_utilization", [](const Request& r) { return r.infer.gpu_memory_utilization; }},
       {"infer.block_size", [](const Request& r) { return r.infer.block_size; }},
-      {"infer.max_num_seqs", [](const Request& r) { return r.infer.max_num_seqs; }},
-      {"infer.max_num_batched_tokens", [](const Request& r) { return r.infer.max_num_batched_tokens; }},
       {"infer.enforce_eager", [](const Request& r) { return !r.infer.cuda_graphs; }},
       {"infer.n_ubatch", [](const Request& r) { return r.infer.llama.n_ubatch; }},
       {"infer.cache_type_k", [](const Request& r) { return r.infer.llama.cache_type_k; }},
       {"infer.kv_offload", [](const Request& r) { return r.infer.llama.kv_offload; }},
       {"infer.mmap", [](const Request& r) { return r.infer.llama.mmap; }},
       {"infer.split_mode", [](const Request& r) { return r.infer.llama.split_mode; }},
+      {"infer.entrypoint", [](const Request& r) { return r.infer.entrypoint; }},
       {"parallel.gpus", [](const Request& r) { return r.parallel.gpus; }},
       {"parallel.tp", [](const Request& r) { return r.parallel.tp; }},
       {"parallel.pp", [](const Request& r) { return r.parallel.pp; }},
@@ -294,6 +293,21 @@ const std::map<std::string, std::function<json(const Request&)>>& absent_readers
       {"infer.fit", [](const Request& r) { return r.infer.llama.fit ? json(*r.infer.llama.fit) : json(); }},
       {"infer.engine_version",
        [](const Request& r) { return r.infer.llama.engine_version ? json(*r.infer.llama.engine_version) : json(); }},
+      // vLLM's and SGLang's own defaults by GPU (infer/vllm.cpp, infer/sglang.cpp).
+      {"infer.max_num_seqs",
+       [](const Request& r) { return r.infer.max_num_seqs == 0 ? json() : json(r.infer.max_num_seqs); }},
+      {"infer.max_num_batched_tokens",
+       [](const Request& r) {
+         return r.infer.max_num_batched_tokens == 0 ? json() : json(r.infer.max_num_batched_tokens);
+       }},
+      {"infer.mem_fraction_static",
+       [](const Request& r) { return r.infer.mem_fraction_static == 0 ? json() : json(r.infer.mem_fraction_static); }},
+      {"infer.chunked_prefill_size",
+       [](const Request& r) {
+         return r.infer.chunked_prefill_size == 0 ? json() : json(r.infer.chunked_prefill_size);
+       }},
+      {"infer.cuda_graph_max_bs",
+       [](const Request& r) { return r.infer.cuda_graph_max_bs == 0 ? json() : json(r.infer.cuda_graph_max_bs); }},
       {"parallel.overlap_comm",
        [](const Request& r) { return r.parallel.overlap_comm_given ? json(r.parallel.overlap_comm) : json(); }},
       {"parallel.fsdp_param_dtype",

@@ -147,23 +147,19 @@ TEST(TensorParallel, BeyondKvHeadsReplicatesThem) {
   EXPECT_EQ(fact(r, "kv_bytes_per_token"), 2 * 1 * 128 * 2 * 32);
 }
 
-// vLLM: requested = usable x 0.9; KV pool = requested - weights - profile
-// peak; blocks of 16 tokens; sequences = blocks / ceil(context / 16).
+// vLLM: requested = usable x 0.9 = weights + profile peak + non-torch +
+// available; blocks = available // page // layers.
 TEST(Vllm, KvBlocksFillTheUtilisationBudget) {
   const json r =
       infer("meta-llama/Llama-3.1-8B", {{"engine", "vllm"}, {"context_len", 8192}}, {{"gpu", {{"name", "H100 80GB"}}}});
   const int64_t blocks = fact(r, "kv_blocks");
   EXPECT_EQ(fact(r, "kv_block_bytes"), 16 * 128 * 1024);
-  EXPECT_EQ(fact(r, "max_concurrent_sequences"), std::min<int64_t>(256, blocks / 512));
+  EXPECT_EQ(fact(r, "max_concurrent_sequences"), std::min<int64_t>(1024, blocks / 512));
   EXPECT_EQ(component(r, "kv_cache"), blocks * 16 * 128 * 1024);
-  // The whole budget is used: within one block of 0.9 x usable (usable is
-  // rounded down to the 2 MiB allocation granule in the catalog).
-  const double usable = 81559.0 * 1048576 * (1 - 0.006);
-  int64_t allocated = 0;
-  for (const auto& p : r["phases"]) {
-    if (p["key"] == "serving") allocated = p["allocated_bytes"].get<int64_t>();
-  }
-  EXPECT_NEAR(static_cast<double>(allocated), 0.9 * usable, 16.0 * 128 * 1024 + 2.0 * 1048576);
+  const double usable = static_cast<double>(int64_t{81559} * 1048576 - (int64_t{81559} * 1048576 * 6 / 1000));
+  const double used = static_cast<double>(fact(r, "weights_bytes") + fact(r, "activation_peak_bytes") +
+                                          fact(r, "non_torch_bytes") + component(r, "kv_cache"));
+  EXPECT_NEAR(used, 0.9 * usable, 16.0 * 128 * 1024 + 2.0 * 1048576);
 }
 
 TEST(Vllm, RefusesAContextThatNoBlockBudgetHolds) {

@@ -142,6 +142,35 @@ TEST(CliFields, AFlagInGibSetsBytes) {
   EXPECT_NE(run.out.find("1073741824"), std::string::npos);  // 1 GiB, not the 512 MiB prior
 }
 
+// The serving engines' own flag names set the same fields: vllm serve's
+// --max-model-len / --tensor-parallel-size / --enforce-eager (a bare
+// switch), SGLang's --context-length / --disable-cuda-graph false; with
+// inference, the tensor parallel size alone takes that many GPUs.
+TEST(CliFields, TheEnginesOwnFlagNamesSetTheSameFields) {
+  const auto infer = [](const ProbeRun& run) {
+    EXPECT_EQ(run.exit_code, 0) << run.out;
+    return vram::json::parse(run.out);
+  };
+  const vram::json v =
+      infer(Probe({"estimate", "--model-config", kLlama, "--task", "infer", "--engine", "vllm", "--gpu", "H100 80GB",
+                   "--max-model-len", "8192", "--tensor-parallel-size", "2", "--enforce-eager", "--json"}));
+  EXPECT_EQ(v["infer"]["max_model_len"], 8192);
+  EXPECT_EQ(v["infer"]["tp"], 2);
+  bool graphs = false;
+  for (const auto& c : v["components"]) graphs = graphs || c["key"] == "cuda_graphs";
+  EXPECT_FALSE(graphs) << "--enforce-eager captures no CUDA graphs";
+  bool gpus = false;
+  for (const auto& a : v["assumptions"]) gpus = gpus || a.get<std::string>().find("parallel.gpus 2") == 0;
+  EXPECT_TRUE(gpus);
+  const vram::json s =
+      infer(Probe({"estimate", "--model-config", kLlama, "--task", "infer", "--engine", "sglang", "--gpu", "H100 80GB",
+                   "--context-length", "4096", "--disable-cuda-graph", "false", "--json"}));
+  EXPECT_EQ(s["infer"]["max_model_len"], 4096);
+  graphs = false;
+  for (const auto& c : s["components"]) graphs = graphs || c["key"] == "cuda_graphs";
+  EXPECT_TRUE(graphs) << "--disable-cuda-graph false keeps the graphs";
+}
+
 }  // namespace
 
 #endif  // VRAM_PROBE_BIN

@@ -1,6 +1,9 @@
 // make validate: every row of tests/fixtures/measured.json through the
 // estimator, compared by what the row measured (allocated, reserved or
-// nvidia-smi). Writes a Markdown table and prints the median |error| by kind.
+// nvidia-smi), or, for a figure a serving engine prints at start-up
+// (measure_kind "engine_log"), with the line the estimate expects the engine
+// to print (the result's infer.engine_log entry the row's `figure` names).
+// Writes a Markdown table and prints the median |error| by kind.
 //
 // usage: vram_validate MEASURED.json REQUESTS.json FIXTURES_DIR OUT.md
 #include <algorithm>
@@ -84,6 +87,73 @@ double estimate_gib(const vram::json& res, const vram::json& spec, const std::st
   return res[key].get<double>() / 1073741824.0;
 }
 
+// An engine figure (a row with `figure`): the estimate's value in the row's
+// unit, and the largest error the target allows: 5 % or 128 MiB, whichever is
+// larger, the 128 MiB turned into the figure's unit through the KV cache's
+// bytes per token.
+struct Figure {
+  double est = NAN;
+  double tolerance = NAN;
+};
+
+Figure engine_figure(const vram::json& res, const vram::json& spec, const std::string& unit, double meas) {
+  Figure f;
+  if (res.contains("error") || !res.contains("infer")) return f;
+  const vram::json& inf = res["infer"];
+  for (const auto& l : inf.value("engine_log", vram::json::array())) {
+    if (l["key"] == spec["figure"]) f.est = l["value"].get<double>();
+  }
+  const double floor_bytes = 128.0 * 1048576.0;
+  const double per_token = inf.value("kv_bytes_per_token", 0.0);
+  double floor = NAN;
+  if (unit == "GiB") floor = floor_bytes / 1073741824.0;
+  if (unit == "MiB") floor = floor_bytes / 1048576.0;
+  if (unit == "tokens" && per_token > 0) floor = floor_bytes / per_token;
+  if (unit == "x" && per_token > 0 && inf.contains("max_model_len")) {
+    floor = floor_bytes / per_token / inf["max_model_len"].get<double>();
+  }
+  f.tolerance = std::max(0.05 * std::fabs(meas), floor);
+  return f;
+}
+
+// Engine figures by engine (framework_id) and figure: signed errors, and
+// whether each is within the target.
+struct EngineRow {
+  double err = 0;
+  bool within = false;
+};
+using EngineRows = std::map<std::string, std::map<std::string, std::vector<EngineRow>>>;
+
+std::string engine_table(const EngineRows& by) {
+  std::ostringstream t;
+  t << "| engine | figure | rows | median abs error | max abs error | within 5 % or 128 MiB |\n"
+    << "|---|---|---:|---:|---:|---:|\n";
+  for (const auto& [engine, figures] : by) {
+    for (const auto& [figure, rows] : figures) {
+      std::vector<double> mag;
+      int within = 0;
+      for (const auto& r : rows) {
+        mag.push_back(std::fabs(r.err));
+        within += r.within ? 1 : 0;
+      }
+      t << "| " << engine << " | " << figure << " | " << rows.size() << " | " << fixed(100 * median(mag), 1) << "% | "
+        << fixed(100 * *std::max_element(mag.begin(), mag.end()), 1) << "% | " << within << " of " << rows.size()
+        << " |\n";
+      std::printf("engine %-8s %-28s rows %2zu  median |error| %5.1f%%  within target %d\n", engine.c_str(),
+                  figure.c_str(), rows.size(), 100 * median(mag), within);
+    }
+  }
+  return t.str();
+}
+
+// A measured or estimated figure as the rows table shows it.
+std::string value_text(double v, const std::string& unit) {
+  if (!std::isfinite(v)) return "error";
+  if (unit == "tokens") return fixed(v, 0) + " tokens";
+  if (unit == "x") return fixed(v, 2) + "x";
+  return fixed(v, 2) + (unit == "GiB" ? "" : " " + unit);
+}
+
 // The row's settings as the table shows them.
 std::string setting_of(const vram::json& row) {
   std::string setting =
@@ -115,6 +185,7 @@ int main(int argc, char** argv) {
   std::map<std::string, std::vector<double>> errors;
   // Signed errors by framework (measured.json framework_id), then measure kind.
   std::map<std::string, std::map<std::string, std::vector<double>>> by_framework;
+  EngineRows by_engine;
   std::ostringstream table;
   table << "| # | framework | model | task | setting | measure | measured GiB | estimate GiB | error |\n"
         << "|---|---|---|---|---|---|---:|---:|---:|\n";
@@ -125,21 +196,29 @@ int main(int argc, char** argv) {
     const vram::json req = row_request(spec, fixtures);
     const vram::json res = req.contains("error") ? req : vram::estimate(req);
     const std::string kind = row["measure_kind"].get<std::string>();
-    const double meas = row["measured_gib"].get<double>();
+    const bool figure = spec.contains("figure");
+    const std::string unit = figure ? row.value("unit", "GiB") : "GiB";
+    const double meas = figure ? row["measured_value"].get<double>() : row["measured_gib"].get<double>();
     if (res.contains("error")) {
       ++failures;
       std::fprintf(stderr, "row %zu: %s\n", i, res.dump().c_str());
     }
-    const double est = estimate_gib(res, spec, kind);
-    const double err = (est - meas) / meas;
+    const Figure f = figure ? engine_figure(res, spec, unit, meas) : Figure{estimate_gib(res, spec, kind), NAN};
+    // Relative to the measured figure's size (vLLM prints a negative KV budget when it cannot start).
+    const double err = (f.est - meas) / std::fabs(meas);
+    const std::string fw = row.value("framework_id", "hf");
     if (std::isfinite(err)) {
       errors[kind].push_back(std::fabs(err));
-      by_framework[row.value("framework_id", "hf")][kind].push_back(err);
+      if (figure) {
+        by_engine[fw][spec["figure"].get<std::string>()].push_back({err, std::fabs(f.est - meas) <= f.tolerance});
+      } else {
+        by_framework[fw][kind].push_back(err);
+      }
     }
-    const std::string setting = setting_of(row);
-    table << "| " << i << " | " << row.value("framework_id", "hf") << " | " << row["model"].get<std::string>() << " | "
-          << row["task"].get<std::string>() << " | " << setting << " | " << kind << " | " << fixed(meas, 2) << " | "
-          << (std::isfinite(est) ? fixed(est, 2) : "error") << " | "
+    table << "| " << i << " | " << fw << " | " << row["model"].get<std::string>() << " | "
+          << row["task"].get<std::string>() << " | " << setting_of(row) << " | "
+          << (figure ? spec["figure"].get<std::string>() : kind) << " | " << value_text(meas, unit) << " | "
+          << value_text(f.est, unit) << " | "
           << (std::isfinite(err) ? (err >= 0 ? "+" : "") + fixed(100 * err, 1) + "%" : "-") << " |\n";
   }
   std::ostringstream summary;
@@ -176,12 +255,17 @@ int main(int argc, char** argv) {
       << "row-by-row request mapping in `tests/fixtures/validation/requests.json` (each row's `why` says how the\n"
       << "published setup was mapped onto request fields). Estimates are compared with what each row measured:\n"
       << "`peak_allocated_bytes` for max_memory_allocated, `peak_reserved_bytes` for max_memory_reserved and\n"
-      << "`peak_bytes` (device view incl. CUDA context) for nvidia-smi. Do not edit by hand.\n\n"
+      << "`peak_bytes` (device view incl. CUDA context) for nvidia-smi; an engine_log row compares a figure a\n"
+      << "serving engine printed at start-up with the line the estimate expects it to print\n"
+      << "(`infer.engine_log`, the row's `figure`). Do not edit by hand.\n\n"
       << "## Summary\n\n"
       << summary.str() << "\n## By framework\n\n"
       << "Rows grouped by the framework that ran them (`framework_id` in measured.json; `hf` = Hugging Face\n"
       << "Trainer / TRL / PEFT / transformers, and plain PyTorch loops over transformers models).\n\n"
-      << frameworks.str() << "\n## Rows\n\n"
+      << frameworks.str() << "\n## By engine and figure\n\n"
+      << "Serving engines' start-up figures; the target is each within 5 % or 128 MiB of KV cache (in the\n"
+      << "figure's unit), whichever is larger.\n\n"
+      << engine_table(by_engine) << "\n## Rows\n\n"
       << table.str();
   std::printf("wrote %s%s\n", argv[4], failures ? " (with errors)" : "");
   return failures == 0 ? 0 : 1;

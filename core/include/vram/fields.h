@@ -146,12 +146,15 @@ inline constexpr int64_t kContextLen = 4096;
 inline constexpr const char* kWeightsDtype = "bf16";
 inline constexpr const char* kKvDtype = "bf16";
 inline constexpr const char* kEngine = "hf";
-// vLLM EngineArgs defaults (vllm/engine/arg_utils.py).
+// vLLM EngineArgs defaults (vllm/engine/arg_utils.py). max_num_seqs and
+// max_num_batched_tokens have no fixed default: vLLM sets them by GPU and
+// entrypoint (infer/vllm.cpp, EngineArgs._set_default_args).
 inline constexpr double kGpuMemoryUtilization = 0.9;
 inline constexpr int64_t kBlockSize = 16;
-inline constexpr int64_t kMaxNumSeqs = 256;
-inline constexpr int64_t kMaxNumBatchedTokens = 8192;  // chunked prefill budget per step
-inline constexpr bool kEnforceEager = false;           // CUDA graphs on
+inline constexpr bool kEnforceEager = false;  // CUDA graphs on
+// `vllm serve` (the OpenAI API server); "offline" is the LLM class
+// (vllm/usage/usage_lib.py UsageContext OPENAI_API_SERVER / LLM_CLASS).
+inline constexpr const char* kEntrypoint = "server";
 // llama.cpp (ggml-org/llama.cpp ec98e2002 common/common.h common_params and
 // src/llama-context.cpp llama_context_default_params): n_ubatch 512, f16 K
 // and V caches, one KV stream per sequence, KV offloaded with its layer,

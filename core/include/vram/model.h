@@ -261,6 +261,12 @@ struct ModelSpec {
   std::string family;        // adapter that built it
   std::string architecture;  // architectures[0] or the class transformers would pick
   std::string torch_dtype;   // checkpoint dtype, "" if unknown
+  // config.json quantization_config: how the checkpoint's weights are stored
+  // ("fp8", "awq", "gptq", "mxfp4", "compressed-tensors", ...; "" = not
+  // quantised), and for compressed-tensors the weights' bits and type.
+  std::string quant_method;
+  int64_t quant_bits = 0;
+  bool quant_float = false;
 
   bool exact = true;                 // the count is exact for this config
   std::vector<std::string> inexact;  // why not, when exact == false

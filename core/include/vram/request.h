@@ -144,14 +144,23 @@ struct InferOptions {
   int64_t images_per_prompt = 0;                // VLMs: images in each sequence's prompt
   std::string weights_dtype = defaults::kWeightsDtype;
   std::string kv_dtype = defaults::kKvDtype;
-  std::string engine = defaults::kEngine;  // "hf" (transformers generate) | "vllm" (paged) | "litgpt"
-  // vLLM engine arguments (defaults: vram/fields.h).
+  std::string engine = defaults::kEngine;  // "hf" (transformers generate) | "vllm" | "sglang" | "litgpt"
+  bool context_len_given = false;
+  bool weights_dtype_given = false;  // absent: vLLM / SGLang load a quantised checkpoint as stored          // vLLM /
+                                     // SGLang: absent = the model's own maximum
+  std::string engine_release;        // infer.engine NAME@RELEASE: the release; "" = the newest modelled
+  std::string entrypoint = defaults::kEntrypoint;  // vLLM: "server" (vllm serve) | "offline" (LLM class)
+  // vLLM engine arguments (defaults: vram/fields.h); 0 = vLLM's own default.
   double gpu_memory_utilization = defaults::kGpuMemoryUtilization;
   int64_t block_size = defaults::kBlockSize;
-  int64_t max_num_seqs = defaults::kMaxNumSeqs;
-  int64_t max_num_batched_tokens = defaults::kMaxNumBatchedTokens;  // chunked prefill budget per step
+  int64_t max_num_seqs = 0;
+  int64_t max_num_batched_tokens = 0;  // chunked prefill budget per step
   bool cuda_graphs = !defaults::kEnforceEager;
   LlamaCppOptions llama;
+  // SGLang server arguments; 0 = SGLang's own default by GPU.
+  double mem_fraction_static = 0;
+  int64_t chunked_prefill_size = 0;
+  int64_t cuda_graph_max_bs = 0;
 };
 
 struct ParallelOptions {

@@ -102,6 +102,17 @@ struct DeviceUse {
   bool output_layer = false;  // the output layer's weights are here
 };
 
+// A figure a serving engine prints at start-up about its own memory, as the
+// estimate expects it to print it (vLLM "Available KV cache memory: 51.38
+// GiB", SGLang "KV Cache is allocated. #tokens: ..."): `value` in `unit`
+// ("GiB", "tokens", "blocks", "x"), `text` the line.
+struct EngineLine {
+  std::string key;  // "vllm.available_kv_cache", "sglang.max_total_num_tokens", ...
+  double value = 0;
+  std::string unit;
+  std::string text;
+};
+
 struct Estimate {
   std::vector<Component> components;
   std::vector<Phase> phases;
@@ -120,7 +131,10 @@ struct Estimate {
   // Task-specific answers (inference: kv_bytes_per_token, max_concurrent_sequences,
   // max_context_len, ...), serialised as the result's `infer` object.
   std::vector<std::pair<std::string, int64_t>> facts;
+  // Inference with vLLM or SGLang: the memory lines the engine prints at start-up.
+  std::vector<EngineLine> engine_log;
   std::string engine;
+  std::string engine_release;        // vLLM / SGLang: the release whose rules applied
   std::vector<StageSummary> stages;  // pipeline ranks (training with pp > 1)
   std::vector<DeviceUse> devices;    // llama.cpp engines: every GPU, then the host
   bool has_fit = false;

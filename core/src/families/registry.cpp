@@ -43,6 +43,35 @@ void check_total(const ModelSpec& s, const std::string& path) {
 
 }  // namespace
 
+namespace {
+
+// config.json's quantization_config (transformers utils/quantization_config.py;
+// compressed-tensors keeps the scheme in config_groups.<group>.weights).
+void read_quantization(const json& config, ModelSpec& spec) {
+  const auto q = config.find("quantization_config");
+  if (q == config.end() || !q->is_object()) return;
+  const auto text = [](const json& o, const char* key) {
+    const auto v = o.find(key);
+    return v != o.end() && v->is_string() ? v->get<std::string>() : std::string();
+  };
+  const auto number = [](const json& o, const char* key) {
+    const auto v = o.find(key);
+    return v != o.end() && v->is_number_integer() ? v->get<int64_t>() : int64_t{0};
+  };
+  spec.quant_method = text(*q, "quant_method");
+  spec.quant_bits = number(*q, "bits");
+  const auto groups = q->find("config_groups");
+  if (groups == q->end() || !groups->is_object()) return;
+  for (const auto& [name, g] : groups->items()) {
+    if (!g.is_object() || g.find("weights") == g.end() || !g["weights"].is_object()) continue;
+    spec.quant_bits = number(g["weights"], "num_bits");
+    spec.quant_float = text(g["weights"], "type") == "float";
+    break;
+  }
+}
+
+}  // namespace
+
 Result<ModelSpec> model_from_config(const json& config, const std::string& path, bool allow_generic) {
   return attempt<ModelSpec>([&]() -> Result<ModelSpec> {
     JsonReader cfg(config, path);
@@ -75,6 +104,7 @@ Result<ModelSpec> model_from_config(const json& config, const std::string& path,
                join(supported_model_types()) + " (or ask for a generic estimate with model.allow_generic)");
     }
     check_total(spec, path);
+    read_quantization(config, spec);
     return spec;
   });
 }

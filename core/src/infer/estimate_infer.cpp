@@ -21,6 +21,7 @@ Result<Estimate> estimate_infer(const Request& req) {
     Estimate e;
     e.engine = req.infer.engine;
     const Sizes z = sv.vllm     ? vllm_serving(e, req, sv)
+                    : sv.sglang ? sglang_serving(e, req, sv)
                     : sv.litgpt ? litgpt_generate(e, req, sv)
                                 : hf_generate(e, req, sv);
     for (const auto& p : e.phases) {
@@ -31,8 +32,8 @@ Result<Estimate> estimate_infer(const Request& req) {
       e.peak_allocated_bytes = std::max(e.peak_allocated_bytes, p.allocated_bytes);
       e.peak_reserved_bytes = std::max(e.peak_reserved_bytes, p.reserved_bytes);
     }
-    // vLLM's device use is its budget, whatever the cache holds.
-    if (sv.vllm && !e.phases.empty() && e.warnings.empty()) e.peak_phase = "serving";
+    // A paged engine's device use is its budget, whatever the cache holds.
+    if (sv.paged && !e.phases.empty() && e.warnings.empty()) e.peak_phase = "serving";
     // Per layer that caches keys: a hybrid's state-space layers and
     // Mllama's cross-attention layers (a fixed cache of their own) hold none.
     const int64_t kv_layers =
@@ -45,8 +46,9 @@ Result<Estimate> estimate_infer(const Request& req) {
     e.facts.push_back({"kv_cache_bytes", z.kv});
     if (z.ssm > 0) e.facts.push_back({"ssm_state_bytes", z.ssm});
     e.facts.push_back({"tp", sv.tp});
-    serving_components(e, req, sv, z);
+    if (!sv.paged) serving_components(e, req, sv, z);  // vLLM and SGLang list their own
     serving_assumptions(e, req, sv);
+    if (!sv.format_note.empty()) e.assumptions.push_back(sv.format_note);
     e.tokens_per_micro_batch =
         bytes::mul(req.infer.batch, req.infer.context_len + sv.image_tokens, "tokens in the KV cache");
     return e;

@@ -7,7 +7,6 @@ namespace vram::infer {
 void serving_components(Estimate& e, const Request& req, const Serving& sv, const Sizes& z) {
   const InferOptions& o = req.infer;
   const Fixed& fx = sv.fx;
-  const bool vllm = sv.vllm;
   const int64_t B = o.batch;
   const int64_t ctx = o.context_len + sv.image_tokens;
   const int64_t prompt = (o.prompt_len > 0 ? o.prompt_len : o.context_len) + sv.image_tokens;
@@ -17,17 +16,15 @@ void serving_components(Estimate& e, const Request& req, const Serving& sv, cons
                           Pool::kAllocated});
   e.components.push_back(
       {"kv_cache", "KV cache", z.kv,
-       vllm ? "blocks of " + std::to_string(o.block_size) + " tokens filling gpu_memory_utilization " +
-                  std::to_string(o.gpu_memory_utilization).substr(0, 4)
-            : fmt_int(ceil_bytes(sv.kv_tok_at(ctx), kKv)) + " B/token x batch " + std::to_string(B) + " x context " +
-                  std::to_string(ctx) +
-                  (sv.image_seq > 0 ? " + images " + fmt_int(ceil_bytes(sv.image_seq, kKv)) + " B/sequence x batch " +
-                                          std::to_string(B)
-                                    : "") +
-                  (sv.cross_tok > 0 && req.model.encoder_positions > 0
-                       ? " + cross-attention " + fmt_int(ceil_bytes(sv.cross_tok, kKv)) + " B/encoder position x " +
-                             std::to_string(req.model.encoder_positions) + " x batch " + std::to_string(B)
-                       : ""),
+       fmt_int(ceil_bytes(sv.kv_tok_at(ctx), kKv)) + " B/token x batch " + std::to_string(B) + " x context " +
+           std::to_string(ctx) +
+           (sv.image_seq > 0
+                ? " + images " + fmt_int(ceil_bytes(sv.image_seq, kKv)) + " B/sequence x batch " + std::to_string(B)
+                : "") +
+           (sv.cross_tok > 0 && req.model.encoder_positions > 0
+                ? " + cross-attention " + fmt_int(ceil_bytes(sv.cross_tok, kKv)) + " B/encoder position x " +
+                      std::to_string(req.model.encoder_positions) + " x batch " + std::to_string(B)
+                : ""),
        Pool::kAllocated});
   if (req.model.text.ssm_layers > 0) {
     const LayerStack& t = req.model.text;
@@ -45,13 +42,12 @@ void serving_components(Estimate& e, const Request& req, const Serving& sv, cons
   }
   // The vision / audio encoder's working set when it is the larger (image_serving).
   const bool tower_prefill =
-      !vllm && sv.vision_pre * static_cast<double>(B) > sv.pre_tok * static_cast<double>(bytes::mul(B, prompt));
+      sv.vision_pre * static_cast<double>(B) > sv.pre_tok * static_cast<double>(bytes::mul(B, prompt));
   e.components.push_back({"activations", "Prefill activations (one layer)", z.prefill,
-                          tower_prefill
-                              ? "vision / audio encoder at prefill: " + fmt_int(ceil_bytes(sv.vision_pre)) +
-                                    " B per sequence x batch " + std::to_string(B)
-                              : "per token " + fmt_int(ceil_bytes(sv.pre_tok)) + " B x " +
-                                    std::to_string(vllm ? o.max_num_batched_tokens : bytes::mul(B, prompt)) + " tokens",
+                          tower_prefill ? "vision / audio encoder at prefill: " + fmt_int(ceil_bytes(sv.vision_pre)) +
+                                              " B per sequence x batch " + std::to_string(B)
+                                        : "per token " + fmt_int(ceil_bytes(sv.pre_tok)) + " B x " +
+                                              std::to_string(bytes::mul(B, prompt)) + " tokens",
                           Pool::kAllocated});
   if (sv.dequant > 0) {
     e.components.push_back({"dequant", "4-bit weights dequantised by a multi-token forward", sv.dequant,
@@ -64,15 +60,10 @@ void serving_components(Estimate& e, const Request& req, const Serving& sv, cons
     e.components.push_back({"mask_cache", "Causal mask cache (LitGPT)", z.mask,
                             "context^2 bool (build_mask_cache); twice that while torch.tril runs", Pool::kAllocated});
   }
-  e.components.push_back({"logits",
-                          vllm        ? "Profiling logits (fp32, every batched token)"
-                          : sv.litgpt ? "Logits (every prompt position, 16-bit; fp32 sampling copy)"
-                                      : "Logits (last position, fp32 copy)",
-                          z.logits,
-                          vllm        ? "max_num_batched_tokens x V x 4 B"
-                          : sv.litgpt ? "batch x prompt x V x 2 B + batch x V x 4 B"
-                                      : "batch x V x (2 + 4) B",
-                          Pool::kAllocated});
+  e.components.push_back(
+      {"logits",
+       sv.litgpt ? "Logits (every prompt position, 16-bit; fp32 sampling copy)" : "Logits (last position, fp32 copy)",
+       z.logits, sv.litgpt ? "batch x prompt x V x 2 B + batch x V x 4 B" : "batch x V x (2 + 4) B", Pool::kAllocated});
   e.components.push_back({"cublas_workspace", "cuBLAS/cuBLASLt workspaces", fx.cublas, "one handle", Pool::kAllocated});
   if (fx.nccl > 0) {
     e.components.push_back({"nccl", "NCCL buffers (tensor parallel)", fx.nccl,
@@ -93,6 +84,7 @@ void serving_components(Estimate& e, const Request& req, const Serving& sv, cons
 void serving_assumptions(Estimate& e, const Request& req, const Serving& sv) {
   const LayerStack& t = req.model.text;
   e.assumptions.push_back(sv.vllm     ? "engine: vLLM paged KV cache (V1 worker memory profiling)"
+                          : sv.sglang ? "engine: SGLang token pool sized by mem_fraction_static"
                           : sv.litgpt ? "engine: LitGPT generate with a KV cache preallocated to the full context"
                                       : "engine: transformers generate with a dynamic cache grown to the full context");
   if (sv.dequant > 0) {
@@ -119,7 +111,9 @@ void serving_assumptions(Estimate& e, const Request& req, const Serving& sv) {
                                  ? "; prefill through the flash-linear-attention / causal_conv1d kernels"
                                  : "; prefill through the mamba_ssm / causal_conv1d kernels"));
   }
-  if (sv.vllm && t.attention == AttnKind::kMla) e.assumptions.push_back("MLA: vLLM caches the compressed latent");
+  if (sv.paged && t.attention == AttnKind::kMla) {
+    e.assumptions.push_back("MLA: " + std::string(sv.vllm ? "vLLM" : "SGLang") + " caches the compressed latent");
+  }
   if (t.image_cross_layers > 0) {
     const VisionInput& vi = req.model.vision;
     e.assumptions.push_back(

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "memory/overheads.h"
+#include "vram/releases.h"
 #include "vram/status.h"
 
 namespace vram::infer {
@@ -235,7 +237,7 @@ void image_serving(const Request& req, Serving& sv) {
   }
   const LayerStack& t = m.text;
   if (t.image_cross_layers > 0) {
-    if (sv.vllm || sv.litgpt) {
+    if (sv.paged || sv.litgpt) {
       fail(errc::kUnsupported, "infer.engine",
            "infer.engine " + vram::quoted(req.infer.engine) +
                " with image cross-attention layers (Mllama) is not modelled: use infer.engine \"hf\"");
@@ -261,17 +263,39 @@ void image_serving(const Request& req, Serving& sv) {
 namespace {
 
 // The serving fields' own checks: the format, the KV dtype, the heads.
+// The serving format of a checkpoint config.json says is quantised, which
+// vLLM and SGLang load as stored (vLLM ModelConfig._verify_quantization and
+// SGLang ModelConfig._verify_quantization read quantization_config): "" when
+// it is not. compressed-tensors keeps the scheme in config_groups.
+std::string stored_format(const ModelSpec& m) {
+  const std::string& q = m.quant_method;
+  if (q.empty()) return "";
+  if (q == "fp8" || q == "mxfp4" || q == "awq" || q == "gptq") return q;
+  if (q == "bitsandbytes") return "nf4";
+  if (q == "compressed-tensors" && m.quant_bits == 8) return m.quant_float ? "fp8" : "int8";
+  if (q == "compressed-tensors" && m.quant_bits == 4 && !m.quant_float) return "int4";
+  fail(errc::kUnsupported, "infer.weights_dtype",
+       "the checkpoint is quantised with " + vram::quoted(q) +
+           ", which is not modelled: name the closest infer.weights_dtype (" + format_names() + ")");
+}
+
 void check_serving_fields(const Request& req, Serving& sv) {
   const InferOptions& o = req.infer;
   const LayerStack& t = req.model.text;
-  sv.fmt = find_format(o.weights_dtype);
+  std::string name = o.weights_dtype;
+  if (!o.weights_dtype_given && (o.engine == "vllm" || o.engine == "sglang") && !req.model.quant_method.empty()) {
+    name = stored_format(req.model);
+    sv.format_note = "infer.weights_dtype " + name + ": the checkpoint's quantization_config (" +
+                     req.model.quant_method + "), which the engine loads as stored";
+  }
+  sv.fmt = find_format(name);
   if (sv.fmt == nullptr) {
     fail(errc::kUnknownValue, "infer.weights_dtype",
          "infer.weights_dtype " + vram::quoted(o.weights_dtype) + " is not one of: " + format_names());
   }
   if (sv.fmt->experts_only && t.experts == 0) {
     fail(errc::kInconsistent, "infer.weights_dtype",
-         "infer.weights_dtype " + vram::quoted(o.weights_dtype) +
+         "infer.weights_dtype " + vram::quoted(name) +
              " stores the routed experts in 4 bits (as gpt-oss ships); this model has no experts");
   }
   sv.kv_elem = kv_elem_bytes(o.kv_dtype);
@@ -329,7 +353,7 @@ void serving_per_token(const Request& req, Serving& sv) {
   sv.sharded = m;
   sv.sharded.text.kv_heads = std::max<int64_t>(1, t.kv_heads / tp);
   sv.sharded.text.heads = t.heads / tp;
-  sv.hf_mla = !sv.vllm && t.attention == AttnKind::kMla;
+  sv.hf_mla = !sv.paged && t.attention == AttnKind::kMla;
   sv.kv_tok_full = kv_bytes_per_token(sv.sharded, sv.kv_elem, sv.hf_mla, 0);
   // Encoder-decoder: every decoder layer caches the encoder's keys and
   // values for cross-attention (T5 past_key_values, 4 tensors per layer).
@@ -342,10 +366,11 @@ void serving_per_token(const Request& req, Serving& sv) {
   sv.pre_tok = 2.0 * (2.0 * t.hidden + 2.0 * t.heads / tp * t.head_dim + 2.0 * sv.sharded.text.kv_heads * t.head_dim) +
                2.0 * 3.0 * static_cast<double>(inter) / static_cast<double>(tp);
   if (t.ssm_layers > 0) {
-    if (sv.vllm) {
+    if (sv.paged) {
       fail(errc::kUnsupported, "infer.engine",
-           "infer.engine \"vllm\" with state-space (Mamba) layers is not modelled yet: vLLM keeps their states in "
-           "its own cache blocks; use infer.engine \"hf\"");
+           "infer.engine " + vram::quoted(req.infer.engine) +
+               " with state-space (Mamba) layers is not modelled yet: the engine keeps their states in its own "
+               "cache; use infer.engine \"hf\"");
     }
     // A state-space layer's prefill working set (ssm_prefill_bytes_per_token);
     // a hybrid's attention layers may need more.
@@ -374,6 +399,8 @@ Serving serving(const Request& req) {
   Serving sv;
   check_serving_fields(req, sv);
   sv.vllm = o.engine == "vllm";
+  sv.sglang = o.engine == "sglang";
+  sv.paged = sv.vllm || sv.sglang;
   sv.litgpt = o.engine == "litgpt";
   serving_weights(req.model, sv);
   serving_per_token(req, sv);
@@ -384,10 +411,11 @@ Serving serving(const Request& req) {
   // llm-d config_explorer on H100 measured vLLM's non-torch memory at
   // 0.13 GiB for TP=1 and 0.55 GiB for TP=2 (research §2.4, §7.4): the
   // difference is NCCL's buffers.
-  if (tp > 1) sv.fx.nccl = req.overheads.nccl_bytes.value_or((int64_t{55} << 30) / 100 - (int64_t{13} << 30) / 100);
+  if (tp > 1 && !sv.paged)
+    sv.fx.nccl = req.overheads.nccl_bytes.value_or((int64_t{55} << 30) / 100 - (int64_t{13} << 30) / 100);
   // CUDA graphs captured after vLLM's profiling: llm-d measured -0.45 to
   // +0.39 GiB across three models; 256 MiB is the prior.
-  if (sv.vllm && o.cuda_graphs) sv.fx.graphs = int64_t{256} << 20;
+  if (sv.paged && o.cuda_graphs) sv.fx.graphs = int64_t{256} << 20;
   sv.frag = req.overheads.fragmentation.value_or(0.0);
   return sv;
 }
@@ -418,5 +446,49 @@ Phase make_phase(const Request& req, const Serving& sv, const char* key, const c
 // per sequence: one token per sequence at batch 1 takes gemv_4bit, anything
 // larger dequantises (matmul_4bit; see Format::bnb4).
 int64_t dequant_bytes(const Serving& sv, int64_t batch, int64_t tokens) { return batch * tokens > 1 ? sv.dequant : 0; }
+
+std::string engine_release(Estimate& e, const InferOptions& o, const char* newest) {
+  if (!o.engine_release.empty()) return o.engine_release;
+  e.assumptions.push_back(o.engine + " " + newest + " rules (infer.engine names no release: the newest modelled)");
+  return newest;
+}
+
+bool at_least(const std::string& release, const char* bound) { return compare_versions(release, bound) >= 0; }
+
+int64_t rotary_cache_bytes(const ModelSpec& m, int64_t elem) {
+  const LayerStack& t = m.text;
+  // "" is a Llama-shaped adapter's: rotary (family adapters name the other schemes).
+  const std::string& pe = t.position_encoding;
+  if ((pe != "rope" && !pe.empty()) || m.max_position_embeddings <= 0) return 0;
+  // MLA ropes only the qk_rope_head_dim part of each head.
+  const int64_t dim = t.attention == AttnKind::kMla && t.qk_rope_head_dim > 0 ? t.qk_rope_head_dim : t.head_dim;
+  return bytes::mul(bytes::mul(m.max_position_embeddings, dim, "the rotary cache"), elem, "the rotary cache");
+}
+
+int64_t cuda_total_bytes(const Request& req, const Serving& sv, const char* engine) {
+  if (sv.gpu == nullptr && !req.gpu.memory_gib) {
+    fail(errc::kMissingField, "gpu.name",
+         std::string("gpu.name or gpu.memory_gib is required with infer.engine \"") + engine +
+             "\": its KV cache fills the GPU");
+  }
+  return sv.gpu != nullptr ? sv.gpu->usable_bytes()
+                           : static_cast<int64_t>(*req.gpu.memory_gib * 1073741824.0 * (1.0 - kDriverReserveFraction));
+}
+
+std::string gib2(double bytes) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.2f", bytes / 1073741824.0);
+  return buf;
+}
+
+std::string commas(int64_t n) {
+  std::string digits = std::to_string(n < 0 ? -n : n);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return n < 0 ? "-" + out : out;
+}
 
 }  // namespace vram::infer

@@ -56,9 +56,12 @@ struct Fixed {
 // bytes per token, what lives outside the tensors.
 struct Serving {
   const Format* fmt = nullptr;
+  std::string format_note;  // why fmt is not infer.weights_dtype (a quantised checkpoint), or ""
   double kv_elem = 2;
   int64_t tp = 1;
   bool vllm = false;
+  bool sglang = false;
+  bool paged = false;       // vLLM or SGLang: a paged cache sized to the GPU
   bool litgpt = false;      // LitGPT generate/base.py
   bool quant_head = false;  // lm_head quantised with the other Linears
   bool hf_mla = false;      // transformers caches MLA's decompressed heads
@@ -78,6 +81,12 @@ struct Serving {
   const GpuInfo* gpu = nullptr;
   double kv_tok_at(int64_t ctx) const { return kv_bytes_per_token(sharded, kv_elem, hf_mla, ctx); }
 };
+
+// The engine's release whose rules apply: infer.engine NAME@RELEASE's, else
+// `newest` (the newest modelled), with the assumption that says which.
+std::string engine_release(Estimate& e, const InferOptions& o, const char* newest);
+// compare_versions(release, bound) >= 0 (vram/releases.h).
+bool at_least(const std::string& release, const char* bound);
 
 // Weights per GPU in format `fmt` on tensor-parallel degree `tp`.
 int64_t weights_per_gpu(const ModelSpec& m, const Format& fmt, int64_t tp, bool quant_head);
@@ -104,6 +113,21 @@ int64_t dequant_bytes(const Serving& sv, int64_t batch, int64_t tokens);
 Sizes hf_generate(Estimate& e, const Request& req, const Serving& sv);
 Sizes litgpt_generate(Estimate& e, const Request& req, const Serving& sv);
 Sizes vllm_serving(Estimate& e, const Request& req, const Serving& sv);
+Sizes sglang_serving(Estimate& e, const Request& req, const Serving& sv);
+
+// What a serving engine holds outside the per-layer weights: the rotary
+// cos/sin cache, max_position_embeddings x rotary dim of `elem` bytes per
+// value, once per model (vLLM get_rope and SGLang's copy of it cache one
+// instance per distinct rope configuration).
+int64_t rotary_cache_bytes(const ModelSpec& m, int64_t elem);
+// The card's total memory as CUDA reports it (torch.cuda.mem_get_info()[1]):
+// the catalog card's usable bytes, or gpu.memory_gib less the driver reserve.
+// Fails naming gpu.name when the request names no card.
+int64_t cuda_total_bytes(const Request& req, const Serving& sv, const char* engine);
+// GiB with two decimals, as the engines print them ("51.38").
+std::string gib2(double bytes);
+// An integer with thousands separators, as Python's f"{n:,}" prints it.
+std::string commas(int64_t n);
 
 // The result's components and assumptions (infer/report.cpp).
 void serving_components(Estimate& e, const Request& req, const Serving& sv, const Sizes& z);

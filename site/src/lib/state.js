@@ -100,6 +100,7 @@ export const DEFAULT_SETTINGS = Object.freeze({
     images_per_prompt: f('infer.images_per_prompt'),
     weights_dtype: f('infer.weights_dtype'),
     kv_dtype: f('infer.kv_dtype'),
+    entrypoint: f('infer.entrypoint'),
     gpu_memory_utilization: f('infer.gpu_memory_utilization'),
     max_num_seqs: f('infer.max_num_seqs'),
     max_num_batched_tokens: f('infer.max_num_batched_tokens'),
@@ -113,10 +114,16 @@ export const DEFAULT_SETTINGS = Object.freeze({
     flash_attn: f('infer.flash_attn'),
     cache_type_k: f('infer.cache_type_k'),
     cache_type_v: f('infer.cache_type_v'),
+    // The engine's release ('' = the newest modelled; every engine's one
+    // field, infer.engine_version).
     engine_version: f('infer.engine_version'),
     // llama.cpp --parallel / OLLAMA_NUM_PARALLEL, sent as infer.batch; 0 = the
     // release's default (llama-server 2025-12: 4 slots; Ollama: by version).
     parallel: 0,
+    // SGLang.
+    mem_fraction_static: f('infer.mem_fraction_static'),
+    chunked_prefill_size: f('infer.chunked_prefill_size'),
+    cuda_graph_max_bs: f('infer.cuda_graph_max_bs'),
   },
   parallel: {
     gpus: f('parallel.gpus'),
@@ -732,6 +739,7 @@ export function buildRequest(
     req.infer = llamaInfer(s.infer, Boolean(gguf));
   } else {
     const i = s.infer;
+    const served = i.engine === 'vllm' || i.engine === 'sglang';
     req.infer = {
       engine: i.engine,
       batch: i.batch,
@@ -739,18 +747,30 @@ export function buildRequest(
       weights_dtype: i.weights_dtype,
       kv_dtype: i.kv_dtype,
     };
-    // The prompt matters to transformers' prefill only; vLLM profiles
-    // max_num_batched_tokens instead.
-    if (i.engine !== 'vllm' && i.prompt_len > 0) req.infer.prompt_len = i.prompt_len;
+    // The prompt matters to transformers' and LitGPT's prefill only; vLLM
+    // profiles max_num_batched_tokens instead, SGLang its prefill chunk.
+    if (!served && i.prompt_len > 0) req.infer.prompt_len = i.prompt_len;
     if (vision && i.images_per_prompt > 0) req.infer.images_per_prompt = i.images_per_prompt;
+    // Absent, an engine's own defaults (by release and GPU) apply.
+    const given = (key) => {
+      if (i[key] !== null && i[key] !== undefined && i[key] !== '') req.infer[key] = i[key];
+    };
     if (i.engine === 'vllm') {
       Object.assign(req.infer, {
         gpu_memory_utilization: i.gpu_memory_utilization,
-        max_num_seqs: i.max_num_seqs,
-        max_num_batched_tokens: i.max_num_batched_tokens,
         block_size: i.block_size,
         enforce_eager: i.enforce_eager,
+        entrypoint: i.entrypoint,
       });
+      given('max_num_seqs');
+      given('max_num_batched_tokens');
+    }
+    // The release (infer.engine_version; absent, the newest modelled).
+    if (served) given('engine_version');
+    if (i.engine === 'sglang') {
+      given('mem_fraction_static');
+      given('chunked_prefill_size');
+      given('cuda_graph_max_bs');
     }
   }
   const p = s.parallel;

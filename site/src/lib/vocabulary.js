@@ -104,8 +104,9 @@ export const LORA_TARGET_PRESETS = [
 ];
 
 // How the model is served: transformers' model.generate() with its dynamic
-// cache growing to the context, or vLLM, whose paged KV cache takes what
-// gpu_memory_utilization leaves after the weights and a profiling run.
+// cache growing to the context; vLLM, whose paged KV cache takes what
+// gpu_memory_utilization leaves after the weights and a profiling run; SGLang,
+// whose token pool takes mem_fraction_static of the GPU less the weights.
 export const ENGINES = [
   {
     value: 'hf',
@@ -114,8 +115,13 @@ export const ENGINES = [
   },
   {
     value: 'vllm',
-    label: 'vLLM (paged KV cache)',
-    hint: 'vLLM fills gpu_memory_utilization of the GPU: weights, a profiling run, then KV-cache blocks.',
+    label: 'vLLM (vllm serve)',
+    hint: 'vLLM fills gpu_memory_utilization of the GPU: weights, a profile run, then KV-cache blocks.',
+  },
+  {
+    value: 'sglang',
+    label: 'SGLang (sglang.launch_server)',
+    hint: 'SGLang gives its token pool mem_fraction_static of the free memory, less the weights.',
   },
   {
     value: 'llama_cpp',
@@ -137,6 +143,12 @@ export const ENGINES = [
     label: 'LitGPT generate',
     hint: 'litgpt generate: the KV cache and a context² mask are allocated up front; with bitsandbytes 4-bit, lm_head is quantised too.',
   },
+];
+
+// vLLM's entrypoint: its default batch limits differ (UsageContext).
+export const ENTRYPOINTS = [
+  { value: 'server', label: 'vllm serve' },
+  { value: 'offline', label: 'LLM class (offline)' },
 ];
 
 // Serving dtype of the weights (torch_dtype, or the quantisation method).

@@ -145,6 +145,57 @@ describe('inference engines and the serving answers', () => {
     expect(within(servingPanel()).getByText(/per GPU of 2 \(tensor parallel\)/)).toBeTruthy();
   });
 
+  it('with vLLM shows the KV cache size and the maximum concurrency vLLM prints, and its start-up lines', async () => {
+    await openPage(`${LLAMA31}&ctx=16000&eng=vllm`);
+    const core = coreInfer({ engine: 'vllm', context_len: 16000 });
+    const tokens = stat('GPU KV cache size');
+    expect(tokens.getAttribute('data-count')).toBe(String(core.kv_tokens));
+    expect(tokens.textContent).toBe(`${core.kv_tokens.toLocaleString('en-US')} tokens`);
+    const concurrency = core.engine_log.find((l) => l.key === 'vllm.max_concurrency').value;
+    expect(stat('Maximum concurrency').textContent).toBe(
+      `${concurrency.toFixed(2)}x for 16,000 tokens per request`,
+    );
+    const lines = within(servingPanel()).getByRole('list', { name: 'Engine start-up lines' });
+    expect(lines.textContent).toContain(
+      `GPU KV cache size: ${core.kv_tokens.toLocaleString('en-US')} tokens`,
+    );
+    expect(lines.textContent).toMatch(/Available KV cache memory: \d+\.\d\d GiB/);
+    // vLLM's batch limits are its own unless the form sets them.
+    expect(request.value.infer.max_num_seqs).toBeUndefined();
+    expect(request.value.infer.entrypoint).toBe('server');
+  });
+
+  it('sends vLLM’s max_num_seqs, entrypoint and release only when the form sets them', async () => {
+    await openPage(`${LLAMA31}&eng=vllm`);
+    fireEvent.input(screen.getByLabelText(/max_num_seqs/), { target: { value: '64' } });
+    await waitFor(() => expect(request.value.infer.max_num_seqs).toBe(64));
+    fireEvent.change(screen.getByLabelText(/usage context/), { target: { value: 'offline' } });
+    await waitFor(() => expect(request.value.infer.entrypoint).toBe('offline'));
+    fireEvent.input(screen.getByLabelText(/NAME@RELEASE/), { target: { value: '0.11.0' } });
+    await waitFor(() => expect(request.value.infer.engine).toBe('vllm@0.11.0'));
+    await waitFor(() => expect(window.location.hash).toContain('erel=0.11.0'));
+    fireEvent.input(screen.getByLabelText(/max_num_seqs/), { target: { value: '' } });
+    await waitFor(() => expect(request.value.infer.max_num_seqs).toBeUndefined());
+  });
+
+  it('with SGLang shows its token pool, K size line and server arguments', async () => {
+    await openPage(LLAMA31);
+    fireEvent.change(screen.getByLabelText(/vllm serve/), { target: { value: 'sglang' } });
+    const fraction = await screen.findByLabelText(/mem_fraction_static/);
+    expect(screen.queryByLabelText(/gpu_memory_utilization/)).toBeNull();
+    fireEvent.input(fraction, { target: { value: '0.8' } });
+    await waitFor(() => expect(request.value.infer.mem_fraction_static).toBe(0.8));
+    const core = coreInfer({ engine: 'sglang', context_len: 4096, mem_fraction_static: 0.8 });
+    await waitFor(() =>
+      expect(stat('max_total_num_tokens').getAttribute('data-count')).toBe(String(core.kv_tokens)),
+    );
+    const lines = within(servingPanel()).getByRole('list', { name: 'Engine start-up lines' });
+    expect(lines.textContent).toContain(
+      `KV Cache is allocated. #tokens: ${core.kv_tokens}, K size:`,
+    );
+    expect(document.body.textContent).not.toMatch(/NaN|undefined/);
+  });
+
   it('shows no serving answers for training', async () => {
     await openPage('#m=preset:Qwen/Qwen3-0.6B&task=train');
     expect(screen.queryByRole('region', { name: 'Serving answers' })).toBeNull();

@@ -1,5 +1,7 @@
 // Inference answers: what one token costs in the KV cache, how big the cache
-// is, and how many sequences / how long a context the GPU can serve.
+// is, and how many sequences / how long a context the GPU can serve; for vLLM
+// and SGLang also the memory lines the engine prints at start-up, as the
+// estimate expects them (result.infer.engine_log).
 
 import { bytesTitle, formatBytes, formatGiB, formatInt } from '../../lib/format.js';
 import styles from './style.module.css';
@@ -21,8 +23,46 @@ function Stat({ label, value, bytes, count, note }) {
   );
 }
 
+const LEADS = {
+  vllm: 'vLLM, paged KV cache',
+  sglang: 'SGLang, token pool',
+  litgpt: 'LitGPT generate',
+  hf: 'transformers generate',
+};
+
+/** The engine's start-up lines, one per distinct text. */
+function EngineLog({ infer }) {
+  const lines = infer.engine_log ?? [];
+  if (lines.length === 0) return null;
+  const texts = [];
+  for (const l of lines) {
+    if (!texts.some((t) => t.includes(l.text))) texts.push(l.text);
+  }
+  return (
+    <div class={styles.log}>
+      <p class={styles.logTitle}>
+        {infer.engine === 'vllm' ? 'vLLM' : 'SGLang'} should print at start-up
+      </p>
+      <ul aria-label="Engine start-up lines">
+        {texts.map((t) => (
+          <li key={t}>
+            <code>{t}</code>
+          </li>
+        ))}
+      </ul>
+    </div>
+  );
+}
+
+/** A figure of the engine log by key, or undefined. */
+function logValue(infer, key) {
+  return (infer.engine_log ?? []).find((l) => l.key === key)?.value;
+}
+
 export function ServingPanel({ infer }) {
   const vllm = infer.engine === 'vllm';
+  const sglang = infer.engine === 'sglang';
+  const concurrency = logValue(infer, 'vllm.max_concurrency');
   const perGpu = infer.tp > 1 ? ` · per GPU of ${infer.tp} (tensor parallel)` : '';
   return (
     <section class={styles.card} aria-labelledby="serving-heading">
@@ -30,9 +70,10 @@ export function ServingPanel({ infer }) {
         Serving answers
       </h2>
       <p class={styles.lead}>
-        {vllm ? 'vLLM, paged KV cache' : 'transformers generate'} · {formatInt(infer.batch)}{' '}
-        sequence{infer.batch === 1 ? '' : 's'} × {formatInt(infer.context_len)} tokens · KV in{' '}
-        {infer.kv_dtype}
+        {LEADS[infer.engine] ?? infer.engine} · {formatInt(infer.batch)} sequence
+        {infer.batch === 1 ? '' : 's'} ×{' '}
+        {formatInt(Number.isFinite(infer.max_model_len) ? infer.max_model_len : infer.context_len)}{' '}
+        tokens · KV in {infer.kv_dtype}
         {perGpu}
       </p>
       <dl class={styles.stats}>
@@ -59,7 +100,7 @@ export function ServingPanel({ infer }) {
           />
         )}
         <Stat
-          label={vllm ? 'KV cache allocated' : 'KV cache at full context'}
+          label={vllm || sglang ? 'KV cache allocated' : 'KV cache at full context'}
           value={`${formatGiB(infer.kv_cache_bytes)} GiB`}
           bytes={infer.kv_cache_bytes}
         />
@@ -87,7 +128,23 @@ export function ServingPanel({ infer }) {
             note={`of ${formatBytes(infer.kv_block_bytes)} each`}
           />
         )}
+        {(vllm || sglang) && Number.isFinite(infer.kv_tokens) && (
+          <Stat
+            label={vllm ? 'GPU KV cache size' : 'max_total_num_tokens'}
+            value={`${formatInt(infer.kv_tokens)} tokens`}
+            count={infer.kv_tokens}
+          />
+        )}
+        {vllm && Number.isFinite(concurrency) && (
+          <Stat
+            label="Maximum concurrency"
+            value={`${concurrency.toFixed(2)}x`}
+            count={concurrency}
+            note={`for ${formatInt(infer.max_model_len)} tokens per request`}
+          />
+        )}
       </dl>
+      <EngineLog infer={infer} />
     </section>
   );
 }

@@ -26,6 +26,7 @@ import {
   GGUF_TYPES,
   PADDINGS,
   ENGINES,
+  ENTRYPOINTS,
   KV_DTYPES,
   LORA_TARGET_PRESETS,
   METHODS,
@@ -263,6 +264,20 @@ function TrainingFields({ t }) {
   );
 }
 
+/** The engine's release, whose rules the estimate applies (absent: the newest modelled). */
+function ReleaseField({ i, example }) {
+  return (
+    <TextField
+      label="Engine release"
+      name="infer.engine_version"
+      value={i.engine_version ?? ''}
+      placeholder={example}
+      onChange={(v) => setSetting('infer.engine_version', v.trim())}
+      hint={`The release you run (${example}); empty: the newest modelled.`}
+    />
+  );
+}
+
 function VllmFields({ i }) {
   return (
     <fieldset class={styles.group}>
@@ -284,14 +299,18 @@ function VllmFields({ i }) {
           name="max_num_seqs"
           value={i.max_num_seqs}
           max={65536}
+          optional
           onChange={(v) => setSetting('infer.max_num_seqs', v)}
+          hint="Empty: vLLM's default for the GPU (1024 on 70 GiB cards but the A100, else 256)."
         />
         <NumberField
           label="Max batched tokens"
           name="max_num_batched_tokens"
           value={i.max_num_batched_tokens}
           max={16777216}
+          optional
           onChange={(v) => setSetting('infer.max_num_batched_tokens', v)}
+          hint="Empty: vLLM's default for the GPU and entrypoint (8192 or 2048 for vllm serve)."
         />
         <NumberField
           label="KV block size (tokens)"
@@ -300,6 +319,14 @@ function VllmFields({ i }) {
           max={4096}
           onChange={(v) => setSetting('infer.block_size', v)}
         />
+        <SelectField
+          label="Entrypoint"
+          name="usage context"
+          value={i.entrypoint}
+          options={ENTRYPOINTS}
+          onChange={(v) => setSetting('infer.entrypoint', v)}
+        />
+        <ReleaseField i={i} example="0.11.1" />
       </div>
       <div class={styles.checks}>
         <CheckboxField
@@ -427,9 +454,50 @@ function LlamaFields({ i }) {
   );
 }
 
+function SglangFields({ i }) {
+  return (
+    <fieldset class={styles.group}>
+      <legend class={styles.legend}>SGLang server arguments</legend>
+      <div class={styles.grid}>
+        <NumberField
+          label="Static memory fraction"
+          name="mem_fraction_static"
+          value={i.mem_fraction_static}
+          min={0.01}
+          max={1}
+          step={0.01}
+          integer={false}
+          optional
+          onChange={(v) => setSetting('infer.mem_fraction_static', v)}
+          hint="Weights + token pool share of the GPU; empty: SGLang's default for the release and GPU."
+        />
+        <NumberField
+          label="Prefill chunk (tokens)"
+          name="chunked_prefill_size"
+          value={i.chunked_prefill_size}
+          max={16777216}
+          optional
+          onChange={(v) => setSetting('infer.chunked_prefill_size', v)}
+          hint="Empty: SGLang's default for the GPU."
+        />
+        <NumberField
+          label="Largest CUDA graph batch"
+          name="cuda_graph_max_bs"
+          value={i.cuda_graph_max_bs}
+          max={65536}
+          optional
+          onChange={(v) => setSetting('infer.cuda_graph_max_bs', v)}
+          hint="Empty: SGLang's default for the GPU."
+        />
+        <ReleaseField i={i} example="0.5.4" />
+      </div>
+    </fieldset>
+  );
+}
+
 function InferenceFields({ i }) {
-  const vllm = i.engine === 'vllm';
   if (isLlamaEngine(i.engine)) return <LlamaFields i={i} />;
+  const served = i.engine === 'vllm' || i.engine === 'sglang';
   return (
     <>
       <div class={styles.grid}>
@@ -455,7 +523,7 @@ function InferenceFields({ i }) {
           max={16777216}
           onChange={(v) => setSetting('infer.context_len', v)}
         />
-        {!vllm && (
+        {!served && (
           <NumberField
             label="Prompt length"
             name="input_ids length"
@@ -492,7 +560,8 @@ function InferenceFields({ i }) {
           onChange={(v) => setSetting('infer.kv_dtype', v)}
         />
       </div>
-      {vllm && <VllmFields i={i} />}
+      {i.engine === 'vllm' && <VllmFields i={i} />}
+      {i.engine === 'sglang' && <SglangFields i={i} />}
     </>
   );
 }
