@@ -186,9 +186,9 @@ export interface TrainOptions {
 
 /**
  * Inference engine (`infer.engine`): transformers `generate` with a dynamic cache, vLLM or SGLang as they size
- * themselves to the GPU, or LitGPT `generate`.
+ * themselves to the GPU, LitGPT `generate`, or llama.cpp and its presets Ollama and LM Studio (GGUF).
  */
-export type Engine = 'hf' | 'vllm' | 'sglang' | 'litgpt';
+export type Engine = 'hf' | 'vllm' | 'sglang' | 'litgpt' | 'llama_cpp' | 'ollama' | 'lmstudio';
 
 /** Inference workload, used when `task` is "infer". */
 export interface InferOptions {
@@ -203,10 +203,15 @@ export interface InferOptions {
   /** Contract. KV-cache dtype; default bf16. */
   kv_dtype?: string;
   /**
-   * "hf" (transformers generate, default), "vllm" or "sglang" (both need `gpu.name` or `gpu.memory_gib`; optionally
-   * at a release, "vllm@0.11.1", whose rules apply), "litgpt".
+   * "hf" (transformers generate, default), "vllm" or "sglang" (both need `gpu.name` or `gpu.memory_gib`), "litgpt",
+   * or the llama.cpp engines. `NAME@RELEASE` ("vllm@0.11.1") is an alias of `engine_version`.
    */
-  engine?: Engine | `vllm@${string}` | `sglang@${string}`;
+  engine?: Engine | `${Engine}@${string}`;
+  /**
+   * The engine's release whose rules apply: vLLM / SGLang a version ("0.11.1"), llama.cpp a source date
+   * ("2025-12"), Ollama a version ("0.6.7"); absent: the newest modelled. hf and litgpt take none.
+   */
+  engine_version?: string;
   /** vLLM: "server" (`vllm serve`, default) or "offline" (the LLM class), which have other defaults. */
   entrypoint?: 'server' | 'offline';
   /** vLLM gpu_memory_utilization: the fraction of the GPU vLLM may use, 0.01 to 1; default 0.9. */

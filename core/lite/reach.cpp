@@ -63,9 +63,8 @@ Result<ModelSpec> model_from_size(const json& /*size*/, const std::string& path)
 Result<Estimate> estimate_infer(const Request& /*req*/) { elsewhere("task", "an inference request"); }
 
 void parse_llama_cpp(const JsonReader& infer, Request& /*req*/) {
-  for (const char* k :
-       {"ctx_size", "n_gpu_layers", "n_batch", "n_ubatch", "flash_attn", "cache_type_k", "cache_type_v", "kv_unified",
-        "swa_full", "kv_offload", "mmap", "split_mode", "tensor_split", "engine_version", "fit"}) {
+  for (const char* k : {"ctx_size", "n_gpu_layers", "n_batch", "n_ubatch", "flash_attn", "cache_type_k", "cache_type_v",
+                        "kv_unified", "swa_full", "kv_offload", "mmap", "split_mode", "tensor_split", "fit"}) {
     if (infer.has(k)) elsewhere(infer.child_path(k), "a llama.cpp setting");
   }
 }

@@ -476,9 +476,9 @@ constexpr Described kFaces[] = {
       "the vision tower's prefill)"}},
     {"infer.engine",
      {"Engine", "--engine", "eng",
-      "transformers generate, vLLM or SGLang as they size themselves, optionally at a release "
-      "(vllm@0.11.1, sglang@0.5.4; absent: the newest modelled), LitGPT generate (preallocated cache; "
-      "with bitsandbytes 4-bit, lm_head quantised too), or llama.cpp and its presets Ollama and LM Studio (GGUF)"}},
+      "transformers generate, vLLM or SGLang as they size themselves, LitGPT generate (preallocated cache; "
+      "with bitsandbytes 4-bit, lm_head quantised too), or llama.cpp and its presets Ollama and LM Studio (GGUF); "
+      "NAME@RELEASE (vllm@0.11.1) is an alias of infer.engine_version"}},
     {"infer.entrypoint",
      {"vLLM entrypoint", "--entrypoint", "entry", "server: vllm serve; offline: the LLM class (other defaults)"}},
     {"infer.gpu_memory_utilization",
@@ -530,8 +530,10 @@ constexpr Described kFaces[] = {
      {"--tensor-split", "--tensor-split", "ts", "llama.cpp -ts 3,1: each GPU's share of the layers (absent: equal)"}},
     {"infer.engine_version",
      {"Engine release", "--engine-version", "ev",
-      "llama.cpp: 2025-12 (default), 2025-10 or 2025-05, the source whose rules apply; Ollama: its version "
-      "(0.6.7), which sets num_ctx, OLLAMA_NUM_PARALLEL and flash attention defaults"}},
+      "the engine's release whose rules apply (absent: the newest modelled): vLLM 0.11.1 (default), SGLang "
+      "0.5.4 (default); llama.cpp 2025-12 (default), 2025-10 or 2025-05, the source; Ollama its version "
+      "(0.6.7), which sets num_ctx, OLLAMA_NUM_PARALLEL and flash attention defaults; also infer.engine "
+      "NAME@RELEASE"}},
     {"infer.mem_fraction_static",
      {"mem_fraction_static", "--mem-fraction-static", "mfs",
       "SGLang's weights + KV pool share of the GPU; absent: SGLang's default by GPU"}},

@@ -267,29 +267,53 @@ void parse_train(const JsonReader& t, Request& req) {
   }
 }
 
-// infer.engine: NAME or NAME@RELEASE (vllm@0.11.1), as train.framework takes
-// a release (vram/releases.h); the release picks the engine's rules.
+// llama.cpp and its presets (infer/llama_cpp_options.cpp is_engine, which the
+// lite module does not link).
+bool llama_engine(const std::string& engine) {
+  return engine == "llama_cpp" || engine == "ollama" || engine == "lmstudio";
+}
+
+// infer.engine_version is an engine's release, whose rules and defaults apply;
+// infer.engine NAME@RELEASE (vllm@0.11.1, as train.framework takes a release)
+// is its alias. Only engines with modelled releases take one: vLLM and SGLang
+// a version, llama.cpp a source date (2025-12), Ollama a version (checked by
+// infer/llama_cpp_options.cpp).
 void parse_engine(const JsonReader& i, InferOptions& o) {
-  const json* v = i.get("engine");
-  if (v == nullptr) return;
-  const std::string s = v->is_string() ? v->get<std::string>() : "";
-  const size_t at = s.find('@');
   const FieldSpec& spec = field("infer.engine");
-  const auto name = spec.canonical(s.substr(0, at));
-  if (!name || (at != std::string::npos && !valid_version(s.substr(at + 1)))) {
-    std::string allowed;
-    for (const auto& x : spec.values) allowed += (allowed.empty() ? "" : ", ") + x;
-    fail(errc::kUnknownValue, "infer.engine",
-         "infer.engine " + v->dump() + " is not one of: " + allowed +
-             " (vllm and sglang optionally NAME@RELEASE, the release a version such as 0.11.1)");
+  std::optional<std::string> alias;
+  if (const json* v = i.get("engine")) {
+    const std::string s = v->is_string() ? v->get<std::string>() : "";
+    const size_t at = s.find('@');
+    const auto name = spec.canonical(s.substr(0, at));
+    if (!name || at + 1 == s.size()) {
+      std::string allowed;
+      for (const auto& x : spec.values) allowed += (allowed.empty() ? "" : ", ") + x;
+      fail(errc::kUnknownValue, "infer.engine",
+           "infer.engine " + v->dump() + " is not one of: " + allowed +
+               " (optionally NAME@RELEASE, an alias of infer.engine_version)");
+    }
+    o.engine = *name;
+    if (at != std::string::npos) alias = s.substr(at + 1);
   }
-  o.engine = *name;
-  if (at == std::string::npos) return;
-  if (o.engine != "vllm" && o.engine != "sglang") {
-    fail(errc::kUnknownValue, "infer.engine",
-         "infer.engine " + v->dump() + ": only vllm and sglang take a release (NAME@RELEASE)");
+  o.engine_version = i.str_opt("engine_version");
+  if (alias && o.engine_version && *alias != *o.engine_version) {
+    fail(errc::kInconsistent, "infer.engine_version",
+         "infer.engine_version \"" + *o.engine_version + "\" and infer.engine @" + *alias +
+             " name two releases (NAME@RELEASE is an alias of infer.engine_version: give one)");
   }
-  o.engine_release = s.substr(at + 1);
+  if (alias) o.engine_version = alias;
+  if (!o.engine_version) return;
+  const bool served = o.engine == "vllm" || o.engine == "sglang";
+  if (!served && !llama_engine(o.engine)) {
+    fail(errc::kUnknownValue, "infer.engine_version",
+         "infer.engine_version: engine " + o.engine +
+             " has no modelled releases (vllm, sglang, llama_cpp, ollama and lmstudio take one)");
+  }
+  if (served && !valid_version(*o.engine_version)) {
+    fail(errc::kUnknownValue, "infer.engine_version",
+         "infer.engine_version \"" + *o.engine_version + "\" is not a " + o.engine + " release (a version such as " +
+             (o.engine == "vllm" ? "0.11.1" : "0.5.4") + ")");
+  }
 }
 
 void parse_infer(const JsonReader& i, Request& req) {
@@ -322,15 +346,12 @@ void parse_infer(const JsonReader& i, Request& req) {
 
 const std::vector<std::string> kFsdpStrategies = {"full_shard", "shard_grad_op", "hybrid_shard", "no_shard"};
 
-// Layout sanity (issue 6): the degrees multiply to the GPUs, the model divides
-// the way each parallelism cuts it, and the frameworks accept the combination.
-// Paths name the field under `base` ("parallel").
 // The layouts inference is modelled with: vLLM splits layers over pipeline
 // stages (get_pp_indices); the other engines shard with tensor parallelism only.
 void check_serving_layout(const Request& req, const std::string& base) {
   const ParallelOptions& o = req.parallel;
   const std::string& engine = req.infer.engine;
-  if (engine == "llama_cpp" || engine == "ollama" || engine == "lmstudio") return;  // layers over parallel.gpus
+  if (llama_engine(engine)) return;  // layers over parallel.gpus
   const bool pp_ok = req.task == Task::kInfer && engine == "vllm";
   if (req.task == Task::kInfer && ((o.pp > 1 && !pp_ok) || o.dp > 1 || o.cp > 1 || o.ep > 1 || o.zero > 0 ||
                                    !o.fsdp.empty() || o.distributed_optimizer)) {
@@ -351,6 +372,9 @@ void serving_gpus(const JsonReader& p, Request& req) {
                             ": tp x pp (inference runs one worker per GPU; parallel.gpus absent)");
 }
 
+// Layout sanity (issue 6): the degrees multiply to the GPUs, the model divides
+// the way each parallelism cuts it, and the frameworks accept the combination.
+// Paths name the field under `base` ("parallel").
 void check_layout(const Request& req, const std::string& base) {
   const ParallelOptions& o = req.parallel;
   auto path = [&](const char* key) { return base + "." + key; };
@@ -451,7 +475,7 @@ void check_layout(const Request& req, const std::string& base) {
   }
   // The llama.cpp engines split layers over parallel.gpus themselves (-sm layer).
   const std::string& engine = req.infer.engine;
-  const bool layer_split = engine == "llama_cpp" || engine == "ollama" || engine == "lmstudio";
+  const bool layer_split = llama_engine(engine);
   if (req.task == Task::kInfer && layer_split && (o.tp > 1 || o.pp > 1 || o.cp > 1 || o.ep > 1)) {
     fail(errc::kInconsistent, base,
          "llama.cpp splits layers over parallel.gpus (infer.split_mode, infer.tensor_split); tp, pp, cp and ep "
@@ -871,7 +895,9 @@ Result<Request> parse_request_filled(const json& request, FrameworkJob job, std:
     if (auto a = r.object_opt("allocator")) parse_allocator(*a, req);
     if (auto g = r.object_opt("gpu")) parse_gpu(*g, req);
     req.framework = job.framework->name;
-    if (!job.note.empty()) req.assumptions.push_back(job.note);
+    // The release note names a training framework's release (train.framework
+    // NAME@RELEASE): an inference job runs no framework recipe.
+    if (!job.note.empty() && req.task == Task::kTrain) req.assumptions.push_back(job.note);
     if (!applied.empty()) {
       std::string list;
       for (const auto& d : applied) list += (list.empty() ? "" : ", ") + d.path + " = " + d.value.dump();

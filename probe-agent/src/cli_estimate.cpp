@@ -420,7 +420,8 @@ Training:  --method full|lora|qlora|freeze   --lora  --qlora (shortcuts)
            --trainable-modules lm_head,layers.31  (method freeze)  --images-per-sample N (VLMs)
 Inference: --batch N  --context-len N (vLLM --max-model-len, SGLang --context-length)  --prompt-len N
            --weights-dtype bf16|fp8|int8|gptq|awq|nf4|nf4-dq  --kv-dtype bf16|fp8
-           --engine hf|vllm|sglang|litgpt|llama_cpp|ollama|lmstudio, vLLM and SGLang at a release: --engine vllm@0.11.1 (its rules apply)
+           --engine hf|vllm|sglang|litgpt|llama_cpp|ollama|lmstudio  --engine-version RELEASE (vLLM 0.11.1, SGLang
+                     0.5.4: its rules apply; --engine vllm@0.11.1 is the same)
            vLLM:   --gpu-memory-utilization X  --max-num-seqs N  --max-num-batched-tokens N  --block-size N
                    --enforce-eager  --max-model-len N  --tensor-parallel-size N  --pipeline-parallel-size N
                    --kv-cache-dtype bf16|fp8  --entrypoint server|offline (vllm serve / the LLM class: other defaults)

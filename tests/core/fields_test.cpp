@@ -292,7 +292,7 @@ const std::map<std::string, std::function<json(const Request&)>>& absent_readers
        [](const Request& r) { return r.infer.llama.kv_unified ? json(*r.infer.llama.kv_unified) : json(); }},
       {"infer.fit", [](const Request& r) { return r.infer.llama.fit ? json(*r.infer.llama.fit) : json(); }},
       {"infer.engine_version",
-       [](const Request& r) { return r.infer.llama.engine_version ? json(*r.infer.llama.engine_version) : json(); }},
+       [](const Request& r) { return r.infer.engine_version ? json(*r.infer.engine_version) : json(); }},
       // vLLM's and SGLang's own defaults by GPU (infer/vllm.cpp, infer/sglang.cpp).
       {"infer.max_num_seqs",
        [](const Request& r) { return r.infer.max_num_seqs == 0 ? json() : json(r.infer.max_num_seqs); }},

@@ -132,12 +132,50 @@ TEST(VllmPipeline, StagesSplitTheLayersAndTheTightestStageSizesTheCache) {
 TEST(VllmRelease, NamesTheFieldOutsideTheModelledReleases) {
   const json v0 = serve("meta-llama/Llama-3.1-8B", {{"engine", "vllm@0.7.3"}});
   ASSERT_TRUE(v0.contains("error"));
-  EXPECT_EQ(v0["error"]["path"], "infer.engine");
-  for (const char* bad : {"vllm@latest", "hf@4.44", "vllm@"}) {
+  EXPECT_EQ(v0["error"]["path"], "infer.engine_version");
+  for (const char* bad : {"vllm@latest", "hf@4.44"}) {
+    const json r = serve("meta-llama/Llama-3.1-8B", {{"engine", bad}});
+    ASSERT_TRUE(r.contains("error")) << bad;
+    EXPECT_EQ(r["error"]["path"], "infer.engine_version") << bad;
+  }
+  for (const char* bad : {"vllm@", "tgi@1.0"}) {
     const json r = serve("meta-llama/Llama-3.1-8B", {{"engine", bad}});
     ASSERT_TRUE(r.contains("error")) << bad;
     EXPECT_EQ(r["error"]["path"], "infer.engine") << bad;
   }
+}
+
+// An inference job runs no training framework's recipe: its assumptions name
+// the engine's release, not train.framework's.
+TEST(EngineVersion, InferenceListsNoTrainingFrameworkRelease) {
+  for (const char* engine : {"hf", "vllm", "sglang"}) {
+    const json r = serve("meta-llama/Llama-3.1-8B", {{"engine", engine}});
+    ASSERT_FALSE(r.contains("error")) << engine << r.dump();
+    EXPECT_FALSE(mentions(r["assumptions"], "framework release")) << engine << r["assumptions"].dump();
+  }
+  EXPECT_TRUE(
+      mentions(serve("meta-llama/Llama-3.1-8B", {{"engine", "vllm"}})["assumptions"], "infer.engine_version absent"));
+}
+
+// One field for an engine's release: infer.engine NAME@RELEASE is an alias of
+// infer.engine_version, and the two naming different releases is an error.
+TEST(EngineVersion, OneFieldAndItsAlias) {
+  const json alias = serve("meta-llama/Llama-3.1-8B", {{"engine", "vllm@0.11.0"}});
+  const json field = serve("meta-llama/Llama-3.1-8B", {{"engine", "vllm"}, {"engine_version", "0.11.0"}});
+  ASSERT_FALSE(field.contains("error")) << field.dump();
+  EXPECT_EQ(field["infer"]["engine_release"], "0.11.0");
+  EXPECT_EQ(alias.dump(), field.dump());
+  const json same = serve("meta-llama/Llama-3.1-8B", {{"engine", "vllm@0.11.0"}, {"engine_version", "0.11.0"}});
+  EXPECT_EQ(same.dump(), field.dump());
+  const json both = serve("meta-llama/Llama-3.1-8B", {{"engine", "vllm@0.10.2"}, {"engine_version", "0.11.0"}});
+  ASSERT_TRUE(both.contains("error"));
+  EXPECT_EQ(both["error"]["path"], "infer.engine_version");
+  const json hf = serve("meta-llama/Llama-3.1-8B", {{"engine", "hf"}, {"engine_version", "4.44"}});
+  ASSERT_TRUE(hf.contains("error"));
+  EXPECT_EQ(hf["error"]["path"], "infer.engine_version");
+  const json sgl = serve("Qwen/Qwen3-0.6B", {{"engine", "sglang"}, {"engine_version", "0.4.9"}});
+  ASSERT_FALSE(sgl.contains("error")) << sgl.dump();
+  EXPECT_EQ(sgl["infer"]["engine_release"], "0.4.9");
   const json later = serve("meta-llama/Llama-3.1-8B", {{"engine", "vllm@0.19.1+cu129"}});
   ASSERT_FALSE(later.contains("error"));
   EXPECT_TRUE(mentions(later["warnings"], "outside the releases modelled"));

@@ -129,8 +129,7 @@ struct LlamaCppOptions {
   bool kv_offload = defaults::kKvOffload;
   bool mmap = defaults::kMmap;
   std::string split_mode = defaults::kSplitMode;
-  std::vector<double> tensor_split;           // --tensor-split proportions, one per GPU
-  std::optional<std::string> engine_version;  // llama.cpp release ("2025-12") or Ollama version ("0.6.7")
+  std::vector<double> tensor_split;  // --tensor-split proportions, one per GPU
   bool cache_type_k_given = false;
   bool context_len_given = false;    // Ollama's num_ctx
   bool batch_given = false;          // --parallel / OLLAMA_NUM_PARALLEL
@@ -145,10 +144,12 @@ struct InferOptions {
   std::string weights_dtype = defaults::kWeightsDtype;
   std::string kv_dtype = defaults::kKvDtype;
   std::string engine = defaults::kEngine;  // "hf" (transformers generate) | "vllm" | "sglang" | "litgpt"
-  bool context_len_given = false;
-  bool weights_dtype_given = false;  // absent: vLLM / SGLang load a quantised checkpoint as stored          // vLLM /
-                                     // SGLang: absent = the model's own maximum
-  std::string engine_release;        // infer.engine NAME@RELEASE: the release; "" = the newest modelled
+  bool context_len_given = false;          // vLLM / SGLang: absent = the model's own maximum
+  bool weights_dtype_given = false;        // absent: vLLM / SGLang load a quantised checkpoint as stored
+  // infer.engine_version (or its alias infer.engine NAME@RELEASE): vLLM / SGLang
+  // release ("0.11.1"), llama.cpp source date ("2025-12"), Ollama version
+  // ("0.6.7"); absent = the newest modelled.
+  std::optional<std::string> engine_version;
   std::string entrypoint = defaults::kEntrypoint;  // vLLM: "server" (vllm serve) | "offline" (LLM class)
   // vLLM engine arguments (defaults: vram/fields.h); 0 = vLLM's own default.
   double gpu_memory_utilization = defaults::kGpuMemoryUtilization;

@@ -60,12 +60,14 @@ constexpr int64_t kOllamaLatest = 1505;  // 0.15.5: the newest defaults modelled
 
 int64_t pad(int64_t x, int64_t n) { return (x + n - 1) / n * n; }
 
-const char* kLlamaFields[] = {"ctx_size",     "n_gpu_layers", "n_batch",      "n_ubatch",       "flash_attn",
-                              "cache_type_k", "cache_type_v", "kv_unified",   "swa_full",       "kv_offload",
-                              "mmap",         "split_mode",   "tensor_split", "engine_version", "fit"};
+const char* kLlamaFields[] = {"ctx_size",     "n_gpu_layers", "n_batch",      "n_ubatch", "flash_attn",
+                              "cache_type_k", "cache_type_v", "kv_unified",   "swa_full", "kv_offload",
+                              "mmap",         "split_mode",   "tensor_split", "fit"};
 // Fields of the other engines a llama.cpp request cannot take.
-const char* kOtherFields[] = {"prompt_len", "kv_dtype",     "images_per_prompt",      "gpu_memory_utilization",
-                              "block_size", "max_num_seqs", "max_num_batched_tokens", "enforce_eager"};
+const char* kOtherFields[] = {
+    "prompt_len",           "kv_dtype",         "images_per_prompt",      "entrypoint",    "gpu_memory_utilization",
+    "block_size",           "max_num_seqs",     "max_num_batched_tokens", "enforce_eager", "mem_fraction_static",
+    "chunked_prefill_size", "cuda_graph_max_bs"};
 
 }  // namespace
 
@@ -114,7 +116,6 @@ void parse_options(const JsonReader& i, Request& req) {
     }
     o.tensor_split.push_back(v);
   }
-  if (auto v = i.str_opt("engine_version")) o.engine_version = *v;
   o.context_len_given = i.has("context_len");
   o.batch_given = i.has("batch");
   o.weights_dtype_given = i.has("weights_dtype");
@@ -184,8 +185,9 @@ std::vector<double> split_points(const LlamaCppOptions& o, int32_t gpus, std::ve
 int64_t resolve_llama(const Request& req, const gguf::Model& m, Resolved& r) {
   const LlamaCppOptions& o = req.infer.llama;
   auto& notes = r.assumptions;
-  r.era = &era_named(o.engine_version.value_or(kEras[0].name), "infer.engine_version");
-  if (!o.engine_version) {
+  const auto& version = req.infer.engine_version;
+  r.era = &era_named(version.value_or(kEras[0].name), "infer.engine_version");
+  if (!version) {
     notes.push_back(std::string("llama.cpp release 2025-12: the rules of ") + r.era->source +
                     " (infer.engine_version 2025-10 or 2025-05 for older builds)");
   }
@@ -253,8 +255,9 @@ int64_t resolve_llama(const Request& req, const gguf::Model& m, Resolved& r) {
 int64_t resolve_ollama(const Request& req, const gguf::Model& m, int64_t total_vram, Resolved& r) {
   const LlamaCppOptions& o = req.infer.llama;
   auto& notes = r.assumptions;
-  const int64_t v = o.engine_version ? ollama_version(*o.engine_version, "infer.engine_version") : kOllamaLatest;
-  if (!o.engine_version) notes.push_back("Ollama 0.15.5's defaults (infer.engine_version names another version)");
+  const auto& version = req.infer.engine_version;
+  const int64_t v = version ? ollama_version(*version, "infer.engine_version") : kOllamaLatest;
+  if (!version) notes.push_back("Ollama 0.15.5's defaults (infer.engine_version names another version)");
   // The llama.cpp its runner vendors (Makefile.sync FETCH_HEAD): 7049736b2d
   // from 0.12, ec98e2002 from 0.13.5; older releases vendored copies with
   // 2025-05's rules.

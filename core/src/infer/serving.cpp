@@ -448,8 +448,8 @@ Phase make_phase(const Request& req, const Serving& sv, const char* key, const c
 int64_t dequant_bytes(const Serving& sv, int64_t batch, int64_t tokens) { return batch * tokens > 1 ? sv.dequant : 0; }
 
 std::string engine_release(Estimate& e, const InferOptions& o, const char* newest) {
-  if (!o.engine_release.empty()) return o.engine_release;
-  e.assumptions.push_back(o.engine + " " + newest + " rules (infer.engine names no release: the newest modelled)");
+  if (o.engine_version) return *o.engine_version;
+  e.assumptions.push_back(o.engine + " " + newest + " rules (infer.engine_version absent: the newest modelled)");
   return newest;
 }
 

@@ -106,8 +106,8 @@ Setup setup(Estimate& e, const Request& req, const Serving& sv) {
   s.release = engine_release(e, req.infer, kNewest);
   e.engine_release = s.release;
   if (!at_least(s.release, "0.3")) {
-    fail(errc::kUnsupported, "infer.engine",
-         "infer.engine sglang@" + s.release + ": SGLang before 0.3 is not modelled");
+    fail(errc::kUnsupported, "infer.engine_version",
+         "infer.engine_version " + s.release + ": SGLang before 0.3 is not modelled");
   }
   s.total = cuda_total_bytes(req, sv, "sglang");
   s.gpu_mem = sv.gpu != nullptr ? sv.gpu->total_mib : static_cast<int64_t>(*req.gpu.memory_gib * 1024.0);

@@ -82,8 +82,8 @@ void release_rules(Estimate& e, const Request& req, Setup& s) {
   s.release = engine_release(e, req.infer, kNewest);
   e.engine_release = s.release;
   if (!at_least(s.release, "0.8")) {
-    fail(errc::kUnsupported, "infer.engine",
-         "infer.engine vllm@" + s.release +
+    fail(errc::kUnsupported, "infer.engine_version",
+         "infer.engine_version " + s.release +
              ": vLLM before 0.8 ran the V0 engine by default, which is not modelled (V1 only, 0.10 to 0.12)");
   }
   if (!at_least(s.release, "0.10") || at_least(s.release, "0.13")) {

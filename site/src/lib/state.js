@@ -318,6 +318,9 @@ export function routedExperts(info) {
 export function setSetting(path, value) {
   const next = structuredClone(settings.value);
   putPath(next, path, value);
+  // A release (infer.engine_version) is one engine's: another engine starts at its newest.
+  if (path === 'infer.engine' && value !== settings.value.infer.engine)
+    next.infer.engine_version = '';
   settings.value = next;
 }
 

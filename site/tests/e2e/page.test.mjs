@@ -139,6 +139,37 @@ describe('the built page in Chromium', () => {
     assert.deepEqual(consoleErrors, [], 'the page logged errors');
   });
 
+  it('serves a preset with vLLM and SGLang: the KV cache size and the start-up lines vram-probe gives', async (t) => {
+    for (const [engine, term] of [
+      ['vllm', 'GPU KV cache size'],
+      ['sglang', 'max_total_num_tokens'],
+    ]) {
+      await page.setViewportSize({ width: 1400, height: 900 });
+      await page.goto(`${base}#m=preset:${PRESET}&task=infer&eng=${engine}&ctx=16000`);
+      const panel = page.getByRole('region', { name: 'Serving answers' });
+      const tokens = panel.locator('dt', { hasText: term }).locator('xpath=..').locator('dd');
+      await tokens.waitFor({ timeout: 30000 });
+      const request = JSON.parse(await page.getByTestId('request-json').textContent());
+      assert.equal(request.infer.engine, engine);
+      const native = runProbe(request);
+      const shown = Number(await tokens.getAttribute('data-count'));
+      t.diagnostic(`${engine}: page ${shown} tokens, vram-probe ${native.infer.kv_tokens}`);
+      assert.equal(shown, native.infer.kv_tokens);
+      const lines = await panel.getByRole('list', { name: 'Engine start-up lines' }).textContent();
+      const kvLine = native.infer.engine_log.find(
+        (l) =>
+          l.key === (engine === 'vllm' ? 'vllm.available_kv_cache' : 'sglang.max_total_num_tokens'),
+      );
+      assert.ok(lines.includes(kvLine.text), `${engine} lines: ${lines}`);
+      await panel.screenshot({ path: screenshotPath.replace(/\.png$/, `-${engine}-1400.png`) });
+      await page.setViewportSize({ width: 390, height: 844 });
+      await panel.screenshot({ path: screenshotPath.replace(/\.png$/, `-${engine}-390.png`) });
+    }
+    await page.setViewportSize({ width: 1440, height: 1000 });
+    assert.deepEqual(blocked, [], 'the page tried to reach the network');
+    assert.deepEqual(consoleErrors, [], 'the page logged errors');
+  });
+
   it("ranks the layouts of 8 GPUs as vram-probe plan does, and Apply shows the first one's peak", async (t) => {
     const id = 'meta-llama/Llama-3.1-8B';
     await page.goto(`${base}#m=preset:${id}&task=train&method=full&gpus=8&gpu=A100%2040GB`);

@@ -148,6 +148,10 @@ describe('inference engines and the serving answers', () => {
   it('with vLLM shows the KV cache size and the maximum concurrency vLLM prints, and its start-up lines', async () => {
     await openPage(`${LLAMA31}&ctx=16000&eng=vllm`);
     const core = coreInfer({ engine: 'vllm', context_len: 16000 });
+    // The release whose rules applied (absent infer.engine_version: the newest modelled).
+    expect(servingPanel().textContent).toContain(
+      `vLLM, paged KV cache ${core.engine_release}'s rules`,
+    );
     const tokens = stat('GPU KV cache size');
     expect(tokens.getAttribute('data-count')).toBe(String(core.kv_tokens));
     expect(tokens.textContent).toBe(`${core.kv_tokens.toLocaleString('en-US')} tokens`);
@@ -171,9 +175,11 @@ describe('inference engines and the serving answers', () => {
     await waitFor(() => expect(request.value.infer.max_num_seqs).toBe(64));
     fireEvent.change(screen.getByLabelText(/usage context/), { target: { value: 'offline' } });
     await waitFor(() => expect(request.value.infer.entrypoint).toBe('offline'));
-    fireEvent.input(screen.getByLabelText(/NAME@RELEASE/), { target: { value: '0.11.0' } });
-    await waitFor(() => expect(request.value.infer.engine).toBe('vllm@0.11.0'));
-    await waitFor(() => expect(window.location.hash).toContain('erel=0.11.0'));
+    expect(request.value.infer.engine_version).toBeUndefined();
+    fireEvent.input(screen.getByLabelText(/infer.engine_version/), { target: { value: '0.11.0' } });
+    await waitFor(() => expect(request.value.infer.engine_version).toBe('0.11.0'));
+    expect(request.value.infer.engine).toBe('vllm');
+    await waitFor(() => expect(window.location.hash).toContain('ev=0.11.0'));
     fireEvent.input(screen.getByLabelText(/max_num_seqs/), { target: { value: '' } });
     await waitFor(() => expect(request.value.infer.max_num_seqs).toBeUndefined());
   });

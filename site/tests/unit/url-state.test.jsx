@@ -64,6 +64,11 @@ describe('the state in the URL', () => {
       max_num_batched_tokens: 4096,
       block_size: 32,
       enforce_eager: true,
+      entrypoint: 'offline',
+      // SGLang's server arguments.
+      mem_fraction_static: 0.8,
+      chunked_prefill_size: 4096,
+      cuda_graph_max_bs: 64,
       // llama.cpp's flags (the page's own --parallel box included).
       ctx_size: 16384,
       n_gpu_layers: 20,

@@ -70,7 +70,9 @@ export function ServingPanel({ infer }) {
         Serving answers
       </h2>
       <p class={styles.lead}>
-        {LEADS[infer.engine] ?? infer.engine} · {formatInt(infer.batch)} sequence
+        {LEADS[infer.engine] ?? infer.engine}
+        {infer.engine_release ? ` ${infer.engine_release}'s rules` : ''} · {formatInt(infer.batch)}{' '}
+        sequence
         {infer.batch === 1 ? '' : 's'} ×{' '}
         {formatInt(Number.isFinite(infer.max_model_len) ? infer.max_model_len : infer.context_len)}{' '}
         tokens · KV in {infer.kv_dtype}
