@@ -44,6 +44,13 @@ void malloc_tensor(CachingAllocator& alloc, const Timeline& tl, const Tensor& t,
 
 }  // namespace
 
+std::unique_ptr<LoadedAllocator> LoadedAllocator::without_bound() const {
+  if (fails_ || limits().capacity == 0 || !alloc_.limits_idle()) return nullptr;
+  auto out = std::make_unique<LoadedAllocator>(*this);
+  out->alloc_.set_limits({});
+  return out;
+}
+
 LoadedAllocator::LoadedAllocator(const Timeline& load, const AllocatorConfig& config, const DeviceLimits& limits)
     : alloc_(config, limits) {
   const auto& events = load.events();
@@ -65,6 +72,9 @@ LoadedAllocator::LoadedAllocator(const Timeline& load, const AllocatorConfig& co
     if (ev.op == Event::Op::kAlloc) {
       live_[i] = 1;
       malloc_tensor(alloc_, load, t, slots, &creators_);
+      // A failed load is all a bounded replay needs to know (it stops there).
+      fails_ = alloc_.stats().num_ooms > 0;
+      if (fails_) return;
     } else if (live_[i]) {
       live_[i] = 0;
       for (int64_t k = 0; k < t.mallocs; ++k) alloc_.free(slots[k]);
@@ -158,21 +168,34 @@ class StepReplayer {
   // in, largest first.
   std::vector<std::pair<std::string, int64_t>> causes() const {
     // The last tensor to create a segment at an address is its creator.
-    std::vector<std::pair<uint64_t, const char*>> by_address = creators_;
-    std::stable_sort(by_address.begin(), by_address.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    // New segments come at ever higher addresses, so creators_ is in
+    // address order unless expandable segments mapped pages below others.
+    const auto lower = [](const auto& a, const auto& b) { return a.first < b.first; };
+    const bool ordered = std::is_sorted(creators_.begin(), creators_.end(), lower);
+    std::map<uint64_t, const char*> by_address;
+    for (size_t i = 0; i < creators_.size() && !ordered; ++i) by_address[creators_[i].first] = creators_[i].second;
+    const auto creator = [&](uint64_t address) -> const char* {
+      if (!ordered) {
+        const auto c = by_address.find(address);
+        return c != by_address.end() ? c->second : nullptr;
+      }
+      const auto c =
+          std::upper_bound(creators_.begin(), creators_.end(), std::pair<uint64_t, const char*>{address, ""}, lower);
+      return c != creators_.begin() && std::prev(c)->first == address ? std::prev(c)->second : nullptr;
+    };
     std::map<std::string, int64_t> by_name;
     for (const auto& [address, unused] : alloc_.cached_by_segment()) {
-      auto c = std::upper_bound(by_address.begin(), by_address.end(), address,
-                                [](uint64_t a, const auto& x) { return a < x.first; });
-      const bool found = c != by_address.begin() && std::prev(c)->first == address;
-      by_name[found ? std::string(std::prev(c)->second) : "segments of several tensors"] += unused;
+      const char* name = creator(address);
+      by_name[name != nullptr ? name : "segments of several tensors"] += unused;
     }
-    std::vector<std::pair<std::string, int64_t>> out(by_name.begin(), by_name.end());
-    // Largest first; equal sizes in name order (stable after the map), so
-    // libstdc++ (native) and libc++ (WASM) list them alike: std::sort
-    // leaves the order of equal elements to the library.
-    std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    // Largest first; equal sizes in name order (the map's), each placed
+    // before the first smaller one: the same list from libstdc++ (native)
+    // and libc++ (WASM), whose std::sort orders equal elements each its own
+    // way. A few dozen names at most.
+    std::vector<std::pair<std::string, int64_t>> out;
+    for (const auto& cause : by_name) {
+      out.insert(std::find_if(out.begin(), out.end(), [&](const auto& x) { return x.second < cause.second; }), cause);
+    }
     return out;
   }
 
@@ -219,20 +242,20 @@ AllocatorConfig allocator_config(const AllocatorOptions& o) {
 ReservedReplay replay_reserved(const LoadedAllocator& loaded, const Timeline& timeline,
                                const std::vector<Moment>& moments, int detail_moment,
                                const std::vector<const Timeline*>& before, bool stop_at_oom) {
+  ReservedReplay out;
+  out.reserved.assign(moments.size(), 0);
+  const auto stopped = [&] {
+    out.ooms = 1;
+    return out;
+  };
+  if (stop_at_oom && loaded.ooms() > 0) return stopped();
   for (const Timeline* tl : before) {
     if (tl->step_begin() > 0 && !loaded.starts(*tl)) {
       fail(errc::kInternal, "", "a step replayed before another does not start with its load");
     }
   }
   if (!loaded.starts(timeline)) fail(errc::kInternal, "", "a replayed step does not start with the load given");
-  ReservedReplay out;
-  out.reserved.assign(moments.size(), 0);
   StepReplayer r(loaded, detail_moment >= 0, stop_at_oom);
-  const auto stopped = [&] {
-    out.ooms = 1;
-    return out;
-  };
-  if (stop_at_oom && loaded.ooms() > 0) return stopped();
   for (const Timeline* other : before) {
     if (!r.run_step_of(*other)) return stopped();
   }

@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -63,18 +64,27 @@ AllocatorConfig allocator_config(const AllocatorOptions& o);
 // tensor behind each new segment: the state every step on that load starts
 // from. Built once per load and bound; a replay copies it (flat arrays), so
 // the load's events, thousands for 4-bit weights quantised on load, run once.
+//
+// A load that fails under its capacity is replayed up to its first failed
+// malloc only (ooms() 1): all a bounded replay stopping at the first failed
+// malloc needs to know; no step is replayed from it.
 class LoadedAllocator {
  public:
   LoadedAllocator(const Timeline& load, const AllocatorConfig& config, const DeviceLimits& limits);
+  // This load without its capacity, copied instead of replayed again, when
+  // the capacity never acted on it (CachingAllocator::limits_idle); null
+  // otherwise.
+  std::unique_ptr<LoadedAllocator> without_bound() const;
 
   const DeviceLimits& limits() const { return alloc_.limits(); }
   // Failed mallocs of the load itself (with a capacity).
   int64_t ooms() const { return alloc_.stats().num_ooms; }
   // Whether `tl` starts with this load (as far as counts tell: a copy of the
-  // load with a step appended passes).
+  // load with a step appended passes), so that a step can be replayed from
+  // it (never from a load known to fail).
   bool starts(const Timeline& tl) const {
     return std::min(tl.step_begin(), tl.events().size()) == events_ && tl.tensors().size() >= tensors_ &&
-           tl.mallocs() >= mallocs_;
+           tl.mallocs() >= mallocs_ && !fails_;
   }
 
  private:
@@ -86,6 +96,7 @@ class LoadedAllocator {
   size_t events_ = 0;                                       // the load's events (Timeline::step_begin)
   size_t tensors_ = 0;                                      // its tensors
   int64_t mallocs_ = 0;
+  bool fails_ = false;  // failed under its capacity; replayed up to there
 };
 
 // `timeline` must start with the load `loaded` was built from (the same

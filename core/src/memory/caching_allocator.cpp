@@ -49,13 +49,16 @@ struct Block {
 // every retry of a malloc near the card's capacity, walks those alone and
 // not every cached split block (a 4-bit model's load caches thousands). A
 // cached block keeps its kind while cached: only its neighbours change, from
-// one block to another.
+// one block to another. So `releasable` is built from `blocks` when first
+// read (keep_releasable) and kept from then on: a replay that never frees its
+// cache (no card, or one it never fills) never pays for it.
 struct BlockPool {
   explicit BlockPool(bool small) : is_small(small) {}
   BlockSet blocks;
   BlockSet releasable;
   BlockSet unmapped;
   bool is_small;
+  bool releasable_kept = false;
   int64_t get_free_blocks_call_count = 0;
 };
 
@@ -187,17 +190,29 @@ struct CachingAllocator::Impl {
   }
 
   bool releasable(BlockId b) const { return at(b).es >= 0 || !at(b).is_split(); }
+  // Whether `pool.releasable` is kept and lists b.
+  bool kept_releasable(const BlockPool& pool, BlockId b) const { return pool.releasable_kept && releasable(b); }
+  // pool.releasable, built from pool.blocks on first use (BlockPool).
+  const BlockSet& keep_releasable(BlockPool& pool) {
+    if (!pool.releasable_kept) {
+      pool.blocks.for_each([&](const BlockSet::Entry& e) {
+        if (releasable(e.id)) pool.releasable.insert(e);
+      });
+      pool.releasable_kept = true;
+    }
+    return pool.releasable;
+  }
 
   // BlockPool::insert_into_blocks(): caches a block and stamps its gc age.
   void insert_into_blocks(BlockPool& pool, BlockId b) {
     at(b).gc_count_base = pool.get_free_blocks_call_count;
     pool.blocks.insert(key(b));
-    if (releasable(b)) pool.releasable.insert(key(b));
+    if (kept_releasable(pool, b)) pool.releasable.insert(key(b));
   }
   // Takes a block out of the cache (the source's pool.blocks.erase(block)).
   void remove_from_blocks(BlockPool& pool, BlockId b) {
     pool.blocks.erase(key(b));
-    if (releasable(b)) pool.releasable.erase(key(b));
+    if (kept_releasable(pool, b)) pool.releasable.erase(key(b));
   }
 
   // CUDAAllocatorConfig::roundup_power2_divisions(size): intervals of powers
@@ -287,7 +302,7 @@ struct CachingAllocator::Impl {
     if (p.size >= config.max_split_size && at(found).size >= p.size + config.max_non_split_rounding_size) return false;
     p.block = found;
     pool.blocks.erase_at(it);
-    if (releasable(found)) pool.releasable.erase(key(found));
+    if (kept_releasable(pool, found)) pool.releasable.erase(key(found));
     return true;
   }
 
@@ -378,7 +393,7 @@ struct CachingAllocator::Impl {
   void release_blocks(BlockPool& pool) {
     std::vector<BlockId> to_release;
     std::vector<BlockId> to_unmap;
-    pool.releasable.for_each([&](const BlockSet::Entry& e) {
+    keep_releasable(pool).for_each([&](const BlockSet::Entry& e) {
       const Block& b = at(e.id);
       if (b.es >= 0) {
         to_unmap.push_back(e.id);
@@ -544,7 +559,7 @@ struct CachingAllocator::Impl {
     auto gc_count = [&](BlockId b) { return large_blocks.get_free_blocks_call_count - at(b).gc_count_base; };
     int64_t total_age = 0;
     int64_t freeable_block_count = 0;
-    large_blocks.releasable.for_each([&](const BlockSet::Entry& e) {
+    keep_releasable(large_blocks).for_each([&](const BlockSet::Entry& e) {
       if (!at(e.id).is_split()) {
         total_age += gc_count(e.id);
         ++freeable_block_count;
@@ -1012,6 +1027,19 @@ void CachingAllocator::reset_peak_stats() {
 const AllocatorStats& CachingAllocator::stats() const { return impl_->stats; }
 const AllocatorConfig& CachingAllocator::config() const { return impl_->config; }
 const DeviceLimits& CachingAllocator::limits() const { return impl_->limits; }
+// The limits act in alloc_block() and map_block() (a failure then frees
+// cached segments or retries, or fails), in garbage_collect_cached_blocks()
+// (only with a memory fraction) and in the size of an expandable segment's
+// address space.
+bool CachingAllocator::limits_idle() const {
+  const AllocatorStats& s = impl_->stats;
+  return s.num_ooms == 0 && s.num_alloc_retries == 0 && s.num_device_free == 0 && !impl_->config.expandable_segments &&
+         !impl_->set_fraction;
+}
+void CachingAllocator::set_limits(const DeviceLimits& limits) {
+  impl_->limits = limits;
+  impl_->set_fraction = limits.allowed_memory_maximum > 0;
+}
 const std::vector<OutOfMemory>& CachingAllocator::ooms() const { return impl_->ooms; }
 
 int64_t CachingAllocator::largest_free_block() const {

@@ -216,6 +216,14 @@ class CachingAllocator {
   const AllocatorStats& stats() const;
   const AllocatorConfig& config() const;
   const DeviceLimits& limits() const;
+  // Whether the limits never changed what happened: no malloc failed, none
+  // retried, nothing was given back to the device, no expandable segment's
+  // address space was sized by them. Such an allocator is in the state it
+  // would be in under any larger limits (set_limits).
+  bool limits_idle() const;
+  // Runs on under other limits; only what limits_idle() allows (a larger
+  // bound than one that was idle) keeps the state what it would have been.
+  void set_limits(const DeviceLimits& limits);
   // Every failed malloc, in order.
   const std::vector<OutOfMemory>& ooms() const;
 

@@ -74,6 +74,10 @@ const memory::LoadedAllocator& RankBasis::loaded(int64_t capacity) const {
   }
   memory::DeviceLimits limits;
   limits.capacity = capacity;
+  // Without a bound: a copy of a bounded load the bound never acted on.
+  for (size_t i = 0; i < loaded_.size() && capacity == 0; ++i) {
+    if (auto copy = loaded_[i]->without_bound()) return *loaded_.emplace_back(std::move(copy));
+  }
   return *loaded_.emplace_back(std::make_unique<memory::LoadedAllocator>(load, allocator, limits));
 }
 
