@@ -62,11 +62,17 @@ Result<ModelSpec> model_from_size(const json& /*size*/, const std::string& path)
 
 Result<Estimate> estimate_infer(const Request& /*req*/) { elsewhere("task", "an inference request"); }
 
-void parse_llama_cpp(const JsonReader& infer, Request& /*req*/) {
-  for (const char* k : {"ctx_size", "n_gpu_layers", "n_batch", "n_ubatch", "flash_attn", "cache_type_k", "cache_type_v",
-                        "kv_unified", "swa_full", "kv_offload", "mmap", "split_mode", "tensor_split", "fit"}) {
-    if (infer.has(k)) elsewhere(infer.child_path(k), "a llama.cpp setting");
-  }
+// Inference (task infer, or an infer object in a training request): the
+// full module reads and estimates it, so no request this module holds infers.
+void parse_infer(const JsonReader& request, Request& req) {
+  if (req.task == Task::kInfer) elsewhere("task", "an inference request");
+  elsewhere(request.child_path("infer"), "a request with an infer object");
+}
+
+bool infers(const Request& /*req*/) { return false; }
+
+Result<memory::AllocatorConfig> alloc_conf(std::string_view /*text*/, const std::string& path) {
+  elsewhere(path, "a request with PYTORCH_CUDA_ALLOC_CONF text");
 }
 
 void infer_fit(const Request& /*req*/, int64_t /*capacity*/, Estimate& /*e*/) {}

@@ -261,7 +261,7 @@ json result_json(const Request& req, const Estimate& e) {
   if (train && e.peak_reserved_low_bytes > 0) out["peak_reserved_low_bytes"] = e.peak_reserved_low_bytes;
   if (train) out["framework"] = framework_json(req);
   out["fit"] = fit_json(req, e);
-  if (!train) {
+  if (reach::infers(req)) {
     json inf = {{"engine", e.engine},
                 {"batch", req.infer.batch},
                 {"context_len", req.infer.context_len},

@@ -17,7 +17,7 @@ using fit::largest_fitting;
 namespace {
 
 Result<Estimate> run(const Request& req) {
-  return req.task == Task::kTrain ? train::estimate_train(req) : reach::estimate_infer(req);
+  return reach::infers(req) ? reach::estimate_infer(req) : train::estimate_train(req);
 }
 
 // Largest value of `field` (infer.batch or infer.context_len) whose peak fits
@@ -51,7 +51,7 @@ Result<Estimate> estimate_request(const Request& req) {
   Estimate& e = r.value();
   for (const auto& a : req.assumptions) e.assumptions.push_back(a);
   if (auto w = fit::gpu_warning(req)) e.warnings.push_back(*w);
-  const bool paged = req.task == Task::kInfer && (req.infer.engine == "vllm" || req.infer.engine == "sglang");
+  const bool paged = reach::infers(req) && (req.infer.engine == "vllm" || req.infer.engine == "sglang");
   // vLLM and SGLang size themselves to each GPU: a card fits when the KV
   // cache they give themselves holds one sequence of context_len.
   auto vllm_sequences = [&](const Estimate& x) {
@@ -122,7 +122,7 @@ Result<Estimate> estimate_request(const Request& req) {
       }
       e.facts.push_back({"min_gpus_to_fit", found});
     }
-    if (req.task == Task::kInfer && req.infer.engine == "hf") {
+    if (reach::infers(req) && req.infer.engine == "hf") {
       // transformers generate: the answers users ask for (issue 5).
       e.facts.push_back({"max_concurrent_sequences", max_infer(req, capacity, &InferOptions::batch, int64_t{1} << 16)});
       // Bounded by the model's max_position_embeddings when the config has one.
@@ -130,7 +130,7 @@ Result<Estimate> estimate_request(const Request& req) {
           req.model.max_position_embeddings > 0 ? req.model.max_position_embeddings : int64_t{1} << 24;
       e.facts.push_back({"max_context_len", max_infer(req, capacity, &InferOptions::context_len, model_max)});
     }
-    if (req.task == Task::kInfer) reach::infer_fit(req, capacity, e);
+    if (reach::infers(req)) reach::infer_fit(req, capacity, e);
     if (!e.devices.empty()) {
       e.fit.headroom_ok = true;
       e.fit.headroom_applies = false;

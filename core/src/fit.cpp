@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "reach.h"
 #include "vram/gpus.h"
 
 namespace vram::fit {
@@ -23,7 +24,7 @@ std::optional<Card> chosen_gpu(const Request& req) {
 
 std::optional<GpuRefusal> refusal_on(const Request& req, const GpuInfo& g) {
   const std::string card = std::string(g.name) + " (" + (g.arch[0] != '\0' ? g.arch : g.vendor) + ")";
-  if (req.task == Task::kTrain) {
+  if (!reach::infers(req)) {
     const Precision p = req.train.precision;
     // QLoRA's bf16 is its compute dtype, which runs in fp16 on older cards
     // (bnb_4bit_compute_dtype); the estimate's bytes are the same.

@@ -44,7 +44,15 @@ Result<Estimate> estimate_infer(const Request& req) {
   return infer::estimate_infer(req);
 }
 
-void parse_llama_cpp(const JsonReader& infer, Request& req) { infer::llama_cpp::parse_options(infer, req); }
+void parse_infer(const JsonReader& request, Request& req) {
+  if (auto i = request.object_opt("infer")) infer::parse_options(*i, req);
+}
+
+bool infers(const Request& req) { return req.task == Task::kInfer; }
+
+Result<memory::AllocatorConfig> alloc_conf(std::string_view text, const std::string& /*path*/) {
+  return memory::parse_alloc_conf(text);
+}
 
 void infer_fit(const Request& req, int64_t capacity, Estimate& e) {
   if (infer::llama_cpp::is_engine(req.infer.engine)) infer::llama_cpp::fit(req, capacity, e);

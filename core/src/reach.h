@@ -3,10 +3,12 @@
 //
 // These calls reach the code a first visit does not need: the family
 // builders beyond the common Llama-shaped ones, the safetensors and GGUF
-// readers, the DeepSpeed config reader, quick sizing, the inference estimate
-// (llama.cpp's too) and the framework tables (every framework's defaults, the
-// release table and the version rules), of which a first visit needs only hf
-// at its newest release. Core calls them only through these functions.
+// readers, the DeepSpeed config reader, quick sizing, inference (the
+// request's infer object, the estimate, llama.cpp's too, and its fit), the
+// PYTORCH_CUDA_ALLOC_CONF parser and the framework tables (every framework's
+// defaults, the release table and the version rules), of which a first visit
+// needs only hf at its newest release. Core calls them only through these
+// functions.
 // core/src/reach.cpp (in the vram_core library) forwards
 // each to the real code; core/lite/reach.cpp, linked into vram_core.wasm
 // ahead of the library, defines the same symbols, so the linker never
@@ -21,8 +23,10 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "memory/caching_allocator.h"
 #include "memory/parallel_buffers.h"
 #include "vram/families.h"
 #include "vram/json_reader.h"
@@ -57,14 +61,30 @@ Result<ModelSpec> model_from_size(const json& size, const std::string& path);
 // estimate (infer/llama_cpp.h) for infer.engine llama_cpp, ollama, lmstudio.
 Result<Estimate> estimate_infer(const Request& req);
 
-// The llama.cpp fields of an inference request's `infer` object
-// (infer/llama_cpp_options.h parse_options). The lite build reads none: a
-// request with one is not_in_module there.
-void parse_llama_cpp(const JsonReader& infer, Request& req);
+// The inference half of `request` (the reader of the whole request), for
+// task infer or a request with an `infer` object: the object's fields
+// (infer/estimate_infer.h parse_options, llama.cpp's included) into
+// req.infer. The lite build reads none of it: such a request is
+// not_in_module there (at `task`, or at `infer` for a training request that
+// carries one), so that build never holds an inference request (infers).
+void parse_infer(const JsonReader& request, Request& req);
+
+// Whether `req` is an inference request (task infer). Always false in the
+// lite build, whose parse_infer leaves every inference request to the full
+// module: the inference branches of the fit, the layout checks and the
+// result writer are then left out of it at link time.
+bool infers(const Request& req);
 
 // The llama.cpp engines' answers on a card of `capacity` bytes (largest
 // -ngl, longest context), added to `e`'s facts; nothing for other engines.
 void infer_fit(const Request& req, int64_t capacity, Estimate& e);
+
+// memory::parse_alloc_conf (memory/caching_allocator.h): the caching
+// allocator's settings from PYTORCH_CUDA_ALLOC_CONF text (allocator.conf, at
+// `path`). The lite build reads none: a request with allocator.conf is
+// not_in_module there (expandable_segments and max_split_size_mb, the
+// fields of their own, it answers).
+Result<memory::AllocatorConfig> alloc_conf(std::string_view text, const std::string& path);
 
 // The result's infer.devices for a llama.cpp estimate (null otherwise).
 json infer_devices_json(const Estimate& e);

@@ -273,77 +273,6 @@ bool llama_engine(const std::string& engine) {
   return engine == "llama_cpp" || engine == "ollama" || engine == "lmstudio";
 }
 
-// infer.engine_version is an engine's release, whose rules and defaults apply;
-// infer.engine NAME@RELEASE (vllm@0.11.1, as train.framework takes a release)
-// is its alias. Only engines with modelled releases take one: vLLM and SGLang
-// a version, llama.cpp a source date (2025-12), Ollama a version (checked by
-// infer/llama_cpp_options.cpp).
-void parse_engine(const JsonReader& i, InferOptions& o) {
-  const FieldSpec& spec = field("infer.engine");
-  std::optional<std::string> alias;
-  if (const json* v = i.get("engine")) {
-    const std::string s = v->is_string() ? v->get<std::string>() : "";
-    const size_t at = s.find('@');
-    const auto name = spec.canonical(s.substr(0, at));
-    if (!name || at + 1 == s.size()) {
-      std::string allowed;
-      for (const auto& x : spec.values) allowed += (allowed.empty() ? "" : ", ") + x;
-      fail(errc::kUnknownValue, "infer.engine",
-           "infer.engine " + v->dump() + " is not one of: " + allowed +
-               " (optionally NAME@RELEASE, an alias of infer.engine_version)");
-    }
-    o.engine = *name;
-    if (at != std::string::npos) alias = s.substr(at + 1);
-  }
-  o.engine_version = i.str_opt("engine_version");
-  if (alias && o.engine_version && *alias != *o.engine_version) {
-    fail(errc::kInconsistent, "infer.engine_version",
-         "infer.engine_version \"" + *o.engine_version + "\" and infer.engine @" + *alias +
-             " name two releases (NAME@RELEASE is an alias of infer.engine_version: give one)");
-  }
-  if (alias) o.engine_version = alias;
-  if (!o.engine_version) return;
-  const bool served = o.engine == "vllm" || o.engine == "sglang";
-  if (!served && !llama_engine(o.engine)) {
-    fail(errc::kUnknownValue, "infer.engine_version",
-         "infer.engine_version: engine " + o.engine +
-             " has no modelled releases (vllm, sglang, llama_cpp, ollama and lmstudio take one)");
-  }
-  if (served && !valid_version(*o.engine_version)) {
-    fail(errc::kUnknownValue, "infer.engine_version",
-         "infer.engine_version \"" + *o.engine_version + "\" is not a " + o.engine + " release (a version such as " +
-             (o.engine == "vllm" ? "0.11.1" : "0.5.4") + ")");
-  }
-}
-
-void parse_infer(const JsonReader& i, Request& req) {
-  InferOptions& o = req.infer;
-  o.batch = i.int_or("batch", defaults::kInferBatch, 1, kMaxBatch);
-  o.context_len = i.int_or("context_len", defaults::kContextLen, 1, kMaxSeq);
-  o.prompt_len = i.int_or("prompt_len", 0, 1, kMaxSeq);
-  if (o.prompt_len > o.context_len) {
-    fail(errc::kInconsistent, i.child_path("prompt_len"),
-         i.child_path("prompt_len") + " (" + std::to_string(o.prompt_len) + ") exceeds " + i.child_path("context_len") +
-             " (" + std::to_string(o.context_len) + ")");
-  }
-  o.images_per_prompt = i.int_or("images_per_prompt", 0, 0, 1024);
-  o.weights_dtype = i.str_or("weights_dtype", defaults::kWeightsDtype);
-  o.kv_dtype = i.str_or("kv_dtype", defaults::kKvDtype);
-  parse_engine(i, o);
-  o.context_len_given = i.get("context_len") != nullptr;
-  o.weights_dtype_given = i.get("weights_dtype") != nullptr;
-  o.entrypoint = enum_value(i, "entrypoint", field("infer.entrypoint")).value_or(defaults::kEntrypoint);
-  o.gpu_memory_utilization = i.num_or("gpu_memory_utilization", defaults::kGpuMemoryUtilization, 0.01, 1.0);
-  o.block_size = i.int_or("block_size", defaults::kBlockSize, 1, 4096);
-  o.max_num_seqs = i.int_or("max_num_seqs", 0, 1, kMaxBatch);
-  o.max_num_batched_tokens = i.int_or("max_num_batched_tokens", 0, 1, kMaxSeq);
-  o.cuda_graphs = !i.bool_or("enforce_eager", defaults::kEnforceEager);
-  reach::parse_llama_cpp(i, req);
-  o.mem_fraction_static = i.num_or("mem_fraction_static", 0.0, 0.01, 1.0);
-  o.chunked_prefill_size = i.int_or("chunked_prefill_size", 0, 1, kMaxSeq);
-  o.cuda_graph_max_bs = i.int_or("cuda_graph_max_bs", 0, 1, kMaxBatch);
-}
-
 const std::vector<std::string> kFsdpStrategies = {"full_shard", "shard_grad_op", "hybrid_shard", "no_shard"};
 
 // The layouts inference is modelled with: vLLM splits layers over pipeline
@@ -366,7 +295,7 @@ void check_serving_layout(const Request& req, const std::string& base) {
 // parallel.gpus, inference takes tp x pp of them.
 void serving_gpus(const JsonReader& p, Request& req) {
   ParallelOptions& o = req.parallel;
-  if (req.task != Task::kInfer || p.has("gpus") || o.tp * o.pp == 1) return;
+  if (!reach::infers(req) || p.has("gpus") || o.tp * o.pp == 1) return;
   o.gpus = o.tp * o.pp;
   req.assumptions.push_back("parallel.gpus " + std::to_string(o.gpus) +
                             ": tp x pp (inference runs one worker per GPU; parallel.gpus absent)");
@@ -473,10 +402,11 @@ void check_layout(const Request& req, const std::string& base) {
     fail(errc::kInconsistent, path("pp"),
          path("pp") + " (" + std::to_string(o.pp) + ") exceeds the layers (" + std::to_string(t.layers) + ")");
   }
+  if (!reach::infers(req)) return;
   // The llama.cpp engines split layers over parallel.gpus themselves (-sm layer).
   const std::string& engine = req.infer.engine;
   const bool layer_split = llama_engine(engine);
-  if (req.task == Task::kInfer && layer_split && (o.tp > 1 || o.pp > 1 || o.cp > 1 || o.ep > 1)) {
+  if (layer_split && (o.tp > 1 || o.pp > 1 || o.cp > 1 || o.ep > 1)) {
     fail(errc::kInconsistent, base,
          "llama.cpp splits layers over parallel.gpus (infer.split_mode, infer.tensor_split); tp, pp, cp and ep "
          "are not its settings");
@@ -608,7 +538,7 @@ void parse_allocator(const JsonReader& a, Request& req) {
   AllocatorOptions& o = req.allocator;
   o.conf = a.str_or("conf", "");
   if (!o.conf.empty()) {
-    auto parsed = memory::parse_alloc_conf(o.conf);
+    auto parsed = reach::alloc_conf(o.conf, a.child_path("conf"));
     if (!parsed.ok()) {
       fail(parsed.error().code.c_str(), a.child_path("conf"), a.child_path("conf") + ": " + parsed.error().message);
     }
@@ -857,7 +787,9 @@ Result<Request> parse_request_filled(const json& request, FrameworkJob job, std:
     } else {
       fail(errc::kUnknownValue, "task", "task " + vram::quoted(task) + " must be \"train\" or \"infer\"");
     }
-    if (auto i = r.object_opt("infer")) parse_infer(*i, req);
+    // The inference half (the infer object, the engines' settings) is read
+    // by the builds that estimate inference (reach.h).
+    if (req.task == Task::kInfer || r.has("infer")) reach::parse_infer(r, req);
     const json* infer_obj = r.get("infer");
     if (req.model.checkpoint.present && (infer_obj == nullptr || !infer_obj->contains("weights_dtype"))) {
       // A checkpoint's tensor list gives the weights' bytes exactly as stored:

@@ -48,6 +48,10 @@ TEST(Lite, LeavesEverythingElseToTheFullModuleAtTheFieldThatNeedsIt) {
   json infer = train_request({{"config", llama}});
   infer["task"] = "infer";
   infer.erase("train");
+  json infer_object = train_request({{"config", llama}});
+  infer_object["infer"] = {{"batch", 2}};
+  json alloc_conf = train_request({{"config", llama}});
+  alloc_conf["allocator"] = {{"conf", "expandable_segments:True"}};
   json tensor = {{"name", "w"}, {"dtype", "BF16"}, {"shape", {4, 4}}};
   json tensors = {{"tensors", json::array({tensor})}};
   json ds = train_request({{"config", llama}});
@@ -72,6 +76,8 @@ TEST(Lite, LeavesEverythingElseToTheFullModuleAtTheFieldThatNeedsIt) {
       {"safetensors", train_request({{"safetensors", tensors}}), "model.safetensors"},
       {"gguf", train_request({{"gguf", {{"metadata", json::object()}}}}), "model.gguf"},
       {"inference", infer, "task"},
+      {"an infer object in a training request", infer_object, "infer"},
+      {"PYTORCH_CUDA_ALLOC_CONF text", alloc_conf, "allocator.conf"},
       {"deepspeed", ds, "deepspeed"},
       {"another framework", unsloth, "train.framework"},
       {"a release", release, "train.framework"},
@@ -126,6 +132,12 @@ TEST(Lite, AnswersABadRequestAndAnUnknownTypeAsTheFullBuildDoes) {
   EXPECT_NE(out["error"]["message"].get<std::string>().find("gemma3n"), std::string::npos);
   json generic = train_request({{"config", unknown}, {"allow_generic", true}});
   EXPECT_FALSE(answer(generic).contains("error"));
+  // The allocator's own fields (not the PYTORCH_CUDA_ALLOC_CONF text) it reads itself.
+  json alloc = train_request({{"config", testing::model_config("meta-llama/Llama-3.2-1B")}});
+  alloc["allocator"] = {{"expandable_segments", true}, {"max_split_size_mb", 20}};
+  EXPECT_EQ(answer(alloc)["error"]["path"], "allocator.max_split_size_mb");
+  alloc["allocator"]["max_split_size_mb"] = 512;
+  EXPECT_FALSE(answer(alloc).contains("error")) << answer(alloc).dump();
 }
 
 TEST(Lite, ReportsEverySupportedModelType) {

@@ -22,4 +22,8 @@ double ssm_prefill_bytes_per_token(const LayerStack& t, int64_t tp);
 
 Result<Estimate> estimate_infer(const Request& req);
 
+// Reads a request's `infer` object into req.infer (options.cpp; the
+// llama.cpp engines' fields through llama_cpp::parse_options).
+void parse_options(const JsonReader& infer, Request& req);
+
 }  // namespace vram::infer

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <map>
 
+#include "reach.h"
+
 namespace vram::memory {
 
 namespace {
@@ -231,7 +233,7 @@ class StepReplayer {
 AllocatorConfig allocator_config(const AllocatorOptions& o) {
   AllocatorConfig c;
   if (!o.conf.empty()) {
-    auto parsed = parse_alloc_conf(o.conf);
+    auto parsed = reach::alloc_conf(o.conf, "allocator.conf");
     if (parsed.ok()) c = parsed.value();
   }
   if (o.expandable_segments) c.expandable_segments = *o.expandable_segments;
