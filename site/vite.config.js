@@ -90,10 +90,11 @@ function preloadCore() {
 // fields.json (src/lib/fields.js) is `vram-probe fields --json`, committed
 // whole so that `make fields-check` and tests/wasm/fields.test.js compare it
 // with the core byte for byte. Its `doc` strings, the CLI's help text, are a
-// quarter of it and the page shows none of them: the built page's copy
-// leaves them out (a transform before Vite's JSON plugin, `enforce: 'pre'`,
-// https://vite.dev/guide/api-plugin#plugin-ordering). Build only: the tests
-// read the file as it is.
+// quarter of it, and the CLI's flags (`cli`, `cli_unit`) and the `internal`
+// marks another 0.6 KiB gzip: the page reads none of them, and the built
+// page's copy leaves them out (a transform before Vite's JSON plugin,
+// `enforce: 'pre'`, https://vite.dev/guide/api-plugin#plugin-ordering).
+// Build only: the tests read the file as it is.
 function pageFields() {
   return {
     name: 'vram-page-fields',
@@ -102,7 +103,9 @@ function pageFields() {
     transform(code, id) {
       if (!/[\\/]src[\\/]lib[\\/]fields\.json$/.test(id)) return null;
       const table = JSON.parse(code);
-      table.fields = table.fields.map(({ doc: _doc, ...field }) => field);
+      table.fields = table.fields.map(
+        ({ doc: _doc, cli: _cli, cli_unit: _unit, internal: _internal, ...field }) => field,
+      );
       return { code: JSON.stringify(table), map: null };
     },
   };
@@ -144,13 +147,14 @@ export default defineConfig({
     // three .wasm modules, the lazily loaded vram_plan and vram_io included,
     // so the planner and import/export work offline too; icons; each preset's config.json and each lazily loaded panel
     // is a .js chunk, which the globPatterns below match) on the first
-    // visit, so a reload without a network still estimates, any preset. registerSW.js is a file (no
-    // inline script, see CSP) and registers the worker after the load event,
-    // off the first estimate's path; autoUpdate takes a new build on the next
-    // visit. https://vite-pwa-org.netlify.app/guide/
+    // visit, so a reload without a network still estimates, any preset. The
+    // page registers the worker itself once the first estimate is painted
+    // (src/lib/service-worker.js; injectRegister false: no registerSW.js),
+    // so the precache starts after the first estimate (issue 32); autoUpdate
+    // takes a new build on the next visit. https://vite-pwa-org.netlify.app/guide/
     VitePWA({
       registerType: 'autoUpdate',
-      injectRegister: 'script',
+      injectRegister: false,
       includeAssets: ['icon.svg'],
       manifest: {
         name: 'VRAM Planner',
@@ -194,14 +198,21 @@ export default defineConfig({
     // Preact and its signals are a chunk of their own: the first script and
     // the chunks loaded on demand (components/Lazy) all import them, and
     // Rolldown would otherwise split them off anyway, under the name of the
-    // first module in that chunk (Vite's preload helper). A named group
+    // first module in that chunk. A named group
     // (https://rolldown.rs/reference/typealias.codesplittinggroup) says what
     // the file is; either way the page loads it with the first script
-    // (a modulepreload link).
+    // (a modulepreload link). Vite's preload helper, which every dynamic
+    // import() calls, joins it: on its own it was a ninth file on a first
+    // visit (0.8 KiB gzip, issue 32).
     rolldownOptions: {
       output: {
         codeSplitting: {
-          groups: [{ name: 'preact', test: /[\\/]node_modules[\\/](@preact|preact)[\\/]/ }],
+          groups: [
+            {
+              name: 'preact',
+              test: /[\\/]node_modules[\\/](@preact|preact)[\\/]|vite[\\/]preload-helper/,
+            },
+          ],
         },
       },
     },

@@ -2,6 +2,7 @@ import { render } from 'preact';
 import { App } from './components/App/index.jsx';
 import { loadEstimator } from './lib/estimator.js';
 import { warmLane } from './lib/planner.js';
+import { registerServiceWorker } from './lib/service-worker.js';
 import './styles/global.css';
 
 // Start fetching and compiling the WebAssembly core before the first render
@@ -13,3 +14,8 @@ loadEstimator().catch(() => {});
 warmLane('estimate');
 
 render(<App />, document.getElementById('app'));
+
+// The service worker registers after the first estimate is painted
+// (components/Results); a visit that paints none registers it 10 s after the
+// load event (lib/service-worker.js).
+window.addEventListener('load', () => setTimeout(registerServiceWorker, 10000));

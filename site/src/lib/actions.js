@@ -3,7 +3,7 @@
 
 import { batch, computed, effect } from '@preact/signals';
 import { utf8Length } from './format.js';
-import { fetchHubConfig, fetchHubTensors, loadToken } from './hub.js';
+import { loadToken } from './hub.js';
 import { MAX_INPUT_BYTES } from './limits.js';
 import { pinned, restorePin } from './pin.js';
 import { clearPlan } from './plan.js';
@@ -46,6 +46,8 @@ export async function loadHubModel(idText, { token = hubToken || loadToken() } =
     message: `Fetching config.json of ${idText.trim()} from the Hub…`,
   };
   try {
+    // The Hub reader is a chunk of its own (hub-fetch.js), loaded with the first Hub model.
+    const { fetchHubConfig } = await import('./hub-fetch.js');
     const { id, config } = await fetchHubConfig(idText, { token });
     if (ticket !== hubRequest) return;
     const known = (versionInfo.value?.supported_model_types ?? []).includes(config.model_type);
@@ -80,6 +82,7 @@ export async function loadHubModel(idText, { token = hubToken || loadToken() } =
 async function loadCheckpoint(ticket, id, token, required, config = null) {
   let inventory = null;
   try {
+    const { fetchHubTensors } = await import('./hub-fetch.js');
     inventory = await fetchHubTensors(id, { token });
   } catch (error) {
     if (ticket !== hubRequest) return;

@@ -5,7 +5,6 @@
 // a reload recomputes it.
 
 import { computed, signal } from '@preact/signals';
-import { fetchHubConfig } from './hub.js';
 import { hasPreset, loadPreset, loadedPreset } from './presets.js';
 import { estimator, model, onThisThread, requestFor, settings, withCheckpoint } from './state.js';
 
@@ -80,16 +79,18 @@ export function restorePin(pin, token = '') {
       (p) => p && withPreset(p.config),
       () => {},
     );
-  fetchHubConfig(m.id, { token }).then(
-    ({ id, config: fetched }) => {
-      if (ticket !== pinFetch || !pinned.value) return;
-      pinned.value = { ...pinned.value, model: { source: 'hf', id, config: fetched } };
-    },
-    (error) => {
-      if (ticket !== pinFetch || !pinned.value) return;
-      pinned.value = { ...pinned.value, error };
-    },
-  );
+  import('./hub-fetch.js')
+    .then(({ fetchHubConfig }) => fetchHubConfig(m.id, { token }))
+    .then(
+      ({ id, config: fetched }) => {
+        if (ticket !== pinFetch || !pinned.value) return;
+        pinned.value = { ...pinned.value, model: { source: 'hf', id, config: fetched } };
+      },
+      (error) => {
+        if (ticket !== pinFetch || !pinned.value) return;
+        pinned.value = { ...pinned.value, error };
+      },
+    );
 }
 
 /**

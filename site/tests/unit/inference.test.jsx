@@ -15,6 +15,15 @@ beforeAll(async () => {
 
 const LLAMA31 = '#m=preset:meta-llama/Llama-3.1-8B&task=infer';
 
+/**
+ * openPage, then the serving panel once shown: a chunk of its own
+ * (components/Results), loaded where it is first shown.
+ */
+async function openServing(hash) {
+  await openPage(hash);
+  await screen.findByRole('region', { name: 'Serving answers' });
+}
+
 function servingPanel() {
   return screen.getByRole('region', { name: 'Serving answers' });
 }
@@ -36,7 +45,7 @@ function chooseVllm() {
 
 describe('inference engines and the serving answers', () => {
   it('shows 128 KiB of KV cache per token for Llama-3.1-8B in bf16', async () => {
-    await openPage(LLAMA31);
+    await openServing(LLAMA31);
     const perToken = stat('KV cache per token');
     expect(perToken.textContent).toBe('128 KiB');
     expect(perToken.getAttribute('data-bytes')).toBe(String(128 * 1024));
@@ -50,7 +59,7 @@ describe('inference engines and the serving answers', () => {
   });
 
   it('for Jamba shows the KV cache per attention layer and the fixed state cache', async () => {
-    await openPage('#m=preset:ai21labs/AI21-Jamba-1.5-Mini&task=infer');
+    await openServing('#m=preset:ai21labs/AI21-Jamba-1.5-Mini&task=infer');
     // 4 of 32 layers attend: 8 KV heads x 128 x 2 (K and V) x 2 B each.
     expect(stat('KV cache per token').getAttribute('data-bytes')).toBe(String(4 * 4096));
     expect(stat('KV cache per token per attention layer').textContent).toBe('4 KiB');
@@ -61,7 +70,7 @@ describe('inference engines and the serving answers', () => {
   });
 
   it('for Qwen3-Next shows the 12 attention layers’ keys and the DeltaNet layers’ fp32 state', async () => {
-    await openPage('#m=preset:Qwen/Qwen3-Next-80B-A3B-Instruct&task=infer');
+    await openServing('#m=preset:Qwen/Qwen3-Next-80B-A3B-Instruct&task=infer');
     // 12 of 48 layers attend: 2 KV heads x 256 x 2 (K and V) x 2 B each.
     expect(stat('KV cache per token').getAttribute('data-bytes')).toBe(String(12 * 2048));
     expect(stat('KV cache per token per attention layer').textContent).toBe('2 KiB');
@@ -72,19 +81,19 @@ describe('inference engines and the serving answers', () => {
   });
 
   it('offers the GLM-4.5-Air and Qwen3-VL presets', async () => {
-    await openPage('#m=preset:zai-org/GLM-4.5-Air&task=infer');
+    await openServing('#m=preset:zai-org/GLM-4.5-Air&task=infer');
     expect(stat('KV cache per token').getAttribute('data-bytes')).toBe(
       String(46 * 2 * 8 * 128 * 2),
     );
     cleanup();
-    await openPage('#m=preset:Qwen/Qwen3-VL-8B-Instruct&task=infer');
+    await openServing('#m=preset:Qwen/Qwen3-VL-8B-Instruct&task=infer');
     expect(stat('KV cache per token').getAttribute('data-bytes')).toBe(
       String(36 * 2 * 8 * 128 * 2),
     );
   });
 
   it('with vLLM on a catalog GPU shows the core’s max concurrent sequences and KV blocks', async () => {
-    await openPage(`${LLAMA31}&ctx=8192`);
+    await openServing(`${LLAMA31}&ctx=8192`);
     const before = peakBytes();
     chooseVllm();
     await screen.findByLabelText(/gpu_memory_utilization/);
@@ -104,7 +113,7 @@ describe('inference engines and the serving answers', () => {
   });
 
   it('sizes vLLM’s KV cache for a custom GPU memory', async () => {
-    await openPage(`${LLAMA31}&eng=vllm`);
+    await openServing(`${LLAMA31}&eng=vllm`);
     fireEvent.change(screen.getByLabelText('GPU'), { target: { value: '__custom__' } });
     const box = await screen.findByLabelText(/memory_gib/);
     fireEvent.input(box, { target: { value: '48' } });
@@ -117,7 +126,7 @@ describe('inference engines and the serving answers', () => {
   });
 
   it('keeps the engine and the utilization in the link', async () => {
-    await openPage(LLAMA31);
+    await openServing(LLAMA31);
     chooseVllm();
     const util = await screen.findByLabelText(/gpu_memory_utilization/);
     fireEvent.input(util, { target: { value: '0.8' } });
@@ -129,7 +138,7 @@ describe('inference engines and the serving answers', () => {
 
     cleanup();
     window.history.replaceState(null, '', window.location.pathname);
-    await openPage(link);
+    await openServing(link);
     expect(screen.getByLabelText(/vllm serve/).value).toBe('vllm');
     expect(screen.getByLabelText(/gpu_memory_utilization/).value).toBe('0.8');
     expect(stat('KV blocks').textContent).toBe(blocks);
@@ -137,7 +146,7 @@ describe('inference engines and the serving answers', () => {
   });
 
   it('shards over tensor-parallel GPUs: the box sets parallel.tp and parallel.gpus', async () => {
-    await openPage(LLAMA31);
+    await openServing(LLAMA31);
     fireEvent.input(screen.getByLabelText(/tensor_parallel_size/), { target: { value: '2' } });
     await waitFor(() => expect(stat('KV cache per token').textContent).toBe('64 KiB'));
     expect(request.value.parallel).toMatchObject({ gpus: 2, dp: 1, tp: 2, pp: 1 });
@@ -146,7 +155,7 @@ describe('inference engines and the serving answers', () => {
   });
 
   it('with vLLM shows the KV cache size and the maximum concurrency vLLM prints, and its start-up lines', async () => {
-    await openPage(`${LLAMA31}&ctx=16000&eng=vllm`);
+    await openServing(`${LLAMA31}&ctx=16000&eng=vllm`);
     const core = coreInfer({ engine: 'vllm', context_len: 16000 });
     // The release whose rules applied (absent infer.engine_version: the newest modelled).
     expect(servingPanel().textContent).toContain(
@@ -185,7 +194,7 @@ describe('inference engines and the serving answers', () => {
   });
 
   it('with SGLang shows its token pool, K size line and server arguments', async () => {
-    await openPage(LLAMA31);
+    await openServing(LLAMA31);
     fireEvent.change(screen.getByLabelText(/vllm serve/), { target: { value: 'sglang' } });
     const fraction = await screen.findByLabelText(/mem_fraction_static/);
     expect(screen.queryByLabelText(/gpu_memory_utilization/)).toBeNull();

@@ -211,13 +211,14 @@ describe('the layout in the link', () => {
 
 const MIXTRAL_FULL = '#m=preset:mistralai/Mixtral-8x7B-v0.1&task=train&method=full';
 
+/** The stage table, once shown: a chunk of its own (components/Results), loaded where it is first shown. */
 function stagesTable() {
-  return screen.getByRole('region', { name: 'Pipeline stages' });
+  return screen.findByRole('region', { name: 'Pipeline stages' });
 }
 
 /** The body rows of the stage table, as {stage, cells, busiest}. */
-function stageRows() {
-  return within(stagesTable())
+async function stageRows() {
+  return within(await stagesTable())
     .getAllByRole('row')
     .slice(1)
     .map((row) => ({
@@ -269,7 +270,7 @@ describe('Megatron-style layouts: experts, virtual stages, nodes, distributed op
     cleanup();
 
     await openPage(`${LLAMA_FULL}&gpus=4&pp=4&ga=8`);
-    let rows = stageRows();
+    let rows = await stageRows();
     expect(rows.map((r) => r.stage)).toEqual(['0', '1', '2', '3']);
     // 32 layers over 4 ranks; the first holds the embeddings, the last the head.
     expect(rows.map((r) => r.cells[0])).toEqual(['8', '8', '8', '8']);
@@ -290,7 +291,7 @@ describe('Megatron-style layouts: experts, virtual stages, nodes, distributed op
     await peakChangedFrom(before);
     expect(request.value.parallel.vp).toBe(2);
     expect(layout().textContent).toContain('vp 2');
-    rows = stageRows();
+    rows = await stageRows();
     expect(rows).toHaveLength(4);
     // The interleaved schedule holds fractional micro-batches of activations.
     expect(rows.some((r) => /\.\d\d$/.test(r.cells[1]))).toBe(true);
@@ -423,7 +424,7 @@ describe('Megatron-style layouts: experts, virtual stages, nodes, distributed op
     expect(screen.getByLabelText(/use_distributed_optimizer/).checked).toBe(true);
     expect(screen.getByLabelText(/accumulate_allreduce_grads_in_fp32/).checked).toBe(false);
     expect(screen.getByLabelText(/NCCL_MAX_NCHANNELS/).value).toBe('16');
-    expect(stageRows()).toHaveLength(2);
+    expect(await stageRows()).toHaveLength(2);
     cleanup();
 
     await openPage(`${MIXTRAL_FULL}&gpus=8&ep=4&fsdp=full_shard&fsdpv=2&rdt=fp32`);

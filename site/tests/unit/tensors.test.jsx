@@ -3,7 +3,7 @@
 import { fireEvent, screen, waitFor, within } from '@testing-library/preact';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { hubFetch, safetensorsBytes, TINY, TINY_PARAMS, tinyRepo } from '../hub-mock.mjs';
-import { fetchHubTensors, toInventory } from '../../src/lib/hub.js';
+import { fetchHubTensors, toInventory } from '../../src/lib/hub-fetch.js';
 import { loadRealEstimator, openPage, peakBytes } from './helpers.jsx';
 
 const REPO = 'acme/tiny-newarch';

@@ -4,6 +4,7 @@
 import { computed } from '@preact/signals';
 import { useEffect } from 'preact/hooks';
 import { currentHash } from '../../lib/actions.js';
+import { registerServiceWorker } from '../../lib/service-worker.js';
 import {
   estimator,
   estimating,
@@ -24,15 +25,19 @@ import { PeakCard } from '../PeakCard/index.jsx';
 import { PhaseTimeline } from '../PhaseTimeline/index.jsx';
 import { PinCompare } from '../PinCompare/index.jsx';
 import { PlanPanel } from '../PlanPanel/index.jsx';
-import { ServingPanel } from '../ServingPanel/index.jsx';
 import { lazyView } from '../Lazy/index.jsx';
 import { SharePanel } from '../SharePanel/index.jsx';
-import { StagesTable } from '../StagesTable/index.jsx';
-import { Suggestions } from '../Suggestions/index.jsx';
 import styles from './style.module.css';
 
-// llama.cpp's buffers per device: a chunk of its own (no first visit serves GGUF).
+// Chunks of their own, loaded where they are first shown (no first visit's
+// first estimate shows them: the default preset trains on one GPU and fits):
+// llama.cpp's buffers per device, the serving panel, the pipeline stages, and
+// the suggestions with their search (lib/suggest.js, which starts searching
+// once loaded, for a training job that does not fit within the headroom rule).
 const Llama = lazyView(() => import('../LlamaPanel/index.jsx'), 'LlamaPanel');
+const Serving = lazyView(() => import('../ServingPanel/index.jsx'), 'ServingPanel');
+const Stages = lazyView(() => import('../StagesTable/index.jsx'), 'StagesTable');
+const Suggest = lazyView(() => import('../Suggestions/index.jsx'), 'Suggestions');
 
 function shareLink() {
   if (typeof location === 'undefined') return currentHash();
@@ -40,13 +45,16 @@ function shareLink() {
 }
 
 // The first estimate's paint, for the benchmark (scripts/bench-page.mjs):
-// Preact runs effects after the browser has painted the render.
+// Preact runs effects after the browser has painted the render. The service
+// worker registers then (lib/service-worker.js).
 let firstEstimateMarked = false;
 function MarkFirstEstimate() {
   useEffect(() => {
     if (firstEstimateMarked) return;
     firstEstimateMarked = true;
     globalThis.performance?.mark?.('vram:first-estimate');
+    // The service worker's precache starts now, after the first estimate.
+    registerServiceWorker();
   }, []);
   return null;
 }
@@ -112,10 +120,10 @@ export function Results() {
     <div class={styles.stack} aria-live="polite" aria-busy={busy}>
       <MarkFirstEstimate />
       <PeakCard result={r} />
-      {train && <Suggestions />}
+      {train && r.fit && r.fit.status !== 'fits' && <Suggest.View />}
       <Warnings warnings={r.warnings} />
       {r.parallel?.stages?.length > 0 && (
-        <StagesTable
+        <Stages.View
           stages={r.parallel.stages}
           busiest={r.parallel.busiest_stage}
           vp={r.parallel.vp}
@@ -124,7 +132,7 @@ export function Results() {
       {r.infer?.devices ? (
         <Llama.View infer={r.infer} />
       ) : (
-        r.infer && <ServingPanel infer={r.infer} />
+        r.infer && <Serving.View infer={r.infer} />
       )}
       <PinCompare result={r} />
       <CompareCard result={r} />
