@@ -47,7 +47,7 @@ std::string label_of(const ParallelOptions& p, Checkpointing ck) {
   if (p.dp > 1 || dims.empty()) dims += (dims.empty() ? "" : " x ") + std::string("dp ") + std::to_string(p.dp);
   std::string s = dims + ", ";
   if (!p.fsdp.empty()) {
-    s += "FSDP " + p.fsdp;
+    s += (p.fsdp_version == 2 ? "FSDP2 " : "FSDP ") + p.fsdp;
   } else if (p.zero > 0) {
     s += "ZeRO-" + std::to_string(p.zero);
   } else if (p.distributed_optimizer) {
@@ -78,17 +78,28 @@ int64_t accumulation_for(int64_t global_batch, int64_t micro_batch, int64_t dp) 
   return std::max<int64_t>(1, (global_batch + per_step - 1) / per_step);
 }
 
-// The request a candidate layout stands for.
-Request candidate_request(const Request& base, const ParallelOptions& p, Checkpointing ck, int64_t global_batch) {
-  Request r = base;
-  r.parallel = p;
-  // A layout-dependent release rule, as the request of this layout gets it
-  // (parse_request: with_framework_defaults): FSDP1's sync_module_states.
+// A layout as the request of that layout gets it (parse_request:
+// with_framework_defaults): the layout-dependent release rules, in their
+// order, each where the request itself left the field out: the FSDP version
+// (the Trainer's FSDP2 default), then FSDP1's sync_module_states.
+ParallelOptions layout_with_rules(const Request& base, ParallelOptions p) {
+  if (!base.parallel.fsdp_version_given) {
+    const json layout = {{"parallel", {{"fsdp", p.fsdp}}}};
+    const std::optional<json> version = rule_value(base.framework_job, layout, "parallel.fsdp_version");
+    p.fsdp_version = version.has_value() ? version->get<int64_t>() : defaults::kFsdpVersion;
+  }
   if (!base.parallel.fsdp_sync_module_states_given) {
     const json layout = {{"parallel", {{"fsdp", p.fsdp}, {"fsdp_version", p.fsdp_version}}}};
     const std::optional<json> sync = rule_value(base.framework_job, layout, "parallel.fsdp_sync_module_states");
-    r.parallel.fsdp_sync_module_states = sync.has_value() && *sync == true;
+    p.fsdp_sync_module_states = sync.has_value() && *sync == true;
   }
+  return p;
+}
+
+// The request a candidate layout stands for.
+Request candidate_request(const Request& base, const ParallelOptions& p, Checkpointing ck, int64_t global_batch) {
+  Request r = base;
+  r.parallel = layout_with_rules(base, p);
   r.train.checkpointing = ck;
   r.train.grad_accum = accumulation_for(global_batch, r.train.micro_batch, p.dp);
   return r;
@@ -168,9 +179,9 @@ std::optional<PlanCandidate> evaluate(const Request& base, const ParallelOptions
   if (!est.ok()) return std::nullopt;
   PlanCandidate c;
   c.replayed = replay;
-  c.layout = p;
+  c.layout = r.parallel;  // the layout as its rules leave it (FSDP2 under the Trainer's default)
   c.checkpointing = ck;
-  c.label = label_of(p, ck);
+  c.label = label_of(c.layout, ck);
   c.peak_bytes = est.value().peak_bytes;
   c.grad_accum = r.train.grad_accum;
   c.global_batch = r.train.micro_batch * p.dp * r.train.grad_accum;

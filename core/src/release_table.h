@@ -273,6 +273,17 @@ inline constexpr RuleRow kRules[] = {
      "train.lora.adapter_fp32", false,
      "huggingface/trl e4ed7a3a (PR #1654, first in v0.9.3): get_peft_model(..., autocast_adapter_dtype=False) for "
      "QLoRA under FSDP, so PEFT >= 0.12 does not upcast the adapters either"},
+    // The Trainer's own FSDP (TrainingArguments fsdp / fsdp_config) builds
+    // FSDP2's fully_shard by default; before, FSDP1. Ahead of the FSDP1
+    // rules below, which read the version this rule leaves. accelerate's own
+    // config (FSDP_VERSION, "1" by default) is imported as the version it
+    // names, which a rule never overrides.
+    {"transformers", ">=5.10.3", "hf", "parallel.fsdp=full_shard,shard_grad_op", "parallel.fsdp_version", 2,
+     "huggingface/transformers PR #45640 ('[Trainer] Default to FSDP2', opened 2026-04-24) "
+     "src/transformers/training_args.py _process_fsdp_args: fsdp_version = int(self.fsdp_config.get('version', 2)), "
+     "get('version', 1) before (at 00349ae8); full_shard / shard_grad_op become reshard_after_forward true / false, "
+     "hybrid_shard and no_shard need version 1; v5.10.3 is the first release known to carry it (releases between "
+     "5.0 and 5.10.3 not checked)"},
     // FSDP1's construction broadcasts each unit from rank 0
     // (memory/parallel_buffers.h broadcast_buckets).
     {"transformers", ">=4.31", "hf|axolotl|llama_factory",

@@ -428,6 +428,7 @@ void parse_parallel(const JsonReader& p, Request& req) {
   o.distributed_optimizer = p.bool_or("distributed_optimizer", o.distributed_optimizer);
   o.main_grads_fp32 = p.bool_or("main_grads_fp32", defaults::kMainGradsFp32);
   o.fsdp_version = p.int_or("fsdp_version", defaults::kFsdpVersion, 1, 2);
+  o.fsdp_version_given = p.has("fsdp_version");  // a release rule's value: see parse_request_filled
   o.fsdp_sync_module_states = p.bool_or("fsdp_sync_module_states", false);
   o.fsdp_sync_module_states_given =
       p.has("fsdp_sync_module_states");  // a release rule's value: see parse_request_filled
@@ -838,6 +839,7 @@ Result<Request> parse_request_filled(const json& request, FrameworkJob job, std:
     }
     for (const auto& d : applied) {
       if (d.path == "parallel.fsdp_sync_module_states") req.parallel.fsdp_sync_module_states_given = false;
+      if (d.path == "parallel.fsdp_version") req.parallel.fsdp_version_given = false;
     }
     req.framework_defaults = std::move(applied);
     req.framework_job = std::move(job);

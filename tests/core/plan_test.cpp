@@ -2,6 +2,10 @@
 // what fits (with headroom) and costs least first, and bad input names the field.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "fixtures.h"
 #include "vram/api.h"
 
@@ -34,27 +38,54 @@ TEST(Planner, EveryCandidateIsTheEstimateOfItsLayout) {
   }
 }
 
-// Every layout, FSDP1 ones too: their request gets hf's sync_module_states
-// rule (release_table.h), and so does the planner's candidate of that
-// layout (plan.cpp candidate_request: rule_value).
-TEST(Planner, EveryCandidateIsTheEstimateOfItsLayoutWithItsLayoutsReleaseRules) {
-  json req = request("meta-llama/Llama-3.1-8B", 8, "A100 40GB", {{"framework", "hf@4.39.0"}, {"precision", "bf16"}});
+// The planner's FSDP candidates for Llama-3.1-8B on 8 x A100 40GB under
+// `framework`: each candidate's own patch of the request (`apply`) estimated
+// must give the candidate's peak. Returns the candidates' labels.
+std::vector<std::string> fsdp_candidates_match_their_estimates(const std::string& framework) {
+  json req = request("meta-llama/Llama-3.1-8B", 8, "A100 40GB", {{"framework", framework}, {"precision", "bf16"}});
   req["plan"] = {{"top", 1000}, {"framework", "fsdp"}};  // the planner's FSDP candidates
   const json r = plan(req);
-  ASSERT_FALSE(r.contains("error")) << r.dump();
-  int fsdp1 = 0;
-  for (const auto& c : r["plan"]["candidates"]) {
+  EXPECT_FALSE(r.contains("error")) << r.dump();
+  std::vector<std::string> labels;
+  for (const auto& c : r.value("plan", json::object()).value("candidates", json::array())) {
     json applied = req;  // the candidate's own patch of the request (`apply`)
     applied.erase("plan");
     for (const char* part : {"parallel", "train"}) {
       for (auto& [k, v] : c["apply"][part].items()) applied[part][k] = v;
     }
     const json e = estimate(applied);
-    ASSERT_FALSE(e.contains("error")) << c.dump() << e.dump();
-    EXPECT_EQ(e["peak_bytes"], c["peak_bytes"]) << c["label"];
-    if (c["parallel"].value("fsdp", "") != "" && c["parallel"].value("fsdp_version", 1) == 1) ++fsdp1;
+    EXPECT_FALSE(e.contains("error")) << c.dump() << e.dump();
+    EXPECT_EQ(e.value("peak_bytes", json()), c["peak_bytes"]) << c["label"];
+    labels.push_back(c["label"].get<std::string>());
   }
-  EXPECT_GT(fsdp1, 0);
+  return labels;
+}
+
+size_t labels_with(const std::vector<std::string>& labels, const std::string& part) {
+  return static_cast<size_t>(std::count_if(labels.begin(), labels.end(),
+                                           [&](const std::string& l) { return l.find(part) != std::string::npos; }));
+}
+
+// Every layout, FSDP1 ones too: their request gets hf's sync_module_states
+// rule (release_table.h), and so does the planner's candidate of that
+// layout (plan.cpp candidate_request: layout_with_rules).
+TEST(Planner, EveryCandidateIsTheEstimateOfItsLayoutWithItsLayoutsReleaseRules) {
+  const std::vector<std::string> labels = fsdp_candidates_match_their_estimates("hf@4.39.0");
+  EXPECT_GT(labels_with(labels, "FSDP "), 0u);
+  EXPECT_EQ(labels_with(labels, "FSDP2 "), 0u);
+}
+
+// hf from transformers 5.10.3 on: the Trainer's FSDP is FSDP2 (the version
+// rule), for full_shard and shard_grad_op layouts; each candidate is labelled
+// and estimated as its applied request is.
+TEST(Planner, TheTrainersFsdp2DefaultHoldsForEachCandidate) {
+  const std::vector<std::string> labels = fsdp_candidates_match_their_estimates("hf");
+  EXPECT_GT(labels_with(labels, "FSDP2 "), 0u);
+  for (const std::string& l : labels) {
+    if (l.find("full_shard") != std::string::npos || l.find("shard_grad_op") != std::string::npos) {
+      EXPECT_NE(l.find("FSDP2 "), std::string::npos) << l;
+    }
+  }
 }
 
 // 7B full fine-tuning on 8 x A100 80GB: DDP needs 16 bytes per parameter of

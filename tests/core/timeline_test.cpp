@@ -623,6 +623,55 @@ TEST(Fsdp1Construction, SyncModuleStatesIsAReleaseRule) {
   EXPECT_FALSE(applied("hf@4.39.0", {{"gpus", 2}}));
 }
 
+// hf from transformers 5.10.3 (PR #45640, training_args.py
+// _process_fsdp_args: fsdp_config.get('version', 2)): the Trainer's own FSDP
+// is FSDP2 for full_shard and shard_grad_op, listed as applied, and FSDP1's
+// sync_module_states then no longer holds. Older releases (and a release
+// whose transformers the request sets older), hybrid_shard and no_shard
+// (FSDP1 only in the Trainer), a version the request names and the other
+// frameworks keep FSDP1.
+TEST(Fsdp1Construction, TheTrainersFsdpIsFsdp2FromTransformers5_10_3) {
+  struct Applied {
+    std::string layout;
+    json version, sync;  // the values the release rules applied, null if none
+  };
+  const auto applied = [](const std::string& framework, json parallel, const json& versions = json()) {
+    json r = {{"model", {{"config", testing::model_config("meta-llama/Llama-3.2-1B")}}},
+              {"task", "train"},
+              {"train", {{"framework", framework}, {"method", "lora"}, {"seq_len", 512}}},
+              {"parallel", std::move(parallel)}};
+    if (!versions.is_null()) r["versions"] = versions;
+    const json est = vram::estimate(r);
+    EXPECT_FALSE(est.contains("error")) << est.dump();
+    Applied out{est["parallel"].value("layout", ""), json(), json()};
+    for (const json& d : est["framework"]["defaults_applied"]) {
+      if (d["path"] == "parallel.fsdp_version") out.version = d["value"];
+      if (d["path"] == "parallel.fsdp_sync_module_states") out.sync = d["value"];
+    }
+    return out;
+  };
+  const json full = {{"gpus", 2}, {"fsdp", "full_shard"}};
+  for (const std::string hf : {"hf@5.13.1", "hf"}) {
+    const Applied a = applied(hf, full);
+    EXPECT_EQ(a.layout, "FSDP2 full_shard") << hf;
+    EXPECT_EQ(a.version, 2) << hf;
+    EXPECT_TRUE(a.sync.is_null()) << hf;
+  }
+  EXPECT_EQ(applied("hf", {{"gpus", 2}, {"fsdp", "shard_grad_op"}}).layout, "FSDP2 shard_grad_op");
+  EXPECT_EQ(applied("hf", {{"gpus", 2}, {"sharding", "full_shard"}}).version, 2);
+  // FSDP1: before the change, by the request's own choice, or a strategy
+  // FSDP2 does not take under the Trainer.
+  for (const Applied& a : {applied("hf@5.0.0", full), applied("hf", full, {{"transformers", "5.0.0"}}),
+                           applied("hf", {{"gpus", 2}, {"fsdp", "full_shard"}, {"fsdp_version", 1}}),
+                           applied("hf", {{"gpus", 2}, {"fsdp", "no_shard"}})}) {
+    EXPECT_EQ(a.layout.rfind("FSDP ", 0), 0u) << a.layout;
+    EXPECT_TRUE(a.version.is_null());
+    EXPECT_EQ(a.sync, true);
+  }
+  EXPECT_TRUE(applied("litgpt", full).version.is_null());
+  EXPECT_TRUE(applied("axolotl", full).version.is_null());
+}
+
 // In training FSDP1 allocates the unsharded flat parameters on its unshard
 // stream: the root unit and two layers (current + prefetched), in the
 // parameters' dtype. Llama-3.2-1B LoRA in bf16 over 2 GPUs: a decoder layer

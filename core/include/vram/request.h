@@ -187,6 +187,7 @@ struct ParallelOptions {
   // FSDP: 1 = FlatParameter units (FullyShardedDataParallel), 2 = per-parameter
   // DTensor shards (fully_shard). MixedPrecision reduce dtype: 0 = param dtype.
   int64_t fsdp_version = defaults::kFsdpVersion;
+  bool fsdp_version_given = false;  // by the request, not a release rule (the planner keeps it)
   int64_t fsdp_reduce_bytes = 0;
   int64_t fsdp_param_bytes = 0;  // MixedPrecision param_dtype (the gathered copy); 0 = the weights' dtype
   // FSDP1 FullyShardedDataParallel(sync_module_states=True): each unit is

@@ -70,7 +70,7 @@ export function buildPlanRequest(s, config, catalog = [], experts = 0, vision = 
   };
   const req = buildRequest(neutral, config, catalog, experts, {}, vision);
   const p = s.parallel;
-  if (p.fsdp_version === 2) req.parallel.fsdp_version = 2;
+  if (p.fsdp_version === 1 || p.fsdp_version === 2) req.parallel.fsdp_version = p.fsdp_version;
   if (p.fsdp_reduce_dtype) req.parallel.fsdp_reduce_dtype = p.fsdp_reduce_dtype;
   if (!p.main_grads_fp32) req.parallel.main_grads_fp32 = false;
   const framework = plannerFramework(s);

@@ -25,6 +25,10 @@ export const FORM_START = Object.freeze({
   // PEFT's "all-linear", the first choice of the target select; the core's
   // default (absent) is PEFT's per-family list, which the select cannot show.
   'train.lora.targets': 'all-linear',
+  // '' = the framework release's FSDP version, not sent: the core's release
+  // rule picks it and lists it (hf from transformers 5.10.3: the Trainer's
+  // FSDP2; before: FSDP1, the field's own default).
+  'parallel.fsdp_version': '',
 });
 
 // How the form's boxes hold a field whose core default is "absent" (null):
@@ -810,7 +814,7 @@ export function buildRequest(
       if (!p.main_grads_fp32) req.parallel.main_grads_fp32 = false;
     }
     if (p.fsdp) {
-      if (p.fsdp_version === 2) req.parallel.fsdp_version = 2;
+      if (p.fsdp_version === 1 || p.fsdp_version === 2) req.parallel.fsdp_version = p.fsdp_version;
       if (p.fsdp_reduce_dtype) req.parallel.fsdp_reduce_dtype = p.fsdp_reduce_dtype;
     }
     if (p.gpus > 1) {

@@ -191,7 +191,10 @@ export const FSDP_STRATEGIES = [
 
 // accelerate's fsdp_config.fsdp_version: FSDP1 wraps units into one
 // FlatParameter each; FSDP2 (fully_shard) shards every parameter as a DTensor.
+// '' leaves it to the framework release (the core's rule; the layout line
+// says which it is).
 export const FSDP_VERSIONS = [
+  { value: '', label: "the framework release's" },
   { value: 1, label: 'FSDP1 (FlatParameter)' },
   { value: 2, label: 'FSDP2 (fully_shard)' },
 ];

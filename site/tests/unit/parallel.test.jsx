@@ -356,7 +356,15 @@ describe('Megatron-style layouts: experts, virtual stages, nodes, distributed op
       target: { value: 'full_shard' },
     });
     const version = await screen.findByLabelText(/fsdp_version/);
+    // hf at its newest release: the Trainer's own FSDP is FSDP2 (a release
+    // rule of transformers >= 5.10.3), left to the core.
+    expect(version.value).toBe('');
+    await waitFor(() => expect(within(layout()).getByText('FSDP2 full_shard')).toBeTruthy());
+    expect(request.value.parallel.fsdp_version).toBeUndefined();
+
+    fireEvent.change(version, { target: { value: '1' } });
     await waitFor(() => expect(within(layout()).getByText('FSDP full_shard')).toBeTruthy());
+    expect(request.value.parallel.fsdp_version).toBe(1);
     const v1 = peakBytes();
 
     fireEvent.change(version, { target: { value: '2' } });
