@@ -249,8 +249,9 @@ TEST(Nccl, ChannelsConnectionsAndNvls) {
 // forward to backward; FSDP1 holds the current and the prefetched unit,
 // FSDP2 one unsharded layer and the next layer's flat all-gather output
 // (Fsdp2StreamsTest below); an fp32 reduce dtype adds the reduce-scatter copy.
+// FSDP1 named: hf's newest release would build the Trainer's FSDP2.
 TEST(Fsdp, RootUnitVersionAndReduceDtype) {
-  const json v1 = estimate(train_request({{"gpus", 8}, {"fsdp", "full_shard"}}));
+  const json v1 = estimate(train_request({{"gpus", 8}, {"fsdp", "full_shard"}, {"fsdp_version", 1}}));
   const int64_t layer = 4 * 4096 * 4096 + 3 * 4096 * 11008;  // q k v o + gate up down
   const int64_t root = 2 * 32000 * 4096;                     // embed_tokens + lm_head, plus the final norm below
   // FSDP has no persistence threshold: the norms are gathered with their unit.
@@ -258,7 +259,8 @@ TEST(Fsdp, RootUnitVersionAndReduceDtype) {
   const json v2 = estimate(train_request({{"gpus", 8}, {"fsdp", "full_shard"}, {"fsdp_version", 2}}));
   EXPECT_EQ(comp(v2, "gathered_params"), comp(v1, "gathered_params"));
   EXPECT_EQ(comp(v1, "comm_buffers"), (layer + 2 * 4096) * 2);
-  const json fp32 = estimate(train_request({{"gpus", 8}, {"fsdp", "full_shard"}, {"fsdp_reduce_dtype", "fp32"}}));
+  const json fp32 = estimate(
+      train_request({{"gpus", 8}, {"fsdp", "full_shard"}, {"fsdp_version", 1}, {"fsdp_reduce_dtype", "fp32"}}));
   EXPECT_EQ(comp(fp32, "comm_buffers"), (layer + 2 * 4096) * (2 + 4));
   // An fp32 model (amp_bf16) with MixedPrecision(param_dtype=bf16): fp32
   // shards, bf16 gathered copies.

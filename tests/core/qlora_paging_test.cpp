@@ -162,7 +162,7 @@ TEST_F(PagedVerdict, WithoutAPagedOptimizerTheVerdictIsTheOldFit) {
 TEST(FsdpQlora, PackedCodesShardAndAbsmaxStaysWhole) {
   json train = litgpt_qlora(false);
   train["optimizer"] = "adamw_torch";
-  const json r = run(llama2_7b(train, {{"gpus", 4}, {"fsdp", "full_shard"}}));
+  const json r = run(llama2_7b(train, {{"gpus", 4}, {"fsdp", "full_shard"}, {"fsdp_version", 1}}));  // FSDP1 named
   EXPECT_EQ(component(r, "weights"), 524820480 / 4 + 8388608 / 4 + 3238002688 / 4 + 404750336);
   // Gathered: the current and prefetched layer's 16-bit parameters (two
   // norms, 8,192) and the root unit (embeddings, lm_head, final norm,

@@ -99,11 +99,14 @@ TEST(CliEstimateParallelFlags, MainGradsFp32FalseDropsMegatronsFp32GradientBuffe
 }
 
 TEST(CliEstimateParallelFlags, FsdpVersionAndReduceDtypeReachTheRequest) {
-  const json v1 = Estimate(kLlama, {"--gpus", "8", "--fsdp", "full_shard"});
+  const json v1 = Estimate(kLlama, {"--gpus", "8", "--fsdp", "full_shard", "--fsdp-version", "1"});
   const json v2 = Estimate(kLlama, {"--gpus", "8", "--fsdp", "full_shard", "--fsdp-version", "2"});
   EXPECT_EQ(v2["parallel"]["layout"], "FSDP2 full_shard");
-  EXPECT_NE(v1["parallel"]["layout"], "FSDP2 full_shard");
-  const json fp32 = Estimate(kLlama, {"--gpus", "8", "--fsdp", "full_shard", "--fsdp-reduce-dtype", "fp32"});
+  EXPECT_EQ(v1["parallel"]["layout"], "FSDP full_shard");
+  // Left out: hf's newest release builds the Trainer's FSDP2 (a release rule).
+  EXPECT_EQ(Estimate(kLlama, {"--gpus", "8", "--fsdp", "full_shard"})["parallel"]["layout"], "FSDP2 full_shard");
+  const json fp32 =
+      Estimate(kLlama, {"--gpus", "8", "--fsdp", "full_shard", "--fsdp-version", "1", "--fsdp-reduce-dtype", "fp32"});
   EXPECT_GT(fp32["peak_bytes"].get<int64_t>(), v1["peak_bytes"].get<int64_t>());
   ExpectErrorAt(kLlama, {"--gpus", "8", "--fsdp", "full_shard", "--fsdp-version", "3"}, "parallel.fsdp_version");
   ExpectErrorAt(kLlama, {"--gpus", "8", "--fsdp", "full_shard", "--fsdp-reduce-dtype", "fp8"},
