@@ -706,6 +706,25 @@ void check_keys(const json& obj, const std::string& path, std::vector<Error>* ou
 }
 
 Result<Request> parse_request_filled(const json& request, FrameworkJob job, std::vector<FrameworkDefault> applied);
+
+// LitGPT computes the attention itself when the model soft-caps its scores
+// (litgpt/model.py CausalSelfAttention.scaled_dot_product_attention, from
+// 916a84ca, the first with Gemma 2, to 26857050: "with softcapping we cannot
+// use SDPA": q @ k.mT, tanh, the mask, F.softmax(dtype=torch.float), the
+// cast, @ v): eager attention where LitGPT's default (sdpa) stood, listed in
+// the assumptions. A rule of every LitGPT release with Gemma 2.
+void litgpt_softcap_attention(Request& req, const std::vector<FrameworkDefault>& applied) {
+  const bool defaulted = std::any_of(applied.begin(), applied.end(),
+                                     [](const FrameworkDefault& d) { return d.path == "train.attention"; });
+  if (req.framework != "litgpt" || !req.model.text.attn_softcap || !defaulted ||
+      req.train.attention != AttentionImpl::kSdpa) {
+    return;
+  }
+  req.train.attention = AttentionImpl::kEager;
+  req.assumptions.push_back(
+      "attention eager: LitGPT computes soft-capped attention scores itself instead of SDPA (litgpt/model.py "
+      "scaled_dot_product_attention: \"with softcapping we cannot use SDPA\")");
+}
 Result<Request> parse_request_framework(const json& request);
 
 }  // namespace
@@ -841,6 +860,7 @@ Result<Request> parse_request_filled(const json& request, FrameworkJob job, std:
       if (d.path == "parallel.fsdp_sync_module_states") req.parallel.fsdp_sync_module_states_given = false;
       if (d.path == "parallel.fsdp_version") req.parallel.fsdp_version_given = false;
     }
+    litgpt_softcap_attention(req, applied);
     req.framework_defaults = std::move(applied);
     req.framework_job = std::move(job);
     return req;

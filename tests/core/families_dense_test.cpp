@@ -114,6 +114,31 @@ TEST_F(DenseFamilyTest, Gemma2LayerTypesDecideWhichLayersSlide) {
   EXPECT_EQ(build(cfg).text.sliding_layers, 3);
 }
 
+// Gemma2Config's soft-caps (configuration_gemma2.py at 008e5743: 50.0 and
+// 30.0): on with a positive number, off when null, the class default (noted)
+// when missing; anything else is an error naming the key.
+TEST_F(DenseFamilyTest, Gemma2SoftCapsAreReadFromTheConfig) {
+  json cfg = testing::model_config("google/gemma-2-2b");
+  EXPECT_TRUE(build(cfg).text.attn_softcap);
+  EXPECT_TRUE(build(cfg).text.final_softcap);
+  EXPECT_FALSE(has_note(build(cfg), "softcapping missing"));
+  cfg["attn_logit_softcapping"] = nullptr;
+  EXPECT_FALSE(build(cfg).text.attn_softcap);
+  EXPECT_TRUE(build(cfg).text.final_softcap);
+  cfg.erase("final_logit_softcapping");
+  const ModelSpec s = build(cfg);
+  EXPECT_TRUE(s.text.final_softcap);
+  EXPECT_TRUE(
+      has_note(s, "final_logit_softcapping missing: using Gemma2Config (configuration_gemma2.py) default 30.0"));
+  EXPECT_FALSE(fixture("google/gemma-2b").text.attn_softcap);  // Gemma has no cap
+  for (const json& bad : {json(-30.0), json(0), json("30")}) {
+    cfg["final_logit_softcapping"] = bad;
+    const auto r = model_from_config(cfg, "model.config");
+    ASSERT_FALSE(r.ok()) << bad.dump();
+    EXPECT_EQ(r.error().path, "model.config.final_logit_softcapping") << bad.dump();
+  }
+}
+
 TEST_F(DenseFamilyTest, GemmaIsMultiQueryWithExplicitHeadDim) {
   const ModelSpec s = fixture("google/gemma-2b");
   EXPECT_EQ(s.text.attention, AttnKind::kMqa);

@@ -2,6 +2,8 @@
 // and properties that must hold for any model.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "estimate_helpers.h"
 #include "fixtures.h"
 #include "vram/api.h"
@@ -633,6 +635,89 @@ TEST(EveryPreset, EstimatesForEveryMethodAndInference) {
     ASSERT_FALSE(inf.contains("error")) << row["id"] << ": " << inf.dump();
     EXPECT_GT(inf["peak_bytes"].get<int64_t>(), 0);
   }
+}
+
+// Gemma 2 soft-caps its attention scores and its logits (cap * tanh(x / cap);
+// transformers modeling_gemma2.py eager_attention_forward and
+// Gemma2ForCausalLM.forward at 006e8693; configuration_gemma2.py at 008e5743:
+// attn_logit_softcapping 50.0, final_logit_softcapping 30.0, null = off).
+// tanh keeps its output for backward (derivatives.yaml tanh: result); the
+// division and the product by the scalar cap keep nothing. Gemma-2-2B (26
+// layers, 8 heads, vocab 256,000, sliding window 4096 > 512), LoRA, 1 x 512,
+// pure bf16, no checkpointing; against the same config with both caps null.
+json gemma2_softcap_request(bool capped, json train) {
+  json cfg = testing::model_config("google/gemma-2-2b");
+  if (!capped) cfg["attn_logit_softcapping"] = cfg["final_logit_softcapping"] = nullptr;
+  train["method"] = "lora";
+  train["micro_batch"] = 1;
+  train["seq_len"] = 512;
+  train["precision"] = "bf16";
+  train["grad_checkpointing"] = "none";
+  return {{"model", {{"config", cfg}}}, {"task", "train"}, {"train", train}};
+}
+
+// Each layer keeps one more 8 x 512 x 512 bf16 tensor under eager attention
+// (26 x 2 x 8 x 512^2 = 109,051,904 B), the loss one more 512 x 256,000 bf16
+// logits tensor (262,144,000 B), whether the logits come whole or in LitGPT's
+// chunks of 128 tokens (lm_head_chunk_size: clamp_head per chunk).
+TEST_F(TrainTest, SoftcapTanhKeepsItsOutputForTheScoresAndTheLogits) {
+  for (const json& loss :
+       {json{{"attention", "eager"}}, json{{"attention", "eager"}, {"loss", "chunked"}, {"loss_chunk_size", 128}}}) {
+    const json capped = run(gemma2_softcap_request(true, loss));
+    const json plain = run(gemma2_softcap_request(false, loss));
+    EXPECT_EQ(component(capped, "activations") - component(plain, "activations"), int64_t{26} * 2 * 8 * 512 * 512)
+        << loss.dump();
+    EXPECT_EQ(component(capped, "loss_buffers") - component(plain, "loss_buffers"), int64_t{512} * 256000 * 2)
+        << loss.dump();
+  }
+}
+
+// Kernels that cap inside themselves keep no score or logit tensor: SDPA and
+// FlashAttention (flash_attention_forward's softcap argument; transformers'
+// sdpa path drops the cap, so the scores are never materialised either way),
+// Liger's fused linear cross-entropy (liger_kernel/transformers/model/gemma2.py
+// lce_forward: LigerFusedLinearCrossEntropyLoss(softcap=...)) and Unsloth's
+// cross-entropy kernel (unsloth/kernels/cross_entropy_loss.py at 015bdef0:
+// logit_softcapping applied in the Triton kernel, DO_SOFTCAPPING).
+TEST_F(TrainTest, SoftcapInsideAKernelKeepsNothing) {
+  for (const char* attention : {"sdpa", "flash_attention_2"}) {
+    const json train = {{"attention", attention}};
+    EXPECT_EQ(component(run(gemma2_softcap_request(true, train)), "activations"),
+              component(run(gemma2_softcap_request(false, train)), "activations"))
+        << attention;
+  }
+  const json fused = {{"attention", "sdpa"}, {"loss", "fused"}};
+  EXPECT_EQ(component(run(gemma2_softcap_request(true, fused)), "loss_buffers"),
+            component(run(gemma2_softcap_request(false, fused)), "loss_buffers"));
+}
+
+// LitGPT computes soft-capped attention itself (litgpt/model.py
+// CausalSelfAttention.scaled_dot_product_attention, from 916a84ca to 26857050:
+// "with softcapping we cannot use SDPA"): its sdpa default becomes eager for
+// Gemma 2 and the result says so; not for Gemma (no cap), not for a Gemma 2
+// config whose cap is null, and not where the request names the attention.
+TEST_F(TrainTest, LitgptRunsSoftcappedAttentionEagerly) {
+  const auto result = [](json cfg, json train) {
+    train["framework"] = "litgpt";
+    train["method"] = "lora";
+    return testing::estimate_ok({{"model", {{"config", cfg}}}, {"task", "train"}, {"train", train}});
+  };
+  const json gemma2 = testing::model_config("google/gemma-2-2b");
+  const json eager = result(gemma2, json::object());
+  EXPECT_EQ(eager["train"]["attention"], "eager");
+  EXPECT_TRUE(std::any_of(eager["assumptions"].begin(), eager["assumptions"].end(), [](const json& a) {
+    return a.get<std::string>().find("LitGPT computes soft-capped attention scores itself") != std::string::npos;
+  })) << eager["assumptions"].dump(2);
+  EXPECT_EQ(result(testing::model_config("google/gemma-2b"), json::object())["train"]["attention"], "sdpa");
+  json uncapped = gemma2;
+  uncapped["attn_logit_softcapping"] = nullptr;
+  EXPECT_EQ(result(uncapped, json::object())["train"]["attention"], "sdpa");
+  EXPECT_EQ(result(gemma2, {{"attention", "sdpa"}})["train"]["attention"], "sdpa");
+  // Another framework keeps its own default.
+  EXPECT_EQ(testing::estimate_ok({{"model", {{"config", gemma2}}},
+                                  {"task", "train"},
+                                  {"train", {{"framework", "torchtune"}, {"method", "lora"}}}})["train"]["attention"],
+            "sdpa");
 }
 
 }  // namespace

@@ -144,6 +144,13 @@ struct LayerStack {
   int64_t qk_rope_head_dim = 0;
   int64_t qk_nope_head_dim = 0;
 
+  // Gemma 2 soft-caps its attention scores and its output logits (cap *
+  // tanh(x / cap); configuration_gemma2.py attn_logit_softcapping=50.0,
+  // final_logit_softcapping=30.0): tanh keeps its output for backward, one
+  // more tensor the size of the scores (under eager attention) or the logits.
+  bool attn_softcap = false;
+  bool final_softcap = false;
+
   // Sliding-window attention: `sliding_layers` of the layers attend to at most
   // `sliding_window` previous tokens (0 = none).
   int64_t sliding_window = 0;

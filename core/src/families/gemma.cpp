@@ -50,6 +50,25 @@ void build_gemma(const JsonReader& cfg, ModelSpec& spec) {
 // post_feedforward_layernorm (four RMSNorms per layer). Layer i uses the
 // sliding window when layer_types[i] == "sliding_attention"; without
 // layer_types, the even layers (0, 2, ...) slide and the odd ones attend fully.
+namespace {
+
+// A Gemma 2 soft-cap (cap * tanh(x / cap); configuration_gemma2.py at
+// 008e5743: attn_logit_softcapping 50.0, final_logit_softcapping 30.0): on
+// with a positive number, off when null, the class default (noted) when
+// missing. Only whether it is on changes memory (tanh keeps its output).
+bool softcap_on(const JsonReader& cfg, ModelSpec& spec, const char* key, const char* class_default) {
+  if (!cfg.has_key(key)) {
+    spec.notes.push_back(std::string(key) + " missing: using Gemma2Config (configuration_gemma2.py) default " +
+                         class_default);
+    return true;
+  }
+  if (!cfg.has(key)) return false;
+  cfg.num_or(key, 0.0, 1e-6, 1e6);  // a positive number, or an error naming the key
+  return true;
+}
+
+}  // namespace
+
 void build_gemma2(const JsonReader& cfg, ModelSpec& spec) {
   LlamaLikeDefaults d;
   d.config_class = "Gemma2Config (configuration_gemma2.py)";
@@ -72,6 +91,8 @@ void build_gemma2(const JsonReader& cfg, ModelSpec& spec) {
   add_norm(spec, "post_feedforward_layernorm", "text", t.hidden, false, t.layers);
   t.norms_per_layer = 4;
 
+  t.attn_softcap = softcap_on(cfg, spec, "attn_logit_softcapping", "50.0");
+  t.final_softcap = softcap_on(cfg, spec, "final_logit_softcapping", "30.0");
   if (cfg.has_key("sliding_window") && !cfg.has("sliding_window")) {
     t.sliding_window = 0;  // null: every layer attends fully
   } else {

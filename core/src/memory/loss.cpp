@@ -55,6 +55,13 @@ void head_lora_buffers(LossBuffers& out, const Dtypes& dt, const HeadLora& head,
                  std::to_string(bwd) + " B of logits-sized gradients in its backward";
 }
 
+// The chunks of a `seq_len`-token sequence the logits are made in (train.loss
+// chunked).
+int64_t loss_chunk_count(const TrainOptions& t, int64_t seq_len) {
+  return std::max<int64_t>(
+      1, std::min(t.loss_chunk_size > 0 ? ceil_div(seq_len, t.loss_chunk_size) : t.loss_chunks, seq_len));
+}
+
 // The output projection and the cross-entropy in C chunks of the sequence
 // (train.loss chunked). torchtune v0.6.1: TransformerDecoder.forward returns
 // [self.output(chunk) for chunk in h.chunk(num_output_chunks, dim=1)]
@@ -85,8 +92,7 @@ void head_lora_buffers(LossBuffers& out, const Dtypes& dt, const HeadLora& head,
 // the number of fixed-size chunks.
 void chunked_loss(LossBuffers& out, const TrainOptions& t, bool autocast, int64_t seq_len, int64_t N, int64_t V,
                   double logit_factor) {
-  const int64_t chunks = std::max<int64_t>(
-      1, std::min(t.loss_chunk_size > 0 ? ceil_div(seq_len, t.loss_chunk_size) : t.loss_chunks, seq_len));
+  const int64_t chunks = loss_chunk_count(t, seq_len);
   const int64_t le = out.logits_elem;
   const int64_t li = t.outputs_fp32 ? 4 : le;  // the logits the loss reads (and the loop holds)
   // The cross-entropy's dtype: fp32 with an explicit upcast, and under
@@ -199,6 +205,27 @@ void standard_loss(LossBuffers& out, const TrainOptions& t, int64_t N, int64_t V
                 (kept_in > 0 ? " (log_softmax keeps its input)" : "");
 }
 
+// Final logit soft-capping (Gemma 2): transformers' Gemma2ForCausalLM.forward
+// (modeling_gemma2.py at 006e8693: logits / cap, torch.tanh, * cap) and
+// LitGPT's GPT.forward (litgpt/model.py at 26857050: do_softcapping per
+// lm_head chunk) keep tanh's output for its backward (derivatives.yaml
+// tanh: result), one logits-sized tensor in the logits' dtype, alive from the
+// forward until the logits' gradient has gone through it. The division and the
+// product by the scalar cap keep nothing. `chunks` as the logits are made.
+void softcapped_logits(LossBuffers& out, const TrainOptions& t, int64_t seq_len, int64_t N, int64_t V,
+                       double logit_factor) {
+  const int64_t chunks = t.loss == LossKind::kChunked ? loss_chunk_count(t, seq_len) : 1;
+  const double nv = static_cast<double>(N) * static_cast<double>(V) * logit_factor / static_cast<double>(chunks);
+  const int64_t piece = to_bytes(nv * static_cast<double>(out.logits_elem), kLoss);
+  const int64_t all = bytes::mul(piece, chunks, kLoss);
+  out.forward_pieces.push_back({piece, chunks});
+  out.backward_pieces.push_back({piece, chunks});
+  out.forward = bytes::add(out.forward, all, kLoss);
+  out.backward = bytes::add(out.backward, all, kLoss);
+  out.formula += "; + the final logit soft-cap's saved tanh output (" + std::to_string(out.logits_elem) +
+                 " B per logit, forward and loss backward)";
+}
+
 }  // namespace
 
 LossBuffers loss_buffers(const Request& req, const Dtypes& dt, int64_t grads_head, bool last, int64_t micro_batch,
@@ -226,6 +253,12 @@ LossBuffers loss_buffers(const Request& req, const Dtypes& dt, int64_t grads_hea
     unsloth_loss(out, N, V, logit_factor);
   } else {
     standard_loss(out, t, N, V, logit_factor);
+  }
+  // Liger's fused linear cross-entropy (liger_kernel/transformers/model/gemma2.py
+  // lce_forward: softcap=) and Unsloth's cross-entropy (unsloth/kernels/
+  // cross_entropy_loss.py at 015bdef0: DO_SOFTCAPPING) cap inside the kernel.
+  if (st.final_softcap && !t.fused_loss && t.kernels != Kernels::kUnsloth) {
+    softcapped_logits(out, t, seq_len, N, V, logit_factor);
   }
   if (head.on) head_lora_buffers(out, dt, head, N, logit_factor);
   return out;

@@ -285,19 +285,12 @@ struct LayerCtx {
   double dropout = 0;
 };
 
-// 1-3: the attention norm, the q/k/v inputs (MLA's latents), the attention
-// core by kernel, and the residual dropout masks.
-void attention_block(const LayerCtx& c, int64_t seq, std::vector<SavedItem>& items) {
+// 1-2: the attention norm and the q/k/v projections' inputs (MLA's latents).
+void attention_inputs(const LayerCtx& c, std::vector<SavedItem>& items) {
   const Request& req = c.req;
   const LayerStack& st = c.st;
-  const TrainOptions& t = req.train;
   const int64_t h = st.hidden;
-  const int64_t a = st.heads;
-  const int64_t kvh = st.kv_heads;
-  const int64_t d = st.head_dim;
-  const int64_t dv = st.v_head_dim > 0 ? st.v_head_dim : st.head_dim;
   const int64_t p = c.dt.compute;
-  const int64_t pa = c.pa;
   // 1. Norm before attention.
   norm_site(req, st, c.dt, c.norm_trains, h, items, "attention norm (input, statistics)", true);
   // 2. Inputs of the q/k/v projections (fused or separate); Unsloth's
@@ -318,6 +311,59 @@ void attention_block(const LayerCtx& c, int64_t seq, std::vector<SavedItem>& ite
     b += 4.0 * kvr + static_cast<double>(p) * kvr * 2;
     items.push_back({"latent q/kv norms and up-projection inputs", b, false});
   }
+}
+
+// The s^2 term of eager attention, bytes per token and key: what softmax,
+// dropout, the soft-cap and probs @ v keep of the scores.
+double eager_scores(const LayerCtx& c, int64_t seq) {
+  const TrainOptions& t = c.req.train;
+  const int64_t pa = c.pa;
+  const double a = static_cast<double>(c.st.heads);
+  // softmax(dtype=float32) output saved (4 B), cast to the compute dtype and
+  // saved by probs @ v; with dropout the mask (1 B) and dropout output.
+  const double s = static_cast<double>(seq);
+  double scores = 4.0 * a * s;
+  if (c.dropout > 0) {
+    scores += 1.0 * a * s + static_cast<double>(pa) * a * s;
+  } else if (pa != 4) {
+    scores += static_cast<double>(pa) * a * s;
+  }
+  // Soft-capped scores (Gemma 2: transformers modeling_gemma2.py
+  // eager_attention_forward at 006e8693 and LitGPT's own attention path,
+  // litgpt/model.py do_softcapping at 26857050: scores / cap, tanh, * cap):
+  // tanh keeps its output for backward (derivatives.yaml tanh: result), one
+  // more a x s^2 tensor in the compute dtype; the scalar division and product
+  // keep nothing.
+  if (c.st.attn_softcap) scores += static_cast<double>(pa) * a * s;
+  if (t.softmax_saves_input) {
+    // PyTorch <= 1.10 (train.softmax_saves_input): SoftmaxBackward also
+    // keeps softmax's input, the masked scores (derivatives.yaml up to 1.10:
+    // _softmax_backward_data(grad, result, dim, self); pytorch issue
+    // #64000). They are fp32 in fp32 training; under autocast the fp16
+    // scores plus the fp32 additive mask (modeling_utils.py
+    // get_extended_attention_mask: .to(dtype=self.dtype), the fp32
+    // parameters' dtype) promote to fp32; softmax(dtype=float32) of bf16
+    // scores saves its fp32 copy (aten SoftMax.cpp softmax: toType). Pure
+    // fp16 on CUDA takes _softmax(half_to_float=true) and keeps fp16 scores.
+    const bool half_in = !c.dt.autocast && t.precision == Precision::kFp16;
+    scores += (half_in ? 2.0 : 4.0) * a * s;
+  }
+  return scores;
+}
+
+// 1-3: the attention's inputs (above), the attention core by kernel, and the
+// residual dropout masks.
+void attention_block(const LayerCtx& c, int64_t seq, std::vector<SavedItem>& items) {
+  const Request& req = c.req;
+  const LayerStack& st = c.st;
+  const TrainOptions& t = req.train;
+  const int64_t h = st.hidden;
+  const int64_t a = st.heads;
+  const int64_t kvh = st.kv_heads;
+  const int64_t d = st.head_dim;
+  const int64_t dv = st.v_head_dim > 0 ? st.v_head_dim : st.head_dim;
+  const int64_t pa = c.pa;
+  attention_inputs(c, items);
   // 3. Attention core.
   // xformers' memory-efficient attention is trained on K and V expanded to
   // every head (unsloth utils/attention_dispatch.py run_attention, XFORMERS).
@@ -360,29 +406,7 @@ void attention_block(const LayerCtx& c, int64_t seq, std::vector<SavedItem>& ite
     return linear_inputs(req, c.dt, {o}, a * dv, pa, tmp, "", !copy);
   };
   if (t.attention == AttentionImpl::kEager) {
-    // softmax(dtype=float32) output saved (4 B), cast to the compute dtype and
-    // saved by probs @ v; with dropout the mask (1 B) and dropout output.
-    const double s = static_cast<double>(seq);
-    double scores = 4.0 * a * s;
-    if (c.dropout > 0) {
-      scores += 1.0 * a * s + static_cast<double>(pa) * a * s;
-    } else if (pa != 4) {
-      scores += static_cast<double>(pa) * a * s;
-    }
-    if (t.softmax_saves_input) {
-      // PyTorch <= 1.10 (train.softmax_saves_input): SoftmaxBackward also
-      // keeps softmax's input, the masked scores (derivatives.yaml up to 1.10:
-      // _softmax_backward_data(grad, result, dim, self); pytorch issue
-      // #64000). They are fp32 in fp32 training; under autocast the fp16
-      // scores plus the fp32 additive mask (modeling_utils.py
-      // get_extended_attention_mask: .to(dtype=self.dtype), the fp32
-      // parameters' dtype) promote to fp32; softmax(dtype=float32) of bf16
-      // scores saves its fp32 copy (aten SoftMax.cpp softmax: toType). Pure
-      // fp16 on CUDA takes _softmax(half_to_float=true) and keeps fp16 scores.
-      const bool half_in = !c.dt.autocast && t.precision == Precision::kFp16;
-      scores += (half_in ? 2.0 : 4.0) * a * s;
-    }
-    items.push_back({"attention scores (eager softmax, s^2 term)", scores, true});
+    items.push_back({"attention scores (eager softmax, s^2 term)", eager_scores(c, seq), true});
     const double o_in = o_inputs(true);
     if (o_in > 0) items.push_back({"attention output (o_proj input)", o_in, false});
   } else {
