@@ -137,12 +137,15 @@ fuzz: sanitize fuzz-seeds
 validate: native
 	$(BUILD)/bin/vram_validate tests/fixtures/measured.json tests/fixtures/validation/requests.json \
 	  tests/fixtures docs/validation.md
+	$(BUILD)/bin/vram_validate_speed tests/fixtures/throughput.json tests/fixtures docs/throughput.md
 
 # The committed table must match what the estimator gives now.
 validate-check: native
 	@tmp=$$(mktemp); $(BUILD)/bin/vram_validate tests/fixtures/measured.json \
 	  tests/fixtures/validation/requests.json tests/fixtures $$tmp >/dev/null && \
 	  diff -u docs/validation.md $$tmp && rm -f $$tmp && echo "docs/validation.md is current"
+	@tmp=$$(mktemp); $(BUILD)/bin/vram_validate_speed tests/fixtures/throughput.json tests/fixtures $$tmp >/dev/null && \
+	  diff -u docs/throughput.md $$tmp && rm -f $$tmp && echo "docs/throughput.md is current"
 
 # ---- the request corpus whose answers a speed-only change keeps (tests/corpus) ---
 # Rewrites the digests Corpus.EveryAnswerMatchesItsDigest checks: only after a

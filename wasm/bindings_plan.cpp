@@ -28,6 +28,7 @@ EMSCRIPTEN_BINDINGS(vram_plan) {
   emscripten::function("_fields", &vram::fields_json);
   emscripten::function("_frameworkDefaults", &vram::framework_defaults_json);
   emscripten::function("_suggest", &vram::suggest_json);
+  emscripten::function("_time", &vram::time_json);
   emscripten::function("_version", &vram::version_json);
   emscripten::function("_unwinds", &vram::wasm::unwinds);
 }

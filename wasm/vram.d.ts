@@ -392,8 +392,114 @@ export interface Request {
   allocator?: AllocatorOptions;
   /** Contract. The GPU to fit on; without it the result has no fit verdict. */
   gpu?: GpuInput;
+  /** The time model's inputs: the run's size and prices (docs/schema.md). */
+  time?: TimeOptions;
+  /** The machine around the cards, for the time model; absent fields take the catalog's. */
+  hardware?: HardwareOptions;
   /** Planner options, read by `plan(request)` only. */
   plan?: PlanOptions;
+}
+
+/** The time model's inputs (`time.*`). */
+export interface TimeOptions {
+  /** The result's `time` object; false leaves it out (the first-visit module answers not_in_module otherwise). Default true. */
+  enabled?: boolean;
+  /** The run's size in tokens (not with `samples`). */
+  tokens?: number;
+  /** The run's size in samples (with `mean_len` and `epochs`). */
+  samples?: number;
+  /** Mean tokens per sample when packed or padded to the batch's longest; default train.seq_len. */
+  mean_len?: number;
+  /** Passes over the samples; default 1. */
+  epochs?: number;
+  /** The request's card's price per GPU-hour, USD; default the price table's. */
+  gpu_hour_usd?: number;
+  /** Prices per GPU-hour by catalog card name (aliases accepted), over the default table. */
+  prices?: Record<string, number>;
+}
+
+/** The machine around the cards (`hardware.*`). */
+export interface HardwareOptions {
+  /** The link between a node's GPUs; default by card. */
+  link?: 'nvlink5' | 'nvlink4' | 'nvlink3' | 'nvlink2' | 'nvlink_bridge' | 'xgmi' | 'pcie5' | 'pcie4' | 'pcie3';
+  /** A node's backend network, Gbit/s over its NICs; default by card. */
+  network_gbps?: number;
+  /** Host RAM bandwidth, GB/s (CPU offload); default by card class. */
+  host_memory_gbs?: number;
+  /** The card's measured 16-bit matmul TFLOPS; needed with gpu.memory_gib. */
+  matmul_tflops?: number;
+  /** The card's memory bandwidth, GB/s; needed with gpu.memory_gib. */
+  memory_gbs?: number;
+}
+
+/** A range of the time model: for a time `low` is the fast end; for a rate `low` is the slow end's rate. */
+export interface Range {
+  low: number;
+  high: number;
+}
+
+/** One term of a step (time.terms): what it is, how long, and the figures that went in. */
+/** A training step's time and the cost of a million tokens at the card's price (null without one). */
+export interface StepCost {
+  step_seconds: Range;
+  tokens_per_second_per_gpu: Range;
+  usd_per_million_tokens: Range | null;
+}
+
+export interface TimeTerm {
+  key: string;
+  label: string;
+  seconds: Range;
+  formula: string;
+}
+
+/** One catalog card's figures (time.cards): the GPU table's time and cost columns. */
+export interface TimeCard {
+  name: string;
+  price: { usd_per_gpu_hour: number; source: string } | null;
+  /** Training. */
+  step_seconds?: Range;
+  tokens_per_second_per_gpu?: Range;
+  mfu?: Range;
+  run_hours?: Range | null;
+  usd?: Range | null;
+  usd_per_million_tokens?: Range | null;
+  /** Inference. */
+  ttft_seconds?: Range;
+  decode_tokens_per_second_per_sequence?: Range;
+  decode_tokens_per_second?: Range;
+  usd_per_million_output_tokens?: Range | null;
+}
+
+/** The result's `time` object (docs/schema.md "Time"). */
+export interface TimeResult extends Omit<TimeCard, 'name'> {
+  task: 'train' | 'infer';
+  /** The request's card, or null (with `unavailable`) without one or without its rates. */
+  gpu: string | null;
+  unavailable?: string;
+  gpus?: number;
+  peak_tflops?: number;
+  matmul_tflops?: number;
+  memory_gbs?: number;
+  link?: string;
+  /** Training: tokens per optimizer step, all replicas. */
+  tokens_per_step?: number;
+  tokens_per_second?: Range;
+  model_flops_per_token?: number;
+  run?: { tokens: number; steps: number; basis: string } | null;
+  /** Inference. */
+  engine?: string;
+  batch?: number;
+  prompt_len?: number;
+  output_tokens?: number;
+  mean_context?: number;
+  prefill_tokens_per_second?: Range;
+  decode_step_seconds?: Range;
+  request_seconds?: Range;
+  prefill_terms?: TimeTerm[];
+  terms?: TimeTerm[];
+  assumptions?: string[];
+  cards: TimeCard[];
 }
 
 /** How `plan(request)` searches. `parallel.gpus` is the GPU budget; `gpu` is required. */
@@ -838,6 +944,8 @@ export interface Result {
   infer?: InferFacts;
   /** Multi-GPU training only: the layout each rank was estimated for. */
   parallel?: ParallelFacts;
+  /** The time model (absent with time.enabled false). */
+  time?: TimeResult;
   /** Training only: the settings used, defaults filled in. */
   train?: {
     /** Training method. */
@@ -1018,6 +1126,12 @@ export interface PlanCandidate {
   step_time_factor: number;
   /** Data-parallel traffic relative to DDP: 1.5 when parameters are sharded (ZeRO paper §7.2). */
   comm_factor: number;
+  /**
+   * The time model's step on the plan's card (issue 31; the planner ranks by
+   * its middle) and the cost of a million tokens at the card's price; null
+   * when the card has no speed figures.
+   */
+  time: StepCost | null;
   /** Why it costs what it costs, with sources. */
   why: string[];
 }
@@ -1073,6 +1187,11 @@ export interface Suggestion {
   words: string;
   /** The card it was estimated on (a "gpu" suggestion changes it). */
   gpu: string;
+  /**
+   * The time model's step after the change (issue 31) and `vs_base`, its
+   * middle over the job's as asked; null when the card has no speed figures.
+   */
+  time: (StepCost & { vs_base: number | null }) | null;
   cost: {
     kind: 'none' | 'speed' | 'optimizer precision' | 'quality' | 'data' | 'hardware';
     /** Step time relative to the job as asked, where a source gives one; null otherwise. */
@@ -1088,7 +1207,14 @@ export interface SuggestResult {
   version: string;
   /** "fit" when the job does not fit, "headroom" when it fits above the headroom rule, "none" otherwise. */
   goal: 'fit' | 'headroom' | 'none';
-  base?: { peak_bytes: number; status: FitStatus; gpu: string; capacity_bytes: number };
+  base?: {
+    peak_bytes: number;
+    status: FitStatus;
+    gpu: string;
+    capacity_bytes: number;
+    /** The job's step as asked (the time model), null without speed figures. */
+    time: StepCost | null;
+  };
   suggestions: Suggestion[];
   notes: string[];
 }
@@ -1138,6 +1264,12 @@ export interface Vram {
   plan(request: Request): Promise<PlanResult>;
   /** What would make a training request fit its card, cheapest first. Asynchronous, as plan. */
   suggest(request: Request): Promise<SuggestResult>;
+  /**
+   * The time model alone (the result's `time` object, without the memory
+   * estimate's searches), from the plan module: asynchronous, as the first
+   * call loads it.
+   */
+  time(request: Request): Promise<TimeAnswer>;
   /** Version, schema, supported model types and the GPU catalog. */
   version(): VersionInfo;
   /** Every request field: default, allowed values, limits, label, CLI flag and URL key (`vram-probe fields --json`). From the full module (the page bundles the table). */
@@ -1230,6 +1362,17 @@ export interface Planner {
   plan(request: Request): PlanResult;
   /** As Vram.suggest, synchronous. Throws EstimatorError for bad input. */
   suggest(request: Request): SuggestResult;
+  /** The full module's estimate (every family, inference, the time model), synchronous. */
+  estimate(request: Request): Result;
+  /** The time model alone: the estimate's `time` object without the memory searches, synchronous. */
+  time(request: Request): TimeAnswer;
+}
+
+/** `time(request)`: the time model's answer. */
+export interface TimeAnswer {
+  schema: string;
+  version: string;
+  time: TimeResult;
 }
 
 /**

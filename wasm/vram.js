@@ -385,7 +385,8 @@ async function callIo(name, text) {
 }
 
 /**
- * Load the plan module (not the core) and return its two calls, synchronous
+ * Load the plan module (not the core) and return its calls (plan, suggest
+ * and the full estimate), synchronous
  * once it is loaded: the planner's and the suggestions' Web Workers use this,
  * so they never load the core. The first call starts the load; every later
  * call returns the same promise.
@@ -394,6 +395,13 @@ export function loadPlanner() {
   if (plannerPromise === null) {
     plannerPromise = loadModule('plan').then(() => ({
       plan: (request) => fromText(call(live.plan, '_plan', toText(request, 'the request'), 'plan')),
+      // The full module's estimate: every family, inference, and the time
+      // model (the result's `time`), which the core module leaves out.
+      estimate: (request) =>
+        fromText(call(live.plan, '_estimate', toText(request, 'the request'), 'plan')),
+      // The time model alone: {schema, version, time}, without the memory
+      // estimate's searches (the page's time lane).
+      time: (request) => fromText(call(live.plan, '_time', toText(request, 'the request'), 'plan')),
       suggest: (request) =>
         fromText(call(live.plan, '_suggest', toText(request, 'the request'), 'plan')),
     }));
@@ -423,6 +431,7 @@ export function loadVram() {
       // The plan module's two calls: asynchronous, as the first one loads it.
       plan: async (request) => (await loadPlanner()).plan(request),
       suggest: async (request) => (await loadPlanner()).suggest(request),
+      time: async (request) => (await loadPlanner()).time(request),
       version: () => fromText(versionText(live.core)),
       // In the full module only (the page bundles the table: site/src/lib/fields.json).
       fields: async () => fromText(call(await loadModule('plan'), '_fields', undefined, 'plan')),

@@ -296,8 +296,8 @@ async function usesTheFacade(): Promise<void> {
   expectType<Promise<SuggestResult>>(vram.suggest(request));
   const suggested = planner.suggest(request);
   expectType<SuggestResult>(suggested);
-  // @ts-expect-error the planner has no estimate
-  planner.estimate(request);
+  // The full module's estimate, with the time model's answer.
+  expectType<Result>(planner.estimate(request));
 }
 
 function handlesErrors(thrown: unknown): void {

@@ -111,4 +111,11 @@ int64_t fsdp1_construct(memory::Timeline& /*tl*/, const memory::Fsdp1Units& u, c
   return 0;
 }
 
+void read_time_fields(const JsonReader& /*request*/, Request& /*req*/) {
+  elsewhere("time", "a request with the time model (time.enabled false leaves it out)");
+}
+
+// Unreachable: read_time_fields refused every request with the time.
+json time_json(const json& /*request*/, const Request& /*req*/, const Estimate& /*e*/) { return nullptr; }
+
 }  // namespace vram::reach

@@ -8,6 +8,7 @@
 #include "fit.h"
 #include "guarded.h"
 #include "reach.h"
+#include "speed/speed.h"
 #include "vram/checkpoint.h"
 #include "vram/estimate.h"
 #include "vram/families.h"
@@ -305,9 +306,36 @@ json estimate(const json& request) {
   return guarded([&]() -> json {
     auto req = parse_request(request);
     if (!req.ok()) return error_json(req.error());
+    const bool timed = req.value().time.enabled;
     auto est = estimate_request(req.value());
     if (!est.ok()) return error_json(est.error());
-    return result_json(req.value(), est.value());
+    json out = result_json(req.value(), est.value());
+    // The time model (issue 31): a step's time, the run's hours and cost.
+    if (timed) out["time"] = reach::time_json(request, req.value(), est.value());
+    return out;
+  });
+}
+
+json time(const json& request) {
+  return guarded([&]() -> json {
+    auto parsed = parse_request(request);
+    if (!parsed.ok()) return error_json(parsed.error());
+    const Request& req = parsed.value();
+    if (!req.time.enabled) {
+      return error_json({errc::kInconsistent, "time() answers the time model: time.enabled is false", "time.enabled"});
+    }
+    // The same refusal as the estimate's (bf16 on a T4): an error, not a time.
+    if (auto no = fit::gpu_refusal(req)) return error_json({errc::kInconsistent, no->message, no->path});
+    // Training needs nothing of the memory estimate; serving needs its
+    // per-device weight and KV bytes (the estimate's own, without the
+    // searches that only the fit needs).
+    Estimate e;
+    if (req.task == Task::kInfer) {
+      auto est = reach::estimate_infer(req);
+      if (!est.ok()) return error_json(est.error());
+      e = std::move(est.value());
+    }
+    return {{"schema", kSchema}, {"version", VRAM_VERSION}, {"time", reach::time_json(request, req, e)}};
   });
 }
 
@@ -338,6 +366,19 @@ json model_info(const json& model) {
                        base + "config, " + base + "custom, " + base + "size or " + base + "safetensors is required"});
   });
 }
+
+namespace {
+
+// A plan candidate's step time and cost (the time model's, issue 31); null
+// when the card has no speed figures.
+json candidate_time(const PlanCandidate& c) {
+  if (c.step_seconds_high <= 0) return nullptr;
+  return speed::step_cost_json({{c.step_seconds_low, c.step_seconds_high},
+                                {c.tokens_per_second_per_gpu_low, c.tokens_per_second_per_gpu_high},
+                                {c.usd_per_million_tokens_low, c.usd_per_million_tokens_high}});
+}
+
+}  // namespace
 
 json plan(const json& request) {
   return guarded([&]() -> json {
@@ -408,6 +449,7 @@ json plan(const json& request) {
                        {"max_micro_batch", c.max_micro_batch},
                        {"step_time_factor", round4(c.step_time_factor)},
                        {"comm_factor", round4(c.comm_factor)},
+                       {"time", candidate_time(c)},
                        {"why", c.why}});
     }
     return {{"schema", kSchema},
@@ -439,6 +481,7 @@ std::string text_call(const std::string& text, json (*fn)(const json&)) {
 std::string estimate_json(const std::string& request_text) { return text_call(request_text, &estimate); }
 std::string model_info_json(const std::string& model_text) { return text_call(model_text, &model_info); }
 std::string plan_json(const std::string& request_text) { return text_call(request_text, &plan); }
+std::string time_json(const std::string& request_text) { return text_call(request_text, &time); }
 std::string fields_json() {
   return guarded([] { return fields_table().dump(2); });
 }

@@ -1,10 +1,22 @@
 // Private: numbers in formulas shown to people.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace vram {
+
+// Four significant digits (a figure of the time model in JSON): printed and
+// read back, so native and WASM give the same bytes; 0 for a non-finite value.
+inline double sig4(double v) {
+  if (!std::isfinite(v) || v == 0) return 0;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return std::strtod(buf, nullptr);
+}
 
 // 8030261248 -> "8,030,261,248"
 inline std::string fmt_int(int64_t v) {

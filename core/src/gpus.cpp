@@ -188,3 +188,117 @@ const GpuInfo* find_gpu(const std::string& name) {
 }
 
 }  // namespace vram
+
+namespace vram {
+
+namespace {
+
+// Where each matmul figure comes from. The 16-bit column is the largest
+// bf16 (fp16 on T4 and V100, which lack bf16) torch.matmul rate measured on
+// the card; the fp32 column the same with fp32 inputs (PyTorch's default
+// keeps TF32 off for matmuls since 1.12). Cards nobody measured take a
+// measured sibling's ratio to its own datasheet figure (same architecture
+// and product class), and say so.
+constexpr const char* kMamf =
+    "Maximum Achievable Matmul FLOPS (bf16, best shape, mean of 100 runs): stas00/ml-engineering "
+    "compute/accelerator/README.md at 744d01e1; fp32 column: zzc0721/torch-performance-test-data database.md at "
+    "9d828276";
+constexpr const char* kZzc =
+    "torch.matmul at 1024-10240 square, largest rate, median of the card's rows: zzc0721/torch-performance-test-data "
+    "database.md at 9d828276";
+
+constexpr const char* kFromH100Sxm = "derived: datasheet peak x the H100 SXM's measured ratio (794.5 / 989)";
+constexpr const char* kFromL40s = "derived: datasheet peak x the L40S's measured ratio (269.2 / 362)";
+constexpr const char* kFromA6000 = "derived: datasheet peak x the RTX A6000's measured ratio (123.3 / 154.8)";
+constexpr const char* kFrom4090 = "derived: datasheet peak x the RTX 4090's measured ratio (165.3 / 165.2)";
+constexpr const char* kFrom3090 = "derived: datasheet peak x the RTX 3090's measured ratio (76.6 / 71)";
+constexpr const char* kFromMi300x = "derived: datasheet peak x the MI300X's measured ratio (668.4 / 1307)";
+
+// Backend network of a node, Gbit/s over all its NICs: NVIDIA DGX H100 and
+// DGX B200 datasheets (8 x single-port ConnectX-7, 400 Gb/s each); DGX A100
+// user guide (8 x ConnectX-6, 200 Gb/s HDR each); Azure ND MI300X v5 (8 x 400
+// Gb/s InfiniBand per VM); one 100 GbE NIC for PCIe servers and workstations
+// (AWS g5.48xlarge: 100 Gbps), the low end users should override
+// (hardware.network_gbps).
+constexpr double kHgx = 3200, kDgxA100 = 1600, kPcieNode = 100;
+
+// Default prices, USD per GPU-hour: RunPod Serverless flex workers, per
+// second x 3600 (docs.runpod.io/serverless/pricing, the stored copy read
+// 2026-11-29): one provider's list price, per-second billing; editable
+// (time.prices, time.gpu_hour_usd). Cards the table does not list have no
+// default (0): the cost then needs a price.
+constexpr const char* kPriceSource =
+    "RunPod Serverless flex price per second x 3600 (docs.runpod.io/serverless/pricing, read 2026-11-29)";
+constexpr double kB200 = 0.00240 * 3600, kH200 = 0.00155 * 3600, kH100 = 0.00116 * 3600, kA100 = 0.00076 * 3600,
+                 kL40 = 0.00053 * 3600, kA6000 = 0.00034 * 3600, kL4 = 0.00019 * 3600, k4090 = 0.00031 * 3600,
+                 kA4000 = 0.00016 * 3600;
+
+// Datasheet peaks: dense, FP32 accumulation (NVIDIA product datasheets;
+// GeForce cards: the architecture whitepapers' appendix tables, "Peak
+// FP16 Tensor TFLOPS with FP32 Accumulate", which is half the FP16-accumulate
+// rate on GeForce; AMD: the Instinct product pages, MI250(X) halved for one
+// GCD). Memory bandwidth: the same datasheets.
+constexpr GpuSpeed kSpeeds[] = {
+    {"B200 180GB", 2250, 1745, 66.2, kMamf, 8000, Link::kNvlink5, kHgx, kB200},
+    {"H200 141GB", 989, 794.5, 51.3, "H100 SXM's MAMF (the same compute; stas00/ml-engineering: \"H200 is the same\")",
+     4800, Link::kNvlink4, kHgx, kH200},
+    {"GH200 96GB", 989, 828.6, 52.0, kMamf, 4000, Link::kPcie5, 400, 0},
+    {"H100 NVL 94GB", 835, 835 * 794.5 / 989, 835 * 52.0 / 989, kFromH100Sxm, 3900, Link::kNvlinkBridge, kPcieNode,
+     kH100},
+    {"H100 80GB", 989, 794.5, 52.0, kMamf, 3350, Link::kNvlink4, kHgx, kH100},
+    {"H100 PCIe 80GB", 756, 495.9, 37.0, kZzc, 2000, Link::kPcie5, kPcieNode, kH100},
+    {"A100 80GB", 312, 271.2, 19.2, kMamf, 2039, Link::kNvlink3, kDgxA100, kA100},
+    {"A100 40GB", 312, 271.2, 18.1, kMamf, 1555, Link::kNvlink3, kDgxA100, 0},
+    {"L40S 48GB", 362, 269.2, 46.9, kZzc, 864, Link::kPcie4, kPcieNode, kL40},
+    {"L40 48GB", 181, 181 * 269.2 / 362, 46.9 * 90.5 / 91.6, kFromL40s, 864, Link::kPcie4, kPcieNode, kL40},
+    {"A40 48GB", 149.7, 149.7 * 123.3 / 154.8, 23.9 * 37.4 / 38.7, kFromA6000, 696, Link::kPcie4, kPcieNode, kA6000},
+    {"L4 24GB", 121, 70.9, 15.4, kZzc, 300, Link::kPcie4, kPcieNode, kL4},
+    {"A10G 24GB", 70, 70 * 123.3 / 154.8, 23.9 * 31.2 / 38.7, kFromA6000, 600, Link::kPcie4, kPcieNode, 0},
+    {"A10 24GB", 125, 125 * 123.3 / 154.8, 23.9 * 31.2 / 38.7, kFromA6000, 600, Link::kPcie4, kPcieNode, 0},
+    {"T4 16GB", 65, 41.9, 4.35, kZzc, 320, Link::kPcie3, kPcieNode, 0},
+    {"V100 32GB", 125, 94.8, 14.1, kZzc, 900, Link::kNvlink2, kPcieNode, 0},
+    {"V100 16GB", 125, 94.8, 14.1, kZzc, 900, Link::kNvlink2, kPcieNode, 0},
+    {"RTX 6000 Ada 48GB", 364.2, 364.2 * 269.2 / 362, 46.9 * 91.1 / 91.6, kFromL40s, 960, Link::kPcie4, kPcieNode,
+     kL40},
+    {"RTX A6000 48GB", 154.8, 123.3, 23.9, kZzc, 768, Link::kPcie4, kPcieNode, kA6000},
+    {"RTX A5000 24GB", 111.1, 111.1 * 123.3 / 154.8, 23.9 * 27.8 / 38.7, kFromA6000, 768, Link::kPcie4, kPcieNode, kL4},
+    {"RTX A4000 16GB", 76.7, 62.8, 11.9, kZzc, 448, Link::kPcie4, kPcieNode, kA4000},
+    {"RTX 5090 32GB", 209.5, 238.0, 68.4, kZzc, 1792, Link::kPcie5, kPcieNode, 0},
+    {"RTX 5080 16GB", 112.6, 102.9, 33.6, kZzc, 960, Link::kPcie5, kPcieNode, 0},
+    {"RTX 5070 Ti 16GB", 87.9, 99.1, 33.1, kZzc, 896, Link::kPcie5, kPcieNode, 0},
+    {"RTX 5070 12GB", 61.7, 67.2, 24.1, kZzc, 672, Link::kPcie5, kPcieNode, 0},
+    {"RTX 5060 Ti 16GB", 47.4, 48.2, 17.4, kZzc, 448, Link::kPcie5, kPcieNode, 0},
+    {"RTX 4090 24GB", 165.2, 165.3, 54.3, kZzc, 1008, Link::kPcie4, kPcieNode, k4090},
+    {"RTX 4080 16GB", 97.5, 97.5 * 165.3 / 165.2, 54.3 * 48.7 / 82.6, kFrom4090, 716.8, Link::kPcie4, kPcieNode, 0},
+    {"RTX 4070 Ti SUPER 16GB", 88.2, 91.1, 30.8, kZzc, 672, Link::kPcie4, kPcieNode, 0},
+    {"RTX 4070 Ti 12GB", 80.2, 80.2 * 165.3 / 165.2, 54.3 * 40.1 / 82.6, kFrom4090, 504, Link::kPcie4, kPcieNode, 0},
+    {"RTX 4070 12GB", 58.3, 58.3 * 165.3 / 165.2, 54.3 * 29.1 / 82.6, kFrom4090, 504, Link::kPcie4, kPcieNode, 0},
+    {"RTX 4060 Ti 16GB", 44.1, 42.7, 11.5, kZzc, 288, Link::kPcie4, kPcieNode, 0},
+    {"RTX 4060 Ti 8GB", 44.1, 42.7, 11.5, "the RTX 4060 Ti 16GB's measurement (the same chip)", 288, Link::kPcie4,
+     kPcieNode, 0},
+    {"RTX 4060 8GB", 30.1, 31.2, 8.3, kZzc, 272, Link::kPcie4, kPcieNode, 0},
+    {"RTX 3090 Ti 24GB", 80, 80 * 76.6 / 71, 24.8 * 40 / 35.6, kFrom3090, 1008, Link::kPcie4, kPcieNode, 0},
+    {"RTX 3090 24GB", 71, 76.6, 24.8, kZzc, 936, Link::kPcie4, kPcieNode, kL4},
+    {"RTX 3080 Ti 12GB", 68.2, 77.4, 24.6, kZzc, 912, Link::kPcie4, kPcieNode, 0},
+    {"RTX 3080 12GB", 61.3, 61.3 * 76.6 / 71, 24.8 * 30.6 / 35.6, kFrom3090, 912, Link::kPcie4, kPcieNode, 0},
+    {"RTX 3080 10GB", 59.5, 64.7, 21.1, kZzc, 760, Link::kPcie4, kPcieNode, 0},
+    {"RTX 3070 8GB", 40.6, 41.4, 13.7, kZzc, 448, Link::kPcie4, kPcieNode, 0},
+    {"RTX 3060 Ti 8GB", 32.4, 36.5, 13.8, kZzc, 448, Link::kPcie4, kPcieNode, 0},
+    {"RTX 3060 12GB", 25.4, 25.4 * 76.6 / 71, 24.8 * 12.7 / 35.6, kFrom3090, 360, Link::kPcie4, kPcieNode, 0},
+    {"MI300X 192GB", 1307, 668.4, 163.4 * 668.4 / 1307, kMamf, 5300, Link::kXgmi, kHgx, 0},
+    {"MI250X 64GB", 191.5, 191.5 * 668.4 / 1307, 23.9 * 668.4 / 1307, kFromMi300x, 1638, Link::kXgmi, kPcieNode, 0},
+    {"MI250 64GB", 181, 181 * 668.4 / 1307, 22.6 * 668.4 / 1307, kFromMi300x, 1638, Link::kXgmi, kPcieNode, 0},
+};
+
+}  // namespace
+
+const GpuSpeed* gpu_speed(const std::string& catalog_name) {
+  for (const GpuSpeed& s : kSpeeds) {
+    if (catalog_name == s.name) return &s;
+  }
+  return nullptr;
+}
+
+const char* gpu_price_source() { return kPriceSource; }
+
+}  // namespace vram

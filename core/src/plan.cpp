@@ -9,6 +9,7 @@
 
 #include "fit.h"
 #include "format.h"
+#include "speed/speed.h"
 #include "train/estimate_train.h"
 #include "vram/optimizers.h"
 #include "vram/releases.h"
@@ -166,11 +167,25 @@ void explain_costs(PlanCandidate& c, const ParallelOptions& p, Checkpointing ck,
   }
 }
 
+// The candidate's step on the plan's card (the time model, speed.h), and
+// the cost of a million tokens at the card's price.
+void time_candidate(PlanCandidate& c, const Request& r, const std::optional<speed::Machine>& m) {
+  if (!m) return;
+  const speed::StepCost t = speed::step_cost(r, *m);
+  c.step_seconds_low = t.step_seconds.low;
+  c.step_seconds_high = t.step_seconds.high;
+  c.tokens_per_second_per_gpu_low = t.tokens_per_second_per_gpu.low;
+  c.tokens_per_second_per_gpu_high = t.tokens_per_second_per_gpu.high;
+  c.usd_per_million_tokens_low = t.usd_per_million_tokens.low;
+  c.usd_per_million_tokens_high = t.usd_per_million_tokens.high;
+}
+
 // One layout, estimated. Ranked on the live tensors (a lower bound of the
 // reserved view); a layout that fits on that bound is estimated with the
 // allocator replay, and so is every layout shown (finish()).
 std::optional<PlanCandidate> evaluate(const Request& base, const ParallelOptions& p, Checkpointing ck,
-                                      const fit::Card& card, int64_t global_batch, int64_t host_ram) {
+                                      const fit::Card& card, int64_t global_batch, int64_t host_ram,
+                                      const std::optional<speed::Machine>& machine) {
   const Request r = candidate_request(base, p, ck, global_batch);
   auto est = train::estimate_train(r, train::ReservedView::kLiveTensors);
   if (!est.ok()) return std::nullopt;
@@ -190,6 +205,7 @@ std::optional<PlanCandidate> evaluate(const Request& base, const ParallelOptions
   c.host_ratio = host_ram > 0 ? static_cast<double>(c.host_bytes) / static_cast<double>(host_ram) : 0;
   set_fit(c, card);
   explain_costs(c, p, ck, r.train.grad_accum);
+  time_candidate(c, r, machine);
   if (c.host_bytes > 0) {
     c.why.push_back("offload needs " + fmt_gib(c.host_bytes) + " of host RAM per node (" + fmt_gib(host_ram) +
                     " available): 16 bytes per trainable parameter for the optimizer" +
@@ -270,19 +286,28 @@ void for_each_layout(const Request& req, const PlanOptions& o, const SearchSpace
 // the 80% headroom, then fits (host RAM included), then the layouts that do
 // not fit, the closest first (fit_ratio: peak / capacity, or host RAM
 // needed / available), so a layout at 105% of the card never ranks below one
-// at 18x (issue 33). Then, among equals, the preference: no offload; least
-// recompute and bubble; least tensor parallel (it all-reduces activations
-// every layer, Megatron-LM §3; HF "Parallelism methods": DDP or ZeRO when the
-// model fits, then ZeRO, PP or TP); least data-parallel traffic; lowest peak.
-// Every layout trains the same global batch.
+// at 18x (issue 33). Then, among equals, the preference: the shortest step of
+// the time model (the middle of its range; it counts recomputation, the
+// bubble, every collective at its link and offload; issue 31), then, and
+// alone for a card without speed figures: no offload; least recompute and
+// bubble; least tensor parallel (it all-reduces activations every layer,
+// Megatron-LM §3; HF "Parallelism methods": DDP or ZeRO when the model fits,
+// then ZeRO, PP or TP); least data-parallel traffic; lowest peak. Every
+// layout trains the same global batch.
 std::tuple<int, double> fit_key(const PlanCandidate& c) {
   if (c.headroom_ok) return {0, 0.0};
   if (c.fits) return {1, 0.0};
   return {2, std::round(c.fit_ratio * 1e6)};
 }
 
-std::tuple<bool, double, int64_t, double, int64_t> preference_key(const PlanCandidate& c) {
-  return {c.layout.offload_optimizer, std::round(c.step_time_factor * 1e6), c.layout.tp, c.comm_factor, c.peak_bytes};
+std::tuple<double, bool, double, int64_t, double, int64_t> preference_key(const PlanCandidate& c) {
+  const double step = std::sqrt(c.step_seconds_low * c.step_seconds_high);
+  return {std::round(step * 1e6),
+          c.layout.offload_optimizer,
+          std::round(c.step_time_factor * 1e6),
+          c.layout.tp,
+          c.comm_factor,
+          c.peak_bytes};
 }
 
 void rank(std::vector<PlanCandidate>& all) {
@@ -378,11 +403,21 @@ Result<Plan> plan_request(const Request& req, const PlanOptions& o) {
             ? static_cast<int64_t>(*o.host_ram_gib * 1073741824.0)
             : static_cast<int64_t>(kDefaultHostRamPerGpuMemory * static_cast<double>(card->total * per_node_gpus));
     const SearchSpace space = search_space(req, o);
+    const std::optional<speed::Machine> machine = speed::machine_for(base, nullptr);
+    if (machine) {
+      plan.notes.push_back("ranked by the time model's step on " + machine->gpu +
+                           " (the middle of its range; estimate's time.assumptions list its figures)");
+    } else {
+      plan.notes.push_back(
+          "no speed figures for the card (hardware.matmul_tflops, hardware.memory_gbs): ranked by "
+          "recompute, bubble and traffic factors");
+    }
     std::vector<PlanCandidate> all;
     auto visit = [&](const ParallelOptions& p, Checkpointing ck) {
       if (layout_error(candidate_request(base, p, ck, global_batch))) return;
       ++plan.considered;
-      if (auto c = evaluate(base, p, ck, *card, global_batch, plan.host_ram_bytes)) all.push_back(std::move(*c));
+      if (auto c = evaluate(base, p, ck, *card, global_batch, plan.host_ram_bytes, machine))
+        all.push_back(std::move(*c));
     };
     auto count_fitting = [&] {
       return std::count_if(all.begin(), all.end(), [](const PlanCandidate& c) { return c.fits; });

@@ -9,6 +9,8 @@
 #include "infer/estimate_infer.h"
 #include "infer/llama_cpp.h"
 #include "infer/llama_cpp_options.h"
+#include "speed/options.h"
+#include "speed/time_json.h"
 #include "vram/checkpoint.h"
 #include "vram/gguf.h"
 
@@ -69,6 +71,21 @@ int64_t fsdp1_construct(memory::Timeline& tl, const memory::Fsdp1Units& u, const
                         const memory::TrainablePlan& plan, int64_t budget) {
   if (!u.on) return 0;
   return memory::fsdp1_construct(tl, u, memory::fsdp1_tensors(m, plan, u.built), budget);
+}
+
+void read_time_fields(const JsonReader& request, Request& req) { speed::read_time_fields(request, req); }
+
+json time_json(const json& request, const Request& req, const Estimate& e) {
+  json t = speed::time_json(req, e);
+  // On by default: the result says so (no silent default).
+  const bool asked = request.is_object() && request.contains("time") && request["time"].is_object() &&
+                     request["time"].contains("enabled");
+  if (!asked) {
+    json& notes = t["assumptions"];
+    if (!notes.is_array()) notes = json::array();
+    notes.insert(notes.begin(), "time.enabled true (the default): the time model's answer; false leaves it out");
+  }
+  return t;
 }
 
 }  // namespace vram::reach

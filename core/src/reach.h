@@ -7,8 +7,8 @@
 // request's infer object, the estimate, llama.cpp's too, and its fit), the
 // PYTORCH_CUDA_ALLOC_CONF parser and the framework tables (every framework's
 // defaults, the release table and the version rules), of which a first visit
-// needs only hf at its newest release. Core calls them only through these
-// functions.
+// needs only hf at its newest release, and the time model. Core calls them
+// only through these functions.
 // core/src/reach.cpp (in the vram_core library) forwards
 // each to the real code; core/lite/reach.cpp, linked into vram_core.wasm
 // ahead of the library, defines the same symbols, so the linker never
@@ -97,6 +97,17 @@ json infer_devices_json(const Estimate& e);
 // but hf (and no release, no versions.*) and leaves every other to the full
 // module (train.framework, versions.<library>).
 json framework_defaults(const json& request, FrameworkJob& job, std::vector<FrameworkDefault>& applied);
+// The time model (core/src/speed, issue 31). A request that asks for the
+// result's `time` object (time.enabled, the default) has its time.* and
+// hardware.* fields read here (speed/options.h read_time_fields): the
+// first-visit module answers such a request with not_in_module at `time`
+// while parsing it, before anything is estimated; the page asks it with
+// time.enabled false and gets the time from the full module a moment later.
+void read_time_fields(const JsonReader& request, Request& req);
+// speed::time_json (speed/time_json.h): the result's `time` object; when
+// `request` (as sent) does not set time.enabled, its assumptions say the
+// default applied. The lite build never reaches it (read_time_fields refused).
+json time_json(const json& request, const Request& req, const Estimate& e);
 
 // memory::fsdp1_construct (memory/parallel_buffers.h): FSDP1's construction
 // replay, unit by unit (0 bytes placed for any other layout). The lite build

@@ -607,8 +607,9 @@ const char* const kUndeclaredKeys[] = {
 
 // Objects whose keys are someone else's format and pass unchecked: an HF
 // config.json (its keys are the model's, and transformers adds new ones every
-// release) and a DeepSpeed config.
-const char* const kOpaqueObjects[] = {"model.config", "deepspeed"};
+// release) and a DeepSpeed config; time.prices, whose keys are card names
+// (parse_time checks each against the catalog).
+const char* const kOpaqueObjects[] = {"model.config", "deepspeed", "time.prices"};
 
 // Every object path of the request format and the keys it may hold, from the
 // field table (vram/fields.h) plus the lists above.
@@ -846,6 +847,12 @@ Result<Request> parse_request_filled(const json& request, FrameworkJob job, std:
     if (auto c = r.object_opt("calibration")) parse_calibration(*c, req);
     if (auto a = r.object_opt("allocator")) parse_allocator(*a, req);
     if (auto g = r.object_opt("gpu")) parse_gpu(*g, req);
+    // time.* and hardware.* are the time model's (core/src/speed), read by
+    // it alone, only when the result is to carry the time: the first-visit
+    // module, which does not carry it, answers such a request with
+    // not_in_module at `time` (reach.h).
+    if (auto t = r.object_opt("time")) req.time.enabled = t->bool_or("enabled", true);
+    if (req.time.enabled) reach::read_time_fields(r, req);
     req.framework = job.framework->name;
     // The release note names a training framework's release (train.framework
     // NAME@RELEASE): an inference job runs no framework recipe.

@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "fit.h"
+#include "format.h"
 #include "guarded.h"
+#include "speed/speed.h"
 #include "train/estimate_train.h"
 #include "vram/api.h"
 #include "vram/gpus.h"
@@ -62,7 +64,16 @@ struct Cost {
 struct Outcome {
   int64_t peak = 0;
   Fit fit;
+  // The time model's step on the outcome's card (issue 31); none when the
+  // card has no speed figures.
+  std::optional<speed::StepCost> time;
 };
+
+std::optional<speed::StepCost> step_cost_of(const Request& r) {
+  const auto m = speed::machine_for(r, nullptr);
+  if (!m) return std::nullopt;
+  return speed::step_cost(r, *m);
+}
 
 struct Suggestion {
   std::string key;
@@ -93,6 +104,7 @@ class Suggester {
     Outcome o;
     o.peak = est.value().peak_bytes;
     o.fit = fit::fit_for(o.peak, card->total, card->capacity, card->name, est.value().managed_bytes);
+    o.time = step_cost_of(parsed.value());
     return o;
   }
 
@@ -205,7 +217,16 @@ Cost cost_card(const std::string& from, const std::string& to) {
           "the GPU catalog (vram-probe version; README \"GPU catalog\")"};
 }
 
-json suggestion_json(const Suggestion& s) {
+// The suggestion's step and cost, and its step time relative to the job as
+// asked (the middles of the two ranges); null without speed figures.
+json time_of(const Outcome& o, const std::optional<speed::StepCost>& base) {
+  if (!o.time) return nullptr;
+  json j = speed::step_cost_json(*o.time);
+  j["vs_base"] = base ? json(sig4(o.time->step_seconds.mid() / base->step_seconds.mid())) : json(nullptr);
+  return j;
+}
+
+json suggestion_json(const Suggestion& s, const std::optional<speed::StepCost>& base) {
   const fit::Verdict v = fit::verdict_of(s.outcome.fit);
   json cost = {{"kind", tier_name(s.cost.tier)}, {"text", s.cost.text}, {"source", s.cost.source}};
   cost["step_time_factor"] =
@@ -220,6 +241,7 @@ json suggestion_json(const Suggestion& s) {
           {"status", v.status},
           {"words", v.words},
           {"gpu", s.outcome.fit.gpu},
+          {"time", time_of(s.outcome, base)},
           {"cost", cost}};
 }
 
@@ -252,10 +274,12 @@ json suggest(const json& request) {
     const Fit f = fit::fit_for(peak, card->total, card->capacity, card->name, base.value().managed_bytes);
     const Goal goal = !f.fits ? Goal::kFit : !f.headroom_ok ? Goal::kHeadroom : Goal::kNone;
     out["goal"] = goal_name(goal);
+    const auto base_time = step_cost_of(req);
     out["base"] = {{"peak_bytes", peak},
                    {"status", fit::verdict_of(f).status},
                    {"gpu", card->name},
-                   {"capacity_bytes", card->capacity}};
+                   {"capacity_bytes", card->capacity},
+                   {"time", base_time ? speed::step_cost_json(*base_time) : json(nullptr)}};
     std::vector<Suggestion> list;
     if (goal == Goal::kNone) {
       out["suggestions"] = json::array();
@@ -422,7 +446,7 @@ json suggest(const json& request) {
       return std::make_pair(a.cost.tier, a.order) < std::make_pair(b.cost.tier, b.order);
     });
     json arr = json::array();
-    for (const auto& x : list) arr.push_back(suggestion_json(x));
+    for (const auto& x : list) arr.push_back(suggestion_json(x, base_time));
     out["suggestions"] = arr;
     notes.push_back(std::string("each suggestion is one change (its patch: request fields to merge) estimated again; "
                                 "ranked by cost: none, speed, optimizer precision, what is trained, data, hardware; "

@@ -274,6 +274,50 @@ void print_engine_log(const json& in) {
   }
 }
 
+// "1.23-1.57" from a time object's {low, high}.
+std::string span(const json& range, double scale = 1) {
+  auto num = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, v >= 100 ? "%.0f" : "%.3g", v);
+    return std::string(buf);
+  };
+  return num(range["low"].get<double>() * scale) + "-" + num(range["high"].get<double>() * scale);
+}
+
+// The result's `time` object (the time model): the step or the decode speed,
+// the run and its cost, then each term and assumption.
+void print_time(const json& r) {
+  if (!r.contains("time")) return;
+  const json& t = r["time"];
+  if (t["gpu"].is_null()) {
+    std::printf("\nTime: %s\n", t.value("unavailable", std::string("no GPU")).c_str());
+    return;
+  }
+  if (t["task"] == "train") {
+    std::printf("\nTime on %lld x %s: %s s a step, %s tokens/s per GPU, MFU %s %%",
+                static_cast<long long>(t["gpus"].get<int64_t>()), t["gpu"].get<std::string>().c_str(),
+                span(t["step_seconds"]).c_str(), span(t["tokens_per_second_per_gpu"]).c_str(),
+                span(t["mfu"], 100).c_str());
+    if (!t["run_hours"].is_null()) std::printf("; run %s h", span(t["run_hours"]).c_str());
+    if (!t["usd"].is_null()) std::printf(", $%s", span(t["usd"]).c_str());
+  } else {
+    std::printf("\nSpeed on %s (%s): TTFT %s s, decode %s tokens/s a sequence, %s tokens/s at batch %lld",
+                t["gpu"].get<std::string>().c_str(), t["engine"].get<std::string>().c_str(),
+                span(t["ttft_seconds"]).c_str(), span(t["decode_tokens_per_second_per_sequence"]).c_str(),
+                span(t["decode_tokens_per_second"]).c_str(), static_cast<long long>(t["batch"].get<int64_t>()));
+    if (!t["usd_per_million_output_tokens"].is_null()) {
+      std::printf(", $%s per million output tokens", span(t["usd_per_million_output_tokens"]).c_str());
+    }
+  }
+  if (!t["price"].is_null()) std::printf(" (at $%.3g per GPU-hour)", t["price"]["usd_per_gpu_hour"].get<double>());
+  std::printf("\n");
+  for (const auto& x : t["terms"]) {
+    std::printf("  %-36s %14s s   %s\n", x["label"].get<std::string>().c_str(), span(x["seconds"]).c_str(),
+                x["formula"].get<std::string>().c_str());
+  }
+  for (const auto& a : t["assumptions"]) std::printf("  assumed: %s\n", a.get<std::string>().c_str());
+}
+
 void print_estimate_table(const json& r) {
   const auto& m = r["model"];
   std::printf("%s  %s, %s params (%s trainable)\n", r["task"].get<std::string>() == "train" ? "TRAIN" : "INFER",
@@ -372,6 +416,7 @@ void print_estimate_table(const json& r) {
   std::printf("%s\n", n == 0 ? " none in the catalog" : "");
   for (const auto& a : r["assumptions"]) std::printf("  assumed: %s\n", a.get<std::string>().c_str());
   for (const auto& w : r["warnings"]) std::printf("  WARNING: %s\n", w.get<std::string>().c_str());
+  print_time(r);
   print_suggestions(r);
 }
 
@@ -450,6 +495,12 @@ Overheads: --cuda-context-gib X  --cublas-workspace-mib X  --misc-overhead-gib X
 Allocator: --alloc-conf "expandable_segments:True,max_split_size_mb:128" (PYTORCH_CUDA_ALLOC_CONF)
            --expandable-segments true|false  --max-split-size-mb N (> 20)
 Factors:   --attn-act-factor X  --mlp-act-factor X  --logits-factor X  --grad-ckpt-factor X (off by default)
+Time:      --time true|false (the result's time object: step time, tokens/s, MFU, run hours, cost; default true)
+           --run-tokens N | --samples N [--mean-len N] [--epochs X]   the run's size, for its hours and cost
+           --gpu-hour-usd X (the card's price per GPU-hour; absent: the default table's)
+           --link nvlink5|nvlink4|nvlink3|nvlink2|nvlink_bridge|xgmi|pcie5|pcie4|pcie3 (default: by GPU)
+           --network-gbps X (a node's backend network, Gbit/s)  --host-memory-gbs X (CPU RAM bandwidth)
+           --matmul-tflops X  --memory-gbs X  (the card's measured rates; needed with --gpu-mem)
 Output:    --json  the result object (same bytes as the page's WASM module)
            --suggest  when the job does not fit (or fits above the 80% headroom rule): add `suggestions`, the
                      changes that would make it fit, cheapest first, each a patch of request fields with its
@@ -577,6 +628,18 @@ void print_suggestions(const json& r) {
     std::printf("  %-52s %s  %-26s cost (%s): %s\n", s["title"].get<std::string>().c_str(),
                 gib(s["peak_bytes"].get<int64_t>()).c_str(), s["words"].get<std::string>().substr(0, 26).c_str(),
                 s["cost"]["kind"].get<std::string>().c_str(), s["cost"]["text"].get<std::string>().c_str());
+    if (s.contains("time") && s["time"].is_object()) {
+      // The time model's step after the change (issue 31).
+      const json& t = s["time"];
+      std::string line = "step " + span(t["step_seconds"]) + " s";
+      if (t["vs_base"].is_number()) {
+        char buf[48];
+        std::snprintf(buf, sizeof buf, " (x%.2f the job's as asked)", t["vs_base"].get<double>());
+        line += buf;
+      }
+      if (t["usd_per_million_tokens"].is_object()) line += ", $" + span(t["usd_per_million_tokens"]) + " per M tokens";
+      std::printf("  %-52s %s\n", "", line.c_str());
+    }
     std::printf("  %-52s patch %s\n", "", s["patch"].dump().c_str());
   }
 }
@@ -825,18 +888,23 @@ void print_plan_table(const json& r) {
               gib(p["capacity_bytes"].get<int64_t>()).c_str(), p["framework"].get<std::string>().c_str(),
               static_cast<long long>(p["considered"].get<int64_t>()),
               static_cast<long long>(p["fitting"].get<int64_t>()));
-  std::printf("  #  %-64s %10s %6s  %-5s %6s %6s %7s\n", "layout", "peak", "use", "fits", "max mb", "step x",
-              "dp traffic");
+  std::printf("  #  %-64s %10s %6s  %-5s %6s %15s %13s %6s %7s\n", "layout", "peak", "use", "fits", "max mb", "step s",
+              "$ / M tokens", "step x", "dp traffic");
   for (const auto& c : p["candidates"]) {
     const bool fits = c["fits"].get<bool>();
-    std::printf("%3lld  %-64s %10s %5.0f%%  %-5s %6lld %6.2f %6.1fx\n",
+    // The time model's step and cost (issue 31), "-" without speed figures.
+    const json& t = c["time"];
+    const std::string step = t.is_null() ? "-" : span(t["step_seconds"]);
+    const std::string usd =
+        t.is_null() || t["usd_per_million_tokens"].is_null() ? "-" : span(t["usd_per_million_tokens"]);
+    std::printf("%3lld  %-64s %10s %5.0f%%  %-5s %6lld %15s %13s %6.2f %6.1fx\n",
                 static_cast<long long>(c["rank"].get<int64_t>()), c["label"].get<std::string>().c_str(),
                 gib(c["peak_bytes"].get<int64_t>()).c_str(), 100.0 * c["utilization"].get<double>(),
                 !fits                          ? "no"
                 : c["headroom_ok"].get<bool>() ? "yes"
                                                : "tight",
-                static_cast<long long>(c["max_micro_batch"].get<int64_t>()), c["step_time_factor"].get<double>(),
-                c["comm_factor"].get<double>());
+                static_cast<long long>(c["max_micro_batch"].get<int64_t>()), step.c_str(), usd.c_str(),
+                c["step_time_factor"].get<double>(), c["comm_factor"].get<double>());
   }
   for (const auto& n : p["notes"]) std::printf("\nnote: %s", n.get<std::string>().c_str());
   if (!p["candidates"].empty() && p["candidates"][0]["fits"].get<bool>()) {

@@ -135,10 +135,18 @@ async function coldLoad(browser, base, throttle) {
     { timeout: 120000 },
   );
   const m = await marks(page);
-  const resources = await page.evaluate(() => [
-    location.href,
-    ...performance.getEntriesByType('resource').map((r) => r.name),
-  ]);
+  // What the first estimate needed: the files requested before it painted
+  // (the time card's full module is asked for after the paint, issue 31).
+  const resources = await page.evaluate(
+    (painted) => [
+      location.href,
+      ...performance
+        .getEntriesByType('resource')
+        .filter((r) => r.startTime <= painted)
+        .map((r) => r.name),
+    ],
+    m['vram:first-estimate'],
+  );
   const longTasks = await page.evaluate(() => window.__longTasks);
   await context.close();
   return {

@@ -241,6 +241,8 @@ const std::map<std::string, std::function<json(const Request&)>>& readers() {
       {"allocator.conf", [](const Request& r) { return r.allocator.conf; }},
       {"allocator.expandable_segments",
        [](const Request& r) { return r.allocator.expandable_segments.value_or(false); }},
+      {"time.enabled", [](const Request& r) { return r.time.enabled; }},
+      {"time.epochs", [](const Request& r) { return r.time.epochs; }},
   };
   return kReaders;
 }
@@ -340,6 +342,19 @@ const std::map<std::string, std::function<json(const Request&)>>& absent_readers
        [](const Request& r) { return r.calibration.logits ? json(*r.calibration.logits) : json(); }},
       {"calibration.checkpointing",
        [](const Request& r) { return r.calibration.checkpointing ? json(*r.calibration.checkpointing) : json(); }},
+      {"time.tokens", [](const Request& r) { return r.time.tokens ? json(*r.time.tokens) : json(); }},
+      {"time.samples", [](const Request& r) { return r.time.samples ? json(*r.time.samples) : json(); }},
+      {"time.mean_len", [](const Request& r) { return r.time.mean_len ? json(*r.time.mean_len) : json(); }},
+      {"time.gpu_hour_usd", [](const Request& r) { return r.time.gpu_hour_usd ? json(*r.time.gpu_hour_usd) : json(); }},
+      {"hardware.link", [](const Request& r) { return r.hardware.link ? json(to_string(*r.hardware.link)) : json(); }},
+      {"hardware.network_gbps",
+       [](const Request& r) { return r.hardware.network_gbps ? json(*r.hardware.network_gbps) : json(); }},
+      {"hardware.host_memory_gbs",
+       [](const Request& r) { return r.hardware.host_memory_gbs ? json(*r.hardware.host_memory_gbs) : json(); }},
+      {"hardware.matmul_tflops",
+       [](const Request& r) { return r.hardware.matmul_tflops ? json(*r.hardware.matmul_tflops) : json(); }},
+      {"hardware.memory_gbs",
+       [](const Request& r) { return r.hardware.memory_gbs ? json(*r.hardware.memory_gbs) : json(); }},
   };
   return kReaders;
 }
@@ -348,7 +363,7 @@ const std::map<std::string, std::function<json(const Request&)>>& absent_readers
 // degrees, nodes from gpus_per_node, sharding onto zero / fsdp).
 const std::set<std::string> kNotReadBack = {"model.config",   "model.custom",       "model.safetensors", "model.gguf",
                                             "model.mmproj",   "infer.tensor_split", "deepspeed",         "parallel.dp",
-                                            "parallel.nodes", "parallel.sharding"};
+                                            "parallel.nodes", "parallel.sharding",  "time.prices"};
 
 TEST_F(FieldsParseTest, EveryScalarDefaultIsWhatTheParserApplies) {
   for (const auto& f : request_fields()) {

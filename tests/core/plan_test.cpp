@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -228,6 +229,45 @@ TEST(Planner, BadInputNamesTheField) {
   top["plan"] = {{"top", 0}};
   EXPECT_EQ(plan(top)["error"]["path"], "plan.top");
   EXPECT_EQ(json::parse(plan_json("{not json"))["error"]["code"], "bad_json");
+}
+
+}  // namespace
+}  // namespace vram
+
+namespace vram {
+namespace {
+
+// The planner ranks by the time model's step (issue 31): within a fit class
+// the middle of the step's range never decreases, every candidate carries its
+// time and its cost per million tokens at the card's default price, and with
+// the global batch fixed a layout's tokens per step are the same.
+TEST(Planner, RanksFittingLayoutsByStepTime) {
+  const json r = plan(request("meta-llama/Llama-2-7b-hf", 8, "A100 80GB"));
+  ASSERT_FALSE(r.contains("error")) << r.dump();
+  double last = 0;
+  std::string last_class;
+  for (const auto& c : r["plan"]["candidates"]) {
+    ASSERT_TRUE(c["time"].is_object()) << c.dump();
+    const json& s = c["time"]["step_seconds"];
+    const double mid = std::sqrt(s["low"].get<double>() * s["high"].get<double>());
+    const std::string cls = c["headroom_ok"].get<bool>() ? "headroom" : c["fits"].get<bool>() ? "fits" : "no";
+    if (cls == last_class) EXPECT_GE(mid, last * (1 - 1e-3)) << c["label"];
+    last = mid;
+    last_class = cls;
+    EXPECT_GT(c["time"]["usd_per_million_tokens"]["low"].get<double>(), 0) << c["label"];
+  }
+}
+
+// A card without speed figures keeps the factor ranking and says so.
+TEST(Planner, WithoutSpeedFiguresRanksByFactors) {
+  json req = request("meta-llama/Llama-2-7b-hf", 8, "A100 80GB");
+  req["gpu"] = {{"memory_gib", 80}};
+  const json r = plan(req);
+  ASSERT_FALSE(r.contains("error")) << r.dump();
+  EXPECT_TRUE(r["plan"]["candidates"][0]["time"].is_null());
+  bool said = false;
+  for (const auto& n : r["plan"]["notes"]) said = said || n.get<std::string>().find("no speed figures") == 0;
+  EXPECT_TRUE(said) << r["plan"]["notes"].dump();
 }
 
 }  // namespace

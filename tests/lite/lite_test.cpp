@@ -17,11 +17,14 @@
 namespace vram {
 namespace {
 
+// time.enabled false: the page's first estimate (the time model is the full
+// module's, core/src/reach.h require_time_model).
 json train_request(const json& model) {
   return {{"model", model},
           {"task", "train"},
           {"train", {{"method", "lora"}, {"micro_batch", 1}, {"seq_len", 1024}}},
-          {"gpu", {{"name", "H100 80GB"}}}};
+          {"gpu", {{"name", "H100 80GB"}}},
+          {"time", {{"enabled", false}}}};
 }
 
 json answer(const json& request) { return json::parse(estimate_json(request.dump())); }
@@ -66,6 +69,8 @@ TEST(Lite, LeavesEverythingElseToTheFullModuleAtTheFieldThatNeedsIt) {
   fsdp1["parallel"] = {{"gpus", 2}, {"fsdp", "full_shard"}};
   json sharding = train_request({{"config", llama}});
   sharding["parallel"] = {{"gpus", 2}, {"sharding", "hybrid_shard"}, {"fsdp_version", 1}};
+  json timed = train_request({{"config", llama}});
+  timed.erase("time");
   const Case cases[] = {
       {"gemma2", train_request({{"config", testing::model_config("google/gemma-2-2b")}}), "model.config.model_type"},
       {"mixtral", train_request({{"config", testing::model_config("mistralai/Mixtral-8x7B-v0.1")}}),
@@ -84,6 +89,7 @@ TEST(Lite, LeavesEverythingElseToTheFullModuleAtTheFieldThatNeedsIt) {
       {"library versions", versions, "versions.peft"},
       {"FSDP1 (its construction replay and release rules)", fsdp1, "parallel.fsdp"},
       {"FSDP1 through parallel.sharding", sharding, "parallel.fsdp"},
+      {"time", timed, "time"},
   };
   for (const auto& c : cases) {
     const json out = answer(c.request);

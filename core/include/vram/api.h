@@ -33,6 +33,12 @@ std::string plan_json(const std::string& request_text);
 // --suggest` adds `suggestions` to the estimate's result.
 std::string suggest_json(const std::string& request_text);
 
+// The time model alone (issue 31): {"schema", "version", "time": the
+// estimate's `time` object} for the same request, without the memory
+// estimate's searches (largest micro-batch, fewest GPUs). The page's time
+// lane asks it; `estimate` carries the same object.
+std::string time_json(const std::string& request_text);
+
 // {"schema", "version", "supported_model_types", "gpus"}.
 std::string version_json();
 
@@ -68,6 +74,7 @@ json estimate(const json& request);
 json model_info(const json& model);
 json plan(const json& request);
 json suggest(const json& request);
+json time(const json& request);
 
 // {"error": {...}} object for an Error.
 json error_json(const Error& e);

@@ -186,6 +186,10 @@ inline constexpr int64_t kStage3ParamPersistenceThreshold = 100000;  // smaller 
 
 inline constexpr int64_t kMiscBytes = 0;  // the user's cushion, off
 
+// The time model (issue 31): a run of one epoch over the samples when the
+// request gives samples (time.samples), its tokens when it gives tokens.
+inline constexpr double kEpochs = 1.0;
+
 }  // namespace defaults
 
 // Limits parse_request enforces: they reject mistakes, never real runs.
@@ -224,6 +228,13 @@ inline constexpr int64_t kMaxBytes = (int64_t{1} << 53) - 1;
 // stack (issue 17; HF configs nest 3 levels).
 inline constexpr int64_t kMaxInputBytes = int64_t{16} << 20;
 inline constexpr int kMaxJsonDepth = 64;
+// Time model inputs (time.*, hardware.*): 10^15 tokens is ~70x the largest
+// published pre-training run (Llama 4 Behemoth-class, ~4 x 10^13); prices up
+// to $10,000 per GPU-hour and rates up to 10^6 (GB/s, Gbit/s, TFLOPS) catch
+// unit mistakes, not real hardware.
+inline constexpr int64_t kMaxRunTokens = int64_t{1} << 50;
+inline constexpr double kMaxPrice = 1e4;
+inline constexpr double kMaxRate = 1e6;
 
 }  // namespace limits
 

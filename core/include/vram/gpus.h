@@ -27,6 +27,37 @@ const std::vector<GpuInfo>& gpu_catalog();
 // Case-insensitive; accepts aliases like "h100", "A100-80GB", "4090".
 const GpuInfo* find_gpu(const std::string& name);
 
+// The link between the GPUs of one node (request hardware.link): what NCCL's
+// collectives run over. Sourced figures in core/src/speed/links.cpp.
+enum class Link { kNvlink5, kNvlink4, kNvlink3, kNvlink2, kNvlinkBridge, kXgmi, kPcie5, kPcie4, kPcie3 };
+
+// What a card computes and moves per second, for the time model (issue 31):
+// gpus.cpp cites every figure. Only the time model reads it (the full WASM
+// module), so the first-visit module carries none of it.
+struct GpuSpeed {
+  const char* name;  // the catalog name (GpuInfo::name)
+  // Dense 16-bit tensor-core peak with FP32 accumulation (bf16, or fp16 on
+  // cards without bf16), TFLOPS: the datasheet figure MFU is measured against.
+  double peak_tflops;
+  // The largest 16-bit torch.matmul rate measured on the card, TFLOPS: what a
+  // matmul can reach, not the datasheet's peak.
+  double matmul_tflops;
+  // The same for fp32 matmuls (no TF32: PyTorch's default since 1.12), TFLOPS.
+  double fp32_tflops;
+  const char* matmul_source;  // whose measurement (or which sibling it is derived from)
+  double memory_gbs;          // memory bandwidth, datasheet, GB/s
+  Link link;                  // the usual link between the cards of one node
+  // Backend network of a node of these cards, Gbit/s summed over its NICs.
+  double network_gbps;
+  // Default price per GPU-hour in USD, 0 when the price table has none.
+  double usd_per_hour;
+};
+
+// The speed row of a catalog card (nullptr for a card without one).
+const GpuSpeed* gpu_speed(const std::string& catalog_name);
+// Where the default prices come from and when they were read.
+const char* gpu_price_source();
+
 // Why the card cannot run what the request asks (bf16 precision,
 // FP8 weights), naming the field, or "" when it
 // can. Custom cards (gpu.memory_gib) have no compute capability: never refused.

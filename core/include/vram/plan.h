@@ -67,6 +67,16 @@ struct PlanCandidate {
   // bubble: (4/3 with full recompute) x (1 + (pp - 1) / (m vp)).
   double step_time_factor = 1;
   double comm_factor = 1;  // data-parallel traffic relative to DDP (ZeRO-3 / FULL_SHARD 1.5)
+  // The time model's step (core/src/speed, issue 31) on the plan's card,
+  // {fast, slow} seconds; both 0 when the card has no speed figures. Every
+  // layout trains the same global batch, so the step times compare the same
+  // work; the price (0: none) gives the cost of a million tokens.
+  double step_seconds_low = 0;
+  double step_seconds_high = 0;
+  double tokens_per_second_per_gpu_low = 0;
+  double tokens_per_second_per_gpu_high = 0;
+  double usd_per_million_tokens_low = 0;
+  double usd_per_million_tokens_high = 0;
   std::vector<std::string> why;
 };
 

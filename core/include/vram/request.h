@@ -2,12 +2,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "vram/fields.h"
 #include "vram/frameworks.h"
+#include "vram/gpus.h"
 #include "vram/json_reader.h"
 #include "vram/model.h"
 #include "vram/releases.h"
@@ -236,6 +238,28 @@ struct AllocatorOptions {
   std::optional<int64_t> max_split_size_mb;
 };
 
+// The time model's inputs (time.*; issue 31): what the run covers and what a
+// GPU-hour costs. Defaults: vram/fields.h, core/src/speed/.
+struct TimeOptions {
+  bool enabled = true;              // false: the result has no `time` object
+  std::optional<int64_t> tokens;    // the run's tokens
+  std::optional<int64_t> samples;   // or samples x mean_len x epochs
+  std::optional<int64_t> mean_len;  // absent: train.seq_len
+  double epochs = defaults::kEpochs;
+  std::optional<double> gpu_hour_usd;    // the request's card
+  std::map<std::string, double> prices;  // catalog name -> USD per GPU-hour (time.prices)
+};
+
+// The machine around the cards (hardware.*): absent fields take the card's
+// catalog row (vram/gpus.h GpuSpeed).
+struct HardwareOptions {
+  std::optional<Link> link;
+  std::optional<double> network_gbps;
+  std::optional<double> host_memory_gbs;
+  std::optional<double> matmul_tflops;
+  std::optional<double> memory_gbs;
+};
+
 struct GpuChoice {
   std::string name;  // catalog name; empty with memory_gib
   std::optional<double> memory_gib;
@@ -251,6 +275,8 @@ struct Request {
   Calibration calibration;
   AllocatorOptions allocator;
   GpuChoice gpu;
+  TimeOptions time;
+  HardwareOptions hardware;
   // train.framework and the defaults it filled in (the fields the request
   // left out), in the order applied.
   std::string framework = "hf";
@@ -293,5 +319,6 @@ const char* to_string(Kernels k);
 const char* to_string(Checkpointing c);
 const char* to_string(Padding p);
 const char* to_string(LossKind k);
+const char* to_string(Link l);
 
 }  // namespace vram

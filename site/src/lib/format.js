@@ -79,3 +79,34 @@ export function utf8Length(text) {
   }
   return n;
 }
+
+/** A figure with three significant digits, thousands separated: 0.0123, 4.56, 78.9, 1,230. */
+export function formatSig(v) {
+  if (!Number.isFinite(v)) return '–';
+  const a = Math.abs(v);
+  if (a >= 1000) return formatInt(v);
+  if (a === 0) return '0';
+  return String(Number(v.toPrecision(3)));
+}
+
+/**
+ * A range of the time model ({low, high}, core/src/speed): "1.2–1.6", the two
+ * ends in order whichever is larger; one figure when they round alike.
+ */
+export function formatRange(r, scale = 1) {
+  if (!r || !Number.isFinite(r.low) || !Number.isFinite(r.high)) return '–';
+  const a = formatSig(Math.min(r.low, r.high) * scale);
+  const b = formatSig(Math.max(r.low, r.high) * scale);
+  return a === b ? a : `${a}–${b}`;
+}
+
+/** Seconds as the clearest unit: "310–420 ms", "1.2–1.6 s", "2.5–3.1 h", "3.2–4.0 days". */
+export function formatDuration(r) {
+  if (!r) return '–';
+  const top = Math.max(r.low, r.high);
+  if (top >= 3 * 86400) return `${formatRange(r, 1 / 86400)} days`;
+  if (top >= 3 * 3600) return `${formatRange(r, 1 / 3600)} h`;
+  if (top >= 180) return `${formatRange(r, 1 / 60)} min`;
+  if (top >= 1) return `${formatRange(r)} s`;
+  return `${formatRange(r, 1000)} ms`;
+}

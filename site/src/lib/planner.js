@@ -14,7 +14,10 @@
 //   suggest   "what would make it fit": cancelled, by terminating its worker
 //             (the only way to stop a WebAssembly call in progress), when the
 //             request changes;
-//   plan      the layout planner: cancelled the same way by its Cancel button.
+//   plan      the layout planner: cancelled the same way by its Cancel button;
+//   time      the time model (the result's `time`, issue 31): the full
+//             module's estimate of the same request, a moment after the
+//             core's answer, which leaves the time out (time.enabled false).
 // Without Worker (Node, the unit tests' happy-dom) the call runs on the
 // page's own estimator after a macrotask, so a "searching" state still
 // renders first.
@@ -28,7 +31,13 @@ export const workersAvailable = typeof Worker !== 'undefined';
 const lanes = new Map();
 
 /** The WebAssembly module each lane's worker runs (vram.js MODULES). */
-const LANE_MODULES = { estimate: 'core', gguf: 'core', suggest: 'plan', plan: 'plan' };
+const LANE_MODULES = {
+  estimate: 'core',
+  gguf: 'core',
+  suggest: 'plan',
+  plan: 'plan',
+  time: 'plan',
+};
 
 function lane(name) {
   if (!workersAvailable) return null;

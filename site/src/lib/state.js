@@ -50,6 +50,8 @@ const FORM_ABSENT = {
   'gpu.name': '',
   // The custom-capacity box's start, sent only once "custom" is chosen.
   'gpu.memory_gib': 24,
+  'hardware.link': '',
+  'time.prices': {},
 };
 
 /** The form's start value of a request field: FORM_START, else the core's default. */
@@ -167,6 +169,25 @@ export const DEFAULT_SETTINGS = Object.freeze({
   overheads: {
     cuda_context_bytes: f('overheads.cuda_context_bytes'),
     nccl_bytes: f('overheads.nccl_bytes'),
+  },
+  // The time model's inputs (time.*): the run's size (tokens, or samples x
+  // mean length x epochs), the card's price per GPU-hour and overrides of
+  // the default price table by card name (all in the link).
+  time: {
+    tokens: f('time.tokens'),
+    samples: f('time.samples'),
+    mean_len: f('time.mean_len'),
+    epochs: f('time.epochs'),
+    gpu_hour_usd: f('time.gpu_hour_usd'),
+    prices: f('time.prices'),
+  },
+  // The machine around the cards (hardware.*); absent = the card's catalog row.
+  hardware: {
+    link: f('hardware.link'),
+    network_gbps: f('hardware.network_gbps'),
+    host_memory_gbs: f('hardware.host_memory_gbs'),
+    matmul_tflops: f('hardware.matmul_tflops'),
+    memory_gbs: f('hardware.memory_gbs'),
   },
   // Request fields an imported file set that the form has no box for
   // (train.lora.dropout, train.quant.double_quant, DeepSpeed bucket sizes),
@@ -849,6 +870,10 @@ export function buildRequest(
     const name = chosenGpuName(s, catalog);
     if (name) req.gpu = { name };
   }
+  const time = timeFields(s);
+  if (time) req.time = time;
+  const hardware = hardwareFields(s.hardware);
+  if (hardware) req.hardware = hardware;
   return req;
 }
 
@@ -877,6 +902,46 @@ function llamaInfer(i, gguf) {
   if (i.cache_type_v && i.engine !== 'ollama') out.cache_type_v = i.cache_type_v;
   if (i.engine_version) out.engine_version = i.engine_version;
   return out;
+}
+
+const positive = (v) => typeof v === 'number' && Number.isFinite(v) && v > 0;
+
+/** The request's time.* fields from the form (null when it sets none). */
+function timeFields(s) {
+  const t = s.time ?? {};
+  const out = {};
+  if (s.task === 'train') {
+    // The run's size: tokens, or samples (with a mean length and epochs).
+    if (Number.isSafeInteger(t.tokens) && t.tokens > 0) out.tokens = t.tokens;
+    else if (Number.isSafeInteger(t.samples) && t.samples > 0) {
+      out.samples = t.samples;
+      if (Number.isSafeInteger(t.mean_len) && t.mean_len > 0) out.mean_len = t.mean_len;
+      if (positive(t.epochs) && t.epochs !== coreDefault('time.epochs')) out.epochs = t.epochs;
+    }
+  }
+  if (positive(t.gpu_hour_usd)) out.gpu_hour_usd = t.gpu_hour_usd;
+  const prices = Object.entries(t.prices ?? {}).filter(([, usd]) => positive(usd));
+  if (prices.length) out.prices = Object.fromEntries(prices);
+  return Object.keys(out).length ? out : null;
+}
+
+/** The request's hardware.* fields from the form (null when it sets none). */
+function hardwareFields(h = {}) {
+  const out = {};
+  if (h.link) out.link = h.link;
+  for (const k of ['network_gbps', 'host_memory_gbs', 'matmul_tflops', 'memory_gbs']) {
+    if (positive(h[k])) out[k] = h[k];
+  }
+  return Object.keys(out).length ? out : null;
+}
+
+/**
+ * The request the first estimate sends: the time model is the full module's
+ * (core/src/reach.h), so the core answers with time.enabled false and the
+ * time lane asks the full module for the rest a moment later (timed).
+ */
+export function withoutTime(req) {
+  return req ? { ...req, time: { ...(req.time ?? {}), enabled: false } } : req;
 }
 
 /**
@@ -1004,7 +1069,7 @@ export const outcome = computed(() => {
   }
   let result;
   try {
-    result = onThisThread(vram, () => vram.estimate(req));
+    result = onThisThread(vram, () => vram.estimate(withoutTime(req)));
   } catch (error) {
     return { error };
   }
@@ -1031,7 +1096,7 @@ function sendNewest() {
   const { req, vram } = waiting;
   waiting = null;
   inFlight = true;
-  callOffThread('estimate', 'estimate', req, vram).then((answer) => {
+  callOffThread('estimate', 'estimate', withoutTime(req), vram).then((answer) => {
     inFlight = false;
     const config = req.model?.config;
     if (answer.result?.model && config) summaries.set(config, answer.result.model);
@@ -1054,3 +1119,83 @@ if (workersAvailable) {
     sendNewest();
   });
 }
+
+/**
+ * The time model's answer for the newest request: {request, outcome} with
+ * outcome {result: the result's `time` object} or {error}, or null before the
+ * first. The full module (vram_plan.wasm) estimates the request again with
+ * the time in it, in the time lane's worker (lib/planner.js), after the
+ * first estimate has painted; without Worker, on this thread.
+ */
+export const timed = signal(null);
+
+/** The time object of the shown estimate's request, or null (while it is computed, or on error). */
+export const timeResult = computed(() => {
+  const t = timed.value;
+  const req = outcomeRequest.value;
+  if (!t || !req || t.request !== req) return null;
+  return t.outcome.result ?? null;
+});
+
+/** Why the time could not be computed for the shown request, or null. */
+export const timeError = computed(() => {
+  const t = timed.value;
+  return t && t.request === outcomeRequest.value ? (t.outcome.error ?? null) : null;
+});
+
+let timeInFlight = false;
+let timeWaiting = null;
+
+function sendNewestTime() {
+  if (timeInFlight || !timeWaiting) return;
+  const { req, vram } = timeWaiting;
+  timeWaiting = null;
+  timeInFlight = true;
+  const done = (answer) => {
+    timeInFlight = false;
+    if (timeWaiting) {
+      sendNewestTime();
+      return;
+    }
+    timed.value = {
+      request: req,
+      outcome: answer.error ? { error: answer.error } : { result: answer.result?.time ?? null },
+    };
+  };
+  if (workersAvailable) {
+    callOffThread('time', 'estimateTime', req, vram).then(done);
+  } else {
+    vram.time(req).then(
+      (result) => done({ result }),
+      (error) => done({ error }),
+    );
+  }
+}
+
+// After the browser has painted what is on screen and run the render's
+// effects: a frame, then the first idle period after it (at most 300 ms
+// later), or a task where there is no idle callback.
+function afterPaint(fn) {
+  if (typeof requestAnimationFrame !== 'function') {
+    fn();
+    return;
+  }
+  requestAnimationFrame(() =>
+    typeof requestIdleCallback === 'function'
+      ? requestIdleCallback(fn, { timeout: 300 })
+      : setTimeout(fn, 0),
+  );
+}
+
+// The time follows the shown estimate: asked once the estimate of the same
+// request has answered and been painted, so a first visit paints its
+// estimate before it downloads the full module.
+effect(() => {
+  const vram = estimator.value;
+  const req = outcomeRequest.value;
+  const o = outcome.value;
+  if (!vram || !req || !o?.result || (!workersAvailable && !vram.time)) return;
+  if (timed.peek()?.request === req) return;
+  timeWaiting = { req, vram };
+  afterPaint(sendNewestTime);
+});

@@ -23,6 +23,7 @@ import {
   FSDP_STRATEGIES,
   FSDP_VERSIONS,
   KV_DTYPES,
+  LINKS,
   METHODS,
   NVLS_MODES,
   PLAN_FRAMEWORKS,
@@ -54,6 +55,7 @@ const CHOICES = {
   'parallel.fsdp_version': FSDP_VERSIONS,
   'parallel.fsdp_reduce_dtype': REDUCE_DTYPES,
   'parallel.nvls': NVLS_MODES,
+  'hardware.link': LINKS,
 };
 
 // Where the form holds a field differently from its JSON type: any HF
@@ -66,7 +68,33 @@ const FORM_KINDS = {
   'overheads.cuda_context_bytes': 'int',
   'overheads.nccl_bytes': 'int',
   deepspeed: 'deepspeed',
+  'time.prices': 'prices',
 };
+
+/**
+ * time.prices (card name -> USD per GPU-hour) as a link value:
+ * "H100 80GB:2.5|RTX 4090 24GB:0.4" ('' when empty); card names hold no ':' or
+ * '|'. The core checks the names against its catalog.
+ */
+export function pricesForUrl(prices) {
+  return Object.entries(prices ?? {})
+    .filter(([name, usd]) => Number.isFinite(usd) && usd > 0 && !/[:|]/.test(name))
+    .map(([name, usd]) => `${name}:${usd}`)
+    .join('|');
+}
+
+/** A link's prices= value back to an object, or null when any entry is invalid. */
+export function pricesFromUrl(value) {
+  const out = {};
+  for (const entry of String(value).split('|')) {
+    const colon = entry.lastIndexOf(':');
+    const name = entry.slice(0, colon);
+    const usd = Number(entry.slice(colon + 1));
+    if (colon < 1 || name.length > 64 || !Number.isFinite(usd) || usd <= 0) return null;
+    out[name] = usd;
+  }
+  return out;
+}
 
 const KIND_OF_TYPE = { int: 'int', number: 'num', bool: 'bool', string: 'text', list: 'text' };
 
@@ -208,6 +236,7 @@ export function serialize(model, settings, pin = null) {
     if (key === 'gib' && settings.gpu.mode !== 'custom') continue;
     let v = getPath(settings, path);
     if (kind === 'deepspeed') v = deepspeedForUrl(v);
+    if (kind === 'prices') v = pricesForUrl(v);
     if (v === '' || v === undefined || v === null) continue;
     q.set(key, kind === 'bool' ? (v ? '1' : '0') : String(v));
   }
@@ -262,6 +291,9 @@ export function parse(hash, { nested = false } = {}) {
         continue;
       }
       if (!parseDeepspeed(v).config) continue;
+    } else if (kind === 'prices') {
+      v = pricesFromUrl(raw);
+      if (!v) continue;
     } else if (kind === 'enum') {
       const o = options.find((x) => String(x.value) === raw);
       if (!o) continue;

@@ -216,6 +216,21 @@ export const NVLS_MODES = [
   { value: 'off', label: 'off' },
 ];
 
+// hardware.link: the link between a node's GPUs (core/src/speed/links.cpp
+// has each one's measured bus bandwidth); '' = the card's usual board.
+export const LINKS = [
+  { value: '', label: 'by GPU' },
+  { value: 'nvlink5', label: 'NVLink 5 (B200)' },
+  { value: 'nvlink4', label: 'NVLink 4 (H100 / H200 SXM)' },
+  { value: 'nvlink3', label: 'NVLink 3 (A100 SXM)' },
+  { value: 'nvlink2', label: 'NVLink 2 (V100 SXM2)' },
+  { value: 'nvlink_bridge', label: 'NVLink bridge (pairs)' },
+  { value: 'xgmi', label: 'xGMI (AMD Instinct)' },
+  { value: 'pcie5', label: 'PCIe 5' },
+  { value: 'pcie4', label: 'PCIe 4' },
+  { value: 'pcie3', label: 'PCIe 3' },
+];
+
 // The layout planner's families (vram-probe plan --framework): which
 // sharding it may choose. DeepSpeed: ZeRO 0-3 (pipelines with ZeRO 0/1);
 // FSDP: its sharding strategies; Megatron-LM: DDP or the distributed

@@ -48,6 +48,15 @@ const api = {
   estimate(request) {
     return answer(loadVram, (vram) => vram.estimate(request));
   },
+  /**
+   * The time model's answer ({schema, version, time}) from the full module,
+   * as {result} or {error}: the time lane asks it for what the core module
+   * leaves out, without the memory estimate's searches, and only the time
+   * crosses back.
+   */
+  estimateTime(request) {
+    return answer(loadPlanner, (planner) => planner.time(request));
+  },
   /** suggest(request) as {result} or {error} (the plan module). */
   suggest(request) {
     return answer(loadPlanner, (planner) => planner.suggest(request));

@@ -1,12 +1,14 @@
 // End to end (issue 18, page size): which WebAssembly modules the built page
 // (site/dist) requests, in Debian's Chromium. A first visit with the default
-// preset (a job that fits, so no suggestions are searched) requests the core
-// (vram_core) and not the planner's module (vram_plan); the planner's first
-// search loads vram_plan, and the layouts it finds are listed. A model of a
-// family the core leaves out (core/lite/reach.cpp) loads vram_plan, the full
-// module, and is estimated. So does a framework other than hf, or a release,
-// chosen from the Framework and Release selects: the core carries hf at its
-// newest release only, and the page's peak is vram-probe's for its request.
+// preset (a job that fits, so no suggestions are searched) paints its first
+// estimate from the core (vram_core) before it requests the full module
+// (vram_plan), which then brings the time card (issue 31: the time model is
+// the full module's); the planner's first search reuses it, and the layouts
+// it finds are listed. A model of a family the core leaves out
+// (core/lite/reach.cpp) loads vram_plan, the full module, and is estimated.
+// So does a framework other than hf, or a release, chosen from the Framework
+// and Release selects: the core carries hf at its newest release only, and
+// the page's peak is vram-probe's for its request.
 //
 // Run: npm run build && node --test tests/e2e/modules.test.mjs
 // Needs: /usr/bin/chromium (or CHROMIUM).
@@ -42,7 +44,7 @@ async function visit() {
 }
 
 describe('the WebAssembly modules a visit loads', () => {
-  it('a first visit loads vram_core, not vram_plan; the planner loads vram_plan', async (t) => {
+  it('a first visit paints from vram_core, then loads vram_plan for the time; the planner reuses it', async (t) => {
     const { context, page, urls, errors } = await visit();
     try {
       await page.goto(served.base);
@@ -63,22 +65,61 @@ describe('the WebAssembly modules a visit loads', () => {
         'a job that fits shows no suggestions',
       );
 
+      // The time card: the full module's answer, after the first estimate.
+      const time = page.getByRole('region', { name: 'How long and how much' });
+      await time.getByTestId('step-seconds').waitFor({ timeout: 60000 });
       const first = [...urls];
       t.diagnostic(`first visit: ${requested(first, /\.(wasm|js)$/).join(', ')}`);
       assert.equal(requested(first, /^vram_core-[^/]*\.wasm$/).length, 1, 'vram_core.wasm once');
-      assert.deepEqual(requested(first, /^vram_plan-/), [], 'the first visit loaded vram_plan');
+      assert.equal(
+        requested(first, /^vram_plan-[^/]*\.wasm$/).length,
+        1,
+        'vram_plan.wasm once, for the time',
+      );
       assert.deepEqual(requested(first, /^vram_io-/), [], 'the first visit loaded vram_io');
+      const [painted, planStart] = await page.evaluate(() => [
+        performance.getEntriesByName('vram:first-estimate')[0].startTime,
+        performance.getEntriesByType('resource').find((e) => /vram_plan-[^/]*\.wasm$/.test(e.name))
+          ?.startTime,
+      ]);
+      assert.ok(
+        planStart > painted,
+        `vram_plan requested at ${planStart} ms, before the paint at ${painted} ms`,
+      );
 
-      // The planner's first search loads the plan module (its .wasm and glue), once.
+      // The planner's first search reuses the plan module the time loaded.
       const panel = page.getByRole('region', { name: 'Find a layout' });
       await panel.getByRole('button', { name: /^Find layouts for / }).click();
       const table = panel.getByRole('table', { name: 'Layouts, best first' });
       await table.waitFor({ timeout: 60000 });
       assert.ok((await table.locator('tr[data-rank]').count()) > 0, 'no layout listed');
+      // The planner's time column (issue 31): every layout a step time in
+      // seconds and a cost, best first by step time within a fit class.
+      const rows = await table.locator('tr[data-rank]').evaluateAll((trs) =>
+        trs.map((tr) => ({
+          seconds: Number(tr.querySelector('[data-cell="step-time"]')?.dataset.seconds),
+          text: tr.querySelector('[data-cell="step-time"]')?.textContent ?? '',
+          cost: tr.querySelector('[data-cell="cost"]')?.textContent ?? '',
+          fit: tr.querySelector('[data-tone]')?.dataset.tone ?? '',
+        })),
+      );
+      t.diagnostic(`planner times: ${rows.map((r) => `${r.text} ${r.cost}`).join(' | ')}`);
+      for (const r of rows) {
+        assert.ok(r.seconds > 0, `a layout without a step time: ${JSON.stringify(r)}`);
+        assert.match(r.text, /\d (ms|s|min|h)$/, 'the step time in a unit');
+        assert.match(r.cost, /^\$\d/, 'the cost per million tokens');
+      }
+      for (let i = 1; i < rows.length; i++) {
+        if (rows[i].fit === rows[i - 1].fit) {
+          assert.ok(
+            rows[i].seconds >= rows[i - 1].seconds * 0.999,
+            `rank ${i + 1} is faster than rank ${i}`,
+          );
+        }
+      }
       const later = urls.slice(first.length);
       t.diagnostic(`planner: ${requested(later, /\.(wasm|js)$/).join(', ')}`);
-      assert.equal(requested(later, /^vram_plan-[^/]*\.wasm$/).length, 1, 'vram_plan.wasm once');
-      assert.equal(requested(later, /^vram_plan-[^/]*\.js$/).length, 1, "vram_plan's glue");
+      assert.deepEqual(requested(later, /^vram_plan-[^/]*\.wasm$/), [], 'vram_plan.wasm again');
       assert.deepEqual(requested(later, /^vram_core-[^/]*\.wasm$/), [], 'vram_core again');
       assert.deepEqual(errors, [], 'the page logged errors');
     } finally {

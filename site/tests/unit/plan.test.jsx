@@ -83,7 +83,8 @@ describe('the planner panel', () => {
     expect(within(planCard()).queryByRole('table')).toBeNull();
 
     fireEvent.click(findButton());
-    await waitFor(() => expect(candidateRows().length).toBeGreaterThan(0));
+    // The first search loads the plan module: seconds on a loaded machine.
+    await waitFor(() => expect(candidateRows().length).toBeGreaterThan(0), { timeout: 20000 });
     const plan = lastPlan();
     const rows = candidateRows();
     expect(rows).toHaveLength(plan.candidates.length);
@@ -125,7 +126,8 @@ describe('the planner panel', () => {
   it("Apply sets the form to a candidate's layout and the page's peak is its peak, exactly", async () => {
     await openPage(LLAMA_8B_ON_A100);
     fireEvent.click(findButton());
-    await waitFor(() => expect(candidateRows().length).toBeGreaterThan(0));
+    // The first search loads the plan module: seconds on a loaded machine.
+    await waitFor(() => expect(candidateRows().length).toBeGreaterThan(0), { timeout: 20000 });
     const plan = lastPlan();
     // Every row, including ones with recomputation, ZeRO-3 and pure tensor parallel.
     for (const [i, c] of plan.candidates.entries()) {

@@ -62,6 +62,12 @@ describe('suggestions', () => {
     // The suggestion's peak is the core's estimate of the patched request.
     const result = await vram.suggest(request.value);
     expect(result.suggestions[0].peak_bytes).toBe(bytes);
+    // And what it costs in time: the time model's step after the change.
+    const t = result.suggestions[0].time;
+    expect(t.step_seconds.low).toBeGreaterThan(0);
+    expect(within(first).getByTestId('suggestion-time').textContent).toMatch(
+      /^Time: step [\d.]+(–[\d.]+)? (ms|s), ×\d\.\d\d the job’s as asked/,
+    );
     fireEvent.click(within(first).getByRole('button', { name: /^Apply: / }));
     await waitFor(() => expect(peakBytes()).toBe(bytes));
     expect(screen.queryByRole('region', { name: /What would make it fit$/ })).toBeNull();

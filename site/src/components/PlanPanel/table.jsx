@@ -3,7 +3,13 @@
 // says why), loaded when a search starts.
 
 import { useId, useState } from 'preact/hooks';
-import { bytesTitle, formatGiB, formatPercent } from '../../lib/format.js';
+import {
+  bytesTitle,
+  formatDuration,
+  formatGiB,
+  formatPercent,
+  formatRange,
+} from '../../lib/format.js';
 import {
   applyPlanCandidate,
   deepspeedSetsLayout,
@@ -157,8 +163,21 @@ function CandidateRow({ c, open, onToggle, inForm, whyId, s }) {
         <td class={styles.num} data-cell="micro-batch" data-label="Max micro-batch">
           {maxMicroBatch(c)}
         </td>
-        <td class={styles.num} data-label="Step time">
-          {formatFactor(c.step_time_factor)}
+        <td
+          class={styles.num}
+          data-cell="step-time"
+          data-label="Step time"
+          data-seconds={
+            c.time
+              ? String(Math.sqrt(c.time.step_seconds.low * c.time.step_seconds.high))
+              : undefined
+          }
+          title={`${formatFactor(c.step_time_factor)} the step without recomputation or bubble`}
+        >
+          {c.time ? formatDuration(c.time.step_seconds) : formatFactor(c.step_time_factor)}
+        </td>
+        <td class={styles.num} data-cell="cost" data-label="$ per M tokens">
+          {c.time?.usd_per_million_tokens ? `$${formatRange(c.time.usd_per_million_tokens)}` : '–'}
         </td>
         <td class={styles.num} data-label="DP traffic">
           {formatFactor(c.comm_factor)}
@@ -228,9 +247,10 @@ export function PlanTable({ plan, s, gpuLabel }) {
         {plan.global_batch} samples per step (data parallel × micro-batch × accumulation). Best
         first: fits within the 80 % headroom, then fits (CPU offload only within{' '}
         {formatGiB(plan.host_ram_bytes)} GiB of host RAM per node
-        {plan.host_ram_default ? ': none given, so the core’s default' : ', as given'}
-        ); no CPU offload; the least recomputation and pipeline bubble; the least tensor parallel;
-        the least data-parallel traffic.
+        {plan.host_ram_default ? ': none given, so the core’s default' : ', as given'})
+        {plan.candidates.some((c) => c.time)
+          ? '; then the shortest step of the time model (compute, recomputation, pipeline bubble, every collective at its link, CPU offload).'
+          : '; no CPU offload; the least recomputation and pipeline bubble; the least tensor parallel; the least data-parallel traffic (the card has no speed figures for a step time).'}
       </p>
       {plan.fitting === 0 && (
         <p class={styles.none} role="alert">
@@ -257,12 +277,16 @@ export function PlanTable({ plan, s, gpuLabel }) {
                 <th
                   scope="col"
                   class={styles.num}
-                  title="Host RAM per node for CPU-offloaded optimizer states, parameters and pinned buffers"
+                  title="One optimizer step of the global batch on this layout (the time model's range)"
                 >
-                  Host RAM
-                </th>
-                <th scope="col" class={styles.num}>
                   Step time
+                </th>
+                <th
+                  scope="col"
+                  class={styles.num}
+                  title="Cost of a million training tokens at the card's price per GPU-hour"
+                >
+                  $ / M tokens
                 </th>
                 <th scope="col" class={styles.num}>
                   DP traffic
@@ -289,11 +313,13 @@ export function PlanTable({ plan, s, gpuLabel }) {
         </div>
       )}
       <p class={styles.footnote}>
-        Click a layout for why it costs what it costs. Step time is relative to the same step
-        without recomputation or pipeline bubble (full recomputation ×4/3, 1F1B bubble 1 + (pp − 1)
-        / micro-batches); DP traffic is data-parallel bytes relative to DDP (parameter sharding
-        1.5×). Apply sets the Hardware card's layout, gradient_checkpointing and
-        gradient_accumulation_steps (to keep the global batch)
+        Click a layout for why it costs what it costs. Step time is one optimizer step of the global
+        batch, as a range (the time card lists the figures it rests on; hover for the factor
+        relative to the same step without recomputation or pipeline bubble); $ / M tokens is its
+        cost at the card's price per GPU-hour (editable in the time card); DP traffic is
+        data-parallel bytes relative to DDP (parameter sharding 1.5×). Apply sets the Hardware
+        card's layout, gradient_checkpointing and gradient_accumulation_steps (to keep the global
+        batch)
         {plannedMixedPrecision(plan.notes) ? ', and Precision to bf16 + fp32 master' : ''}; each row
         lists exactly what it changes.
         {deepspeedSetsLayout(s.deepspeed ?? '')

@@ -27,6 +27,7 @@ import { PinCompare } from '../PinCompare/index.jsx';
 import { PlanPanel } from '../PlanPanel/index.jsx';
 import { lazyView } from '../Lazy/index.jsx';
 import { SharePanel } from '../SharePanel/index.jsx';
+import { TimeSection } from '../TimeCard/index.jsx';
 import styles from './style.module.css';
 
 // Chunks of their own, loaded where they are first shown (no first visit's
@@ -120,6 +121,7 @@ export function Results() {
     <div class={styles.stack} aria-live="polite" aria-busy={busy}>
       <MarkFirstEstimate />
       <PeakCard result={r} />
+      <TimeSection />
       {train && r.fit && r.fit.status !== 'fits' && <Suggest.View />}
       <Warnings warnings={r.warnings} />
       {r.parallel?.stages?.length > 0 && (
@@ -153,7 +155,7 @@ export function Results() {
         />
       )}
       <div class={styles.pair}>
-        {r.gpus?.length > 0 && <GpuTable gpus={r.gpus} current={r.fit?.gpu} />}
+        {r.gpus?.length > 0 && <GpuTable gpus={r.gpus} current={r.fit?.gpu} train={train} />}
         {r.model && <ModelSummary model={r.model} name={m.id} />}
       </div>
       <Assumptions assumptions={r.assumptions} />

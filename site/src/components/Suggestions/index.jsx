@@ -2,7 +2,13 @@
 // above the headroom rule, the core's ranked changes (vram.suggest), each with
 // its re-estimated peak and its cost, and one click to apply it to the form.
 
-import { bytesTitle, formatGiB, formatPercent } from '../../lib/format.js';
+import {
+  bytesTitle,
+  formatDuration,
+  formatGiB,
+  formatPercent,
+  formatRange,
+} from '../../lib/format.js';
 import { applySuggestion, patchPaths, suggestOutcome, suggestRunning } from '../../lib/suggest.js';
 import { verdictOf } from '../../lib/verdict.js';
 import { ErrorNotice } from '../ErrorNotice/index.jsx';
@@ -18,7 +24,21 @@ function changeList(patch) {
     .join(', ');
 }
 
+/**
+ * What the change costs in time (the time model's step after it, issue 31):
+ * "step 0.71–0.92 s, ×1.33 the job's as asked, $0.20–0.26 per M tokens".
+ */
+function timeText(t) {
+  if (!t) return null;
+  const parts = [`step ${formatDuration(t.step_seconds)}`];
+  if (Number.isFinite(t.vs_base)) parts.push(`×${t.vs_base.toFixed(2)} the job’s as asked`);
+  if (t.usd_per_million_tokens)
+    parts.push(`$${formatRange(t.usd_per_million_tokens)} per M tokens`);
+  return parts.join(', ');
+}
+
 function Row({ s, first }) {
+  const time = timeText(s.time);
   const v = verdictOf(s);
   return (
     <li class={styles.item} data-key={s.key}>
@@ -47,6 +67,11 @@ function Row({ s, first }) {
       <p class={styles.cost}>
         <span class={styles.kind}>Cost ({s.cost.kind}):</span> {s.cost.text}
       </p>
+      {time && (
+        <p class={styles.cost} data-testid="suggestion-time">
+          <span class={styles.kind}>Time:</span> {time}
+        </p>
+      )}
       <p class={styles.meta}>
         Changes <code>{changeList(s.patch)}</code> · Source: {s.cost.source}
       </p>
