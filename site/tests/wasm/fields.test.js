@@ -103,10 +103,10 @@ describe('the default form against vram-probe', () => {
 
   it("gives the memory of the CLI's own defaults with FORM_START's flags", () => {
     const req = defaultRequest();
-    const flags = Object.entries(FORM_START).flatMap(([path, value]) => [
-      fieldInfo(path).cli,
-      String(value),
-    ]);
+    // A select left at '' sends nothing (the FSDP version: the framework release's).
+    const flags = Object.entries(FORM_START)
+      .filter(([, value]) => value !== '')
+      .flatMap(([path, value]) => [fieldInfo(path).cli, String(value)]);
     const native = runProbe([
       'estimate',
       '--model-config',

@@ -175,7 +175,8 @@ describe('what vram_core answers itself, and what it leaves to vram_plan', () =>
       'model.config.model_type',
     ],
     'inference': [{ ...quick(trainRequest(llama8b)), task: 'infer', train: undefined }, 'task'],
-    'inference with the time model': [{ ...trainRequest(llama8b), task: 'infer', train: undefined }, 'time'],
+    // An inference request is the full module's as a whole (b3d6564), with the time model or without.
+    'inference with the time model': [{ ...trainRequest(llama8b), task: 'infer', train: undefined }, 'task'],
     'a DeepSpeed config': [
       { ...trainRequest(llama8b), deepspeed: { zero_optimization: { stage: 2 } } },
       'deepspeed',
