@@ -16,30 +16,15 @@
 #include <vector>
 
 #include "config_files.h"
+#include "table_util.h"
 #include "vram/api.h"
 #include "vram/import.h"
 
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-std::string fixed(double x, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, x);
-  return buf;
-}
+using vram::validate::fixed;
+using vram::validate::median;
+using vram::validate::slurp;
 
 // A row's request as its user would type it (issue 29): the recipe files its
 // source names, through `vram-probe import`, then the settings the source

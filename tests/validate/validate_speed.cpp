@@ -13,29 +13,14 @@
 #include <string>
 #include <vector>
 
+#include "table_util.h"
 #include "vram/api.h"
 
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-std::string fixed(double x, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, x);
-  return buf;
-}
+using vram::validate::fixed;
+using vram::validate::median;
+using vram::validate::slurp;
 
 // What a row measured, read from the result's time object: a rate's range
 // {low = slow end, high = fast end}, compared at its geometric mean.
