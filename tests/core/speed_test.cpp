@@ -166,6 +166,26 @@ TEST(Speed, GraphDecodeIsTheWeightsOverTheBandwidth) {
   near(low(r["time"], "decode_memory"), (weights + kv) / (3350e9 * 1700.0 / 2039.0));
 }
 
+// vLLM prefills in chunks of max_num_batched_tokens; left out, the chunk is
+// the engine's own default the memory estimate applied (8192 for the API
+// server on an 80 GB card, infer/vllm.cpp scheduler_defaults), not zero
+// (which made the chunk count infinite: UBSan in the request corpus).
+TEST(Speed, VllmPrefillChunksAtTheEnginesDefaultBudget) {
+  const json r = testing::estimate_ok({{"model", {{"config", testing::model_config("meta-llama/Llama-3.1-8B")}}},
+                                       {"task", "infer"},
+                                       {"infer", {{"engine", "vllm"}, {"batch", 4}, {"context_len", 4096}}},
+                                       {"gpu", {{"name", "H100 80GB"}}}});
+  const json& t = r["time"];
+  ASSERT_TRUE(t["ttft_seconds"]["low"].is_number()) << t.dump();
+  EXPECT_TRUE(std::isfinite(t["ttft_seconds"]["high"].get<double>()));
+  EXPECT_GT(t["ttft_seconds"]["low"].get<double>(), 0.0);
+  std::string formula;
+  for (const auto& x : t["prefill_terms"]) {
+    if (x["key"] == "prefill_weights") formula = x["formula"].get<std::string>();
+  }
+  EXPECT_EQ(formula.rfind("2 chunk(s) of 8192 tokens", 0), 0u) << formula;
+}
+
 // A batch of one picks k of E routed experts a layer: Mixtral reads 2 of 8.
 TEST(Speed, MixtureOfExpertsDecodeReadsTheExpertsTheBatchPicks) {
   auto step = [](int64_t batch) {

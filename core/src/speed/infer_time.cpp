@@ -177,9 +177,22 @@ std::vector<Term> decode_terms(const Request& req, const Machine& m, const Shape
 // attention's FLOPs (causal: half the square) at the measured matmul rate,
 // the weights read once per chunk the engine runs (vLLM: max_num_batched_tokens
 // tokens a step; transformers and LitGPT: the whole batch at once).
-std::vector<Term> prefill_terms(const Request& req, const Machine& m, const Shape& s, double batch, double prompt) {
+// vLLM's prefill chunk: max_num_batched_tokens as given, else the engine's
+// own default the memory estimate applied (its fact of the same name,
+// infer/vllm.cpp scheduler_defaults); other engines prefill the prompt whole.
+double prefill_chunk(const Request& req, const Estimate& e, double tokens) {
+  if (req.infer.engine != "vllm") return tokens;
+  if (req.infer.max_num_batched_tokens > 0) return static_cast<double>(req.infer.max_num_batched_tokens);
+  for (const auto& [name, value] : e.facts) {
+    if (name == "max_num_batched_tokens" && value > 0) return static_cast<double>(value);
+  }
+  return tokens;
+}
+
+std::vector<Term> prefill_terms(const Request& req, const Estimate& e, const Machine& m, const Shape& s, double batch,
+                                double prompt) {
   const double tokens = batch * prompt;
-  const double chunk = req.infer.engine == "vllm" ? static_cast<double>(req.infer.max_num_batched_tokens) : tokens;
+  const double chunk = prefill_chunk(req, e, tokens);
   const double chunks = std::max(1.0, std::ceil(tokens / chunk));
   const double flops = tokens * (s.linear_flops + s.attn_per_key * prompt / 2);
   std::vector<Term> out;
@@ -229,7 +242,7 @@ InferTime infer_time(const Request& req, const Estimate& e, const Machine& m) {
                          : static_cast<double>(context);
   const double batch = static_cast<double>(o.batch);
   out.terms = decode_terms(req, m, s, batch, out.mean_context);
-  out.prefill_terms = prefill_terms(req, m, s, batch, static_cast<double>(out.prompt_len));
+  out.prefill_terms = prefill_terms(req, e, m, s, batch, static_cast<double>(out.prompt_len));
   out.decode_step_seconds = total(out.terms);
   out.ttft_seconds = total(out.prefill_terms);
   const Range& step = out.decode_step_seconds;
