@@ -68,6 +68,16 @@ Term data_parallel_sync(const Request& req, const Machine& m, const StageWork& w
   return t;
 }
 
+// A collective of `calls` calls and `bytes` in all over `ranks` GPUs, run in
+// every micro-step of the optimizer step and not overlapped with compute.
+void per_micro_step(Term& t, const Request& req, const Machine& m, Collective c, double bytes, int64_t ranks,
+                    int64_t calls) {
+  const int64_t per_node = std::min(req.parallel.gpus_per_node, ranks);
+  const double steps = static_cast<double>(req.train.grad_accum);
+  t.seconds = collective_seconds(m, c, bytes, ranks, per_node, calls) * steps;
+  t.formula = fmt(steps) + " micro-steps x " + collective_formula(m, c, bytes, ranks, per_node, calls);
+}
+
 // Tensor parallel: two all-reduces of the layer's activations in forward and
 // two in backward (Megatron-LM §3; sequence parallel swaps each for a
 // reduce-scatter + all-gather of the same volume, Korthikanti et al. 2022
@@ -78,11 +88,7 @@ Term tensor_parallel(const Request& req, const Machine& m, const StageWork& w) {
   if (tp <= 1) return t;
   const double per_call = w.tokens * static_cast<double>(req.model.text.hidden) * w.act_bytes;
   const int64_t calls = static_cast<int64_t>(w.layers * (4 + (w.full_recompute ? 2 : 0)));
-  const int64_t per_node = std::min(req.parallel.gpus_per_node, tp);
-  t.seconds = collective_seconds(m, Collective::kAllReduce, per_call * calls, tp, per_node, calls) *
-              static_cast<double>(req.train.grad_accum);
-  t.formula = fmt(static_cast<double>(req.train.grad_accum)) + " micro-steps x " +
-              collective_formula(m, Collective::kAllReduce, per_call * calls, tp, per_node, calls);
+  per_micro_step(t, req, m, Collective::kAllReduce, per_call * calls, tp, calls);
   return t;
 }
 
@@ -96,11 +102,7 @@ Term expert_parallel(const Request& req, const Machine& m, const StageWork& w) {
   const double per_call = w.tokens * static_cast<double>(req.model.text.experts_per_token) *
                           static_cast<double>(req.model.text.hidden) * w.act_bytes;
   const int64_t calls = static_cast<int64_t>(w.moe_layers * 4);
-  const int64_t per_node = std::min(req.parallel.gpus_per_node, ep);
-  t.seconds = collective_seconds(m, Collective::kAllToAll, per_call * calls, ep, per_node, calls) *
-              static_cast<double>(req.train.grad_accum);
-  t.formula = fmt(static_cast<double>(req.train.grad_accum)) + " micro-steps x " +
-              collective_formula(m, Collective::kAllToAll, per_call * calls, ep, per_node, calls);
+  per_micro_step(t, req, m, Collective::kAllToAll, per_call * calls, ep, calls);
   return t;
 }
 
