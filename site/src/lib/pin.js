@@ -4,9 +4,9 @@
 // estimated by the same core call; nothing of the pinned result is stored, so
 // a reload recomputes it.
 
-import { computed, signal } from '@preact/signals';
+import { signal } from '@preact/signals';
 import { hasPreset, loadPreset, loadedPreset } from './presets.js';
-import { estimator, model, onThisThread, requestFor, settings, withCheckpoint } from './state.js';
+import { model, settings } from './state.js';
 
 /** The pinned setup: {model: {source, id, config}, settings}, or null. */
 export const pinned = signal(null);
@@ -91,64 +91,4 @@ export function restorePin(pin, token = '') {
         pinned.value = { ...pinned.value, error };
       },
     );
-}
-
-/**
- * The pinned setup's estimate: {result} or {error}, or null without a pin,
- * its config (a Hub fetch in flight) or the estimator.
- */
-export const pinnedOutcome = computed(() => {
-  const p = pinned.value;
-  const vram = estimator.value;
-  if (!p || !vram) return null;
-  if (p.error) return { error: p.error };
-  if (!p.model?.config) return null;
-  try {
-    // A model read from its checkpoint's tensors carries them (withCheckpoint).
-    const request = withCheckpoint(requestFor(p.settings, p.model.config, vram), p.model);
-    // null while the full module, which holds the pinned framework's recipe, loads.
-    if (!request) return null;
-    const result = onThisThread(vram, () => vram.estimate(request));
-    // null while the full module loads (a pinned Gemma on a first visit).
-    return result === undefined ? null : { result };
-  } catch (error) {
-    return { error };
-  }
-});
-
-/**
- * Rows of a side-by-side comparison: the union of two lists of {key, label,
- * bytes} in the order they first appear, each {key, label, before, after}
- * with null where a setup has no such entry.
- */
-export function pairRows(before = [], after = []) {
-  const rows = new Map();
-  for (const x of before)
-    rows.set(x.key, { key: x.key, label: x.label, before: x.bytes, after: null });
-  for (const x of after) {
-    const row = rows.get(x.key) ?? { key: x.key, label: x.label, before: null, after: null };
-    row.after = x.bytes;
-    rows.set(x.key, row);
-  }
-  return [...rows.values()];
-}
-
-/**
- * What differs between two setups, as the link carries them: [{key, path,
- * before, after}] with the link's values ('' where a setup leaves the field
- * at its default); `path` is the settings path, 'model' for the model.
- */
-export function setupDiff(before, after, serialize, urlKeys) {
-  const a = new URLSearchParams(serialize(before.model, before.settings).slice(1));
-  const b = new URLSearchParams(serialize(after.model, after.settings).slice(1));
-  const paths = new Map([['m', 'model'], ...urlKeys]);
-  const keys = [...new Set([...a.keys(), ...b.keys()])];
-  return keys
-    .filter((k) => (a.get(k) ?? '') !== (b.get(k) ?? ''))
-    .map((k) => ({
-      key: k,
-      path: paths.get(k) ?? k,
-      before: a.get(k) ?? '',
-      after: b.get(k) ?? '',
-    }));
 }

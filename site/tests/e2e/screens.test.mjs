@@ -182,6 +182,16 @@ for (const vp of VIEWPORTS) {
         assert.match(before, /\+\d/, `the longer sequence should cost more: ${before}`);
         assert.match(await page.getByRole('list', { name: /What differs/ }).textContent(), /8192/);
         assert.match(page.url(), /[#&]pin=/);
+        // And in time (issue 31): four times the tokens make a longer step.
+        await page.waitForFunction(
+          () =>
+            /^\+.*\(×[\d.]+\)$/.test(
+              document.querySelector('tr[data-key="step_seconds"] td:last-child')?.textContent ??
+                '',
+            ),
+          null,
+          { timeout: 60000 },
+        );
 
         await page.reload();
         await firstEstimate(page);
