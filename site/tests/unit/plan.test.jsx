@@ -5,13 +5,8 @@ import { render, fireEvent, screen, waitFor, within } from '@testing-library/pre
 import { App } from '../../src/components/App/index.jsx';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PlanPanel } from '../../src/components/PlanPanel/index.jsx';
-import {
-  applyCandidate,
-  buildPlanRequest,
-  clearPlan,
-  planOutcome,
-  settingsMatch,
-} from '../../src/lib/plan.js';
+import { buildPlanRequest, clearPlan, planOutcome } from '../../src/lib/plan.js';
+import { applyCandidate, settingsMatch } from '../../src/lib/plan-apply.js';
 import { loadPreset } from '../../src/lib/presets.js';
 import {
   buildRequest,

@@ -15,7 +15,7 @@ import {
   deepspeedSetsLayout,
   plannedMixedPrecision,
   settingsMatch,
-} from '../../lib/plan.js';
+} from '../../lib/plan-apply.js';
 import { request } from '../../lib/state.js';
 import { labelOf, PLAN_FRAMEWORKS } from '../../lib/vocabulary.js';
 import { verdictOf } from '../../lib/verdict.js';
