@@ -1,35 +1,15 @@
 // Sharing and reproducing: the link that restores this page, the request JSON
 // the estimator received, and the command that gives the same answer natively.
 
-import { useEffect, useState } from 'preact/hooks';
-import { estimator, model } from '../../lib/state.js';
+import { useState } from 'preact/hooks';
+import { lazyView } from '../Lazy/index.jsx';
 import styles from './style.module.css';
 
-/** The formats `vram-probe export --format` writes (core/src/import/export.cpp). */
-export const EXPORT_FORMATS = [
-  { value: 'deepspeed', label: 'DeepSpeed ds_config.json' },
-  { value: 'accelerate', label: 'accelerate config YAML' },
-  { value: 'trainer', label: 'TrainingArguments / SFTConfig JSON' },
-  { value: 'axolotl', label: 'Axolotl YAML' },
-  { value: 'llama_factory', label: 'LLaMA-Factory YAML' },
-  { value: 'torchtune', label: 'torchtune recipe YAML' },
-];
-
-/**
- * The core's export of `request` in `format`: resolves to {file, text} or
- * {error}. Asynchronous: the export lives in the second WebAssembly module
- * (vram_io.wasm), loaded on the first export.
- */
-export async function exportOf(vram, request, format, modelId) {
-  if (!vram || !request) return { error: 'The estimator is loading.' };
-  try {
-    const exp = { format };
-    if (modelId && modelId.includes('/')) exp.model_id = modelId;
-    return await vram.exportConfig({ ...request, export: exp });
-  } catch (e) {
-    return { error: e.message };
-  }
-}
+// The export's body (format, file, copy, download) is a chunk of its own
+// (export.jsx, components/Lazy): it shows only once the box is opened, and the
+// export itself runs in vram_io.wasm, which loads then too (issue 32: a first
+// visit's script leaves both out).
+const ExportBody = lazyView(() => import('./export.jsx'), 'ExportBody');
 
 /**
  * Copy or download the framework file that reproduces `request` (the same
@@ -41,85 +21,35 @@ export function ExportBox({
   label = 'Export as a framework config',
 }) {
   const [format, setFormat] = useState(initialFormat);
-  const [copied, setCopied] = useState(false);
   const [open, setOpen] = useState(false);
-  // Computed only while open: an edit elsewhere makes one estimate call, not an export too.
-  const [out, setOut] = useState(null);
-  const vram = estimator.value;
-  const modelId = model.value?.id;
-  useEffect(() => {
-    if (!open) {
-      setOut(null);
-      return undefined;
-    }
-    let live = true;
-    exportOf(vram, request, format, modelId).then((o) => live && setOut(o));
-    return () => {
-      live = false;
-    };
-  }, [open, vram, request, format, modelId]);
   return (
-    <details class={styles.details} onToggle={(e) => setOpen(e.currentTarget.open)}>
+    <details
+      class={styles.details}
+      onToggle={(e) => {
+        if (e.currentTarget.open) ExportBody.load();
+        setOpen(e.currentTarget.open);
+      }}
+    >
       <summary>{label}</summary>
-      <div class={styles.row}>
-        <label>
-          Format{' '}
-          <select
-            value={format}
-            onChange={(e) => setFormat(e.currentTarget.value)}
-            aria-label="Export format"
-          >
-            {EXPORT_FORMATS.map((f) => (
-              <option key={f.value} value={f.value}>
-                {f.label}
-              </option>
-            ))}
-          </select>
-        </label>
-      </div>
-      {!out ? null : out.error ? (
-        <p class={styles.note} role="status">
-          {out.error}
-        </p>
-      ) : (
-        <>
-          <pre class={styles.pre} aria-label={`Exported ${format} file`}>
-            {out.text}
-          </pre>
-          <div class={styles.row}>
-            <button
-              type="button"
-              class={styles.button}
-              onClick={async () => {
-                try {
-                  await navigator.clipboard.writeText(out.text);
-                  setCopied(true);
-                  setTimeout(() => setCopied(false), 1500);
-                } catch {
-                  setCopied(false);
-                }
-              }}
-            >
-              {copied ? 'Copied' : `Copy ${out.file}`}
-            </button>
-            <button
-              type="button"
-              class={styles.button}
-              onClick={() => download(out.file, out.text)}
-            >
-              Download {out.file}
-            </button>
-          </div>
-          <p class={styles.note}>
-            Natively: <code>vram-probe export --format {format} --request request.json</code>
-          </p>
-        </>
+      {open && (
+        <ExportBody.View
+          request={request}
+          format={format}
+          setFormat={setFormat}
+          fallback={<p class={styles.note}>Loading the export…</p>}
+          failed={(error) => (
+            <p class={styles.note} role="status">
+              The export could not be loaded ({error.message}). Reload the page to try again.
+            </p>
+          )}
+        />
       )}
     </details>
   );
 }
 
-function download(name, text) {
+/** Saves `text` as a file called `name` (the browser's download). */
+export function download(name, text) {
   const url = URL.createObjectURL(new Blob([text], { type: 'application/json' }));
   const a = document.createElement('a');
   a.href = url;
