@@ -1,67 +1,21 @@
 // Every card in the catalog against the same per-GPU peak.
 
-import { bytesTitle, formatGiB, formatPercent, formatRange, formatSig } from '../../lib/format.js';
+import { bytesTitle, formatGiB, formatPercent } from '../../lib/format.js';
 import { settings, timeResult } from '../../lib/state.js';
 import { verdictOf } from '../../lib/verdict.js';
 import { Card } from '../Card/index.jsx';
+import { lazyView } from '../Lazy/index.jsx';
 import styles from './style.module.css';
 
 function chooseGpu(name) {
   settings.value = { ...settings.value, gpu: { ...settings.value.gpu, mode: 'catalog', name } };
 }
 
-/** A card's price override in the link (time.prices); empty = the default table's. */
-function setPrice(name, usd) {
-  const s = settings.value;
-  const prices = { ...(s.time?.prices ?? {}) };
-  if (usd > 0) prices[name] = usd;
-  else delete prices[name];
-  settings.value = { ...s, time: { ...s.time, prices } };
-}
-
-/** The time model's figures for one card (time.cards): speed, cost, price. */
-function timeCells(card, train, name) {
-  const speed = !card
-    ? '–'
-    : train
-      ? formatRange(card.tokens_per_second_per_gpu)
-      : formatRange(card.decode_tokens_per_second_per_sequence);
-  const cost = !card
-    ? '–'
-    : train
-      ? card.usd
-        ? `$${formatRange(card.usd)}`
-        : card.usd_per_million_tokens
-          ? `$${formatRange(card.usd_per_million_tokens)}/M`
-          : '–'
-      : card.usd_per_million_output_tokens
-        ? `$${formatRange(card.usd_per_million_output_tokens)}/M`
-        : '–';
-  const own = settings.value.time?.prices?.[name];
-  return (
-    <>
-      <td class={styles.num} data-col="speed">
-        {speed}
-      </td>
-      <td class={styles.num} data-col="cost">
-        {cost}
-      </td>
-      <td class={styles.num}>
-        <input
-          class={styles.price}
-          type="number"
-          min="0"
-          step="any"
-          inputMode="decimal"
-          aria-label={`Price per GPU-hour of the ${name} (USD)`}
-          placeholder={card?.price ? formatSig(card.price.usd_per_gpu_hour) : '–'}
-          value={own ?? ''}
-          onChange={(e) => setPrice(name, Number(e.currentTarget.value))}
-        />
-      </td>
-    </>
-  );
-}
+// The time model's columns (speed, cost, price: time.jsx) are a chunk of their
+// own (components/Lazy): they show once the time has come from vram_plan, a
+// moment after the first estimate, so a first visit's script leaves them out
+// (issue 32, first visit <= 220 KiB gzip).
+const Time = lazyView(() => import('./time.jsx'), 'TimeColumns');
 
 // `time` defaults to the time model's answer for the shown estimate, read
 // here so that its arrival re-renders this table alone.
@@ -92,25 +46,7 @@ export function GpuTable({ gpus, current, time = timeResult.value, train = true 
                 Used
               </th>
               <th scope="col">Verdict</th>
-              {timed && (
-                <>
-                  <th
-                    scope="col"
-                    class={styles.num}
-                    title={
-                      train ? 'tokens per second per GPU' : 'decode tokens per second, one sequence'
-                    }
-                  >
-                    {train ? 'Tokens/s per GPU' : 'Decode tok/s'}
-                  </th>
-                  <th scope="col" class={styles.num}>
-                    {train ? (time.run ? 'Run cost' : 'Cost per M tokens') : 'Cost per M tokens'}
-                  </th>
-                  <th scope="col" class={styles.num}>
-                    $/GPU-hour
-                  </th>
-                </>
-              )}
+              {timed && <Time.View part="head" train={train} time={time} />}
             </tr>
           </thead>
           <tbody>
@@ -151,7 +87,9 @@ export function GpuTable({ gpus, current, time = timeResult.value, train = true 
                     {verdictOf(g).words}
                   </span>
                 </td>
-                {timed && timeCells(cards.get(g.name), train, g.name)}
+                {timed && (
+                  <Time.View part="cells" card={cards.get(g.name)} train={train} name={g.name} />
+                )}
               </tr>
             ))}
           </tbody>
