@@ -47,7 +47,10 @@ constexpr const char* kWatchUsage =
     "  the report goes to $TMPDIR/vram-probe-report-<pid>.json, else stdout.\n"
     "  The command runs in its own process group; signals to the probe (Ctrl-C,\n"
     "  SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, ...) are passed on to it, and it is\n"
-    "  ended if the probe is killed. Exits with the command's exit code.\n";
+    "  ended if the probe is killed. Its output passes through the probe, which\n"
+    "  reads the step times a training framework prints (HF Trainer, torchtune,\n"
+    "  LitGPT, vram-probe run) into the report's timing. Exits with the\n"
+    "  command's exit code.\n";
 constexpr const char* kOverheadsUsage =
     "usage: vram-probe overheads [--json] [--device I]\n"
     "  Measures the memory a CUDA context takes on GPU I (default 0) and prints\n"

@@ -318,6 +318,13 @@ def test_the_script_trains_on_the_cpu_and_its_tensors_match_the_estimate(probe, 
     else:
         assert states == est["optimizer_states"]
     assert isinstance(r["phases"][-1]["loss"], float)
+    # The step time the script printed, read by the probe from its output (step_log.cpp): two steps,
+    # the first left out as warm-up; tokens/s is the step's tokens over its seconds.
+    t = report["timing"]
+    assert (t["format"], t["steps_logged"], t["warmup_skipped"]) == ("vram_probe_run", 2, 1)
+    assert t["step_seconds"]["count"] == 1 and t["step_seconds"]["median"] > 0
+    tokens = req["train"]["micro_batch"] * req["train"]["seq_len"] * accum
+    assert t["tokens_per_second_per_gpu"]["median"] == pytest.approx(tokens / t["step_seconds"]["median"], rel=1e-9)
 
 
 @needs_torch
@@ -330,7 +337,7 @@ def test_qlora_on_the_cpu_writes_a_report_that_says_why_it_did_not_train(probe, 
 
 
 @needs_torch
-def test_on_cuda_the_peak_is_reset_before_each_phase_and_read_after_it(probe, tmp_path, monkeypatch):
+def test_on_cuda_the_peak_is_reset_before_each_phase_and_read_after_it(probe, tmp_path, monkeypatch, capsys):
     """The CUDA recording, run for real on the CPU against a scripted torch.cuda (this machine has no GPU)."""
     import torch
 
@@ -360,6 +367,14 @@ def test_on_cuda_the_peak_is_reset_before_each_phase_and_read_after_it(probe, tm
         assert r["allocated_bytes"] == 1000 * (i + 1)
         assert (r["max_allocated_bytes"], r["reserved_bytes"], r["max_reserved_bytes"]) == (
             r["allocated_bytes"] + 1, r["allocated_bytes"] + 2, r["allocated_bytes"] + 3)
+    # One step line per optimizer step, timed between the phases' own synchronize calls (no extra ones):
+    # from the first forward's start to the optimizer step's end.
+    steps = [json.loads(line.split(" ", 1)[1]) for line in capsys.readouterr().out.splitlines()
+             if line.startswith("vram-probe-step ")]
+    assert [x["step"] for x in steps] == [1, 2]
+    assert all(x["tokens"] == 2 * 32 * 2 and x["seconds"] > 0 for x in steps)
+    first = recorder.records[1:8]  # step 1: forward, loss, backward twice, then the optimizer step
+    assert steps[0]["seconds"] >= sum(p["seconds"] for p in first) - 1e-5
 
 
 def test_on_a_gpu_the_script_runs_under_watch_and_the_report_merges_both(probe, tmp_path):

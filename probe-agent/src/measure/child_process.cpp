@@ -161,6 +161,8 @@ Result<pid_t> Spawn(const std::vector<std::string>& argv, const SpawnOptions& op
       if (getppid() != parent) _exit(127);
     }
     sigprocmask(SIG_SETMASK, &previous, nullptr);
+    if (options.stdout_fd >= 0) dup2(options.stdout_fd, STDOUT_FILENO);
+    if (options.stderr_fd >= 0) dup2(options.stderr_fd, STDERR_FILENO);
     close(pipe_fds[0]);
     execvp(args[0], args.data());
     const int error = errno;

@@ -71,9 +71,14 @@ struct SpawnOptions {
   // group, before exec: JobGuard::announce_fd(), so the guard knows the
   // group even if the probe dies the next instant.
   int announce_fd = -1;
+  // When >= 0, the child's stdout / stderr become these descriptors (the
+  // pipes of an OutputTee); otherwise it shares the probe's.
+  int stdout_fd = -1;
+  int stderr_fd = -1;
 };
 
-// Starts `argv` (looked up in PATH) with the probe's stdin/stdout/stderr.
+// Starts `argv` (looked up in PATH) with the probe's stdin and, unless
+// `options` redirect them, its stdout and stderr.
 // Returns kExecFailed, with errno's text, when the program cannot run.
 Result<pid_t> Spawn(const std::vector<std::string>& argv, const SpawnOptions& options = {});
 

@@ -104,6 +104,9 @@ json JsonReportWriter::WatchJson(const WatchReport& report) {
                             {"device_used_bytes", Nullable(s.device_used_bytes)}});
   }
   doc["timeline"] = timeline;
+  // The step times the job printed (step_log.h); `time` above is when the
+  // report was written.
+  doc["timing"] = StepTimingJson(r.timing);
   doc["errors"] = ErrorsJson(report.errors);
   return doc;
 }

@@ -42,6 +42,28 @@ void WriteHeader(const ReportHeader& h, std::ostream& out) {
   }
 }
 
+// "step time 0.581 s (median of 11 steps after 1 warm-up, hf_trainer)".
+void WriteTiming(const StepTiming& t, std::ostream& out) {
+  if (t.format.empty()) {
+    out << "step time: not printed by the job (no line of a known format)\n";
+    return;
+  }
+  const nlohmann::json j = StepTimingJson(t);
+  out << "step time (" << t.format << "):";
+  if (j["step_seconds"].is_object()) {
+    out << " median " << j["step_seconds"]["median"].get<double>() << " s over " << t.step_seconds.size() << " steps";
+  }
+  if (j["tokens_per_second_per_gpu"].is_object()) {
+    out << " " << j["tokens_per_second_per_gpu"]["median"].get<double>() << " tokens/s per GPU (median of "
+        << t.tokens_per_second_per_gpu.size() << ")";
+  }
+  if (t.warmup_skipped) out << ", first step left out as warm-up";
+  if (t.train_runtime) out << "; Trainer: train_runtime " << *t.train_runtime << " s";
+  if (t.train_steps_per_second) out << ", " << *t.train_steps_per_second << " steps/s";
+  if (t.train_tokens_per_second) out << ", " << *t.train_tokens_per_second << " tokens/s";
+  out << '\n';
+}
+
 void WriteErrors(const std::vector<Status>& errors, std::ostream& out) {
   for (const Status& e : errors) out << "note [" << e.code_name() << "] " << e.message() << '\n';
 }
@@ -74,6 +96,7 @@ void TextReportWriter::WriteWatch(const WatchReport& report, std::ostream& out) 
     out << " (the command exited at " << r.command_exit_ms << " ms; processes it started ran on)";
   }
   out << '\n';
+  WriteTiming(r.timing, out);
   WriteErrors(report.errors, out);
 }
 

@@ -13,6 +13,7 @@
 #include "measure/memory_source.h"
 #include "measure/sampler.h"
 #include "measure/status.h"
+#include "measure/step_log.h"
 
 namespace vram::probe {
 
@@ -34,6 +35,9 @@ struct WatchOptions {
   // A JobGuard process ends the job's process group if the probe dies first
   // (child_process.h).
   bool guard_job = true;
+  // Pass the job's stdout and stderr through the probe (output_tee.h) and
+  // read the step times a framework prints (step_log.h).
+  bool read_output = true;
 };
 
 struct WatchResult {
@@ -56,6 +60,8 @@ struct WatchResult {
   std::int64_t command_exit_ms = 0;
   std::chrono::milliseconds interval{0};
   std::vector<Status> errors;  // problems that did not stop the measurement
+  // The step times the job printed (format empty when none).
+  StepTiming timing;
 };
 
 // The command runs in a process group of its own; every signal the probe can

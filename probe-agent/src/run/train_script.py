@@ -569,6 +569,7 @@ class Recorder:
         self.cuda = device == "cuda"
         self.records = []
         self.t0 = None
+        self.ended = None
 
     def start(self):
         if self.cuda:
@@ -581,6 +582,8 @@ class Recorder:
         r = {"phase": phase, "step": step, "micro_step": micro}
         if self.cuda:
             torch.cuda.synchronize()
+        self.ended = time.perf_counter()
+        if self.cuda:
             r.update(
                 allocated_bytes=torch.cuda.memory_allocated(),
                 max_allocated_bytes=torch.cuda.max_memory_allocated(),
@@ -589,7 +592,7 @@ class Recorder:
             )
         else:  # no allocator statistics on the CPU: null, never 0
             r.update(allocated_bytes=None, max_allocated_bytes=None, reserved_bytes=None, max_reserved_bytes=None)
-        r["seconds"] = round(time.perf_counter() - self.t0, 6)
+        r["seconds"] = round(self.ended - self.t0, 6)
         self.records.append(r)
 
 
@@ -633,6 +636,8 @@ def train(spec, plan, steps, recorder):
         for micro in range(1, accum + 1):
             ids = torch.randint(0, vocab, (b, s), device=device)
             recorder.start()
+            if micro == 1:
+                step_t0 = recorder.t0  # after the queue drained (start() synchronizes on CUDA)
             ctx = torch.autocast(device_type=device, dtype=getattr(torch, autocast)) if autocast else _null()
             fused = plan.get("liger") and spec["fused_loss"]
             with ctx:
@@ -665,7 +670,19 @@ def train(spec, plan, steps, recorder):
         optimizer.zero_grad(set_to_none=spec["zero_grad_set_to_none"])
         recorder.end("optimizer_step", step, 0)
         recorder.records[-1]["loss"] = float(loss.item()) * accum
+        step_done(step, recorder.ended - step_t0, b * s * accum)
     return params, tensor_bytes(model, optimizer)
+
+
+def step_done(step, seconds, tokens):
+    """One line per optimizer step for vram-probe's step timing (probe-agent/src/measure/step_log.h).
+
+    The step runs from its first forward to the end of its optimizer step, each end taken after
+    torch.cuda.synchronize() (the kernels queued are done) with time.perf_counter(); the phases'
+    own synchronize calls stay inside it. vram-probe leaves the first step out as warm-up.
+    """
+    line = json.dumps({"step": step, "seconds": round(seconds, 6), "tokens": tokens})
+    print(f"vram-probe-step {line}", flush=True)
 
 
 class _null:
