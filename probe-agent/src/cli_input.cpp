@@ -39,12 +39,29 @@ BoundedRead read_bounded(const std::string& file, uint64_t limit, std::string& t
   return BoundedRead::kOk;
 }
 
+namespace {
+
+// Why a file could not be read, in words a user can act on: a model's name
+// typed where a file's path goes ("--model-config Llama-3.1-8B") is the
+// common case.
+std::string why_unreadable(const std::string& file) {
+  std::error_code ec;
+  const auto st = std::filesystem::status(file, ec);
+  if (st.type() == std::filesystem::file_type::not_found)
+    return ": no such file (the option takes a file's path, not a model's name: for a Hub model, save its "
+           "config.json and pass that)";
+  if (st.type() == std::filesystem::file_type::directory) return ": it is a directory, not a file";
+  return ": it exists but cannot be opened (permissions?)";
+}
+
+}  // namespace
+
 bool read_text_file(const std::string& file, const std::string& path, std::string& text, json& error) {
   uint64_t bytes = 0;
   try {
     switch (read_bounded(file, static_cast<uint64_t>(limits::kMaxInputBytes), text, &bytes)) {
       case BoundedRead::kCannotRead:
-        error = error_json({errc::kBadJson, "cannot read " + file, path});
+        error = error_json({errc::kBadJson, "cannot read " + file + why_unreadable(file), path});
         return false;
       case BoundedRead::kTooLarge:
         check_input_size(bytes, path);  // throws the core's out_of_range error

@@ -49,6 +49,19 @@ void ExpectErrorAt(const std::string& config, const std::vector<std::string>& fl
   EXPECT_NE(r["error"]["message"].get<std::string>().find(path), std::string::npos) << r.dump();
 }
 
+// Issue 29's first user typed a model's name where the config's path goes:
+// the error says there is no such file and what the option takes.
+TEST(CliEstimateInput, AModelsNameForModelConfigSaysNoSuchFileAndWhatTheOptionTakes) {
+  const json r = Estimate("Llama-3.1-8B", {"--framework", "torchtune", "--method", "qlora"}, 1);
+  ASSERT_TRUE(r.contains("error")) << r.dump();
+  EXPECT_EQ(r["error"]["path"], "model.config");
+  const std::string m = r["error"]["message"];
+  EXPECT_NE(m.find("cannot read Llama-3.1-8B: no such file"), std::string::npos) << m;
+  EXPECT_NE(m.find("not a model's name"), std::string::npos) << m;
+  const json dir = Estimate(VRAM_FIXTURES_DIR, {}, 1);
+  EXPECT_NE(dir["error"]["message"].get<std::string>().find("is a directory"), std::string::npos) << dir.dump();
+}
+
 TEST(CliEstimateParallelFlags, EpThatDoesNotDivideMixtralsEightExpertsIsAnErrorAtParallelEp) {
   ExpectErrorAt(kMixtral, {"--gpus", "8", "--ep", "3"}, "parallel.ep");
 }
