@@ -284,6 +284,16 @@ std::string span(const json& range, double scale = 1) {
   return num(range["low"].get<double>() * scale) + "-" + num(range["high"].get<double>() * scale);
 }
 
+// "0.327-0.399 ms" from a duration's {low, high} in seconds: in the unit of
+// its slow end (µs, ms or s), so a term of a third of a millisecond does not
+// read as "0.000327-0.000399 s".
+std::string duration_span(const json& range) {
+  const double high = range["high"].get<double>();
+  if (high < 1e-3) return span(range, 1e6) + " us";
+  if (high < 1) return span(range, 1e3) + " ms";
+  return span(range) + " s";
+}
+
 // The result's `time` object (the time model): the step or the decode speed,
 // the run and its cost, then each term and assumption.
 void print_time(const json& r) {
@@ -312,7 +322,7 @@ void print_time(const json& r) {
   if (!t["price"].is_null()) std::printf(" (at $%.3g per GPU-hour)", t["price"]["usd_per_gpu_hour"].get<double>());
   std::printf("\n");
   for (const auto& x : t["terms"]) {
-    std::printf("  %-36s %14s s   %s\n", x["label"].get<std::string>().c_str(), span(x["seconds"]).c_str(),
+    std::printf("  %-36s %17s   %s\n", x["label"].get<std::string>().c_str(), duration_span(x["seconds"]).c_str(),
                 x["formula"].get<std::string>().c_str());
   }
   for (const auto& a : t["assumptions"]) std::printf("  assumed: %s\n", a.get<std::string>().c_str());
