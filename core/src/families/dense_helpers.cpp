@@ -57,6 +57,26 @@ std::optional<int64_t> listed_sliding_layers(const JsonReader& cfg, int64_t laye
   return std::count(types.begin(), types.end(), "sliding_attention");
 }
 
+std::vector<bool> listed_layer_kinds(const JsonReader& cfg, int64_t layers, const std::string& marked,
+                                     const std::string& other, const std::string& family) {
+  const auto types = cfg.str_list_or("layer_types", {});
+  if (static_cast<int64_t>(types.size()) != layers) {
+    fail(errc::kInconsistent, cfg.child_path("layer_types"),
+         cfg.child_path("layer_types") + " has " + std::to_string(types.size()) + " entries for " +
+             std::to_string(layers) + " layers");
+  }
+  std::vector<bool> at(types.size(), false);
+  for (size_t i = 0; i < types.size(); ++i) {
+    if (types[i] != marked && types[i] != other) {
+      fail(errc::kUnknownValue, cfg.child_path("layer_types") + "[" + std::to_string(i) + "]",
+           cfg.child_path("layer_types") + "[" + std::to_string(i) + "] is " + vram::quoted(types[i]) + "; " + family +
+               " layers are \"" + marked + "\" or \"" + other + "\"");
+    }
+    at[i] = types[i] == marked;
+  }
+  return at;
+}
+
 void read_dtype(const JsonReader& cfg, ModelSpec& spec) {
   // transformers >= 4.56 writes "dtype"; older checkpoints "torch_dtype".
   spec.torch_dtype = cfg.str_or("torch_dtype", cfg.str_or("dtype", ""));

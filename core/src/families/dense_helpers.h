@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "vram/json_reader.h"
 #include "vram/model.h"
@@ -61,6 +62,14 @@ void check_kv_heads(const std::string& kv_path, int64_t kv_heads, const std::str
 // layer): how many layers slide, or nullopt when the config has no list.
 // Fails with `inconsistent` at layer_types unless it has `layers` entries.
 std::optional<int64_t> listed_sliding_layers(const JsonReader& cfg, int64_t layers);
+
+// A hybrid's layer_types naming two kinds of layer (Qwen3-Next
+// "linear_attention" / "full_attention", LFM2 "conv" / "full_attention"):
+// true where an entry is `marked`. Fails with `inconsistent` at layer_types
+// unless it has `layers` entries, and with `unknown_value` at an entry of
+// neither kind (the message names `family`'s two kinds).
+std::vector<bool> listed_layer_kinds(const JsonReader& cfg, int64_t layers, const std::string& marked,
+                                     const std::string& other, const std::string& family);
 
 // Defaults of a multi-head-attention stack with plain (fc1-act-fc2) MLP and
 // LayerNorm, the shape BERT, GPT-NeoX and OPT share.

@@ -254,61 +254,9 @@ void add_embedder(ModelSpec& spec, const std::string& prefix, int64_t vocab, int
   add_linear(spec, "embedding_projection", comp::kProjector, p, mm_hidden, text_hidden, false, 1);
 }
 
-}  // namespace
-
-// configuration_gemma3n.py (Gemma3nTextConfig, defaults = E4B): vocab 262400,
-// hidden 2048, intermediate 16384 (one per layer or one for all), 35 layers,
-// 8 heads, 2 KV heads, head_dim 256, gelu_pytorch_tanh, 32768 positions,
-// tie_word_embeddings True, attention_bias False, sliding_window 512,
-// layer_types None -> full attention when (i + 1) % 5 == 0,
-// vocab_size_per_layer_input 262144, hidden_size_per_layer_input 256,
-// altup_num_inputs 4, num_kv_shared_layers 15, laurel_rank 64,
-// activation_sparsity_pattern None -> 0.95 on the first 10 layers (when more
-// than 10), 0 after.
-// modeling_gemma3n.py Gemma3nTextModel / Gemma3nTextDecoderLayer:
-// - embed_tokens (vocab x hidden); embed_tokens_per_layer
-//   (vocab_size_per_layer_input x layers * hidden_size_per_layer_input);
-//   per_layer_model_projection (hidden -> layers * per-layer width, no bias);
-//   per_layer_projection_norm (per-layer width); altup_projections and
-//   altup_unembed_projections (altup_num_inputs - 1 Linears hidden x hidden
-//   each); norm; lm_head tied to embed_tokens.
-// - per layer: q/k/v/o_proj (bias = attention_bias; every layer has k/v_proj,
-//   the KV-shared ones too), q_norm and k_norm (head_dim; v_norm has no
-//   weight), gate/up/down_proj of the layer's intermediate size (no bias),
-//   input / post_attention / pre_feedforward / post_feedforward layernorms;
-//   altup (correct_output_scale (hidden), correction_coefs n -> n,
-//   prediction_coefs n -> n^2, modality_router hidden -> n, router_norm);
-//   laurel (linear_left hidden -> rank, linear_right rank -> hidden,
-//   post_laurel_norm); per_layer_input_gate (hidden -> per-layer width),
-//   per_layer_projection (back), post_per_layer_input_norm.
-void build_gemma3n_text(const JsonReader& cfg, ModelSpec& spec) {
-  ConfigKeys k(cfg, spec, "Gemma3nTextConfig (configuration_gemma3n.py)");
-  LayerStack& t = spec.text;
-  t.name = "text";
-  spec.vocab = k.size({"vocab_size"}, 262400);
-  t.hidden = k.size({"hidden_size"}, 2048);
-  t.layers = k.size({"num_hidden_layers"}, 35, 1, 100000);
-  t.heads = k.size({"num_attention_heads"}, 8, 1, 1 << 20);
-  t.kv_heads = k.size({"num_key_value_heads"}, 2, 1, 1 << 20);
-  t.head_dim = k.size({"head_dim"}, 256, 1, 1 << 20);
-  check_kv_heads(cfg.child_path("num_key_value_heads"), t.kv_heads, cfg.child_path("num_attention_heads"), t.heads);
-  t.v_head_dim = t.head_dim;
-  t.attention = attention_kind(t.heads, t.kv_heads);
-  t.mlp = MlpKind::kGated;
-  t.norm = NormKind::kRmsNorm;
-  t.activation = cfg.str_or("hidden_activation", cfg.str_or("hidden_act", "gelu_pytorch_tanh"));
-  t.qk_norm = true;
-  t.norms_per_layer = 4;
-  t.position_encoding = "rope";
-  t.dropout = cfg.num_or("attention_dropout", 0.0, 0.0, 1.0);
-  spec.tie_word_embeddings = cfg.bool_or("tie_word_embeddings", true);
-  spec.max_position_embeddings = cfg.int_or("max_position_embeddings", 32768);
-  read_dtype(cfg, spec);
-  const int64_t L = t.layers;
-  const int64_t h = t.hidden;
-
-  // intermediate_size: one width for every layer, or one per layer
-  // (Gemma3nTextConfig.__post_init__ requires num_hidden_layers entries).
+// intermediate_size: one width for every layer, or one per layer
+// (Gemma3nTextConfig.__post_init__ requires num_hidden_layers entries).
+std::vector<int64_t> mlp_widths(const JsonReader& cfg, const ConfigKeys& k, int64_t L) {
   std::vector<int64_t> inter;
   if (const json* v = cfg.get("intermediate_size"); v != nullptr && v->is_array()) {
     const std::string path = cfg.child_path("intermediate_size");
@@ -324,16 +272,11 @@ void build_gemma3n_text(const JsonReader& cfg, ModelSpec& spec) {
   } else {
     inter.assign(static_cast<size_t>(L), k.size({"intermediate_size"}, 16384));
   }
-  const bool uniform = std::all_of(inter.begin(), inter.end(), [&](int64_t x) { return x == inter[0]; });
-  // Activations and backward buffers take the widest layer (an estimate
-  // never below the truth); the parameters below are exact per layer.
-  t.intermediate = *std::max_element(inter.begin(), inter.end());
-  if (!uniform) {
-    spec.notes.push_back("intermediate_size varies by layer (MatFormer): activations use the widest, " +
-                         std::to_string(t.intermediate));
-  }
+  return inter;
+}
 
-  // Attention types and KV sharing (Gemma3nTextAttention.__init__).
+// Attention types (Gemma3nTextAttention.__init__): true where a layer slides.
+std::vector<bool> sliding_layers(const JsonReader& cfg, int64_t L) {
   std::vector<bool> sliding(static_cast<size_t>(L));
   if (const json* types = cfg.get("layer_types")) {
     const std::string path = cfg.child_path("layer_types");
@@ -350,8 +293,13 @@ void build_gemma3n_text(const JsonReader& cfg, ModelSpec& spec) {
   } else {
     for (int64_t i = 0; i < L; ++i) sliding[static_cast<size_t>(i)] = (i + 1) % 5 != 0;
   }
-  t.sliding_window = k.size({"sliding_window"}, 512);
-  t.sliding_layers = std::count(sliding.begin(), sliding.end(), true);
+  return sliding;
+}
+
+// KV sharing (Gemma3nTextAttention.__init__): the last num_kv_shared_layers
+// layers reuse an earlier layer's keys and values.
+void count_kv_shared(const JsonReader& cfg, const std::vector<bool>& sliding, LayerStack& t) {
+  const int64_t L = t.layers;
   const int64_t shared = cfg.int_or("num_kv_shared_layers", 15, 0, L);
   const int64_t first_shared = L - shared;
   if (shared > 0 && first_shared > 0) {
@@ -370,24 +318,48 @@ void build_gemma3n_text(const JsonReader& cfg, ModelSpec& spec) {
       if (s) ++t.kv_shared_sliding;
     }
   }
+}
 
-  t.altup_inputs = cfg.int_or("altup_num_inputs", 4, 1, 64);
-  t.laurel_rank = cfg.int_or("laurel_rank", 64, 1, 1 << 20);
-  t.per_layer_input = cfg.int_or("hidden_size_per_layer_input", 256, 1, 1 << 20);
-  const int64_t ple_vocab = cfg.int_or("vocab_size_per_layer_input", 262144, 1, kMaxSize);
+// activation_sparsity_pattern: how many layers have a sparse (top-k gated) MLP.
+int64_t sparse_mlp_layers(const JsonReader& cfg, int64_t L) {
   if (const json* sp = cfg.get("activation_sparsity_pattern")) {
     const std::string path = cfg.child_path("activation_sparsity_pattern");
     if (!sp->is_array() || static_cast<int64_t>(sp->size()) != L) {
       fail(errc::kInconsistent, path, path + " must give one sparsity per layer (num_hidden_layers)");
     }
+    int64_t sparse = 0;
     for (const auto& x : *sp) {
       if (!x.is_number()) fail(errc::kInconsistent, path, path + " must list numbers");
-      if (x.get<double>() > 0.0) ++t.sparse_mlp_layers;
+      if (x.get<double>() > 0.0) ++sparse;
     }
-  } else {
-    t.sparse_mlp_layers = L > 10 ? 10 : 0;
+    return sparse;
   }
+  return L > 10 ? 10 : 0;
+}
 
+// The text model's parameters; `inter` has one MLP width per layer.
+// modeling_gemma3n.py Gemma3nTextModel / Gemma3nTextDecoderLayer:
+// - embed_tokens (vocab x hidden); embed_tokens_per_layer
+//   (vocab_size_per_layer_input x layers * hidden_size_per_layer_input);
+//   per_layer_model_projection (hidden -> layers * per-layer width, no bias);
+//   per_layer_projection_norm (per-layer width); altup_projections and
+//   altup_unembed_projections (altup_num_inputs - 1 Linears hidden x hidden
+//   each); norm; lm_head tied to embed_tokens.
+// - per layer: q/k/v/o_proj (bias = attention_bias; every layer has k/v_proj,
+//   the KV-shared ones too), q_norm and k_norm (head_dim; v_norm has no
+//   weight), gate/up/down_proj of the layer's intermediate size (no bias),
+//   input / post_attention / pre_feedforward / post_feedforward layernorms;
+//   altup (correct_output_scale (hidden), correction_coefs n -> n,
+//   prediction_coefs n -> n^2, modality_router hidden -> n, router_norm);
+//   laurel (linear_left hidden -> rank, linear_right rank -> hidden,
+//   post_laurel_norm); per_layer_input_gate (hidden -> per-layer width),
+//   per_layer_projection (back), post_per_layer_input_norm.
+void add_gemma3n_text_params(const JsonReader& cfg, ModelSpec& spec, const std::vector<int64_t>& inter,
+                             int64_t ple_vocab) {
+  const LayerStack& t = spec.text;
+  const int64_t L = t.layers;
+  const int64_t h = t.hidden;
+  const bool uniform = std::all_of(inter.begin(), inter.end(), [&](int64_t x) { return x == inter[0]; });
   const bool bias = cfg.bool_or("attention_bias", false);
   const int64_t q_out = t.heads * t.head_dim;
   const int64_t kv_out = t.kv_heads * t.head_dim;
@@ -441,6 +413,68 @@ void build_gemma3n_text(const JsonReader& cfg, ModelSpec& spec) {
   }
   add_norm(spec, "norm", "text", h, false, 1);
   if (!spec.tie_word_embeddings) add_linear(spec, "lm_head", comp::kLmHead, "text", h, spec.vocab, false, 1);
+}
+
+}  // namespace
+
+// configuration_gemma3n.py (Gemma3nTextConfig, defaults = E4B): vocab 262400,
+// hidden 2048, intermediate 16384 (one per layer or one for all), 35 layers,
+// 8 heads, 2 KV heads, head_dim 256, gelu_pytorch_tanh, 32768 positions,
+// tie_word_embeddings True, attention_bias False, sliding_window 512,
+// layer_types None -> full attention when (i + 1) % 5 == 0,
+// vocab_size_per_layer_input 262144, hidden_size_per_layer_input 256,
+// altup_num_inputs 4, num_kv_shared_layers 15, laurel_rank 64,
+// activation_sparsity_pattern None -> 0.95 on the first 10 layers (when more
+// than 10), 0 after.
+void build_gemma3n_text(const JsonReader& cfg, ModelSpec& spec) {
+  ConfigKeys k(cfg, spec, "Gemma3nTextConfig (configuration_gemma3n.py)");
+  LayerStack& t = spec.text;
+  t.name = "text";
+  spec.vocab = k.size({"vocab_size"}, 262400);
+  t.hidden = k.size({"hidden_size"}, 2048);
+  t.layers = k.size({"num_hidden_layers"}, 35, 1, 100000);
+  t.heads = k.size({"num_attention_heads"}, 8, 1, 1 << 20);
+  t.kv_heads = k.size({"num_key_value_heads"}, 2, 1, 1 << 20);
+  t.head_dim = k.size({"head_dim"}, 256, 1, 1 << 20);
+  check_kv_heads(cfg.child_path("num_key_value_heads"), t.kv_heads, cfg.child_path("num_attention_heads"), t.heads);
+  t.v_head_dim = t.head_dim;
+  t.attention = attention_kind(t.heads, t.kv_heads);
+  t.mlp = MlpKind::kGated;
+  t.norm = NormKind::kRmsNorm;
+  t.activation = cfg.str_or("hidden_activation", cfg.str_or("hidden_act", "gelu_pytorch_tanh"));
+  t.qk_norm = true;
+  t.norms_per_layer = 4;
+  t.position_encoding = "rope";
+  t.dropout = cfg.num_or("attention_dropout", 0.0, 0.0, 1.0);
+  spec.tie_word_embeddings = cfg.bool_or("tie_word_embeddings", true);
+  spec.max_position_embeddings = cfg.int_or("max_position_embeddings", 32768);
+  read_dtype(cfg, spec);
+  const int64_t L = t.layers;
+
+  const std::vector<int64_t> inter = mlp_widths(cfg, k, L);
+  const bool uniform = std::all_of(inter.begin(), inter.end(), [&](int64_t x) { return x == inter[0]; });
+  // Activations and backward buffers take the widest layer (an estimate
+  // never below the truth); the parameters below are exact per layer.
+  t.intermediate = *std::max_element(inter.begin(), inter.end());
+  if (!uniform) {
+    spec.notes.push_back("intermediate_size varies by layer (MatFormer): activations use the widest, " +
+                         std::to_string(t.intermediate));
+  }
+
+  // Attention types and KV sharing (Gemma3nTextAttention.__init__).
+  const std::vector<bool> sliding = sliding_layers(cfg, L);
+  t.sliding_window = k.size({"sliding_window"}, 512);
+  t.sliding_layers = std::count(sliding.begin(), sliding.end(), true);
+  count_kv_shared(cfg, sliding, t);
+
+  t.altup_inputs = cfg.int_or("altup_num_inputs", 4, 1, 64);
+  t.laurel_rank = cfg.int_or("laurel_rank", 64, 1, 1 << 20);
+  t.per_layer_input = cfg.int_or("hidden_size_per_layer_input", 256, 1, 1 << 20);
+  const int64_t ple_vocab = cfg.int_or("vocab_size_per_layer_input", 262144, 1, kMaxSize);
+  t.sparse_mlp_layers = sparse_mlp_layers(cfg, L);
+
+  add_gemma3n_text_params(cfg, spec, inter, ple_vocab);
+  const int64_t lp = bytes::mul(L, t.per_layer_input, kParams);
   spec.notes.push_back(
       // Starts with the config key it is about: a gemma3n config prefixes it with "text_config.".
       "vocab_size_per_layer_input: transformers keeps the per-layer embeddings (embed_tokens_per_layer, " +

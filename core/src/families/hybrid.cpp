@@ -4,6 +4,7 @@
 // src/transformers/models/<family>/ configuration_<family>.py and modeling_<family>.py.
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "families/dense_helpers.h"
 #include "families/llama_like.h"
@@ -13,6 +14,110 @@
 #include "vram/families.h"
 
 namespace vram::detail {
+
+namespace {
+
+// Which Jamba layers attend and which feed forward through experts
+// (JambaConfig.layers_block_type and layers_num_experts).
+struct JambaLayout {
+  int64_t attn_layers = 0, moe_layers = 0;
+  int64_t experts = 0, top_k = 0;
+};
+
+JambaLayout jamba_layout(const JsonReader& cfg, const ConfigKeys& k, LayerStack& t) {
+  const int64_t attn_period = k.size({"attn_layer_period"}, 8, 1, 100000);
+  const int64_t attn_offset = k.size({"attn_layer_offset"}, 4, 0, 100000);
+  const int64_t exp_period = k.size({"expert_layer_period"}, 2, 1, 100000);
+  const int64_t exp_offset = k.size({"expert_layer_offset"}, 1, 0, 100000);
+  const int64_t experts = k.size({"num_experts"}, 16, 1, 1 << 20);
+  const int64_t top_k = read_experts_per_token(cfg, "num_experts_per_tok", 2, experts, "num_experts");
+  JambaLayout lay;
+  const int64_t L = t.layers;
+  t.ssm_at.assign(static_cast<size_t>(L), false);
+  for (int64_t i = 0; i < L; ++i) {
+    const bool attn = i % attn_period == attn_offset;
+    t.ssm_at[static_cast<size_t>(i)] = !attn;
+    lay.attn_layers += attn ? 1 : 0;
+    lay.moe_layers += experts > 1 && i % exp_period == exp_offset ? 1 : 0;
+  }
+  lay.experts = experts;
+  lay.top_k = top_k;
+  return lay;
+}
+
+// The Mamba mixer's widths (JambaMambaMixer): inner I = mamba_expand x
+// hidden, state N, conv kernel K, dt rank R ("auto": ceil(hidden / 16)).
+struct JambaMamba {
+  int64_t I = 0, N = 0, K = 0, R = 0;
+  bool proj_bias = false, conv_bias = true;
+};
+
+JambaMamba read_jamba_mamba(const JsonReader& cfg, const ConfigKeys& k, int64_t h) {
+  JambaMamba m;
+  const int64_t expand = k.size({"mamba_expand"}, 2, 1, 1024);
+  m.I = expand * h;
+  m.N = k.size({"mamba_d_state"}, 16);
+  m.K = k.size({"mamba_d_conv"}, 4, 1, 1024);
+  const int64_t auto_rank = (h + 15) / 16;
+  m.R = auto_rank;
+  if (const json* r = cfg.get("mamba_dt_rank"); r != nullptr && r->is_string()) {
+    if (r->get<std::string>() != "auto") {
+      fail(errc::kUnknownValue, cfg.child_path("mamba_dt_rank"),
+           cfg.child_path("mamba_dt_rank") + " must be an integer or \"auto\"");
+    }
+  } else {
+    m.R = k.size({"mamba_dt_rank"}, auto_rank);
+  }
+  m.proj_bias = k.flag("mamba_proj_bias", false);
+  m.conv_bias = k.flag("mamba_conv_bias", true);
+  return m;
+}
+
+void add_jamba_mamba(ModelSpec& spec, const JambaMamba& m, int64_t mamba_layers) {
+  const int64_t h = spec.text.hidden;
+  if (mamba_layers > 0) {
+    const size_t from = spec.groups.size();
+    add_linear(spec, "in_proj", comp::kSsm, "text", h, 2 * m.I, m.proj_bias, mamba_layers);
+    add_other(spec, "conv1d", comp::kSsm, "text", m.I * m.K + (m.conv_bias ? m.I : 0), mamba_layers);
+    add_linear(spec, "x_proj", comp::kSsm, "text", m.I, m.R + 2 * m.N, false, mamba_layers);
+    add_linear(spec, "dt_proj", comp::kSsm, "text", m.R, m.I, true, mamba_layers);
+    add_other(spec, "A_log", comp::kSsm, "text", m.I * m.N, mamba_layers);
+    add_other(spec, "D", comp::kSsm, "text", m.I, mamba_layers);
+    add_linear(spec, "out_proj", comp::kSsm, "text", m.I, h, m.proj_bias, mamba_layers);
+    add_other(spec, "dt_layernorm", comp::kSsm, "text", m.R, mamba_layers);
+    add_other(spec, "b_layernorm", comp::kSsm, "text", m.N, mamba_layers);
+    add_other(spec, "c_layernorm", comp::kSsm, "text", m.N, mamba_layers);
+    mark_layers(spec, from, LayerSet::kSsm);
+  }
+}
+
+// Dense JambaMLPs, and on the expert layers the router and num_experts
+// JambaMLPs.
+void add_jamba_mlps(ModelSpec& spec, const JambaLayout& lay) {
+  LayerStack& t = spec.text;
+  const int64_t L = t.layers, h = t.hidden;
+  const int64_t dense_layers = L - lay.moe_layers;
+  if (dense_layers > 0) {
+    const size_t from = spec.groups.size();
+    add_linear(spec, "gate_proj", comp::kMlp, "text", h, t.intermediate, false, dense_layers);
+    add_linear(spec, "up_proj", comp::kMlp, "text", h, t.intermediate, false, dense_layers);
+    add_linear(spec, "down_proj", comp::kMlp, "text", t.intermediate, h, false, dense_layers);
+    mark_layers(spec, from, LayerSet::kDense);
+  }
+  if (lay.moe_layers > 0) {
+    const size_t from = spec.groups.size();
+    add_linear(spec, "router", comp::kRouter, "text", h, lay.experts, false, lay.moe_layers);
+    add_routed_experts(spec, "gate_proj", "up_proj", "down_proj", h, t.intermediate, lay.experts, lay.top_k,
+                       lay.moe_layers);
+    mark_layers(spec, from, LayerSet::kMoe);
+    t.experts = lay.experts;
+    t.experts_per_token = lay.top_k;
+    t.expert_intermediate = t.intermediate;
+  }
+  t.moe_layers = lay.moe_layers;
+}
+
+}  // namespace
 
 // JambaConfig defaults: vocab 65536, hidden 4096, intermediate 14336, 32
 // layers, 32 heads, 8 KV heads, 262144 positions, untied, num_experts 16,
@@ -60,46 +165,17 @@ void build_jamba(const JsonReader& cfg, ModelSpec& spec) {
   spec.tie_word_embeddings = k.flag("tie_word_embeddings", false);
   read_dtype(cfg, spec);
 
-  const int64_t attn_period = k.size({"attn_layer_period"}, 8, 1, 100000);
-  const int64_t attn_offset = k.size({"attn_layer_offset"}, 4, 0, 100000);
-  const int64_t exp_period = k.size({"expert_layer_period"}, 2, 1, 100000);
-  const int64_t exp_offset = k.size({"expert_layer_offset"}, 1, 0, 100000);
-  const int64_t experts = k.size({"num_experts"}, 16, 1, 1 << 20);
-  const int64_t top_k = read_experts_per_token(cfg, "num_experts_per_tok", 2, experts, "num_experts");
+  const JambaLayout lay = jamba_layout(cfg, k, t);
   const int64_t L = t.layers, h = t.hidden;
-  t.ssm_at.assign(static_cast<size_t>(L), false);
-  int64_t attn_layers = 0, moe_layers = 0;
-  for (int64_t i = 0; i < L; ++i) {
-    const bool attn = i % attn_period == attn_offset;
-    t.ssm_at[static_cast<size_t>(i)] = !attn;
-    attn_layers += attn ? 1 : 0;
-    moe_layers += experts > 1 && i % exp_period == exp_offset ? 1 : 0;
-  }
+  const int64_t attn_layers = lay.attn_layers;
   const int64_t mamba_layers = L - attn_layers;
-
-  // The Mamba mixer.
-  const int64_t expand = k.size({"mamba_expand"}, 2, 1, 1024);
-  const int64_t I = expand * h;
-  const int64_t N = k.size({"mamba_d_state"}, 16);
-  const int64_t K = k.size({"mamba_d_conv"}, 4, 1, 1024);
-  const int64_t auto_rank = (h + 15) / 16;
-  int64_t R = auto_rank;
-  if (const json* r = cfg.get("mamba_dt_rank"); r != nullptr && r->is_string()) {
-    if (r->get<std::string>() != "auto") {
-      fail(errc::kUnknownValue, cfg.child_path("mamba_dt_rank"),
-           cfg.child_path("mamba_dt_rank") + " must be an integer or \"auto\"");
-    }
-  } else {
-    R = k.size({"mamba_dt_rank"}, auto_rank);
-  }
-  const bool proj_bias = k.flag("mamba_proj_bias", false);
-  const bool conv_bias = k.flag("mamba_conv_bias", true);
+  const JambaMamba m = read_jamba_mamba(cfg, k, h);
   t.ssm_kind = SsmKind::kJambaMamba;
   t.ssm_layers = mamba_layers;
-  t.ssm_inner = I;
-  t.ssm_state = N;
-  t.ssm_conv_kernel = K;
-  t.ssm_dt_rank = R;
+  t.ssm_inner = m.I;
+  t.ssm_state = m.N;
+  t.ssm_conv_kernel = m.K;
+  t.ssm_dt_rank = m.R;
 
   add_embedding(spec, "embed_tokens", "text", spec.vocab, h);
   if (attn_layers > 0) {
@@ -110,38 +186,8 @@ void build_jamba(const JsonReader& cfg, ModelSpec& spec) {
     add_linear(spec, "o_proj", comp::kAttention, "text", t.heads * t.head_dim, h, false, attn_layers);
     mark_layers(spec, from, LayerSet::kAttention);
   }
-  if (mamba_layers > 0) {
-    const size_t from = spec.groups.size();
-    add_linear(spec, "in_proj", comp::kSsm, "text", h, 2 * I, proj_bias, mamba_layers);
-    add_other(spec, "conv1d", comp::kSsm, "text", I * K + (conv_bias ? I : 0), mamba_layers);
-    add_linear(spec, "x_proj", comp::kSsm, "text", I, R + 2 * N, false, mamba_layers);
-    add_linear(spec, "dt_proj", comp::kSsm, "text", R, I, true, mamba_layers);
-    add_other(spec, "A_log", comp::kSsm, "text", I * N, mamba_layers);
-    add_other(spec, "D", comp::kSsm, "text", I, mamba_layers);
-    add_linear(spec, "out_proj", comp::kSsm, "text", I, h, proj_bias, mamba_layers);
-    add_other(spec, "dt_layernorm", comp::kSsm, "text", R, mamba_layers);
-    add_other(spec, "b_layernorm", comp::kSsm, "text", N, mamba_layers);
-    add_other(spec, "c_layernorm", comp::kSsm, "text", N, mamba_layers);
-    mark_layers(spec, from, LayerSet::kSsm);
-  }
-  const int64_t dense_layers = L - moe_layers;
-  if (dense_layers > 0) {
-    const size_t from = spec.groups.size();
-    add_linear(spec, "gate_proj", comp::kMlp, "text", h, t.intermediate, false, dense_layers);
-    add_linear(spec, "up_proj", comp::kMlp, "text", h, t.intermediate, false, dense_layers);
-    add_linear(spec, "down_proj", comp::kMlp, "text", t.intermediate, h, false, dense_layers);
-    mark_layers(spec, from, LayerSet::kDense);
-  }
-  if (moe_layers > 0) {
-    const size_t from = spec.groups.size();
-    add_linear(spec, "router", comp::kRouter, "text", h, experts, false, moe_layers);
-    add_routed_experts(spec, "gate_proj", "up_proj", "down_proj", h, t.intermediate, experts, top_k, moe_layers);
-    mark_layers(spec, from, LayerSet::kMoe);
-    t.experts = experts;
-    t.experts_per_token = top_k;
-    t.expert_intermediate = t.intermediate;
-  }
-  t.moe_layers = moe_layers;
+  add_jamba_mamba(spec, m, mamba_layers);
+  add_jamba_mlps(spec, lay);
   add_norm(spec, "input_layernorm", "text", h, false, L);
   add_norm(spec, "pre_ff_layernorm", "text", h, false, L);
   add_norm(spec, "final_layernorm", "text", h, false, 1);
@@ -252,6 +298,75 @@ void build_falcon_h1(const JsonReader& cfg, ModelSpec& spec) {
   if (!spec.tie_word_embeddings) add_linear(spec, "lm_head", comp::kLmHead, "text", h, spec.vocab, false, 1);
 }
 
+namespace {
+
+// The MLP width (Lfm2MLP.__init__).
+int64_t lfm2_mlp_width(const JsonReader& cfg, const ConfigKeys& k) {
+  int64_t ff = cfg.has("block_ff_dim") ? cfg.int_or("block_ff_dim", 12288) : k.size({"intermediate_size"}, 12288);
+  if (k.flag("block_auto_adjust_ff_dim", true)) {
+    ff = 2 * ff / 3;
+    if (!(cfg.has_key("block_ffn_dim_multiplier") && !cfg.has("block_ffn_dim_multiplier"))) {
+      const double mult = cfg.num_or("block_ffn_dim_multiplier", 1.0, 1e-6, 1e6);
+      const int64_t multiple = k.size({"block_multiple_of"}, 256);
+      ff = static_cast<int64_t>(mult * static_cast<double>(ff));
+      ff = multiple * ((ff + multiple - 1) / multiple);
+    }
+  }
+  if (ff < 1) {
+    fail(errc::kOutOfRange, k.path({"intermediate_size"}),
+         "the LFM2 MLP width derived from " + k.path({"intermediate_size"}) + " is " + std::to_string(ff));
+  }
+  return ff;
+}
+
+// Which layers run a short convolution instead of attention: layer_types,
+// else all but full_attn_idxs, else none (Lfm2Config).
+std::vector<bool> lfm2_conv_at(const JsonReader& cfg, int64_t L, ModelSpec& spec) {
+  if (cfg.get("layer_types") != nullptr) return listed_layer_kinds(cfg, L, "conv", "full_attention", "LFM2");
+  std::vector<bool> conv(static_cast<size_t>(L), true);
+  if (const json* idx = cfg.get("full_attn_idxs"); idx != nullptr) {
+    const std::string p = cfg.child_path("full_attn_idxs");
+    if (!idx->is_array()) fail(errc::kWrongType, p, p + " must be a list of layer indices");
+    for (size_t i = 0; i < idx->size(); ++i) {
+      const json& e = (*idx)[i];
+      if (!e.is_number_integer() || e.get<int64_t>() < 0 || e.get<int64_t>() >= L) {
+        fail(errc::kOutOfRange, p + "[" + std::to_string(i) + "]",
+             p + "[" + std::to_string(i) + "] must be a layer index in 0.." + std::to_string(L - 1));
+      }
+      conv[static_cast<size_t>(e.get<int64_t>())] = false;
+    }
+  } else {
+    spec.notes.push_back("layer_types and full_attn_idxs missing: Lfm2Config makes every layer attention");
+    conv.assign(static_cast<size_t>(L), false);
+  }
+  return conv;
+}
+
+// Lfm2Attention on the attention layers, Lfm2ShortConv on the others.
+void add_lfm2_mixers(ModelSpec& spec, int64_t attn_layers, int64_t conv_layers, bool conv_bias) {
+  const LayerStack& t = spec.text;
+  const int64_t h = t.hidden;
+  if (attn_layers > 0) {
+    const size_t from = spec.groups.size();
+    add_linear(spec, "q_proj", comp::kAttention, "text", h, t.heads * t.head_dim, false, attn_layers);
+    add_linear(spec, "k_proj", comp::kAttention, "text", h, t.kv_heads * t.head_dim, false, attn_layers);
+    add_linear(spec, "v_proj", comp::kAttention, "text", h, t.kv_heads * t.head_dim, false, attn_layers);
+    add_linear(spec, "out_proj", comp::kAttention, "text", t.heads * t.head_dim, h, false, attn_layers);
+    add_norm(spec, "q_layernorm", "text", t.head_dim, false, attn_layers);
+    add_norm(spec, "k_layernorm", "text", t.head_dim, false, attn_layers);
+    mark_layers(spec, from, LayerSet::kAttention);
+  }
+  if (conv_layers > 0) {
+    const size_t from = spec.groups.size();
+    add_linear(spec, "in_proj", comp::kSsm, "text", h, 3 * h, conv_bias, conv_layers);
+    add_other(spec, "conv", comp::kSsm, "text", h * t.ssm_conv_kernel + (conv_bias ? h : 0), conv_layers);
+    add_linear(spec, "out_proj", comp::kSsm, "text", h, h, conv_bias, conv_layers);
+    mark_layers(spec, from, LayerSet::kSsm);
+  }
+}
+
+}  // namespace
+
 // Lfm2Config defaults (configuration_lfm2.py): vocab 65536, hidden 2560,
 // intermediate_size 12288 (the config's "block_ff_dim" wins when present),
 // 32 layers, 32 heads, 8 KV heads, 128000 positions, tie_word_embeddings True
@@ -297,56 +412,11 @@ void build_lfm2(const JsonReader& cfg, ModelSpec& spec) {
       cfg.has("tie_embedding") ? cfg.bool_or("tie_embedding", true) : k.flag("tie_word_embeddings", true);
   read_dtype(cfg, spec);
 
-  // The MLP width (Lfm2MLP.__init__).
-  int64_t ff = cfg.has("block_ff_dim") ? cfg.int_or("block_ff_dim", 12288) : k.size({"intermediate_size"}, 12288);
-  if (k.flag("block_auto_adjust_ff_dim", true)) {
-    ff = 2 * ff / 3;
-    if (!(cfg.has_key("block_ffn_dim_multiplier") && !cfg.has("block_ffn_dim_multiplier"))) {
-      const double mult = cfg.num_or("block_ffn_dim_multiplier", 1.0, 1e-6, 1e6);
-      const int64_t multiple = k.size({"block_multiple_of"}, 256);
-      ff = static_cast<int64_t>(mult * static_cast<double>(ff));
-      ff = multiple * ((ff + multiple - 1) / multiple);
-    }
-  }
-  if (ff < 1) {
-    fail(errc::kOutOfRange, k.path({"intermediate_size"}),
-         "the LFM2 MLP width derived from " + k.path({"intermediate_size"}) + " is " + std::to_string(ff));
-  }
-  t.intermediate = ff;
+  t.intermediate = lfm2_mlp_width(cfg, k);
 
   // Which layers attend.
   const int64_t L = t.layers, h = t.hidden;
-  t.ssm_at.assign(static_cast<size_t>(L), true);
-  if (cfg.get("layer_types") != nullptr) {
-    const auto types = cfg.str_list_or("layer_types", {});
-    if (static_cast<int64_t>(types.size()) != L) {
-      fail(errc::kInconsistent, cfg.child_path("layer_types"),
-           cfg.child_path("layer_types") + " has " + std::to_string(types.size()) + " entries for " +
-               std::to_string(L) + " layers");
-    }
-    for (size_t i = 0; i < types.size(); ++i) {
-      if (types[i] != "conv" && types[i] != "full_attention") {
-        fail(errc::kUnknownValue, cfg.child_path("layer_types") + "[" + std::to_string(i) + "]",
-             cfg.child_path("layer_types") + "[" + std::to_string(i) + "] is " + vram::quoted(types[i]) +
-                 "; LFM2 layers are \"conv\" or \"full_attention\"");
-      }
-      t.ssm_at[i] = types[i] == "conv";
-    }
-  } else if (const json* idx = cfg.get("full_attn_idxs"); idx != nullptr) {
-    const std::string p = cfg.child_path("full_attn_idxs");
-    if (!idx->is_array()) fail(errc::kWrongType, p, p + " must be a list of layer indices");
-    for (size_t i = 0; i < idx->size(); ++i) {
-      const json& e = (*idx)[i];
-      if (!e.is_number_integer() || e.get<int64_t>() < 0 || e.get<int64_t>() >= L) {
-        fail(errc::kOutOfRange, p + "[" + std::to_string(i) + "]",
-             p + "[" + std::to_string(i) + "] must be a layer index in 0.." + std::to_string(L - 1));
-      }
-      t.ssm_at[static_cast<size_t>(e.get<int64_t>())] = false;
-    }
-  } else {
-    spec.notes.push_back("layer_types and full_attn_idxs missing: Lfm2Config makes every layer attention");
-    t.ssm_at.assign(static_cast<size_t>(L), false);
-  }
+  t.ssm_at = lfm2_conv_at(cfg, L, spec);
   int64_t conv_layers = 0;
   for (bool c : t.ssm_at) conv_layers += c ? 1 : 0;
   const int64_t attn_layers = L - conv_layers;
@@ -360,26 +430,10 @@ void build_lfm2(const JsonReader& cfg, ModelSpec& spec) {
   t.ssm_state_layers = conv_layers > 0 ? L : 0;
 
   add_embedding(spec, "embed_tokens", "text", spec.vocab, h);
-  if (attn_layers > 0) {
-    const size_t from = spec.groups.size();
-    add_linear(spec, "q_proj", comp::kAttention, "text", h, t.heads * t.head_dim, false, attn_layers);
-    add_linear(spec, "k_proj", comp::kAttention, "text", h, t.kv_heads * t.head_dim, false, attn_layers);
-    add_linear(spec, "v_proj", comp::kAttention, "text", h, t.kv_heads * t.head_dim, false, attn_layers);
-    add_linear(spec, "out_proj", comp::kAttention, "text", t.heads * t.head_dim, h, false, attn_layers);
-    add_norm(spec, "q_layernorm", "text", t.head_dim, false, attn_layers);
-    add_norm(spec, "k_layernorm", "text", t.head_dim, false, attn_layers);
-    mark_layers(spec, from, LayerSet::kAttention);
-  }
-  if (conv_layers > 0) {
-    const size_t from = spec.groups.size();
-    add_linear(spec, "in_proj", comp::kSsm, "text", h, 3 * h, conv_bias, conv_layers);
-    add_other(spec, "conv", comp::kSsm, "text", h * t.ssm_conv_kernel + (conv_bias ? h : 0), conv_layers);
-    add_linear(spec, "out_proj", comp::kSsm, "text", h, h, conv_bias, conv_layers);
-    mark_layers(spec, from, LayerSet::kSsm);
-  }
-  add_linear(spec, "w1", comp::kMlp, "text", h, ff, false, L);
-  add_linear(spec, "w3", comp::kMlp, "text", h, ff, false, L);
-  add_linear(spec, "w2", comp::kMlp, "text", ff, h, false, L);
+  add_lfm2_mixers(spec, attn_layers, conv_layers, conv_bias);
+  add_linear(spec, "w1", comp::kMlp, "text", h, t.intermediate, false, L);
+  add_linear(spec, "w3", comp::kMlp, "text", h, t.intermediate, false, L);
+  add_linear(spec, "w2", comp::kMlp, "text", t.intermediate, h, false, L);
   add_norm(spec, "operator_norm", "text", h, false, L);
   add_norm(spec, "ffn_norm", "text", h, false, L);
   add_norm(spec, "embedding_norm", "text", h, false, 1);

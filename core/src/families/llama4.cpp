@@ -28,6 +28,55 @@ std::vector<int64_t> read_ints(const JsonReader& cfg, const char* key) {
   return out;
 }
 
+// Which layers are sparse: moe_layers, else every interleave_moe_layer_step-th.
+std::set<int64_t> llama4_moe_layers(const JsonReader& cfg, int64_t L) {
+  std::set<int64_t> moe;
+  if (cfg.has("moe_layers")) {
+    const auto listed = read_ints(cfg, "moe_layers");
+    for (size_t i = 0; i < listed.size(); ++i) {
+      if (listed[i] < 0 || listed[i] >= L) {
+        const std::string item = cfg.child_path("moe_layers") + "[" + std::to_string(i) + "]";
+        fail(errc::kOutOfRange, item,
+             item + " (" + std::to_string(listed[i]) + ") is not a layer index below num_hidden_layers (" +
+                 std::to_string(L) + ")");
+      }
+      moe.insert(listed[i]);
+    }
+  } else {
+    const int64_t step = cfg.int_or("interleave_moe_layer_step", 1, 0, kMaxSize);
+    if (step > 0) {
+      for (int64_t i = step - 1; i < L; i += step) moe.insert(i);
+    }
+  }
+  return moe;
+}
+
+// Chunked attention: a RoPE layer attends within attention_chunk_size
+// blocks, so transformers' HybridChunkedCache (the checkpoints set
+// cache_implementation "hybrid") keeps at most attention_chunk_size tokens
+// for it; NoPE layers (no_rope_layers 0) attend globally and keep all.
+void set_chunked_attention(const JsonReader& cfg, LayerStack& t) {
+  const int64_t L = t.layers;
+  const int64_t interval = cfg.int_or("no_rope_layer_interval", 4, 1, kMaxSize);
+  std::vector<int64_t> rope = read_ints(cfg, "no_rope_layers");
+  if (rope.empty()) {
+    for (int64_t i = 0; i < L; ++i) rope.push_back((i + 1) % interval != 0 ? 1 : 0);
+  } else if (static_cast<int64_t>(rope.size()) != L) {
+    fail(errc::kInconsistent, cfg.child_path("no_rope_layers"),
+         cfg.child_path("no_rope_layers") + " must give one flag per layer (num_hidden_layers " + std::to_string(L) +
+             "), has " + std::to_string(rope.size()));
+  }
+  int64_t chunked = 0;
+  for (int64_t r : rope) chunked += r != 0 ? 1 : 0;
+  if (cfg.has_key("attention_chunk_size") && !cfg.has("attention_chunk_size")) {
+    chunked = 0;  // null: no chunking
+  } else {
+    t.sliding_window = cfg.int_or("attention_chunk_size", 8192, 1, kMaxSize);
+  }
+  t.sliding_layers = chunked;
+  if (chunked == 0) t.sliding_window = 0;
+}
+
 }  // namespace
 
 // configuration_llama4.py (Llama4TextConfig): vocab 202048, hidden 5120,
@@ -68,25 +117,7 @@ void build_llama4_text(const JsonReader& cfg, ModelSpec& spec) {
   const int64_t experts = cfg.int_or(experts_key, 16, 0, kMaxSize);
   const int64_t k = read_experts_per_token(cfg, "num_experts_per_tok", 1, experts, experts_key.c_str());
 
-  // Which layers are sparse.
-  std::set<int64_t> moe;
-  if (cfg.has("moe_layers")) {
-    const auto listed = read_ints(cfg, "moe_layers");
-    for (size_t i = 0; i < listed.size(); ++i) {
-      if (listed[i] < 0 || listed[i] >= L) {
-        const std::string item = cfg.child_path("moe_layers") + "[" + std::to_string(i) + "]";
-        fail(errc::kOutOfRange, item,
-             item + " (" + std::to_string(listed[i]) + ") is not a layer index below num_hidden_layers (" +
-                 std::to_string(L) + ")");
-      }
-      moe.insert(listed[i]);
-    }
-  } else {
-    const int64_t step = cfg.int_or("interleave_moe_layer_step", 1, 0, kMaxSize);
-    if (step > 0) {
-      for (int64_t i = step - 1; i < L; i += step) moe.insert(i);
-    }
-  }
+  const std::set<int64_t> moe = llama4_moe_layers(cfg, L);
   const int64_t sparse = experts > 0 ? static_cast<int64_t>(moe.size()) : 0;
 
   // build_llama_like gave every layer a gated MLP of intermediate_size: the
@@ -123,28 +154,7 @@ void build_llama4_text(const JsonReader& cfg, ModelSpec& spec) {
                          "stage boundaries are approximate");
   }
 
-  // Chunked attention: a RoPE layer attends within attention_chunk_size
-  // blocks, so transformers' HybridChunkedCache (the checkpoints set
-  // cache_implementation "hybrid") keeps at most attention_chunk_size tokens
-  // for it; NoPE layers (no_rope_layers 0) attend globally and keep all.
-  const int64_t interval = cfg.int_or("no_rope_layer_interval", 4, 1, kMaxSize);
-  std::vector<int64_t> rope = read_ints(cfg, "no_rope_layers");
-  if (rope.empty()) {
-    for (int64_t i = 0; i < L; ++i) rope.push_back((i + 1) % interval != 0 ? 1 : 0);
-  } else if (static_cast<int64_t>(rope.size()) != L) {
-    fail(errc::kInconsistent, cfg.child_path("no_rope_layers"),
-         cfg.child_path("no_rope_layers") + " must give one flag per layer (num_hidden_layers " + std::to_string(L) +
-             "), has " + std::to_string(rope.size()));
-  }
-  int64_t chunked = 0;
-  for (int64_t r : rope) chunked += r != 0 ? 1 : 0;
-  if (cfg.has_key("attention_chunk_size") && !cfg.has("attention_chunk_size")) {
-    chunked = 0;  // null: no chunking
-  } else {
-    t.sliding_window = cfg.int_or("attention_chunk_size", 8192, 1, kMaxSize);
-  }
-  t.sliding_layers = chunked;
-  if (chunked == 0) t.sliding_window = 0;
+  set_chunked_attention(cfg, t);
   t.position_encoding = "rope";
 }
 
