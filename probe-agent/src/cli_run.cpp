@@ -178,7 +178,18 @@ json estimate_summary(const json& est) {
   }
   json parts = json::object();
   for (const auto& c : est["components"]) parts[c["key"].get<std::string>()] = c["bytes"];
+  // The time model's step on the request's card (null without its figures),
+  // for the compare card's measured step time.
+  json time = nullptr;
+  if (est.contains("time") && est["time"].is_object() && !est["time"]["gpu"].is_null()) {
+    const json& t = est["time"];
+    time = {{"gpu", t["gpu"]},
+            {"gpus", t["gpus"]},
+            {"step_seconds", t["step_seconds"]},
+            {"tokens_per_second_per_gpu", t["tokens_per_second_per_gpu"]}};
+  }
   return {{"version", est["version"]},
+          {"time", time},
           {"peak_bytes", est["peak_bytes"]},
           {"peak_phase", est["peak_phase"]},
           {"peak_allocated_bytes", est["peak_allocated_bytes"]},

@@ -322,6 +322,8 @@ def test_the_script_trains_on_the_cpu_and_its_tensors_match_the_estimate(probe, 
     # the first left out as warm-up; tokens/s is the step's tokens over its seconds.
     t = report["timing"]
     assert (t["format"], t["steps_logged"], t["warmup_skipped"]) == ("vram_probe_run", 2, 1)
+    # The estimate's time on the request's card travels with it, for the page's comparison.
+    assert r["estimate"]["time"]["gpu"] == "A100 80GB" and r["estimate"]["time"]["step_seconds"]["low"] > 0
     assert t["step_seconds"]["count"] == 1 and t["step_seconds"]["median"] > 0
     tokens = req["train"]["micro_batch"] * req["train"]["seq_len"] * accum
     assert t["tokens_per_second_per_gpu"]["median"] == pytest.approx(tokens / t["step_seconds"]["median"], rel=1e-9)

@@ -272,6 +272,7 @@ function readRun(run) {
     estimate: {
       peak_bytes: whole(need(est, 'peak_bytes', 'run.estimate'), 'run.estimate.peak_bytes'),
       peak_phase: text(need(est, 'peak_phase', 'run.estimate'), 'run.estimate.peak_phase'),
+      time: readEstimateTime(est),
       components: object(est.components ?? {}, 'run.estimate.components'),
       phases: array(need(est, 'phases', 'run.estimate'), 'run.estimate.phases').map((v, i) => {
         const p = `run.estimate.phases[${i}]`;
@@ -322,6 +323,76 @@ function readRun(run) {
     };
   }
   return out;
+}
+
+/** A spread of the probe's step times ({median, min, max, count}) or null. */
+function spread(v, path) {
+  if (v === null || v === undefined) return null;
+  const o = object(v, path);
+  const out = {};
+  for (const k of ['median', 'min', 'max']) {
+    const x = need(o, k, path);
+    if (typeof x !== 'number' || !(x >= 0))
+      fail(`${path}.${k}`, `${path}.${k} must be a number ≥ 0.`);
+    out[k] = x;
+  }
+  out.count = whole(need(o, 'count', path), `${path}.count`);
+  return out;
+}
+
+function optionalNumber(o, key, path) {
+  const v = o[key];
+  if (v === null || v === undefined) return null;
+  if (typeof v !== 'number' || !(v >= 0))
+    fail(`${path}.${key}`, `${path}.${key} must be a number ≥ 0.`);
+  return v;
+}
+
+/**
+ * The step times the job printed (a watch or run report's `timing`, docs/schema.md
+ * "Probe reports: timing"), or null when it printed none or the probe predates it.
+ */
+function readTiming(doc) {
+  if (doc.timing === null || doc.timing === undefined) return null;
+  const t = object(doc.timing, 'timing');
+  const trainer =
+    t.trainer === undefined || t.trainer === null ? null : object(t.trainer, 'timing.trainer');
+  return {
+    format: text(need(t, 'format', 'timing'), 'timing.format', { nullable: false }),
+    steps_logged: whole(need(t, 'steps_logged', 'timing'), 'timing.steps_logged'),
+    warmup_skipped: whole(need(t, 'warmup_skipped', 'timing'), 'timing.warmup_skipped'),
+    step_seconds: spread(t.step_seconds, 'timing.step_seconds'),
+    tokens_per_second_per_gpu: spread(
+      t.tokens_per_second_per_gpu,
+      'timing.tokens_per_second_per_gpu',
+    ),
+    iteration_seconds: spread(t.iteration_seconds, 'timing.iteration_seconds'),
+    trainer: trainer && {
+      train_runtime: optionalNumber(trainer, 'train_runtime', 'timing.trainer'),
+      train_steps_per_second: optionalNumber(trainer, 'train_steps_per_second', 'timing.trainer'),
+      train_tokens_per_second: optionalNumber(trainer, 'train_tokens_per_second', 'timing.trainer'),
+      mean_step_seconds: optionalNumber(trainer, 'mean_step_seconds', 'timing.trainer'),
+    },
+  };
+}
+
+/** The time model's step in a run report's estimate (cli_run.cpp estimate_summary), or null. */
+function readEstimateTime(est) {
+  if (est.time === null || est.time === undefined) return null;
+  const t = object(est.time, 'run.estimate.time');
+  const range = (key) => {
+    const r = object(need(t, key, 'run.estimate.time'), `run.estimate.time.${key}`);
+    return {
+      low: optionalNumber(r, 'low', `run.estimate.time.${key}`),
+      high: optionalNumber(r, 'high', `run.estimate.time.${key}`),
+    };
+  };
+  return {
+    gpu: text(need(t, 'gpu', 'run.estimate.time'), 'run.estimate.time.gpu', { nullable: false }),
+    gpus: whole(need(t, 'gpus', 'run.estimate.time'), 'run.estimate.time.gpus'),
+    step_seconds: range('step_seconds'),
+    tokens_per_second_per_gpu: range('tokens_per_second_per_gpu'),
+  };
 }
 
 /**
@@ -404,6 +475,7 @@ export function readProbeReport(doc) {
     gpus,
     errors: readErrors(doc),
   };
+  if (kind === 'watch' || kind === 'run') report.timing = readTiming(doc);
   if (kind === 'watch') report.watch = readWatch(doc, gpus);
   if (kind === 'run') {
     report.run = readRun(object(doc.run, 'run'));

@@ -2,14 +2,18 @@
 // shown phase by phase against the estimate of the request they carry
 // (CompareCard RunView). run-cpu-tiny-llama-lora.json is a real CPU run
 // (fixtures/probe/README.md); the GPU case adds CUDA figures to a watch report.
-import { render, screen, within } from '@testing-library/preact';
-import { describe, expect, it } from 'vitest';
-import { RunView } from '../../src/components/CompareCard/views.jsx';
+import { cleanup, render, screen, within } from '@testing-library/preact';
+import { afterEach, describe, expect, it } from 'vitest';
+import { TimingView } from '../../src/components/CompareCard/timing.jsx';
+import { RunView, signedPercent } from '../../src/components/CompareCard/views.jsx';
+import { formatDuration, formatRange } from '../../src/lib/format.js';
 import { parseProbeReport, RUN_PHASES, runPhaseRows } from '../../src/lib/probe-report.js';
 import runCpu from './fixtures/probe/run-cpu-tiny-llama-lora.json?raw';
 import watchLora from './fixtures/probe/watch-llama-3.2-1b-lora-h100.json?raw';
 
 const MIB = 1024 ** 2;
+
+afterEach(cleanup);
 
 function gpuRun() {
   // A GPU run: the watch report vram-probe wrote, plus the run object with the
@@ -156,6 +160,86 @@ describe('vram-probe run reports', () => {
     render(<RunView report={report} result={null} />);
     expect(screen.getByRole('status').textContent).toMatch(
       /did not train: method qlora.*train\.method/,
+    );
+  });
+});
+
+describe('the step time a report measured (issue 31)', () => {
+  const row = (table, label) =>
+    within(table)
+      .getAllByRole('row')
+      .find((r) => r.querySelector('th')?.textContent === label);
+  const cells = (r) => [...r.querySelectorAll('td')].map((td) => td.textContent);
+
+  it("reads the run script's timed steps and the estimate's time from a CPU run, which do not compare", () => {
+    const { report } = parseProbeReport(runCpu);
+    const doc = JSON.parse(runCpu);
+    expect(report.timing).toMatchObject({
+      format: 'vram_probe_run',
+      steps_logged: 2,
+      warmup_skipped: 1,
+    });
+    expect(report.timing.step_seconds).toEqual(doc.timing.step_seconds);
+    expect(report.run.estimate.time).toEqual(doc.run.estimate.time);
+    render(
+      <TimingView
+        timing={report.timing}
+        estimate={report.run.estimate.time}
+        from="the report's estimate"
+        cpu
+      />,
+    );
+    expect(screen.getByText(/Measured on the CPU: the estimate is for 1 × A100 80GB/)).toBeTruthy();
+    const table = screen.getByRole('table', { name: 'Measured and estimated step time' });
+    const step = doc.timing.step_seconds.median;
+    expect(cells(row(table, 'One optimizer step'))).toEqual([
+      `${formatDuration({ low: step, high: step })} (1 step)`,
+      '–',
+      '–',
+    ]);
+  });
+
+  it("sets torchtune's logged tokens/s against the estimate, with the gap of its middle", () => {
+    // The LoRA watch report's job printed torchtune's published Step lines
+    // (fixtures/probe/README.md); the run object carries the estimate's time.
+    const doc = gpuRun();
+    const { report, error } = parseProbeReport(JSON.stringify(doc));
+    expect(error).toBeUndefined();
+    const t = report.timing;
+    expect(t.format).toBe('torchtune');
+    expect(t.tokens_per_second_per_gpu).toEqual({
+      median: 417.49818620797487,
+      min: 345.44944748351764,
+      max: 962.2259327743811,
+      count: 11,
+    });
+    const est = report.run.estimate.time;
+    render(<TimingView timing={t} estimate={est} from="the report's estimate" />);
+    const table = screen.getByRole('table', { name: 'Measured and estimated step time' });
+    const mid = Math.sqrt(est.tokens_per_second_per_gpu.low * est.tokens_per_second_per_gpu.high);
+    expect(cells(row(table, 'Tokens per second per GPU'))).toEqual([
+      '417 (345–962, 11 steps)',
+      formatRange(est.tokens_per_second_per_gpu),
+      signedPercent((mid - 417.49818620797487) / 417.49818620797487),
+    ]);
+    // torchtune prints no step time.
+    expect(cells(row(table, 'One optimizer step'))[0]).toBe('–');
+  });
+
+  it('says so when the job printed no step times', () => {
+    const doc = JSON.parse(watchLora);
+    doc.timing = null;
+    const { report } = parseProbeReport(JSON.stringify(doc));
+    expect(report.timing).toBeNull();
+    render(<TimingView timing={null} estimate={null} />);
+    expect(screen.getByTestId('timing-none').textContent).toMatch(/printed none/);
+  });
+
+  it('refuses a timing that is not the shape vram-probe writes, naming the field', () => {
+    const doc = JSON.parse(watchLora);
+    doc.timing.tokens_per_second_per_gpu.median = 'fast';
+    expect(parseProbeReport(JSON.stringify(doc)).error.path).toBe(
+      'timing.tokens_per_second_per_gpu.median',
     );
   });
 });

@@ -3,6 +3,8 @@
 // own, loaded with the first report (index.jsx, lib/probe-state.js).
 
 import { clearProbeReport } from '../../lib/probe-state.js';
+import { timeResult } from '../../lib/state.js';
+import { TimingView } from './timing.jsx';
 import { DeviceView, NcclView, OverheadsView, RunView, WatchView } from './views.jsx';
 import styles from './style.module.css';
 
@@ -35,6 +37,21 @@ export function ReportView({ name, report, result }) {
       {report.kind === 'watch' && <WatchView report={report} result={result} />}
       {report.kind === 'run' && <RunView report={report} result={result} />}
       {report.kind === 'run' && report.watch && <WatchView report={report} result={result} />}
+      {report.kind === 'watch' && (
+        <TimingView
+          timing={report.timing}
+          estimate={timeResult.value?.gpu ? timeResult.value : null}
+          from="the page's estimate of the form's job"
+        />
+      )}
+      {report.kind === 'run' && (
+        <TimingView
+          timing={report.timing}
+          estimate={report.run.estimate.time}
+          from="the report's estimate of its request"
+          cpu={report.run.device === 'cpu'}
+        />
+      )}
       {report.kind === 'overheads' && <OverheadsView report={report} result={result} />}
       {report.kind === 'nccl' && <NcclView report={report} result={result} />}
       {report.kind === 'device' && <DeviceView report={report} />}
