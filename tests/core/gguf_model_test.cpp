@@ -203,6 +203,25 @@ TEST(QuantPreset, Q8_0KeepsTheOutputAtQ8AndQ5KSHasNoMix) {
   EXPECT_EQ(q5.at("q6_K"), 1);  // the output
 }
 
+TEST(QuantPreset, LayerNormBiasesAreTensorsOfTheirOwn) {
+  // EleutherAI/pythia-2.8b at Q4_0 as llama.cpp's CI loads it (ggml-org/ci
+  // def9ac54, llama.cpp build 4364, pythia_2_8b-tg-q4_0.log): "type f32: 258,
+  // q4_0: 129, q6_K: 1". Each block's 8 f32 tensors are the two LayerNorms'
+  // weights and biases and the four linear biases; the output norm adds 2.
+  // The config is the validation rows' (tests/fixtures/validation), the shape
+  // that log's GGUF metadata states.
+  auto spec =
+      model_from_config(json::parse(testing::read_text("validation/llamacpp-ci-pythia-2.8b.json")), "model.config");
+  ASSERT_TRUE(spec.ok());
+  std::vector<std::string> notes;
+  const gguf::Model m = gguf::model_from_spec(spec.value(), *gguf::preset_named("Q4_0"), "model.config", notes);
+  const auto c = type_counts(m);
+  EXPECT_EQ(c.at("f32"), 258);
+  EXPECT_EQ(c.at("q4_0"), 129);
+  EXPECT_EQ(c.at("q6_K"), 1);
+  EXPECT_EQ(m.tensors.size(), 388u);
+}
+
 TEST(QuantPreset, TiedEmbeddingTakesTheOutputsType) {
   // Llama-3.2-1B ties its head: token_embd is quantized as the output (Q6_K).
   const gguf::Model m = preset("meta-llama/Llama-3.2-1B", "Q4_K_M");

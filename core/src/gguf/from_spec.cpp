@@ -126,12 +126,23 @@ void add(Model& m, std::string name, std::vector<int64_t> ne, int32_t layer, Par
   m.tensors.push_back(std::move(t));
 }
 
+// A norm's tensors: its weight and, for a LayerNorm with a bias (GPT-NeoX,
+// Falcon, Phi-2, StarCoder, GPT-2, BLOOM, ...), its F32 bias, which the
+// converter writes as NAME.bias and llama.cpp loads beside the weight
+// (llama-model.cpp load_tensors, e.g. LLM_ARCH_GPTNEOX: attn_norm_b =
+// create_tensor(tn(LLM_TENSOR_ATTN_NORM, "bias", i), {n_embd})).
+void add_norm(Model& m, const std::string& name, const ParamGroup& g, int32_t layer, Part part) {
+  const int64_t dim = g.out_features > 0 ? g.out_features : g.numel;
+  add(m, name + ".weight", {dim}, layer, part);
+  if (g.bias && g.out_features > 0) add(m, name + ".bias", {dim}, layer, part);
+}
+
 // One group's tensors in block `l` (`copies` of them: experts).
 void add_block_group(Model& m, const ModelSpec& spec, const ParamGroup& g, int32_t l, int64_t copies) {
   const bool shared = g.component == std::string(comp::kMlp) && g.layers == LayerSet::kMoe && spec.text.experts > 0;
   const std::string base = "blk." + std::to_string(l) + "." + block_name(g, shared);
   if (g.kind == ModuleKind::kNorm) {
-    add(m, base + ".weight", {g.out_features > 0 ? g.out_features : g.numel}, l, Part::kLayer);
+    add_norm(m, base, g, l, Part::kLayer);
     return;
   }
   if (g.kind != ModuleKind::kLinear) {
@@ -167,7 +178,7 @@ void add_tensors(Model& m, const ModelSpec& spec) {
     } else if (g.component == std::string(comp::kLmHead)) {
       add(m, "output.weight", {g.in_features, g.out_features}, -1, Part::kOutput);
     } else if (g.kind == ModuleKind::kNorm) {
-      add(m, "output_norm.weight", {g.out_features > 0 ? g.out_features : g.numel}, -1, Part::kOutput);
+      add_norm(m, "output_norm", g, -1, Part::kOutput);
     }
   }
   for (int32_t l = 0; l < t.layers; ++l) {
