@@ -47,19 +47,23 @@ vram::json row_request(const vram::json& spec, const std::string& fixtures) {
   return req;
 }
 
+// One buffer of one device as llama.cpp prints it, in bytes: the result's
+// infer.devices row the spec's llama_buffer names (NaN if there is none).
+double llama_buffer_bytes(const vram::json& res, const vram::json& spec) {
+  const auto& b = spec["llama_buffer"];
+  for (const auto& d : res["infer"]["devices"]) {
+    if (d["device"] == b["device"]) return d[b["field"].get<std::string>()].get<double>();
+  }
+  return NAN;
+}
+
 // The estimate's figure for what the row measured, in GiB (NaN on an error).
 double estimate_gib(const vram::json& res, const vram::json& spec, const std::string& kind) {
   if (res.contains("error")) return NAN;
   // One buffer of one device as llama.cpp's start-up log prints it ("CUDA0
   // model buffer size", "CUDA0 KV buffer size", "CUDA_Host compute buffer
   // size" = the CPU device's compute_bytes): the result's infer.devices.
-  if (spec.contains("llama_buffer")) {
-    const auto& b = spec["llama_buffer"];
-    for (const auto& d : res["infer"]["devices"]) {
-      if (d["device"] == b["device"]) return d[b["field"].get<std::string>()].get<double>() / 1073741824.0;
-    }
-    return NAN;
-  }
+  if (spec.contains("llama_buffer")) return llama_buffer_bytes(res, spec) / 1073741824.0;
   if (spec.contains("phase")) {
     for (const auto& p : res["phases"]) {
       if (p["key"] == spec["phase"]) return p["bytes"].get<double>() / 1073741824.0;
@@ -88,6 +92,9 @@ Figure engine_figure(const vram::json& res, const vram::json& spec, const std::s
   for (const auto& l : inf.value("engine_log", vram::json::array())) {
     if (l["key"] == spec["figure"]) f.est = l["value"].get<double>();
   }
+  // llama.cpp's figures (its buffer lines, its memory breakdown table) are
+  // one buffer of one device of infer.devices, printed in MiB.
+  if (spec.contains("llama_buffer") && unit == "MiB") f.est = llama_buffer_bytes(res, spec) / 1048576.0;
   const double floor_bytes = 128.0 * 1048576.0;
   const double per_token = inf.value("kv_bytes_per_token", 0.0);
   double floor = NAN;
