@@ -45,8 +45,9 @@ let plannerPromise = null;
 // full estimator too: what `core` leaves out (another family, a safetensors
 // list, a DeepSpeed config, inference, another framework, a release or
 // library versions, the fields table) it answers with the code
-// not_in_module, and the facade asks `plan` (below, fullAnswer).
-// Each binary is its own file
+// not_in_module, and the facade asks `plan` (below, fullAnswer); once `plan`
+// is loaded it answers every estimate (built for speed, where `core` is built
+// for size). Each binary is its own file
 // beside this facade (no longer embedded as base64): `new URL('./x',
 // import.meta.url)` is the pattern Vite turns into a hashed asset URL, and the
 // browser compiles it while it downloads (the Emscripten loader uses
@@ -351,18 +352,21 @@ function notInModule(text) {
   return text.startsWith('{\n  "error": {\n    "code": "not_in_module"');
 }
 
-// The answer to `name` (_estimate, _modelInfo, _frameworkDefaults) from the core or, for what the
-// core leaves out, from the full module when it is loaded; otherwise the
-// core's not_in_module answer. Loading it is the caller's choice (loadFull):
-// the estimates' Web Worker is handed the module the page compiled instead.
+// The answer to `name` (_estimate, _modelInfo, _frameworkDefaults) from the
+// full module once it is loaded (the core's answers are its answers byte for
+// byte, site/tests/wasm/modules.test.js, and it is built for speed, 3-4x the
+// core's: wasm/CMakeLists.txt), else from the core; for what the core leaves
+// out, the core's not_in_module answer. Loading the full module is the
+// caller's choice (loadFull): the estimates' Web Worker is handed the module
+// the page compiled instead.
 function fullAnswer(name, text) {
-  const out = call(live.core, name, text);
-  if (!notInModule(out) || live.plan === null) return out;
-  return call(live.plan, name, text, 'plan');
+  if (live.plan !== null) return call(live.plan, name, text, 'plan');
+  return call(live.core, name, text);
 }
 
 // The same, waiting for the full module when it is needed.
 async function fullAnswerAsync(name, text) {
+  if (live.plan !== null) return call(live.plan, name, text, 'plan');
   const out = call(await loadModule(), name, text);
   if (!notInModule(out)) return out;
   return call(await loadModule('plan'), name, text, 'plan');
@@ -418,8 +422,9 @@ export function loadVram() {
   if (vramPromise === null) {
     // Each call goes to the live instance (renew).
     vramPromise = loadModule().then(() => ({
-      // The core's answer, or the full module's (fullAnswer): a request the
-      // core leaves out throws not_in_module until loadFull() has resolved.
+      // The full module's answer once it is loaded, else the core's
+      // (fullAnswer): a request the core leaves out throws not_in_module
+      // until loadFull() has resolved.
       estimate: (request) => fromText(fullAnswer('_estimate', toText(request, 'the request'))),
       modelInfo: (model) => fromText(fullAnswer('_modelInfo', toText(model, 'the model'))),
       // The same, waiting for the full module when the request needs it.
