@@ -301,11 +301,9 @@ void serving_gpus(const JsonReader& p, Request& req) {
                             ": tp x pp (inference runs one worker per GPU; parallel.gpus absent)");
 }
 
-// Layout sanity (issue 6): the degrees multiply to the GPUs, the model divides
-// the way each parallelism cuts it, and the frameworks accept the combination.
-// Paths name the field under `base` ("parallel").
-void check_layout(const Request& req, const std::string& base) {
-  const ParallelOptions& o = req.parallel;
+// The degrees against the GPU count: tp, pp and cp divide it, and dp x tp x
+// pp x cp is it.
+void check_degrees(const ParallelOptions& o, const std::string& base) {
   auto path = [&](const char* key) { return base + "." + key; };
   // A degree that does not divide the GPUs is the field that is wrong (tp 3
   // on 8 GPUs names parallel.tp, issue 18), not the GPU count.
@@ -327,6 +325,12 @@ void check_layout(const Request& req, const std::string& base) {
          "dp x tp x pp x cp (" + std::to_string(o.dp * o.tp * o.pp * o.cp) + ") must equal " + path("gpus") + " (" +
              std::to_string(o.gpus) + ")");
   }
+}
+
+// The sharding and offload switches: one family (ZeRO, FSDP or Megatron's
+// distributed optimizer) and what it allows.
+void check_sharding(const ParallelOptions& o, const std::string& base) {
+  auto path = [&](const char* key) { return base + "." + key; };
   if (!o.fsdp.empty() && std::find(kFsdpStrategies.begin(), kFsdpStrategies.end(), o.fsdp) == kFsdpStrategies.end()) {
     fail(errc::kUnknownValue, path("fsdp"),
          path("fsdp") + " " + vram::quoted(o.fsdp) +
@@ -355,6 +359,13 @@ void check_layout(const Request& req, const std::string& base) {
          path("zero") + " " + std::to_string(o.zero) +
              " with pipeline parallelism: DeepSpeed's PipelineEngine allows ZeRO stage 0 or 1 only");
   }
+}
+
+// The degrees against the model: experts for ep, layers for vp and pp, heads
+// and KV heads for tp.
+void check_model_split(const Request& req, const std::string& base) {
+  const ParallelOptions& o = req.parallel;
+  auto path = [&](const char* key) { return base + "." + key; };
   const LayerStack& t = req.model.text;
   if (o.ep > 1) {
     if (t.experts == 0) {
@@ -402,6 +413,16 @@ void check_layout(const Request& req, const std::string& base) {
     fail(errc::kInconsistent, path("pp"),
          path("pp") + " (" + std::to_string(o.pp) + ") exceeds the layers (" + std::to_string(t.layers) + ")");
   }
+}
+
+// Layout sanity (issue 6): the degrees multiply to the GPUs, the model divides
+// the way each parallelism cuts it, and the frameworks accept the combination.
+// Paths name the field under `base` ("parallel").
+void check_layout(const Request& req, const std::string& base) {
+  const ParallelOptions& o = req.parallel;
+  check_degrees(o, base);
+  check_sharding(o, base);
+  check_model_split(req, base);
   if (!reach::infers(req)) return;
   // The llama.cpp engines split layers over parallel.gpus themselves (-sm layer).
   const std::string& engine = req.infer.engine;

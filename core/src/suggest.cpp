@@ -247,6 +247,214 @@ json suggestion_json(const Suggestion& s, const std::optional<speed::StepCost>& 
 
 bool is_8bit(const std::string& optimizer) { return optimizer.find("8bit") != std::string::npos; }
 
+// The suggestions found so far, in the order they were found.
+class Found {
+ public:
+  Found(const Suggester& s, Goal goal) : s_(s), goal_(goal) {}
+
+  const Suggester& suggester() const { return s_; }
+  Goal goal() const { return goal_; }
+  const std::vector<Suggestion>& list() const { return list_; }
+
+  void add(std::string key, std::string title, json patch, const Outcome& o, Cost cost) {
+    list_.push_back({std::move(key), std::move(title), std::move(patch), o, std::move(cost), order_++});
+  }
+  // Adds the patch when it reaches the goal.
+  void try_add(std::string key, std::string title, json patch, Cost cost) {
+    if (auto o = s_.reaching(patch, goal_))
+      add(std::move(key), std::move(title), std::move(patch), *o, std::move(cost));
+  }
+  // Adds the patch and returns true when it reaches the goal.
+  bool add_if_reaching(std::string key, std::string title, const json& patch, Cost cost) {
+    auto o = s_.reaching(patch, goal_);
+    if (!o) return false;
+    add(std::move(key), std::move(title), patch, *o, std::move(cost));
+    return true;
+  }
+
+ private:
+  const Suggester& s_;
+  Goal goal_;
+  std::vector<Suggestion> list_;
+  int order_ = 0;
+};
+
+// Same math: no time cost (a fused loss), then step time (checkpointing).
+void same_math(const TrainOptions& t, Found& found) {
+  if (!t.fused_loss)
+    found.try_add("fused_loss", "Fused (chunked) loss", {{"train", {{"fused_loss", true}}}}, cost_fused_loss());
+  if (t.checkpointing == Checkpointing::kNone) {
+    found.try_add("checkpointing_selective", "Selective activation checkpointing",
+                  {{"train", {{"grad_checkpointing", "selective"}}}}, cost_selective());
+  }
+  if (t.checkpointing != Checkpointing::kFull) {
+    found.try_add("checkpointing_full", "Full activation checkpointing", {{"train", {{"grad_checkpointing", "full"}}}},
+                  cost_full_ckpt());
+  }
+}
+
+// Smaller micro-batch, more accumulation, the same samples per step: the
+// largest divisor of micro_batch that reaches the goal.
+void smaller_micro_batch(const TrainOptions& t, Found& found) {
+  for (int64_t m2 = t.micro_batch - 1; m2 >= 1; --m2) {
+    if (t.micro_batch % m2 != 0) continue;
+    const int64_t ga2 = t.grad_accum * (t.micro_batch / m2);
+    json patch = {{"train", {{"micro_batch", m2}, {"grad_accum", ga2}}}};
+    if (found.add_if_reaching("micro_batch",
+                              "Micro-batch " + std::to_string(m2) + " with grad_accum " + std::to_string(ga2), patch,
+                              cost_micro_batch(t.micro_batch, t.grad_accum, m2, ga2, t.seq_len)))
+      break;
+  }
+}
+
+// Optimizer precision (states exist only for what trains; QLoRA and LoRA
+// keep few), then what is trained.
+void lighter_states(const TrainOptions& t, Found& found) {
+  if (!is_8bit(t.optimizer) && t.optimizer.find("sgd") == std::string::npos) {
+    found.try_add("optimizer_8bit", "8-bit AdamW (bitsandbytes)", {{"train", {{"optimizer", "adamw_bnb_8bit"}}}},
+                  cost_8bit(false));
+    found.try_add("optimizer_paged_8bit", "Paged 8-bit AdamW (bitsandbytes)",
+                  {{"train", {{"optimizer", "paged_adamw_8bit"}}}}, cost_8bit(true));
+  }
+  if (t.method == Method::kFull || t.method == Method::kFreeze) {
+    found.try_add("lora", "LoRA instead of " + std::string(to_string(t.method)) + " training",
+                  {{"train", {{"method", "lora"}}}}, cost_lora());
+  }
+  if (t.method != Method::kQlora) {
+    found.try_add("qlora", "QLoRA (4-bit base) instead of " + std::string(to_string(t.method)) + " training",
+                  {{"train", {{"method", "qlora"}}}}, cost_qlora());
+  }
+}
+
+// Shorter sequences: the longest multiple of 128 tokens that reaches the goal.
+void shorter_sequences(const TrainOptions& t, Found& found) {
+  if (t.seq_len <= 128) return;
+  const Suggester& s = found.suggester();
+  const int64_t limit = (t.seq_len - 1) / 128;
+  const int64_t units = fit::largest_fitting(
+      [&](int64_t v) {
+        auto o = s.evaluate({{"train", {{"seq_len", v * 128}}}});
+        return o && s.meets(*o, found.goal());
+      },
+      limit);
+  if (units > 0) {
+    const int64_t seq = units * 128;
+    found.try_add("seq_len", "Sequences of " + std::to_string(seq) + " tokens", {{"train", {{"seq_len", seq}}}},
+                  cost_seq(t.seq_len, seq));
+  }
+}
+
+// More GPUs with the state sharded over them: ZeRO-3 (ZeRO-1 with a
+// pipeline, which DeepSpeed pairs with stage 0 or 1 only), FSDP
+// full_shard, or Megatron's distributed optimizer, whichever family the
+// request uses; data parallel grows, grad_accum shrinks to keep the
+// global batch when it divides.
+void more_gpus(const TrainOptions& t, const ParallelOptions& p, Found& found) {
+  const int64_t model_par = p.tp * p.pp * p.cp;
+  json shard = json::object();
+  std::string sharding;
+  if (!p.fsdp.empty()) {
+    shard["fsdp"] = "full_shard";
+    sharding = "FSDP full_shard";
+  } else if (p.distributed_optimizer) {
+    sharding = "Megatron distributed optimizer";
+  } else {
+    shard["zero"] = p.pp > 1 ? 1 : 3;
+    sharding = p.pp > 1 ? "ZeRO-1 (pipelines allow stage 0 or 1)" : "ZeRO-3";
+  }
+  const int64_t global = p.dp * t.grad_accum;  // per micro-batch sample
+  for (int64_t n = p.gpus * 2; n <= limits::kMaxGpus && n <= int64_t{4096}; n *= 2) {
+    if (n % model_par != 0) continue;
+    const int64_t dp = n / model_par;
+    json par = shard;
+    par["gpus"] = n;
+    par["dp"] = dp;
+    par["nodes"] = nullptr;
+    par["gpus_per_node"] = nullptr;
+    json patch = {{"parallel", par}};
+    const bool keep_batch = global % dp == 0;
+    if (keep_batch) patch["train"] = {{"grad_accum", global / dp}};
+    if (found.add_if_reaching("more_gpus", std::to_string(n) + " GPUs, " + sharding, patch,
+                              cost_more_gpus(p.gpus, n, sharding, keep_batch)))
+      break;
+  }
+}
+
+// The smallest card that reaches the goal (cards the job's precision or
+// kernels run on; larger than the chosen one).
+void larger_card(const fit::Card& card, Found& found) {
+  std::vector<const GpuInfo*> cards;
+  for (const auto& g : gpu_catalog()) {
+    if (g.usable_bytes() > card.capacity) cards.push_back(&g);
+  }
+  std::stable_sort(cards.begin(), cards.end(),
+                   [](const GpuInfo* a, const GpuInfo* b) { return a->total_mib < b->total_mib; });
+  for (const GpuInfo* g : cards) {
+    json patch = {{"gpu", {{"name", g->name}, {"memory_gib", nullptr}}}};
+    if (found.add_if_reaching("gpu", std::string("A larger card: ") + g->name, patch, cost_card(card.name, g->name)))
+      break;
+  }
+}
+
+// When no single change of the job itself reaches the goal: the cheap
+// ones together, in rank order, as one suggestion.
+// (Cheap: the job keeps its data and its hardware.)
+void cheap_together(const TrainOptions& t, Found& found, json& notes) {
+  const auto& list = found.list();
+  const bool single = std::any_of(list.begin(), list.end(), [](const Suggestion& x) { return x.cost.tier < kData; });
+  if (single) return;
+  json combined = json::object();
+  std::vector<std::string> parts;
+  Cost cost{kSpeed, std::nullopt, "", "each change's own source (the single suggestions above)"};
+  auto step = [&](const json& patch, const std::string& part, int tier) -> bool {
+    combined.merge_patch(patch);
+    parts.push_back(part);
+    cost.tier = std::max(cost.tier, tier);
+    auto o = found.suggester().reaching(combined, found.goal());
+    if (!o) return false;
+    cost.text = "together: " + parts[0];
+    for (size_t i = 1; i < parts.size(); ++i) cost.text += ", " + parts[i];
+    found.add("combined", "Together: " + cost.text.substr(10), combined, *o, cost);
+    return true;
+  };
+  bool done = false;
+  if (!t.fused_loss) done = step({{"train", {{"fused_loss", true}}}}, "fused loss", kFree);
+  if (!done && t.checkpointing != Checkpointing::kFull)
+    done = step({{"train", {{"grad_checkpointing", "full"}}}}, "full checkpointing", kSpeed);
+  if (!done && t.micro_batch > 1) {
+    done = step({{"train", {{"micro_batch", 1}, {"grad_accum", t.grad_accum * t.micro_batch}}}},
+                "micro-batch 1 with grad_accum " + std::to_string(t.grad_accum * t.micro_batch), kSpeed);
+  }
+  if (!done && !is_8bit(t.optimizer))
+    done = step({{"train", {{"optimizer", "paged_adamw_8bit"}}}}, "paged 8-bit AdamW", kOptimizerPrecision);
+  if (!done && t.method != Method::kLora && t.method != Method::kQlora)
+    done = step({{"train", {{"method", "lora"}}}}, "LoRA", kWhatIsTrained);
+  if (!done && t.method != Method::kQlora) done = step({{"train", {{"method", "qlora"}}}}, "QLoRA", kWhatIsTrained);
+  if (!done) notes.push_back("no combination of checkpointing, micro-batch, 8-bit optimizer and LoRA/QLoRA fits");
+}
+
+// Every suggestion for a job that misses `goal`, ranked by what it costs.
+json ranked_suggestions(const json& request, const Request& req, const fit::Card& card, int64_t peak, Goal goal,
+                        const std::optional<speed::StepCost>& base_time, json& notes) {
+  const Suggester s(request, peak);
+  Found found(s, goal);
+  const TrainOptions& t = req.train;
+  same_math(t, found);
+  smaller_micro_batch(t, found);
+  lighter_states(t, found);
+  shorter_sequences(t, found);
+  more_gpus(t, req.parallel, found);
+  larger_card(card, found);
+  cheap_together(t, found, notes);
+  std::vector<Suggestion> list = found.list();
+  std::stable_sort(list.begin(), list.end(), [](const Suggestion& a, const Suggestion& b) {
+    return std::make_pair(a.cost.tier, a.order) < std::make_pair(b.cost.tier, b.order);
+  });
+  json arr = json::array();
+  for (const auto& x : list) arr.push_back(suggestion_json(x, base_time));
+  return arr;
+}
+
 }  // namespace
 
 json suggest(const json& request) {
@@ -280,174 +488,12 @@ json suggest(const json& request) {
                    {"gpu", card->name},
                    {"capacity_bytes", card->capacity},
                    {"time", base_time ? speed::step_cost_json(*base_time) : json(nullptr)}};
-    std::vector<Suggestion> list;
     if (goal == Goal::kNone) {
       out["suggestions"] = json::array();
       out["notes"] = notes;
       return out;
     }
-    const Suggester s(request, peak);
-    int order = 0;
-    auto add = [&](std::string key, std::string title, json patch, const Outcome& o, Cost cost) {
-      list.push_back({std::move(key), std::move(title), std::move(patch), o, std::move(cost), order++});
-    };
-    auto try_add = [&](std::string key, std::string title, json patch, Cost cost) {
-      if (auto o = s.reaching(patch, goal))
-        add(std::move(key), std::move(title), std::move(patch), *o, std::move(cost));
-    };
-    const TrainOptions& t = req.train;
-    const ParallelOptions& p = req.parallel;
-
-    // Same math, no time cost.
-    if (!t.fused_loss)
-      try_add("fused_loss", "Fused (chunked) loss", {{"train", {{"fused_loss", true}}}}, cost_fused_loss());
-    // Same math, step time.
-    if (t.checkpointing == Checkpointing::kNone) {
-      try_add("checkpointing_selective", "Selective activation checkpointing",
-              {{"train", {{"grad_checkpointing", "selective"}}}}, cost_selective());
-    }
-    if (t.checkpointing != Checkpointing::kFull) {
-      try_add("checkpointing_full", "Full activation checkpointing", {{"train", {{"grad_checkpointing", "full"}}}},
-              cost_full_ckpt());
-    }
-    // Smaller micro-batch, more accumulation, the same samples per step: the
-    // largest divisor of micro_batch that reaches the goal.
-    for (int64_t m2 = t.micro_batch - 1; m2 >= 1; --m2) {
-      if (t.micro_batch % m2 != 0) continue;
-      const int64_t ga2 = t.grad_accum * (t.micro_batch / m2);
-      json patch = {{"train", {{"micro_batch", m2}, {"grad_accum", ga2}}}};
-      if (auto o = s.reaching(patch, goal)) {
-        add("micro_batch", "Micro-batch " + std::to_string(m2) + " with grad_accum " + std::to_string(ga2), patch, *o,
-            cost_micro_batch(t.micro_batch, t.grad_accum, m2, ga2, t.seq_len));
-        break;
-      }
-    }
-    // Optimizer precision (states exist only for what trains; QLoRA and LoRA
-    // keep few).
-    if (!is_8bit(t.optimizer) && t.optimizer.find("sgd") == std::string::npos) {
-      try_add("optimizer_8bit", "8-bit AdamW (bitsandbytes)", {{"train", {{"optimizer", "adamw_bnb_8bit"}}}},
-              cost_8bit(false));
-      try_add("optimizer_paged_8bit", "Paged 8-bit AdamW (bitsandbytes)",
-              {{"train", {{"optimizer", "paged_adamw_8bit"}}}}, cost_8bit(true));
-    }
-    // What is trained.
-    if (t.method == Method::kFull || t.method == Method::kFreeze) {
-      try_add("lora", "LoRA instead of " + std::string(to_string(t.method)) + " training",
-              {{"train", {{"method", "lora"}}}}, cost_lora());
-    }
-    if (t.method != Method::kQlora) {
-      try_add("qlora", "QLoRA (4-bit base) instead of " + std::string(to_string(t.method)) + " training",
-              {{"train", {{"method", "qlora"}}}}, cost_qlora());
-    }
-    // Shorter sequences: the longest multiple of 128 tokens that reaches the goal.
-    if (t.seq_len > 128) {
-      const int64_t limit = (t.seq_len - 1) / 128;
-      const int64_t units = fit::largest_fitting(
-          [&](int64_t v) {
-            auto o = s.evaluate({{"train", {{"seq_len", v * 128}}}});
-            return o && s.meets(*o, goal);
-          },
-          limit);
-      if (units > 0) {
-        const int64_t seq = units * 128;
-        try_add("seq_len", "Sequences of " + std::to_string(seq) + " tokens", {{"train", {{"seq_len", seq}}}},
-                cost_seq(t.seq_len, seq));
-      }
-    }
-    // More GPUs with the state sharded over them: ZeRO-3 (ZeRO-1 with a
-    // pipeline, which DeepSpeed pairs with stage 0 or 1 only), FSDP
-    // full_shard, or Megatron's distributed optimizer, whichever family the
-    // request uses; data parallel grows, grad_accum shrinks to keep the
-    // global batch when it divides.
-    {
-      const int64_t model_par = p.tp * p.pp * p.cp;
-      json shard = json::object();
-      std::string sharding;
-      if (!p.fsdp.empty()) {
-        shard["fsdp"] = "full_shard";
-        sharding = "FSDP full_shard";
-      } else if (p.distributed_optimizer) {
-        sharding = "Megatron distributed optimizer";
-      } else {
-        shard["zero"] = p.pp > 1 ? 1 : 3;
-        sharding = p.pp > 1 ? "ZeRO-1 (pipelines allow stage 0 or 1)" : "ZeRO-3";
-      }
-      const int64_t global = p.dp * t.grad_accum;  // per micro-batch sample
-      for (int64_t n = p.gpus * 2; n <= limits::kMaxGpus && n <= int64_t{4096}; n *= 2) {
-        if (n % model_par != 0) continue;
-        const int64_t dp = n / model_par;
-        json par = shard;
-        par["gpus"] = n;
-        par["dp"] = dp;
-        par["nodes"] = nullptr;
-        par["gpus_per_node"] = nullptr;
-        json patch = {{"parallel", par}};
-        const bool keep_batch = global % dp == 0;
-        if (keep_batch) patch["train"] = {{"grad_accum", global / dp}};
-        if (auto o = s.reaching(patch, goal)) {
-          add("more_gpus", std::to_string(n) + " GPUs, " + sharding, patch, *o,
-              cost_more_gpus(p.gpus, n, sharding, keep_batch));
-          break;
-        }
-      }
-    }
-    // The smallest card that reaches the goal (cards the job's precision or
-    // kernels run on; larger than the chosen one).
-    {
-      std::vector<const GpuInfo*> cards;
-      for (const auto& g : gpu_catalog()) {
-        if (g.usable_bytes() > card->capacity) cards.push_back(&g);
-      }
-      std::stable_sort(cards.begin(), cards.end(),
-                       [](const GpuInfo* a, const GpuInfo* b) { return a->total_mib < b->total_mib; });
-      for (const GpuInfo* g : cards) {
-        json patch = {{"gpu", {{"name", g->name}, {"memory_gib", nullptr}}}};
-        if (auto o = s.reaching(patch, goal)) {
-          add("gpu", std::string("A larger card: ") + g->name, patch, *o, cost_card(card->name, g->name));
-          break;
-        }
-      }
-    }
-    // When no single change of the job itself reaches the goal: the cheap
-    // ones together, in rank order, as one suggestion.
-    // (Cheap: the job keeps its data and its hardware.)
-    const bool single = std::any_of(list.begin(), list.end(), [](const Suggestion& x) { return x.cost.tier < kData; });
-    if (!single) {
-      json combined = json::object();
-      std::vector<std::string> parts;
-      Cost cost{kSpeed, std::nullopt, "", "each change's own source (the single suggestions above)"};
-      auto step = [&](const json& patch, const std::string& part, int tier) -> bool {
-        combined.merge_patch(patch);
-        parts.push_back(part);
-        cost.tier = std::max(cost.tier, tier);
-        auto o = s.reaching(combined, goal);
-        if (!o) return false;
-        cost.text = "together: " + parts[0];
-        for (size_t i = 1; i < parts.size(); ++i) cost.text += ", " + parts[i];
-        add("combined", "Together: " + cost.text.substr(10), combined, *o, cost);
-        return true;
-      };
-      bool done = false;
-      if (!t.fused_loss) done = step({{"train", {{"fused_loss", true}}}}, "fused loss", kFree);
-      if (!done && t.checkpointing != Checkpointing::kFull)
-        done = step({{"train", {{"grad_checkpointing", "full"}}}}, "full checkpointing", kSpeed);
-      if (!done && t.micro_batch > 1) {
-        done = step({{"train", {{"micro_batch", 1}, {"grad_accum", t.grad_accum * t.micro_batch}}}},
-                    "micro-batch 1 with grad_accum " + std::to_string(t.grad_accum * t.micro_batch), kSpeed);
-      }
-      if (!done && !is_8bit(t.optimizer))
-        done = step({{"train", {{"optimizer", "paged_adamw_8bit"}}}}, "paged 8-bit AdamW", kOptimizerPrecision);
-      if (!done && t.method != Method::kLora && t.method != Method::kQlora)
-        done = step({{"train", {{"method", "lora"}}}}, "LoRA", kWhatIsTrained);
-      if (!done && t.method != Method::kQlora) done = step({{"train", {{"method", "qlora"}}}}, "QLoRA", kWhatIsTrained);
-      if (!done) notes.push_back("no combination of checkpointing, micro-batch, 8-bit optimizer and LoRA/QLoRA fits");
-    }
-    std::stable_sort(list.begin(), list.end(), [](const Suggestion& a, const Suggestion& b) {
-      return std::make_pair(a.cost.tier, a.order) < std::make_pair(b.cost.tier, b.order);
-    });
-    json arr = json::array();
-    for (const auto& x : list) arr.push_back(suggestion_json(x, base_time));
-    out["suggestions"] = arr;
+    out["suggestions"] = ranked_suggestions(request, req, *card, peak, goal, base_time, notes);
     notes.push_back(std::string("each suggestion is one change (its patch: request fields to merge) estimated again; "
                                 "ranked by cost: none, speed, optimizer precision, what is trained, data, hardware; "
                                 "goal: ") +

@@ -131,6 +131,132 @@ NameParts split_name(const std::string& name, int64_t rank, const std::set<std::
   return p;
 }
 
+namespace {
+
+// Which stack a module sits in (its first four segments decide).
+// Projectors between a tower and the language model: LLaVA / Gemma 3 /
+// Llama 4 multi_modal_projector, Qwen2-VL visual.merger, Idefics3 connector,
+// LLaVA-1.5 original mm_projector, Gemma 3n embed_vision / embed_audio.
+// Towers: vision_tower (LLaVA, Gemma 3, Llama 4, PaliGemma), vision_model
+// (Idefics3, Mllama, SigLIP), visual (Qwen2-VL / 2.5-VL), audio_tower
+// (Qwen2-Audio, Gemma 3n, Voxtral).
+std::string stack_of(const std::vector<std::string>& low, bool encoder_decoder) {
+  std::string stack = "text";
+  for (size_t i = 0; i < low.size() && i < 4; ++i) {
+    const std::string& s = low[i];
+    if (in(s, {"multi_modal_projector", "mm_projector", "connector", "merger", "embed_vision", "embed_audio",
+               "vision_projection", "audio_projector"})) {
+      stack = "projector";
+      break;
+    }
+    if (in(s, {"vision_tower", "vision_model", "visual", "vision_encoder", "image_encoder", "vision"})) {
+      stack = "vision_tower";
+      // Qwen2-VL's merger sits inside `visual`: keep looking for it.
+      continue;
+    }
+    if (in(s, {"audio_tower", "audio_model", "audio_encoder", "audio"})) {
+      stack = "audio_tower";
+      continue;
+    }
+    // Encoder-decoder models (T5 encoder.block, Whisper / BART model.encoder).
+    if (stack == "text" && encoder_decoder && i < 2 && s == "encoder") stack = "encoder";
+  }
+  return stack;
+}
+
+// The layer and expert numbers, the canonical path (numbers as '*') and the
+// leaf.
+// Layer containers: layers (Llama, Mistral, Qwen, Gemma, OPT, Whisper), h
+// (GPT-2, BLOOM, Falcon), blocks / block (T5 block, vision towers), layer
+// (BERT encoder.layer).
+void number_segments(const std::vector<std::string>& segs, const std::vector<std::string>& low, Placement& pl) {
+  std::string canonical;
+  for (size_t i = 0; i < segs.size(); ++i) {
+    std::string part = segs[i];
+    if (i > 0 && numeric(segs[i])) {
+      const std::string& prev = low[i - 1];
+      if (pl.layer < 0 && in(prev, {"layers", "h", "blocks", "block", "layer"})) {
+        pl.layer = std::stoll(segs[i]);
+        part = "*";
+      } else if (prev == "experts") {
+        pl.expert = std::stoll(segs[i]);
+        part = "*";
+      } else {
+        part = "*";  // T5's block.N.layer.M, ModuleList indices inside a layer
+      }
+    }
+    canonical += (canonical.empty() ? "" : ".") + part;
+  }
+  pl.canonical = canonical;
+  // The leaf: the last non-numeric segment.
+  for (auto it = segs.rbegin(); it != segs.rend(); ++it) {
+    if (!numeric(*it)) {
+      pl.leaf = *it;
+      break;
+    }
+  }
+}
+
+// The role, from the leaf and the containers the module sits in.
+Role role_of(const Placement& pl, const std::string& leaf, const std::vector<std::string>& low) {
+  auto has = [&](std::initializer_list<const char*> list) {
+    return std::any_of(low.begin(), low.end(), [&](const std::string& s) { return in(s, list); });
+  };
+  if (leaf.find("norm") != std::string::npos || leaf.rfind("ln_", 0) == 0 || leaf == "ln") {
+    // input_layernorm, post_attention_layernorm, norm (Llama); ln_1, ln_2,
+    // ln_f (GPT-2); LayerNorm (BERT); layer_norm / final_layer_norm (T5,
+    // Whisper); q_norm, k_norm (Qwen3, OLMo 2); q_a_layernorm (DeepSeek).
+    return Role::kNorm;
+  } else if (pl.layer < 0 && pl.stack == "text" &&
+             in(leaf, {"lm_head", "embed_out", "output", "score", "classifier", "proj_out"})) {
+    // lm_head (most *ForCausalLM), embed_out (GPT-NeoX), output (InternLM2),
+    // score (*ForSequenceClassification), proj_out (Whisper).
+    return Role::kHead;
+  } else if (pl.layer < 0 && in(leaf, {"embed_tokens", "wte", "wpe", "word_embeddings", "embed_in", "tok_embeddings",
+                                       "shared", "position_embeddings", "embed_positions", "token_type_embeddings",
+                                       "embedding", "embeddings", "position_embedding", "embed_tokens_per_layer"})) {
+    // embed_tokens (Llama), wte / wpe (GPT-2), word_embeddings (BLOOM, BERT),
+    // embed_in (GPT-NeoX), tok_embeddings (InternLM2), shared (T5),
+    // embed_positions (OPT, Whisper), token_type_embeddings (BERT).
+    return Role::kEmbedding;
+  } else if (in(leaf, {"router", "gating", "shared_expert_gate"}) ||
+             (leaf == "gate" && has({"mlp", "block_sparse_moe", "feed_forward", "moe", "ffn"}))) {
+    // mlp.gate (Qwen2-MoE, DeepSeek, OLMoE), block_sparse_moe.gate (Mixtral),
+    // mlp.router (gpt-oss), feed_forward.router (Llama 4).
+    return Role::kRouter;
+  } else if (has({"shared_expert", "shared_experts", "shared_mlp"})) {
+    // Qwen2-MoE mlp.shared_expert, DeepSeek mlp.shared_experts, Llama 4 shared_expert.
+    return Role::kSharedMlp;
+  } else if (has({"experts"})) {
+    // Mixtral block_sparse_moe.experts.N.w1, Qwen-MoE / DeepSeek mlp.experts.N.gate_proj,
+    // gpt-oss mlp.experts.gate_up_proj (fused, [experts, hidden, 2 x expert width]).
+    return Role::kExperts;
+  } else if (has({"self_attn", "attn", "attention", "self_attention", "selfattention", "encdecattention",
+                  "encoder_attn", "cross_attn", "crossattention"}) ||
+             in(leaf, {"q_proj", "k_proj", "v_proj", "o_proj", "qkv_proj", "query_key_value", "c_attn", "wqkv", "query",
+                       "key", "value", "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj"})) {
+    // self_attn.{q,k,v,o}_proj (Llama), attn.c_attn / c_proj (GPT-2),
+    // self_attention.query_key_value / dense (BLOOM, Falcon), attention.wqkv /
+    // wo (InternLM2), SelfAttention.{q,k,v,o} and EncDecAttention (T5),
+    // attention.self.{query,key,value} (BERT), encoder_attn (Whisper),
+    // self_attn.sinks (gpt-oss).
+    return Role::kAttention;
+  } else if (has({"mlp", "feed_forward", "ffn", "densereludense", "block_sparse_moe", "intermediate", "output"}) ||
+             in(leaf, {"gate_proj", "up_proj", "down_proj", "fc1", "fc2", "c_fc", "w1", "w2", "w3", "dense_h_to_4h",
+                       "dense_4h_to_h", "gate_up_proj", "wi", "wi_0", "wi_1"})) {
+    // mlp.{gate,up,down}_proj (Llama), mlp.c_fc / c_proj (GPT-2),
+    // mlp.dense_h_to_4h (GPT-NeoX, BLOOM), fc1 / fc2 (OPT, Phi, Whisper),
+    // feed_forward.w1..w3 (InternLM2, Mixtral experts), DenseReluDense.wi / wo
+    // (T5), intermediate.dense and output.dense (BERT).
+    return Role::kMlp;
+  } else if (pl.stack != "text" && pl.stack != "encoder") {
+    return Role::kTower;  // inside a tower or projector: placed there whatever its name
+  }
+  return Role::kUnplaced;
+}
+
+}  // namespace
+
 const char* role_name(Role r) {
   switch (r) {
     case Role::kEmbedding:
@@ -166,121 +292,12 @@ Placement place(const std::string& module, bool encoder_decoder) {
   // Qwen3-Next keeps its multi-token-prediction module at the top level
   // (mtp.fc, mtp.layers.0.*; modeling_qwen3_next.py drops "^mtp.*" on load).
   pl.mtp = !low.empty() && (low[0] == "mtp" || (low.size() > 1 && low[0] == "model" && low[1] == "mtp"));
-
-  // ---- which stack ----------------------------------------------------------
-  // Projectors between a tower and the language model: LLaVA / Gemma 3 /
-  // Llama 4 multi_modal_projector, Qwen2-VL visual.merger, Idefics3 connector,
-  // LLaVA-1.5 original mm_projector, Gemma 3n embed_vision / embed_audio.
-  // Towers: vision_tower (LLaVA, Gemma 3, Llama 4, PaliGemma), vision_model
-  // (Idefics3, Mllama, SigLIP), visual (Qwen2-VL / 2.5-VL), audio_tower
-  // (Qwen2-Audio, Gemma 3n, Voxtral).
-  for (size_t i = 0; i < low.size() && i < 4; ++i) {
-    const std::string& s = low[i];
-    if (in(s, {"multi_modal_projector", "mm_projector", "connector", "merger", "embed_vision", "embed_audio",
-               "vision_projection", "audio_projector"})) {
-      pl.stack = "projector";
-      break;
-    }
-    if (in(s, {"vision_tower", "vision_model", "visual", "vision_encoder", "image_encoder", "vision"})) {
-      pl.stack = "vision_tower";
-      // Qwen2-VL's merger sits inside `visual`: keep looking for it.
-      continue;
-    }
-    if (in(s, {"audio_tower", "audio_model", "audio_encoder", "audio"})) {
-      pl.stack = "audio_tower";
-      continue;
-    }
-    // Encoder-decoder models (T5 encoder.block, Whisper / BART model.encoder).
-    if (pl.stack == "text" && encoder_decoder && i < 2 && s == "encoder") pl.stack = "encoder";
-  }
-
-  // ---- layer and expert numbers ---------------------------------------------
-  // Layer containers: layers (Llama, Mistral, Qwen, Gemma, OPT, Whisper), h
-  // (GPT-2, BLOOM, Falcon), blocks / block (T5 block, vision towers), layer
-  // (BERT encoder.layer).
-  std::string canonical;
-  for (size_t i = 0; i < segs.size(); ++i) {
-    std::string part = segs[i];
-    if (i > 0 && numeric(segs[i])) {
-      const std::string& prev = low[i - 1];
-      if (pl.layer < 0 && in(prev, {"layers", "h", "blocks", "block", "layer"})) {
-        pl.layer = std::stoll(segs[i]);
-        part = "*";
-      } else if (prev == "experts") {
-        pl.expert = std::stoll(segs[i]);
-        part = "*";
-      } else {
-        part = "*";  // T5's block.N.layer.M, ModuleList indices inside a layer
-      }
-    }
-    canonical += (canonical.empty() ? "" : ".") + part;
-  }
-  pl.canonical = canonical;
-  // The leaf: the last non-numeric segment.
-  for (auto it = segs.rbegin(); it != segs.rend(); ++it) {
-    if (!numeric(*it)) {
-      pl.leaf = *it;
-      break;
-    }
-  }
+  pl.stack = stack_of(low, encoder_decoder);
+  number_segments(segs, low, pl);
   const std::string leaf = lower(pl.leaf);
-  auto has = [&](std::initializer_list<const char*> list) {
-    return std::any_of(low.begin(), low.end(), [&](const std::string& s) { return in(s, list); });
-  };
   pl.output_side =
       in(leaf, {"o_proj", "down_proj", "dense", "c_proj", "wo", "out_proj", "fc2", "dense_4h_to_h", "w2", "o", "down"});
-
-  // ---- role -------------------------------------------------------------------
-  if (leaf.find("norm") != std::string::npos || leaf.rfind("ln_", 0) == 0 || leaf == "ln") {
-    // input_layernorm, post_attention_layernorm, norm (Llama); ln_1, ln_2,
-    // ln_f (GPT-2); LayerNorm (BERT); layer_norm / final_layer_norm (T5,
-    // Whisper); q_norm, k_norm (Qwen3, OLMo 2); q_a_layernorm (DeepSeek).
-    pl.role = Role::kNorm;
-  } else if (pl.layer < 0 && pl.stack == "text" &&
-             in(leaf, {"lm_head", "embed_out", "output", "score", "classifier", "proj_out"})) {
-    // lm_head (most *ForCausalLM), embed_out (GPT-NeoX), output (InternLM2),
-    // score (*ForSequenceClassification), proj_out (Whisper).
-    pl.role = Role::kHead;
-  } else if (pl.layer < 0 && in(leaf, {"embed_tokens", "wte", "wpe", "word_embeddings", "embed_in", "tok_embeddings",
-                                       "shared", "position_embeddings", "embed_positions", "token_type_embeddings",
-                                       "embedding", "embeddings", "position_embedding", "embed_tokens_per_layer"})) {
-    // embed_tokens (Llama), wte / wpe (GPT-2), word_embeddings (BLOOM, BERT),
-    // embed_in (GPT-NeoX), tok_embeddings (InternLM2), shared (T5),
-    // embed_positions (OPT, Whisper), token_type_embeddings (BERT).
-    pl.role = Role::kEmbedding;
-  } else if (in(leaf, {"router", "gating", "shared_expert_gate"}) ||
-             (leaf == "gate" && has({"mlp", "block_sparse_moe", "feed_forward", "moe", "ffn"}))) {
-    // mlp.gate (Qwen2-MoE, DeepSeek, OLMoE), block_sparse_moe.gate (Mixtral),
-    // mlp.router (gpt-oss), feed_forward.router (Llama 4).
-    pl.role = Role::kRouter;
-  } else if (has({"shared_expert", "shared_experts", "shared_mlp"})) {
-    // Qwen2-MoE mlp.shared_expert, DeepSeek mlp.shared_experts, Llama 4 shared_expert.
-    pl.role = Role::kSharedMlp;
-  } else if (has({"experts"})) {
-    // Mixtral block_sparse_moe.experts.N.w1, Qwen-MoE / DeepSeek mlp.experts.N.gate_proj,
-    // gpt-oss mlp.experts.gate_up_proj (fused, [experts, hidden, 2 x expert width]).
-    pl.role = Role::kExperts;
-  } else if (has({"self_attn", "attn", "attention", "self_attention", "selfattention", "encdecattention",
-                  "encoder_attn", "cross_attn", "crossattention"}) ||
-             in(leaf, {"q_proj", "k_proj", "v_proj", "o_proj", "qkv_proj", "query_key_value", "c_attn", "wqkv", "query",
-                       "key", "value", "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj"})) {
-    // self_attn.{q,k,v,o}_proj (Llama), attn.c_attn / c_proj (GPT-2),
-    // self_attention.query_key_value / dense (BLOOM, Falcon), attention.wqkv /
-    // wo (InternLM2), SelfAttention.{q,k,v,o} and EncDecAttention (T5),
-    // attention.self.{query,key,value} (BERT), encoder_attn (Whisper),
-    // self_attn.sinks (gpt-oss).
-    pl.role = Role::kAttention;
-  } else if (has({"mlp", "feed_forward", "ffn", "densereludense", "block_sparse_moe", "intermediate", "output"}) ||
-             in(leaf, {"gate_proj", "up_proj", "down_proj", "fc1", "fc2", "c_fc", "w1", "w2", "w3", "dense_h_to_4h",
-                       "dense_4h_to_h", "gate_up_proj", "wi", "wi_0", "wi_1"})) {
-    // mlp.{gate,up,down}_proj (Llama), mlp.c_fc / c_proj (GPT-2),
-    // mlp.dense_h_to_4h (GPT-NeoX, BLOOM), fc1 / fc2 (OPT, Phi, Whisper),
-    // feed_forward.w1..w3 (InternLM2, Mixtral experts), DenseReluDense.wi / wo
-    // (T5), intermediate.dense and output.dense (BERT).
-    pl.role = Role::kMlp;
-  } else if (pl.stack != "text" && pl.stack != "encoder") {
-    pl.role = Role::kTower;  // inside a tower or projector: placed there whatever its name
-  }
+  pl.role = role_of(pl, leaf, low);
   return pl;
 }
 

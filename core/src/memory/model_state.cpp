@@ -77,116 +77,97 @@ StateSizes combine(const StateSizes& a, const StateSizes& b, const OptimizerInfo
 
 }  // namespace
 
-StateSizes model_state(const Request& req, const TrainablePlan& plan, const Dtypes& dt, const OptimizerInfo& opt,
-                       Part part) {
-  const ModelSpec& m = req.model;
-  const TrainOptions& t = req.train;
-  StateSizes s;
-  const int64_t L = std::max<int64_t>(m.text.layers, 1);
-  const int64_t persist = req.parallel.stage3_param_persistence_threshold;
-  const int64_t lora_elem = dt.adapter;
-  const int64_t frozen_hp_elem = dt.frozen;
-  int64_t decay_group = 0;  // weights with decay: HF Trainer's first param group
-  // Muon steps the hidden layers' 2-D weights; the rest goes to AdamW.
-  const OptimizerInfo& adamw = opt.matrices_only ? *find_optimizer("adamw_torch") : opt;
-  auto muon_for = [&](const ParamGroup& g) {
-    return !opt.matrices_only || (g.kind == ModuleKind::kLinear && m.layer_span(g) > 0);
-  };
+namespace {
+
+// What the optimizer step's temporaries depend on, summed over the groups.
+struct StepTally {
+  int64_t decay_group = 0;     // weights with decay: HF Trainer's first param group
   int64_t largest_matrix = 0;  // Muon's largest tensor
   int64_t adamw_rest = 0;      // parameters Muon leaves to AdamW
-  // One LoRA adapter on `instances` Linears of in x out: lora_A [r, in] and
-  // lora_B [out, r], both 2-D, with their gradients and optimizer states.
-  auto adapter = [&](int64_t in, int64_t out, int64_t instances, int64_t params) {
-    s.lora_weights += lora_elem * params;
-    s.grads += lora_elem * params;
-    s.trainable += params;
-    const int64_t per = params / instances;
-    for (int64_t numel : {t.lora.rank * in, t.lora.rank * out}) {
-      if (numel < persist) s.lora_persistent += lora_elem * numel * instances;
-    }
-    s.states += state_bytes(opt, lora_elem, t.lora.rank * in, t.lora.rank, in) * instances +
-                state_bytes(opt, lora_elem, t.lora.rank * out, out, t.lora.rank) * instances;
-    s.largest_trainable_tensor = std::max(s.largest_trainable_tensor, per);
-    largest_matrix = std::max(largest_matrix, per);
-    decay_group += params;
-  };
-  for (size_t i = 0; i < m.groups.size(); ++i) {
-    const ParamGroup& g = m.groups[i];
-    const GroupPlan& gp = plan.groups[i];
-    if (!in_part(g, part)) continue;
-    if (gp.quantized) {
-      s.weights_quantized += nf4_bytes(g.in_features * g.out_features, t.quant) * g.instances;
-      s.quantized_packed += ceil_div(g.in_features * g.out_features, 2) * g.instances;
-      if (g.bias) s.weights += frozen_hp_elem * g.out_features * g.instances;
-      // MatMul4Bit backward: grad_A = grad_out @ dequantize_4bit(B).to(dtype)
-      // (2 B per value). torchao's NF4Tensor.get_original_weight (torchtune's
-      // linear_nf4) unpacks through int64 codes instead, all locals alive
-      // until it returns: (q >> 4).to(long) and (q & 0b1111).to(long) (n/2
-      // values x 8 B each = 8 B per weight value), the two bf16 lookups
-      // nf4[codes], their scaled products and the stacked result (2 B per
-      // value each): 8 + 2 + 2 + 2 = 14 B per value. Lightning's
-      // _Linear4bit.quantize casts the weight to fp16 before quantize_4bit
-      // (weight.contiguous().to(device=device, dtype=torch.half)), so
-      // quant_state.dtype is fp16: dequantize_4bit returns fp16 and
-      // .to(bf16) copies it while it is alive, 2 + 2 B per value.
-      const int64_t per_value = t.quant.torchao ? 14 : t.quant.lightning ? 4 : 2;
-      // A quantised lm_head dequantises while the logits (forward) or their
-      // gradient (backward) are alive, not inside a layer's backward.
-      int64_t& slot = g.component == std::string(comp::kLmHead) ? s.head_dequant : s.qlora_dequant;
-      slot = std::max(slot, per_value * g.in_features * g.out_features);
-    } else {
-      s.weights += (gp.trainable ? dt.weight : frozen_hp_elem) * g.total();
-      // deepspeed stage3 param persistence: tensors under
-      // stage3_param_persistence_threshold elements are never partitioned.
-      if (g.numel < persist) s.weights_persistent += (gp.trainable ? dt.weight : frozen_hp_elem) * g.total();
-    }
-    // autocast caches a bf16 copy of every fp32 Linear weight it multiplies.
-    if (dt.autocast && g.kind == ModuleKind::kLinear && !gp.quantized)
-      s.autocast_cache += dt.autocast_cache * g.total();
-    const int64_t tn = g.numel * gp.trainable_instances;
-    if (gp.trainable && tn > 0) {
-      const int64_t rows = g.kind == ModuleKind::kLinear ? g.out_features : g.in_features;
-      const int64_t cols = g.kind == ModuleKind::kLinear ? g.in_features : g.out_features;
-      s.grads += dt.grad * tn;
-      s.trainable += tn;
-      s.master += dt.master * tn;
-      s.states += state_bytes(muon_for(g) ? opt : adamw, dt.state, g.numel, rows, cols) * gp.trainable_instances;
-      s.largest_trainable_tensor = std::max(s.largest_trainable_tensor, g.numel);
-      if (g.kind != ModuleKind::kNorm) decay_group += tn;
-      if (muon_for(g)) {
-        largest_matrix = std::max(largest_matrix, g.numel);
-      } else {
-        adamw_rest += tn;
-      }
-      if (g.stack != "text") {
-        s.grads_other += dt.grad * tn;
-      } else if (g.kind == ModuleKind::kEmbedding) {
-        s.grads_embed += dt.grad * tn;
-      } else if (m.layer_span(g) > 0) {
-        s.grads_layer += dt.grad * tn / L;
-      } else {
-        s.grads_head += dt.grad * tn;
-      }
-    }
-    if (gp.lora) {
-      adapter(g.in_features, g.out_features, g.instances, gp.lora_params);
-      if (m.layer_span(g) > 0) {
-        s.grads_layer += lora_elem * gp.lora_params / L;
-      } else {
-        s.grads_other += lora_elem * gp.lora_params;
-      }
-    }
+};
+
+// A 4-bit group's stored weights (NF4 codes and constants, a 16-bit bias)
+// and the largest dequantised copy it makes.
+void add_4bit_weights(const ParamGroup& g, const TrainOptions& t, int64_t frozen_hp_elem, StateSizes& s) {
+  s.weights_quantized += nf4_bytes(g.in_features * g.out_features, t.quant) * g.instances;
+  s.quantized_packed += ceil_div(g.in_features * g.out_features, 2) * g.instances;
+  if (g.bias) s.weights += frozen_hp_elem * g.out_features * g.instances;
+  // MatMul4Bit backward: grad_A = grad_out @ dequantize_4bit(B).to(dtype)
+  // (2 B per value). torchao's NF4Tensor.get_original_weight (torchtune's
+  // linear_nf4) unpacks through int64 codes instead, all locals alive
+  // until it returns: (q >> 4).to(long) and (q & 0b1111).to(long) (n/2
+  // values x 8 B each = 8 B per weight value), the two bf16 lookups
+  // nf4[codes], their scaled products and the stacked result (2 B per
+  // value each): 8 + 2 + 2 + 2 = 14 B per value. Lightning's
+  // _Linear4bit.quantize casts the weight to fp16 before quantize_4bit
+  // (weight.contiguous().to(device=device, dtype=torch.half)), so
+  // quant_state.dtype is fp16: dequantize_4bit returns fp16 and
+  // .to(bf16) copies it while it is alive, 2 + 2 B per value.
+  const int64_t per_value = t.quant.torchao ? 14 : t.quant.lightning ? 4 : 2;
+  // A quantised lm_head dequantises while the logits (forward) or their
+  // gradient (backward) are alive, not inside a layer's backward.
+  int64_t& slot = g.component == std::string(comp::kLmHead) ? s.head_dequant : s.qlora_dequant;
+  slot = std::max(slot, per_value * g.in_features * g.out_features);
+}
+
+// One LoRA adapter on `instances` Linears of in x out: lora_A [r, in] and
+// lora_B [out, r], both 2-D, with their gradients and optimizer states.
+void add_adapter(const Request& req, const Dtypes& dt, const OptimizerInfo& opt, int64_t in, int64_t out,
+                 int64_t instances, int64_t params, StateSizes& s, StepTally& tally) {
+  const TrainOptions& t = req.train;
+  const int64_t persist = req.parallel.stage3_param_persistence_threshold;
+  const int64_t lora_elem = dt.adapter;
+  s.lora_weights += lora_elem * params;
+  s.grads += lora_elem * params;
+  s.trainable += params;
+  const int64_t per = params / instances;
+  for (int64_t numel : {t.lora.rank * in, t.lora.rank * out}) {
+    if (numel < persist) s.lora_persistent += lora_elem * numel * instances;
   }
-  // LoRA on the output layer: its gradients are the first of backward.
-  if (const HeadLora& hl = plan.head_lora; hl.on && part != Part::kExperts) {
-    adapter(hl.in, hl.out, 1, hl.params);
-    s.grads_head += lora_elem * hl.params;
+  s.states += state_bytes(opt, lora_elem, t.lora.rank * in, t.lora.rank, in) * instances +
+              state_bytes(opt, lora_elem, t.lora.rank * out, out, t.lora.rank) * instances;
+  s.largest_trainable_tensor = std::max(s.largest_trainable_tensor, per);
+  tally.largest_matrix = std::max(tally.largest_matrix, per);
+  tally.decay_group += params;
+}
+
+// A trained group's gradients (in the bucket backward frees them from),
+// fp32 master and optimizer states; `stepper` is the optimizer that steps it
+// (Muon or, for what Muon leaves, AdamW).
+void add_trained(const ModelSpec& m, const ParamGroup& g, const GroupPlan& gp, const Dtypes& dt,
+                 const OptimizerInfo& stepper, bool muon, StateSizes& s, StepTally& tally) {
+  const int64_t L = std::max<int64_t>(m.text.layers, 1);
+  const int64_t tn = g.numel * gp.trainable_instances;
+  const int64_t rows = g.kind == ModuleKind::kLinear ? g.out_features : g.in_features;
+  const int64_t cols = g.kind == ModuleKind::kLinear ? g.in_features : g.out_features;
+  s.grads += dt.grad * tn;
+  s.trainable += tn;
+  s.master += dt.master * tn;
+  s.states += state_bytes(stepper, dt.state, g.numel, rows, cols) * gp.trainable_instances;
+  s.largest_trainable_tensor = std::max(s.largest_trainable_tensor, g.numel);
+  if (g.kind != ModuleKind::kNorm) tally.decay_group += tn;
+  if (muon) {
+    tally.largest_matrix = std::max(tally.largest_matrix, g.numel);
+  } else {
+    tally.adamw_rest += tn;
   }
-  // Step temporaries.
-  const int64_t state_elem =
-      plan.lora_params > 0 && plan.base_trainable == 0 ? lora_elem : std::max(dt.state, dt.master);
+  if (g.stack != "text") {
+    s.grads_other += dt.grad * tn;
+  } else if (g.kind == ModuleKind::kEmbedding) {
+    s.grads_embed += dt.grad * tn;
+  } else if (m.layer_span(g) > 0) {
+    s.grads_layer += dt.grad * tn / L;
+  } else {
+    s.grads_head += dt.grad * tn;
+  }
+}
+
+// The optimizer step's temporaries.
+int64_t step_temporaries(const OptimizerInfo& opt, bool in_backward, int64_t state_elem, const StepTally& tally,
+                         int64_t largest_trainable_tensor) {
+  int64_t temp = 0;
   if (opt.kernel == StepKernel::kForeach) {
-    s.opt_temp = int64_t{opt.foreach_temporaries} * state_elem * decay_group;
+    temp = int64_t{opt.foreach_temporaries} * state_elem * tally.decay_group;
   } else if (opt.kernel == StepKernel::kForLoop) {
     // Adafactor (transformers optimization.py) makes an fp32 copy of the grad,
     // grad**2 + eps and the approximated update: 3 fp32 tensors of the largest
@@ -198,14 +179,70 @@ StateSizes model_state(const Request& req, const TrainablePlan& plan, const Dtyp
     if (opt.matrices_only) {
       // Muon's temporaries, then AdamW's foreach step over the rest (one
       // state-sized temporary, adam.py _multi_tensor_adam): the larger.
-      s.opt_temp = std::max((state_elem + 2 + 3 * 2) * largest_matrix, state_elem * adamw_rest);
+      temp = std::max((state_elem + 2 + 3 * 2) * tally.largest_matrix, state_elem * tally.adamw_rest);
     } else {
-      s.opt_temp = (opt.factored ? 3 * 4 : state_elem) * s.largest_trainable_tensor;
+      temp = (opt.factored ? 3 * 4 : state_elem) * largest_trainable_tensor;
     }
   }
   // Optimizer in backward steps one parameter at a time from its grad hook:
   // temporaries never exceed one tensor's state.
-  if (t.optimizer_in_backward && s.opt_temp > 0) s.opt_temp = state_elem * s.largest_trainable_tensor;
+  if (in_backward && temp > 0) temp = state_elem * largest_trainable_tensor;
+  return temp;
+}
+
+}  // namespace
+
+StateSizes model_state(const Request& req, const TrainablePlan& plan, const Dtypes& dt, const OptimizerInfo& opt,
+                       Part part) {
+  const ModelSpec& m = req.model;
+  const TrainOptions& t = req.train;
+  StateSizes s;
+  StepTally tally;
+  const int64_t L = std::max<int64_t>(m.text.layers, 1);
+  const int64_t persist = req.parallel.stage3_param_persistence_threshold;
+  const int64_t lora_elem = dt.adapter;
+  const int64_t frozen_hp_elem = dt.frozen;
+  // Muon steps the hidden layers' 2-D weights; the rest goes to AdamW.
+  const OptimizerInfo& adamw = opt.matrices_only ? *find_optimizer("adamw_torch") : opt;
+  auto muon_for = [&](const ParamGroup& g) {
+    return !opt.matrices_only || (g.kind == ModuleKind::kLinear && m.layer_span(g) > 0);
+  };
+  for (size_t i = 0; i < m.groups.size(); ++i) {
+    const ParamGroup& g = m.groups[i];
+    const GroupPlan& gp = plan.groups[i];
+    if (!in_part(g, part)) continue;
+    if (gp.quantized) {
+      add_4bit_weights(g, t, frozen_hp_elem, s);
+    } else {
+      s.weights += (gp.trainable ? dt.weight : frozen_hp_elem) * g.total();
+      // deepspeed stage3 param persistence: tensors under
+      // stage3_param_persistence_threshold elements are never partitioned.
+      if (g.numel < persist) s.weights_persistent += (gp.trainable ? dt.weight : frozen_hp_elem) * g.total();
+    }
+    // autocast caches a bf16 copy of every fp32 Linear weight it multiplies.
+    if (dt.autocast && g.kind == ModuleKind::kLinear && !gp.quantized)
+      s.autocast_cache += dt.autocast_cache * g.total();
+    if (gp.trainable && g.numel * gp.trainable_instances > 0) {
+      add_trained(m, g, gp, dt, muon_for(g) ? opt : adamw, muon_for(g), s, tally);
+    }
+    if (gp.lora) {
+      add_adapter(req, dt, opt, g.in_features, g.out_features, g.instances, gp.lora_params, s, tally);
+      if (m.layer_span(g) > 0) {
+        s.grads_layer += lora_elem * gp.lora_params / L;
+      } else {
+        s.grads_other += lora_elem * gp.lora_params;
+      }
+    }
+  }
+  // LoRA on the output layer: its gradients are the first of backward.
+  if (const HeadLora& hl = plan.head_lora; hl.on && part != Part::kExperts) {
+    add_adapter(req, dt, opt, hl.in, hl.out, 1, hl.params, s, tally);
+    s.grads_head += lora_elem * hl.params;
+  }
+  // Step temporaries.
+  const int64_t state_elem =
+      plan.lora_params > 0 && plan.base_trainable == 0 ? lora_elem : std::max(dt.state, dt.master);
+  s.opt_temp = step_temporaries(opt, t.optimizer_in_backward, state_elem, tally, s.largest_trainable_tensor);
   return s;
 }
 
@@ -300,6 +337,51 @@ std::vector<int64_t> tensors_of(const ParamGroup& g) {
   return {g.numel};
 }
 
+// One group's weight tensors as the device holds them whole (no weight
+// sharding, no offload): 4-bit groups go to `quantized` (loaded in
+// quant_load_order), the rest and the LoRA tensors to `weights`.
+void weight_pieces(const ParamGroup& g, const GroupPlan& gp, const TrainOptions& t, const Dtypes& dt,
+                   std::vector<Piece>& weights, std::vector<StatePieces::QuantLoad>& quantized) {
+  const int64_t lora_elem = dt.adapter;
+  const int64_t frozen_hp_elem = dt.frozen;
+  if (gp.quantized) {
+    quantized.push_back(
+        {g.in_features * g.out_features, nf4_bytes(g.in_features * g.out_features, t.quant), g.instances});
+    if (g.bias) weights.push_back({frozen_hp_elem * g.out_features, g.instances});
+  } else {
+    for (int64_t numel : tensors_of(g)) {
+      weights.push_back({(gp.trainable ? dt.weight : frozen_hp_elem) * numel, g.instances});
+    }
+  }
+  if (gp.lora) {
+    weights.push_back({lora_elem * t.lora.rank * g.in_features, g.instances});
+    weights.push_back({lora_elem * t.lora.rank * g.out_features, g.instances});
+  }
+}
+
+// Load order of the 4-bit weights: layer by layer, each layer's groups in
+// module order (a round takes one instance of every group that has one
+// left). Past kMaxQuantLoads entries an entry stands for several instances
+// of a group, quantised through one set of temporaries with their packed
+// tensors allocated together, so a 70B model (560 weights) or an MoE
+// checkpoint with thousands of expert matrices stays cheap to replay
+// (tests/bench BM_EstimateTorchtuneQlora70b).
+std::vector<StatePieces::QuantLoad> quant_load_order(const std::vector<StatePieces::QuantLoad>& quantized) {
+  constexpr int64_t kMaxQuantLoads = 128;
+  int64_t rounds = 0;
+  for (const auto& q : quantized) rounds = std::max(rounds, q.count);
+  const int64_t groups = std::max<int64_t>(1, static_cast<int64_t>(quantized.size()));
+  const int64_t step = std::max<int64_t>(1, ceil_div(rounds * groups, kMaxQuantLoads));
+  std::vector<StatePieces::QuantLoad> order;
+  for (int64_t r = 0; r < rounds; r += step) {
+    for (const auto& q : quantized) {
+      const int64_t k = std::min(step, q.count - r);
+      if (k > 0) order.push_back({q.numel, q.packed, k});
+    }
+  }
+  return order;
+}
+
 }  // namespace
 
 StatePieces state_pieces(const Request& req, const TrainablePlan& plan, const Dtypes& dt, const OptimizerInfo& opt,
@@ -309,7 +391,6 @@ StatePieces state_pieces(const Request& req, const TrainablePlan& plan, const Dt
   StatePieces out;
   std::vector<StatePieces::QuantLoad> quantized;  // per 4-bit group: {numel, packed bytes, instances}
   const int64_t lora_elem = dt.adapter;
-  const int64_t frozen_hp_elem = dt.frozen;
   const int64_t state_elem =
       plan.lora_params > 0 && plan.base_trainable == 0 ? lora_elem : std::max(dt.state, dt.master);
   const bool whole_weights = !sh.weights && !req.parallel.offload_params;
@@ -330,21 +411,7 @@ StatePieces state_pieces(const Request& req, const TrainablePlan& plan, const Dt
   for (size_t i = 0; i < m.groups.size(); ++i) {
     const ParamGroup& g = m.groups[i];
     const GroupPlan& gp = plan.groups[i];
-    if (whole_weights) {
-      if (gp.quantized) {
-        quantized.push_back(
-            {g.in_features * g.out_features, nf4_bytes(g.in_features * g.out_features, t.quant), g.instances});
-        if (g.bias) out.weights.push_back({frozen_hp_elem * g.out_features, g.instances});
-      } else {
-        for (int64_t numel : tensors_of(g)) {
-          out.weights.push_back({(gp.trainable ? dt.weight : frozen_hp_elem) * numel, g.instances});
-        }
-      }
-      if (gp.lora) {
-        out.weights.push_back({lora_elem * t.lora.rank * g.in_features, g.instances});
-        out.weights.push_back({lora_elem * t.lora.rank * g.out_features, g.instances});
-      }
-    }
+    if (whole_weights) weight_pieces(g, gp, t, dt, out.weights, quantized);
     const int64_t span = m.layer_span(g);
     // Per layer (one decoder layer's copies), the head, or the rest.
     std::vector<Piece>* grads = g.stack != "text" || g.kind == ModuleKind::kEmbedding ? &out.grads_rest
@@ -380,25 +447,8 @@ StatePieces state_pieces(const Request& req, const TrainablePlan& plan, const Dt
     trainable(opt, t.lora.rank * hl.in, t.lora.rank, hl.in, lora_elem, 1, 1, true, &out.grads_head);
     trainable(opt, t.lora.rank * hl.out, hl.out, t.lora.rank, lora_elem, 1, 1, true, &out.grads_head);
   }
-  // Load order of the 4-bit weights: layer by layer, each layer's groups in
-  // module order (a round takes one instance of every group that has one
-  // left). Past kMaxQuantLoads entries an entry stands for several instances
-  // of a group, quantised through one set of temporaries with their packed
-  // tensors allocated together, so a 70B model (560 weights) or an MoE
-  // checkpoint with thousands of expert matrices stays cheap to replay
-  // (tests/bench BM_EstimateTorchtuneQlora70b).
-  constexpr int64_t kMaxQuantLoads = 128;
-  int64_t rounds = 0;
-  for (const auto& q : quantized) rounds = std::max(rounds, q.count);
-  const int64_t groups = std::max<int64_t>(1, static_cast<int64_t>(quantized.size()));
-  const int64_t step = std::max<int64_t>(1, ceil_div(rounds * groups, kMaxQuantLoads));
   out.quant_groups = quantized.size();
-  for (int64_t r = 0; r < rounds; r += step) {
-    for (const auto& q : quantized) {
-      const int64_t k = std::min(step, q.count - r);
-      if (k > 0) out.quant_load.push_back({q.numel, q.packed, k});
-    }
-  }
+  out.quant_load = quant_load_order(quantized);
   // Per-tensor loops hold one tensor's temporaries; fused kernels none.
   if (opt.kernel != StepKernel::kForeach) out.opt_temp.clear();
   for (auto* v :

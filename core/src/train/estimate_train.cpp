@@ -367,11 +367,9 @@ void step_components(Estimate& e, const RankBasis& b, const StepTerms& t, const 
        Pool::kOutside});
 }
 
-void step_assumptions(Estimate& e, const RankBasis& b) {
-  const Request& req = *b.req;
-  const ModelSpec& m = req.model;
-  const TrainOptions& t = req.train;
-  const OptimizerInfo& opt = *b.opt;
+// The run's precision, optimizer, attention and padding, each with the
+// default that chose it when the request left it out.
+void run_settings(Estimate& e, const TrainOptions& t, const OptimizerInfo& opt) {
   // QLoRA computes in the 4-bit layers' 16-bit compute dtype (dtypes_for):
   // fp16 when the run says fp16, else bf16; both take the same bytes.
   const bool half = t.precision == Precision::kFp16 || t.precision == Precision::kAmpFp16;
@@ -400,13 +398,11 @@ void step_assumptions(Estimate& e, const RankBasis& b) {
                                              : " (default; train.padding longest if batches are padded to their "
                                                "longest sample)"));
   }
-  if (!t.zero_grad_set_to_none && t.grad_accum == 1 && !t.optimizer_in_backward) {
-    e.assumptions.push_back(
-        "zero_grad(set_to_none=False) (PyTorch < 2.0's default): gradients stay allocated, zeroed, through forward");
-  }
-  if (t.softmax_saves_input) {
-    e.assumptions.push_back("softmax / log_softmax keep their input for backward (PyTorch <= 1.10)");
-  }
+}
+
+// The LoRA targets, and what a LoRA on the output layer adds and risks.
+void lora_notes(Estimate& e, const RankBasis& b) {
+  const TrainOptions& t = b.req->train;
   if (!b.plan.lora_targets.empty()) {
     std::string tg;
     for (const auto& x : b.plan.lora_targets) tg += (tg.empty() ? "" : ", ") + x;
@@ -432,6 +428,22 @@ void step_assumptions(Estimate& e, const RankBasis& b) {
   } else if (hl.targeted) {
     e.assumptions.push_back("LoRA on the output layer: it lives on the last pipeline stage, not on this rank");
   }
+}
+
+void step_assumptions(Estimate& e, const RankBasis& b) {
+  const Request& req = *b.req;
+  const ModelSpec& m = req.model;
+  const TrainOptions& t = req.train;
+  const OptimizerInfo& opt = *b.opt;
+  run_settings(e, t, opt);
+  if (!t.zero_grad_set_to_none && t.grad_accum == 1 && !t.optimizer_in_backward) {
+    e.assumptions.push_back(
+        "zero_grad(set_to_none=False) (PyTorch < 2.0's default): gradients stay allocated, zeroed, through forward");
+  }
+  if (t.softmax_saves_input) {
+    e.assumptions.push_back("softmax / log_softmax keep their input for backward (PyTorch <= 1.10)");
+  }
+  lora_notes(e, b);
   if (t.compile) {
     e.warnings.push_back(
         "train.compile: torch.compile is not modelled; this is the eager-mode estimate, likely an upper bound for "
