@@ -106,12 +106,14 @@ TEST(StepLog, TheRunScriptsLinesGiveStepTimeAndTokens) {
   log.Line("vram-probe-step {\"step\": 2, \"seconds\": 0.5, \"tokens\": 4096}");
   log.Line("vram-probe-step {\"step\": 3, \"seconds\": 0.25, \"tokens\": 4096}");
   log.Line("vram-probe-step {not json}");
+  log.Line("vram-probe-step {\"step\": 4, \"seconds\": -1, \"tokens\": 4096}");    // not a time: skipped
+  log.Line("vram-probe-step {\"step\": 5, \"seconds\": 0.5, \"tokens\": -4096}");  // a time, no tokens/s
   const StepTiming t = log.Timing();
   EXPECT_EQ(t.format, "vram_probe_run");
   EXPECT_EQ(t.warmup_skipped, 1u);
-  EXPECT_EQ(t.step_seconds, (std::vector<double>{0.5, 0.25}));
+  EXPECT_EQ(t.step_seconds, (std::vector<double>{0.5, 0.25, 0.5}));
   EXPECT_EQ(t.tokens_per_second_per_gpu, (std::vector<double>{8192, 16384}));
-  EXPECT_DOUBLE_EQ(StepTimingJson(t)["step_seconds"]["median"].get<double>(), 0.375);
+  EXPECT_DOUBLE_EQ(StepTimingJson(t)["step_seconds"]["median"].get<double>(), 0.5);
 }
 
 TEST(StepLog, OtherOutputIsNoTiming) {
@@ -119,6 +121,8 @@ TEST(StepLog, OtherOutputIsNoTiming) {
   log.Line("Step 3 | loss:1.0");                                      // no tokens/s
   log.Line("{'loss': 2.5744, 'learning_rate': 0.0, 'epoch': 0.15}");  // a per-step dict
   log.Line("Epoch 1 | iter x step 1 | loss train: 1");
+  log.Line("Step 2 | loss:1.0 tokens_per_second_per_gpu:-5");  // not a rate
+  log.Line("{'train_runtime': -3, 'train_steps_per_second': nan}");
   EXPECT_TRUE(log.Timing().format.empty());
   EXPECT_TRUE(StepTimingJson(log.Timing()).is_null());
 }

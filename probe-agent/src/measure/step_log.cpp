@@ -9,12 +9,14 @@ namespace {
 
 using nlohmann::json;
 
-// The number at the start of `text` (strtod: "6.885", "2e-05"), if any.
+// The number at the start of `text` (strtod: "6.885", "2e-05"), if any. Every
+// figure these formats print (times, rates, counts) is >= 0: a negative or
+// non-finite one is no figure.
 std::optional<double> NumberAt(std::string_view text) {
   const std::string s(text.substr(0, std::min<std::size_t>(text.size(), 64)));
   char* end = nullptr;
   const double v = std::strtod(s.c_str(), &end);
-  if (end == s.c_str() || !std::isfinite(v)) return std::nullopt;
+  if (end == s.c_str() || !std::isfinite(v) || v < 0) return std::nullopt;
   return v;
 }
 
@@ -69,7 +71,7 @@ bool StepLog::ProbeRunLine(std::string_view line) {
   const double seconds = j["seconds"].get<double>();
   if (!(seconds > 0)) return false;
   run_seconds_.push_back(seconds);
-  if (j.contains("tokens") && j["tokens"].is_number())
+  if (j.contains("tokens") && j["tokens"].is_number() && j["tokens"].get<double>() > 0)
     run_tokens_per_second_.push_back(j["tokens"].get<double>() / seconds);
   return true;
 }
