@@ -179,7 +179,12 @@ void expect_monotone(const Axis& axis) {
   int64_t prev_value = 0;
   int ok = 0;
   for (int64_t v : axis.values) {
-    const json r = estimate(axis.request(v));
+    const json req = axis.request(v);
+    const json r = estimate(req);
+    // Without overheads.fragmentation the reserved view is the allocator
+    // replay's (transformers inference), whose cached bytes are not monotone
+    // by design (custom_train): its peaks are checked, its cache is not.
+    const bool replayed = !req.contains("overheads");
     if (r.contains("error")) {
       // Past what can be represented: out_of_range, and so for every larger
       // value too.
@@ -194,7 +199,7 @@ void expect_monotone(const Axis& axis) {
       EXPECT_GE(b, 0) << axis.name << " " << v << " " << k;
       EXPECT_LE(b, kMax) << axis.name << " " << v << " " << k;
       auto it = prev.find(k);
-      if (it != prev.end()) {
+      if (it != prev.end() && !(replayed && k == "component.allocator")) {
         EXPECT_GE(b, it->second) << k << " fell from " << it->second << " at " << axis.name << " " << prev_value
                                  << " to " << b << " at " << v;
       }

@@ -24,10 +24,14 @@ Result<Estimate> estimate_infer(const Request& req) {
                     : sv.sglang ? sglang_serving(e, req, sv)
                     : sv.litgpt ? litgpt_generate(e, req, sv)
                                 : hf_generate(e, req, sv);
+    int64_t alloc_at_peak = 0;
     for (const auto& p : e.phases) {
-      if (p.device_bytes > e.peak_bytes) {
+      // The largest device view; among equals (the allocator's cache keeps
+      // its size from phase to phase), the one with the most live tensors.
+      if (p.device_bytes > e.peak_bytes || (p.device_bytes == e.peak_bytes && p.allocated_bytes > alloc_at_peak)) {
         e.peak_bytes = p.device_bytes;
         e.peak_phase = p.key;
+        alloc_at_peak = p.allocated_bytes;
       }
       e.peak_allocated_bytes = std::max(e.peak_allocated_bytes, p.allocated_bytes);
       e.peak_reserved_bytes = std::max(e.peak_reserved_bytes, p.reserved_bytes);

@@ -65,6 +65,11 @@ void serving_components(Estimate& e, const Request& req, const Serving& sv, cons
        sv.litgpt ? "Logits (every prompt position, 16-bit; fp32 sampling copy)" : "Logits (last position, fp32 copy)",
        z.logits, sv.litgpt ? "batch x prompt x V x 2 B + batch x V x 4 B" : "batch x V x (2 + 4) B", Pool::kAllocated});
   e.components.push_back({"cublas_workspace", "cuBLAS/cuBLASLt workspaces", fx.cublas, "one handle", Pool::kAllocated});
+  for (const Phase& p : e.phases) {
+    if (z.allocator.empty() || p.key != e.peak_phase) continue;
+    e.components.push_back({"allocator", "Allocator cache (reserved - allocated)", p.parts.at("allocator"), z.allocator,
+                            Pool::kAllocated});
+  }
   if (fx.nccl > 0) {
     e.components.push_back({"nccl", "NCCL buffers (tensor parallel)", fx.nccl,
                             req.overheads.nccl_bytes ? "overheads.nccl_bytes (given)"

@@ -177,6 +177,19 @@ double ssm_prefill_bytes_per_token(const LayerStack& t, int64_t tp) {
 // parallel) and the vocabulary-parallel embeddings and lm_head; norms are
 // replicated (Megatron-LM; vLLM ColumnParallelLinear / RowParallelLinear /
 // VocabParallelEmbedding).
+bool quantized(const ParamGroup& g, const Format& fmt, bool quant_head) {
+  return fmt.linear_bytes < 2.0 && g.kind == ModuleKind::kLinear &&
+         (quant_head || g.component != std::string(comp::kLmHead)) &&
+         (!fmt.experts_only || g.component == std::string(comp::kExperts));
+}
+
+int64_t quantized_bytes(const ParamGroup& g, const Format& fmt) {
+  const int64_t values = bytes::mul(g.in_features, g.out_features, kWeights);
+  const int64_t groups = fmt.group > 0 ? ceil_div(values, fmt.group) : g.out_features;
+  return ceil_bytes(static_cast<double>(values) * fmt.linear_bytes + static_cast<double>(groups) * fmt.scale_bytes,
+                    kWeights);
+}
+
 int64_t weights_per_gpu(const ModelSpec& m, const Format& fmt, int64_t tp, bool quant_head) {
   if (std::string(fmt.name) == "checkpoint") {
     if (!m.checkpoint.present) {
@@ -191,19 +204,11 @@ int64_t weights_per_gpu(const ModelSpec& m, const Format& fmt, int64_t tp, bool 
   for (const auto& g : m.groups) {
     const bool split = g.kind == ModuleKind::kLinear || g.kind == ModuleKind::kEmbedding;
     const int64_t share = split ? tp : 1;
-    const bool quant = fmt.linear_bytes < 2.0 && g.kind == ModuleKind::kLinear &&
-                       (quant_head || g.component != std::string(comp::kLmHead)) &&
-                       (!fmt.experts_only || g.component == std::string(comp::kExperts));
-    if (!quant) {
+    if (!quantized(g, fmt, quant_head)) {
       weights = bytes::add(weights, ceil_div(bytes::mul(hp, g.total(), kWeights), share), kWeights);
       continue;
     }
-    const int64_t values = bytes::mul(g.in_features, g.out_features, kWeights);
-    const int64_t groups = fmt.group > 0 ? ceil_div(values, fmt.group) : g.out_features;
-    const int64_t one =
-        ceil_bytes(static_cast<double>(values) * fmt.linear_bytes + static_cast<double>(groups) * fmt.scale_bytes,
-                   kWeights) +
-        (g.bias ? 2 * g.out_features : 0);
+    const int64_t one = quantized_bytes(g, fmt) + (g.bias ? 2 * g.out_features : 0);
     weights = bytes::add(weights, ceil_div(bytes::mul(one, g.instances, kWeights), share), kWeights);
   }
   return weights;

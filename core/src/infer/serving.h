@@ -88,6 +88,11 @@ std::string engine_release(Estimate& e, const InferOptions& o, const char* newes
 // compare_versions(release, bound) >= 0 (vram/releases.h).
 bool at_least(const std::string& release, const char* bound);
 
+// Whether format `fmt` quantises group `g` (its Linears; lm_head only with
+// `quant_head`; the routed experts only for an experts-only format).
+bool quantized(const ParamGroup& g, const Format& fmt, bool quant_head);
+// One quantised instance of `g` in `fmt`: codes and scales, without its bias.
+int64_t quantized_bytes(const ParamGroup& g, const Format& fmt);
 // Weights per GPU in format `fmt` on tensor-parallel degree `tp`.
 int64_t weights_per_gpu(const ModelSpec& m, const Format& fmt, int64_t tp, bool quant_head);
 // Validates the serving fields (Failure names the field) and computes the costs.
@@ -103,6 +108,9 @@ struct Sizes {
   int64_t prefill = 0;
   int64_t logits = 0;
   int64_t mask = 0;  // LitGPT's causal mask cache
+  // The allocator component's formula when the caching-allocator replay
+  // gave the reserved view (infer/replay.h), else "".
+  std::string allocator;
 };
 
 // The 16-bit copies bitsandbytes 4-bit holds for a forward over `tokens`

@@ -125,7 +125,13 @@ describe('byte figures never fall as inputs grow, up to the limits', () => {
     let failed = false;
     let estimated = 0;
     for (const v of values) {
-      const out = JSON.parse(await estimateRaw(JSON.stringify(build(v))));
+      const request = build(v);
+      // Without overheads.fragmentation the reserved view is the allocator
+      // replay's (transformers inference), whose cached bytes are not
+      // monotone by design (tests/core/byte_limits_test.cpp): its peaks are
+      // checked, its cache is not.
+      const replayed = !request.overheads;
+      const out = JSON.parse(await estimateRaw(JSON.stringify(request)));
       if (out.error) {
         expect(out.error.code, `${name} ${v}: ${out.error.message}`).toBe('out_of_range');
         failed = true;
@@ -136,7 +142,9 @@ describe('byte figures never fall as inputs grow, up to the limits', () => {
       const now = byteFigures(out);
       for (const [k, b] of Object.entries(now)) {
         expect(Number.isSafeInteger(b) && b >= 0 && b <= MAX_SAFE, `${k} = ${b}`).toBe(true);
-        if (prev && k in prev) expect(b, `${k} at ${name} ${v}`).toBeGreaterThanOrEqual(prev[k]);
+        if (prev && k in prev && !(replayed && k === 'component.allocator')) {
+          expect(b, `${k} at ${name} ${v}`).toBeGreaterThanOrEqual(prev[k]);
+        }
       }
       prev = now;
     }

@@ -1,0 +1,154 @@
+// A serving job's timeline and its phases (infer/replay.h).
+#include "infer/replay.h"
+
+#include <algorithm>
+#include <string>
+
+#include "fit.h"
+#include "format.h"
+#include "memory/allocator_replay.h"
+#include "memory/overheads.h"
+
+namespace vram::infer {
+
+using memory::ceil_div;
+using memory::Piece;
+
+std::vector<Piece> weight_pieces(const ModelSpec& m, const Serving& sv) {
+  const Format& fmt = *sv.fmt;
+  // The checkpoint format knows its stored bytes, not each tensor's: its
+  // bytes per parameter, on average, for every tensor.
+  const bool stored = std::string(fmt.name) == "checkpoint";
+  const double per_param =
+      stored ? static_cast<double>(sv.fx.weights) / static_cast<double>(std::max<int64_t>(m.params_total(), 1)) : 0;
+  const int64_t hp = fmt.linear_bytes >= 2.0 ? static_cast<int64_t>(fmt.linear_bytes) : 2;
+  std::vector<Piece> out;
+  auto add = [&](int64_t numel, int64_t share, int64_t count) {
+    const int64_t b = stored ? static_cast<int64_t>(per_param * static_cast<double>(numel)) : hp * numel;
+    if (b > 0) out.push_back({ceil_div(b, share), count});
+  };
+  for (const auto& g : m.groups) {
+    const bool split = g.kind == ModuleKind::kLinear || g.kind == ModuleKind::kEmbedding;
+    const int64_t share = split ? sv.tp : 1;
+    const bool has_bias = (g.kind == ModuleKind::kLinear || g.kind == ModuleKind::kNorm) && g.bias;
+    const int64_t bias = has_bias ? g.out_features : 0;
+    if (!stored && quantized(g, fmt, sv.quant_head)) {
+      out.push_back({ceil_div(quantized_bytes(g, fmt), share), g.instances});
+    } else {
+      add(g.numel - bias, share, g.instances);
+    }
+    // The bias (16-bit beside quantised codes, as weights_per_gpu counts it).
+    if (bias > 0) add(bias, share, g.instances);
+  }
+  std::sort(out.begin(), out.end(), [](const Piece& a, const Piece& b) { return a.bytes > b.bytes; });
+  return out;
+}
+
+namespace {
+
+// What the caching allocator may take on the request's card: what a process
+// can use less the CUDA context and NCCL, allocated outside it; 0 (no
+// bound) without a card.
+int64_t allocator_capacity(const Request& req, const Serving& sv) {
+  const auto card = fit::chosen_gpu(req);
+  const int64_t left = card ? card->capacity - sv.fx.context - sv.fx.nccl : 0;
+  return left > 0 ? left : 0;
+}
+
+}  // namespace
+
+ServingTimeline serving_load(const Request& req, const Serving& sv) {
+  ServingTimeline st;
+  memory::Timeline& tl = st.tl;
+  const std::vector<Piece> pieces = weight_pieces(req.model, sv);
+  // transformers' from_pretrained onto a GPU (device_map) first warms the
+  // caching allocator up: one torch.empty of the parameters' bytes on the
+  // device, at most the free memory less 1.2 GiB, dropped at once
+  // (modeling_utils.py caching_allocator_warmup, since v4.50.0, commit
+  // 1603018e), so the weights then split that one cached segment instead of
+  // each taking a segment of its own.
+  int64_t warmup = sv.fx.weights;
+  if (const int64_t free = allocator_capacity(req, sv); free > 0) {
+    warmup = std::min(warmup, std::max<int64_t>(free - (int64_t{12} << 30) / 10, 0));
+  }
+  tl.free(tl.alloc("weights", "caching_allocator_warmup", warmup));
+  tl.alloc("weights", "weights", sv.fx.weights, pieces);
+  tl.alloc("cublas_workspace", "cuBLAS workspace", sv.fx.cublas);
+  tl.alloc("misc", "overheads.misc_bytes", req.overheads.misc_bytes);
+  st.mark("weights_loaded", "weights loaded");
+  return st;
+}
+
+namespace {
+
+// What the allocator reserved at most up to a mark.
+struct AtMark {
+  int64_t reserved = 0;
+  int64_t segments = 0;
+  int64_t device_allocs = 0;
+  bool oom = false;  // a malloc failed on the card even after freeing the cache
+};
+
+// `upto` (a timeline up to a mark, all of it the "load") replayed on the
+// card's bound: where a new segment would not fit, the allocator frees its
+// cache and retries, as CUDACachingAllocator::malloc does; one that fails
+// even then is replayed without the bound to show what it would need.
+AtMark replay_upto(const memory::Timeline& upto, const memory::AllocatorConfig& config,
+                   const memory::DeviceLimits& limits) {
+  const memory::LoadedAllocator loaded(upto, config, limits);
+  if (loaded.ooms() > 0) {
+    AtMark out = replay_upto(upto, config, {});
+    out.oom = true;
+    return out;
+  }
+  // An empty request on it: its peak is the replay's max_memory_reserved.
+  const memory::ReservedReplay rr = memory::replay_reserved(loaded, upto, {});
+  return {rr.peak_reserved, rr.segments, rr.device_allocs, false};
+}
+
+}  // namespace
+
+std::string timeline_phases(Estimate& e, const Request& req, const Serving& sv, const ServingTimeline& st) {
+  const std::vector<memory::Moment> moments = memory::replay(st.tl);
+  const std::optional<double>& frag = req.overheads.fragmentation;
+  const memory::AllocatorConfig config = memory::allocator_config(req.allocator);
+  memory::DeviceLimits limits;
+  limits.capacity = allocator_capacity(req, sv);
+  // Each phase's mark, by its event (a phase keeps its largest moment).
+  std::vector<AtMark> at(moments.size());
+  for (size_t i = 0; i < moments.size() && !frag; ++i) {
+    for (const auto& upto : st.upto) {
+      if (upto.events().size() == static_cast<size_t>(moments[i].event) + 1) at[i] = replay_upto(upto, config, limits);
+    }
+  }
+  constexpr const char* kPhase = "the memory of one phase";
+  for (size_t i = 0; i < moments.size(); ++i) {
+    const memory::Moment& m = moments[i];
+    Phase p;
+    p.key = m.phase;
+    p.label = m.label;
+    p.parts = m.parts;
+    p.allocated_bytes = m.allocated;
+    p.reserved_bytes =
+        frag ? bytes::add(m.allocated, ceil_bytes(*frag * static_cast<double>(m.allocated), kPhase), kPhase)
+             : std::max(at[i].reserved, m.allocated);
+    p.parts["allocator"] = p.reserved_bytes - p.allocated_bytes;
+    p.parts["cuda_context"] = sv.fx.context;
+    if (sv.fx.nccl > 0) p.parts["nccl"] = sv.fx.nccl;
+    p.device_bytes = bytes::add(bytes::add(p.reserved_bytes, sv.fx.context, kPhase), sv.fx.nccl, kPhase);
+    e.peak_reserved_bytes = std::max(e.peak_reserved_bytes, p.reserved_bytes);
+    e.phases.push_back(std::move(p));
+  }
+  if (frag || at.empty()) return "";
+  e.assumptions.push_back(
+      "weights loaded by from_pretrained onto the GPU (device_map): transformers' caching_allocator_warmup (since "
+      "4.50) first reserves one segment of the parameters' bytes, which the weights then split; model.to('cuda') "
+      "skips it");
+  const AtMark& last = at.back();
+  return "PyTorch caching allocator replayed over the load (after transformers' caching_allocator_warmup) and one "
+         "generate call: " +
+         fmt_int(last.segments) + " segments, " + fmt_int(last.device_allocs) + " cudaMalloc calls" +
+         (last.oom ? " (replayed without the card's bound: a malloc fails there even after freeing the cache)" : "");
+}
+
+}  // namespace vram::infer
