@@ -48,6 +48,20 @@ export function ExportBox({
   );
 }
 
+/**
+ * The export format that fits `request` first: the framework's own recipe
+ * (torchtune, Axolotl, LLaMA-Factory), a DeepSpeed config under ZeRO, an
+ * accelerate config under FSDP, else TrainingArguments (a DeepSpeed config
+ * of a job without ZeRO is the core's error, not a file).
+ */
+export function exportFormatFor(request) {
+  const framework = String(request?.train?.framework ?? '').split('@')[0];
+  if (['torchtune', 'axolotl', 'llama_factory'].includes(framework)) return framework;
+  if ((request?.parallel?.zero ?? 0) > 0) return 'deepspeed';
+  if (request?.parallel?.fsdp) return 'accelerate';
+  return 'trainer';
+}
+
 /** Saves `text` as a file called `name` (the browser's download). */
 export function download(name, text) {
   const url = URL.createObjectURL(new Blob([text], { type: 'application/json' }));
@@ -121,7 +135,9 @@ export function SharePanel({ request, result, link }) {
           )}
         </div>
       </details>
-      {request?.task === 'train' && <ExportBox request={request} />}
+      {request?.task === 'train' && (
+        <ExportBox request={request} initialFormat={exportFormatFor(request)} />
+      )}
     </section>
   );
 }
