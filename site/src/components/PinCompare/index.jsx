@@ -42,8 +42,10 @@ export function PinCompare({ result }) {
       title={TITLE}
       result={result}
       fallback={
+        // The pinned estimate runs in the comparison's chunk: until it is
+        // there, this is what the card is doing.
         <Card id={ID} title={TITLE}>
-          <p class={styles.hint}>Loading the comparison…</p>
+          <p class={styles.hint}>Estimating the pinned setup ({pinned.value.model.id})…</p>
         </Card>
       }
       failed={(error) => (
