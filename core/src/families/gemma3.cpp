@@ -69,12 +69,7 @@ void build_gemma3(const JsonReader& cfg, ModelSpec& spec) {
   {
     ModelSpec t;
     build_gemma3_text(text_cfg ? *text_cfg : JsonReader(kEmpty, cfg.child_path("text_config")), t);
-    spec.text = t.text;
-    spec.vocab = t.vocab;
-    spec.tie_word_embeddings = t.tie_word_embeddings;
-    spec.max_position_embeddings = t.max_position_embeddings;
-    for (const auto& n : t.notes) spec.notes.push_back("text_config." + n);
-    spec.groups = t.groups;
+    adopt_text_model(t, "text_config", spec);
   }
   spec.torch_dtype =
       cfg.str_or("torch_dtype", cfg.str_or("dtype", text_cfg ? text_cfg->str_or("torch_dtype", "") : ""));

@@ -184,12 +184,7 @@ void build_llama4(const JsonReader& cfg, ModelSpec& spec) {
   {
     ModelSpec t;
     build_llama4_text(tc, t);
-    spec.text = t.text;
-    spec.vocab = t.vocab;
-    spec.tie_word_embeddings = t.tie_word_embeddings;
-    spec.max_position_embeddings = t.max_position_embeddings;
-    for (const auto& n : t.notes) spec.notes.push_back("text_config." + n);
-    spec.groups = t.groups;
+    adopt_text_model(t, "text_config", spec);
     spec.torch_dtype = t.torch_dtype;
   }
   if (cfg.has("torch_dtype") || cfg.has("dtype")) spec.torch_dtype = cfg.str_or("torch_dtype", cfg.str_or("dtype", ""));

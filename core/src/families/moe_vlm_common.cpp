@@ -202,16 +202,20 @@ void build_nested_text(const JsonReader& parent, const char* key, const char* de
   t.model_type = mt;
   t.family = mt;
   build(tc, t);
-  spec.text = t.text;
-  spec.vocab = t.vocab;
-  spec.tie_word_embeddings = t.tie_word_embeddings;
-  spec.max_position_embeddings = t.max_position_embeddings;
   if (spec.torch_dtype.empty()) spec.torch_dtype = t.torch_dtype;
-  for (const auto& n : t.notes) spec.notes.push_back(std::string(key) + "." + n);
+  adopt_text_model(t, key, spec);
   if (!t.exact) {
     spec.exact = false;
     for (const auto& why : t.inexact) spec.inexact.push_back(std::string(key) + ": " + why);
   }
+}
+
+void adopt_text_model(const ModelSpec& t, const std::string& key, ModelSpec& spec) {
+  spec.text = t.text;
+  spec.vocab = t.vocab;
+  spec.tie_word_embeddings = t.tie_word_embeddings;
+  spec.max_position_embeddings = t.max_position_embeddings;
+  for (const auto& n : t.notes) spec.notes.push_back(key + "." + n);
   spec.groups.insert(spec.groups.end(), t.groups.begin(), t.groups.end());
 }
 

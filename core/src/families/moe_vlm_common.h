@@ -65,6 +65,11 @@ int64_t add_clip_vision_tower(const JsonReader& vc, ModelSpec& spec, const Layer
 // the attention-pooling head when vision_use_head (absent = True).
 int64_t add_siglip_vision_tower(const JsonReader& vc, ModelSpec& spec, const LayerStack& v);
 
+// Moves the language model `t`, built from the VLM's `key` config, into
+// `spec`: its text stack, vocabulary, tied embeddings, positions and parameter
+// groups, and its notes under "key." (each caller decides the torch_dtype).
+void adopt_text_model(const ModelSpec& t, const std::string& key, ModelSpec& spec);
+
 // Builds the text model of a VLM from `parent[key]` through the adapter
 // registry, dispatching on its model_type (`default_type` when absent, as the
 // VLM's config class does), and moves it into `spec`. A missing or null
