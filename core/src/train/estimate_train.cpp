@@ -5,6 +5,7 @@
 #include "train/estimate_train.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <optional>
 
@@ -507,15 +508,31 @@ StepPeak step_peak(const RankBasis& b, const std::vector<memory::Moment>& moment
 // first (a lower bound: reserved >= allocated), the allocator replay only
 // when that bound fits. With `allow_paging`, a paged optimizer's managed
 // states may page out (fit.h runs_on).
+// One rank's step at a probe's size and the peak of its live tensors: what
+// every probe builds first.
+struct LiveStep {
+  StepTerms terms;
+  memory::Timeline tl;
+  std::vector<memory::Moment> moments;
+  StepPeak live;
+};
+LiveStep live_step(const RankBasis& basis, int64_t micro_batch, int64_t seq_len) {
+  LiveStep s;
+  s.terms = step_terms(basis, micro_batch, seq_len);
+  s.tl = training_step(basis, s.terms);
+  s.moments = memory::replay(s.tl, /*with_parts=*/false);
+  s.live = step_peak(basis, s.moments, {}, given_fragmentation(basis, ReservedView::kLiveTensors));
+  return s;
+}
+
 bool step_fits(const RankBasis& basis, int64_t micro_batch, int64_t seq_len, int64_t capacity, bool allow_paging,
                ReservedMemo& memo, int64_t& replays) {
   const Result<bool> fits = attempt<bool>([&] {
-    const StepTerms terms = step_terms(basis, micro_batch, seq_len);
-    const memory::Timeline tl = training_step(basis, terms);
-    const std::vector<memory::Moment> moments = memory::replay(tl, /*with_parts=*/false);
-    const std::optional<double> live_frag = given_fragmentation(basis, ReservedView::kLiveTensors);
-    const StepPeak live = step_peak(basis, moments, {}, live_frag);
-    if (!fit::runs_on(live.peak, allow_paging ? live.managed : 0, capacity)) return false;
+    const LiveStep step = live_step(basis, micro_batch, seq_len);
+    const StepTerms& terms = step.terms;
+    const memory::Timeline& tl = step.tl;
+    const std::vector<memory::Moment>& moments = step.moments;
+    if (!fit::runs_on(step.live.peak, allow_paging ? step.live.managed : 0, capacity)) return false;
     // A given fragmentation factor is the reserved view itself.
     if (basis.req->overheads.fragmentation) return true;
     const memory::ReservedReplay rr = reserved_replay(basis, terms, tl, moments, -1, capacity);
@@ -715,28 +732,80 @@ bool every_rank_fits(const std::vector<RankBasis>& bases, int64_t micro_batch, i
   return true;
 }
 
+// Whether one rank's step exceeds `capacity` on its live tensors alone
+// (false when it cannot be built: step_fits answers those).
+bool live_exceeds(const RankBasis& basis, int64_t micro_batch, int64_t seq_len, int64_t capacity, bool allow_paging) {
+  const Result<bool> exceeds = attempt<bool>([&] {
+    const StepPeak live = live_step(basis, micro_batch, seq_len).live;
+    return !fit::runs_on(live.peak, allow_paging ? live.managed : 0, capacity);
+  });
+  return exceeds.ok() && exceeds.value();
+}
+
+// A search's probe at size `v` (`probe`: every_rank_fits), answered without
+// building a step once the search knows that none fits. A size only grows
+// the step (fit::largest_fitting's premise: the peak never falls as the
+// micro-batch or the sequence grows), so when the first rank's step at the
+// smallest size, 1, exceeds the card on its live tensors (`floor_exceeds`),
+// every probe would stop there, at its first rank, before any replay. The
+// floor is asked once, after the first probe above 1 that stopped that way
+// (a search that halves down to 1 then builds no more steps), and a probe it
+// answers counts as the probe it stands for: fit.search is unchanged.
+struct ProbeFloor {
+  enum class State { kUnknown, kFits, kExceeds } state = State::kUnknown;
+
+  bool probe(int64_t v, int64_t& probes, const int64_t& replays, const std::function<bool()>& probe,
+             const std::function<bool()>& floor_exceeds) {
+    if (state == State::kExceeds) {
+      ++probes;
+      return false;
+    }
+    const int64_t probes_before = probes;
+    const int64_t replays_before = replays;
+    const bool fits = probe();
+    if (!fits && v > 1 && state == State::kUnknown && probes == probes_before + 1 && replays == replays_before) {
+      state = floor_exceeds() ? State::kExceeds : State::kFits;
+    }
+    return fits;
+  }
+};
+
 }  // namespace
 
 int64_t FitSearch::max_micro_batch(int64_t capacity, bool allow_paging) {
   const bytes::Driver driver(token_driver(req_.train));
   if (bases_->bases.empty()) return 0;
+  const std::vector<RankBasis>& bases = bases_->bases;
   std::vector<ReservedMemo> memos;
+  ProbeFloor floor;
   return fit::largest_fitting(
-      [&](int64_t b) { return every_rank_fits(bases_->bases, b, 0, capacity, allow_paging, memos, probes_, replays_); },
+      [&](int64_t b) {
+        return floor.probe(
+            b, probes_, replays_,
+            [&] { return every_rank_fits(bases, b, 0, capacity, allow_paging, memos, probes_, replays_); },
+            [&] { return live_exceeds(bases.front(), 1, 0, capacity, allow_paging); });
+      },
       int64_t{1} << 16);
 }
 
 int64_t FitSearch::max_seq_len(int64_t capacity) {
   const bytes::Driver driver("train.seq_len");
   if (bases_->bases.empty()) return 0;
+  const std::vector<RankBasis>& bases = bases_->bases;
   const int64_t cp = req_.parallel.cp;
   std::vector<ReservedMemo> memos;
+  ProbeFloor floor;
   return fit::largest_fitting(
       [&](int64_t s) {
         // A context-parallel rank holds its share of the sequence (layout.h
         // rank_request).
-        return every_rank_fits(bases_->bases, req_.train.micro_batch, memory::ceil_div(s, cp), capacity, false, memos,
-                               probes_, replays_);
+        return floor.probe(
+            s, probes_, replays_,
+            [&] {
+              return every_rank_fits(bases, req_.train.micro_batch, memory::ceil_div(s, cp), capacity, false, memos,
+                                     probes_, replays_);
+            },
+            [&] { return live_exceeds(bases.front(), req_.train.micro_batch, 1, capacity, false); });
       },
       kMaxSearchedSeqLen, req_.train.seq_len);
 }
