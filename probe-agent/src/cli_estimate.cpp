@@ -328,6 +328,43 @@ void print_time(const json& r) {
   for (const auto& a : t["assumptions"]) std::printf("  assumed: %s\n", a.get<std::string>().c_str());
 }
 
+// The layout line: degrees, nodes, experts per rank, NCCL buffers, the
+// fewest GPUs that fit, and the stage table.
+void print_layout(const json& pl) {
+  std::printf("\nLayout: %s", pl.value("layout", std::string("")).c_str());
+  for (const char* k : {"gpus", "dp", "tp", "pp", "cp", "shard_group"}) {
+    if (pl.contains(k)) std::printf(", %s %lld", k, static_cast<long long>(pl[k].get<int64_t>()));
+  }
+  // Degrees that are 1 by default are printed only when they split something.
+  for (const char* k : {"ep", "vp"}) {
+    if (pl.contains(k) && pl[k].get<int64_t>() > 1) {
+      std::printf(", %s %lld", k, static_cast<long long>(pl[k].get<int64_t>()));
+    }
+  }
+  if (pl.contains("nodes") && pl["nodes"].get<int64_t>() > 1) {
+    std::printf(", %lld nodes x %lld GPUs", static_cast<long long>(pl["nodes"].get<int64_t>()),
+                static_cast<long long>(pl.value("gpus_per_node", int64_t{0})));
+  }
+  if (pl.contains("experts_per_rank")) {
+    std::printf("; %lld experts per rank", static_cast<long long>(pl["experts_per_rank"].get<int64_t>()));
+  }
+  if (pl.contains("nccl_bytes")) std::printf("; NCCL buffers %s", gib(pl["nccl_bytes"].get<int64_t>()).c_str());
+  if (pl.contains("first_stage_peak_bytes") && !pl.contains("stages")) {
+    std::printf("; first stage %s, last stage %s", gib(pl["first_stage_peak_bytes"].get<int64_t>()).c_str(),
+                gib(pl["last_stage_peak_bytes"].get<int64_t>()).c_str());
+  }
+  if (pl.contains("min_gpus_to_fit")) {
+    const int64_t n = pl["min_gpus_to_fit"].get<int64_t>();
+    if (n > 0) {
+      std::printf("\n  fewest GPUs for this layout to fit: %lld", static_cast<long long>(n));
+    } else {
+      std::printf("\n  no data-parallel size up to 4096 makes this layout fit");
+    }
+  }
+  std::printf("\n");
+  if (pl.contains("stages")) print_stage_table(pl);
+}
+
 void print_estimate_table(const json& r) {
   const auto& m = r["model"];
   std::printf("%s  %s, %s params (%s trainable)\n", r["task"].get<std::string>() == "train" ? "TRAIN" : "INFER",
@@ -363,41 +400,7 @@ void print_estimate_table(const json& r) {
     }
     std::printf("\n");
   }
-  if (r.contains("parallel")) {
-    const auto& pl = r["parallel"];
-    std::printf("\nLayout: %s", pl.value("layout", std::string("")).c_str());
-    for (const char* k : {"gpus", "dp", "tp", "pp", "cp", "shard_group"}) {
-      if (pl.contains(k)) std::printf(", %s %lld", k, static_cast<long long>(pl[k].get<int64_t>()));
-    }
-    // Degrees that are 1 by default are printed only when they split something.
-    for (const char* k : {"ep", "vp"}) {
-      if (pl.contains(k) && pl[k].get<int64_t>() > 1) {
-        std::printf(", %s %lld", k, static_cast<long long>(pl[k].get<int64_t>()));
-      }
-    }
-    if (pl.contains("nodes") && pl["nodes"].get<int64_t>() > 1) {
-      std::printf(", %lld nodes x %lld GPUs", static_cast<long long>(pl["nodes"].get<int64_t>()),
-                  static_cast<long long>(pl.value("gpus_per_node", int64_t{0})));
-    }
-    if (pl.contains("experts_per_rank")) {
-      std::printf("; %lld experts per rank", static_cast<long long>(pl["experts_per_rank"].get<int64_t>()));
-    }
-    if (pl.contains("nccl_bytes")) std::printf("; NCCL buffers %s", gib(pl["nccl_bytes"].get<int64_t>()).c_str());
-    if (pl.contains("first_stage_peak_bytes") && !pl.contains("stages")) {
-      std::printf("; first stage %s, last stage %s", gib(pl["first_stage_peak_bytes"].get<int64_t>()).c_str(),
-                  gib(pl["last_stage_peak_bytes"].get<int64_t>()).c_str());
-    }
-    if (pl.contains("min_gpus_to_fit")) {
-      const int64_t n = pl["min_gpus_to_fit"].get<int64_t>();
-      if (n > 0) {
-        std::printf("\n  fewest GPUs for this layout to fit: %lld", static_cast<long long>(n));
-      } else {
-        std::printf("\n  no data-parallel size up to 4096 makes this layout fit");
-      }
-    }
-    std::printf("\n");
-    if (pl.contains("stages")) print_stage_table(pl);
-  }
+  if (r.contains("parallel")) print_layout(r["parallel"]);
   if (r.contains("infer") && r["infer"].contains("devices")) {
     print_llama_devices(r["infer"]);
   } else if (r.contains("infer")) {
@@ -684,6 +687,54 @@ struct CommandLine {
   std::vector<std::string> from_files;  // --from: configuration files (vram-probe import)
 };
 
+// A request field's flag and its value `v`, read by the field's type: a file
+// (config, safetensors or GGUF headers, a JSON object), a switch, a list, a
+// number, a string. An exit code on an error.
+std::optional<int> set_field(const std::string& a, const std::string& v, const FieldSpec& spec, CommandLine& f) {
+  bool ok = true;
+  if (spec.path == "model.config") {
+    f.config_file = v;
+  } else if (spec.path == "model.safetensors") {  // headers of local files, not a JSON file
+    auto inv = read_safetensors_inventory(v);
+    if (!inv.ok()) return print_error(error_json(inv.error()), f.as_json);
+    f.sets.emplace_back(spec.path, inv.value());
+  } else if (spec.path == "model.gguf" || spec.path == "model.mmproj") {  // a GGUF file's header
+    auto inv = read_gguf_file(v, spec.path);
+    if (!inv.ok()) return print_error(error_json(inv.error()), f.as_json);
+    f.sets.emplace_back(spec.path, inv.value());
+  } else if (spec.type == FieldType::kObject) {
+    json err;
+    auto obj = read_json_file(v, spec.path, err);
+    if (!obj) return print_error(err, f.as_json);
+    f.sets.emplace_back(spec.path, std::move(*obj));
+  } else if (spec.type == FieldType::kBool) {
+    const bool b = truthy(v, ok);
+    if (!ok) return print_error(usage_error(a, a + " needs true or false, got '" + v + "'"), f.as_json) + 1;
+    f.sets.emplace_back(spec.path, b);
+  } else if (spec.path == "train.grad_checkpointing") {  // true|false|selective|selective_op
+    const bool b = truthy(v, ok);
+    f.sets.emplace_back(spec.path, ok ? json(b) : json(v));
+  } else if (spec.type == FieldType::kList) {
+    json list = json::array();
+    std::stringstream ss(v);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+      if (!item.empty()) list.push_back(item);
+    }
+    // PEFT's "all-linear" is a string, not a one-name list.
+    f.sets.emplace_back(spec.path, v == "all-linear" ? json("all-linear") : list);
+  } else if (spec.type == FieldType::kInt || spec.type == FieldType::kNumber) {
+    // --cuda-context-gib: GiB or MiB on the command line, bytes in the request.
+    json err;
+    const auto n = strict_number(a, v, spec, err);
+    if (!n) return print_error(err, f.as_json);
+    f.sets.emplace_back(spec.path, *n);
+  } else {
+    f.sets.emplace_back(spec.path, v);
+  }
+  return std::nullopt;
+}
+
 // Reads `args` into `f`; an exit code when the command ends here (--help, a usage or input error).
 std::optional<int> parse_command_line(const std::vector<std::string>& args, const RequestCommand& cmd, CommandLine& f) {
   for (const auto& a : args) f.as_json = f.as_json || a == "--json";
@@ -767,46 +818,7 @@ std::optional<int> parse_command_line(const std::vector<std::string>& args, cons
                            f.as_json) +
                1;
       }
-      if (spec.path == "model.config") {
-        f.config_file = v;
-      } else if (spec.path == "model.safetensors") {  // headers of local files, not a JSON file
-        auto inv = read_safetensors_inventory(v);
-        if (!inv.ok()) return print_error(error_json(inv.error()), f.as_json);
-        f.sets.emplace_back(spec.path, inv.value());
-      } else if (spec.path == "model.gguf" || spec.path == "model.mmproj") {  // a GGUF file's header
-        auto inv = read_gguf_file(v, spec.path);
-        if (!inv.ok()) return print_error(error_json(inv.error()), f.as_json);
-        f.sets.emplace_back(spec.path, inv.value());
-      } else if (spec.type == FieldType::kObject) {
-        json err;
-        auto obj = read_json_file(v, spec.path, err);
-        if (!obj) return print_error(err, f.as_json);
-        f.sets.emplace_back(spec.path, std::move(*obj));
-      } else if (spec.type == FieldType::kBool) {
-        const bool b = truthy(v, ok);
-        if (!ok) return print_error(usage_error(a, a + " needs true or false, got '" + v + "'"), f.as_json) + 1;
-        f.sets.emplace_back(spec.path, b);
-      } else if (spec.path == "train.grad_checkpointing") {  // true|false|selective|selective_op
-        const bool b = truthy(v, ok);
-        f.sets.emplace_back(spec.path, ok ? json(b) : json(v));
-      } else if (spec.type == FieldType::kList) {
-        json list = json::array();
-        std::stringstream ss(v);
-        std::string item;
-        while (std::getline(ss, item, ',')) {
-          if (!item.empty()) list.push_back(item);
-        }
-        // PEFT's "all-linear" is a string, not a one-name list.
-        f.sets.emplace_back(spec.path, v == "all-linear" ? json("all-linear") : list);
-      } else if (spec.type == FieldType::kInt || spec.type == FieldType::kNumber) {
-        // --cuda-context-gib: GiB or MiB on the command line, bytes in the request.
-        json err;
-        const auto n = strict_number(a, v, spec, err);
-        if (!n) return print_error(err, f.as_json);
-        f.sets.emplace_back(spec.path, *n);
-      } else {
-        f.sets.emplace_back(spec.path, v);
-      }
+      if (auto code = set_field(a, v, spec, f)) return code;
     } else {
       return print_error(usage_error(a, "unknown argument '" + a + "' (see --help)"), f.as_json) + 1;
     }
