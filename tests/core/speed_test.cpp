@@ -166,6 +166,49 @@ TEST(Speed, GraphDecodeIsTheWeightsOverTheBandwidth) {
   near(low(r["time"], "decode_memory"), (weights + kv) / (3350e9 * 1700.0 / 2039.0));
 }
 
+// llama.cpp (issue 31 item 2): a decode step reads every GPU's weights at the
+// card's bandwidth and the layers -ngl leaves on the CPU at the host's (89.6
+// GB/s, the desktop default), one after the other; the token embedding is
+// never read whole (get_rows). On an Ampere or newer card llama.cpp replays a
+// CUDA graph (ggml-cuda.cu ggml_cuda_graph_set_enabled), so no eager dispatch
+// term; a V100 (compute capability 7.0) keeps it.
+json llama_cpp(int ngl, const char* gpu) {
+  return testing::estimate_ok(
+      {{"model", {{"config", testing::model_config("meta-llama/Llama-3.1-8B")}}},
+       {"task", "infer"},
+       {"infer", {{"engine", "llama_cpp"}, {"weights_dtype", "Q4_K_M"}, {"ctx_size", 4096}, {"n_gpu_layers", ngl}}},
+       {"gpu", {{"name", gpu}}}});
+}
+
+TEST(Speed, LlamaCppReadsTheCpuLayersAtTheHostsBandwidth) {
+  const json r = llama_cpp(20, "RTX 4090");
+  const json& i = r["infer"];
+  const double gpu_w = i["decode_gpu_weights_bytes"].get<double>();
+  const double host_w = i["decode_host_weights_bytes"].get<double>();
+  // 20 layers' keys and values on the GPU, 12 on the host: 4096 B a layer
+  // and token (8 KV heads x 128 x K and V x f16).
+  EXPECT_EQ(i["kv_gpu_bytes_per_token"], 20 * 4096);
+  EXPECT_EQ(i["kv_host_bytes_per_token"], 12 * 4096);
+  const double share = 1700.0 / 2039.0;  // work.cpp kBandwidthShare, the fast end
+  const double ctx = r["time"]["mean_context"].get<double>();
+  near(low(r["time"], "decode_memory"), (gpu_w + 20 * 4096 * ctx) / (1008e9 * share));
+  near(low(r["time"], "decode_host_memory"), (host_w + 12 * 4096 * ctx) / (89.6e9 * share));
+  EXPECT_TRUE(term(r["time"], "decode_host").is_null()) << r["time"]["terms"].dump();
+
+  // Every layer and the output on the GPU: nothing read from host memory,
+  // and the same GPU weights the busiest GPU holds less the embedding.
+  const json all = llama_cpp(99, "RTX 4090");
+  EXPECT_EQ(all["infer"]["decode_host_weights_bytes"], 0);
+  EXPECT_EQ(all["infer"]["kv_host_bytes_per_token"], 0);
+  EXPECT_TRUE(term(all["time"], "decode_host_memory").is_null());
+  EXPECT_GT(all["time"]["decode_tokens_per_second_per_sequence"]["low"].get<double>(),
+            4 * r["time"]["decode_tokens_per_second_per_sequence"]["low"].get<double>());
+
+  // No CUDA graphs before Ampere: the eager dispatch term stays.
+  const json v100 = llama_cpp(99, "V100 32GB");
+  EXPECT_FALSE(term(v100["time"], "decode_host").is_null()) << v100["time"]["terms"].dump();
+}
+
 // vLLM prefills in chunks of max_num_batched_tokens; left out, the chunk is
 // the engine's own default the memory estimate applied (8192 for the API
 // server on an 80 GB card, infer/vllm.cpp scheduler_defaults), not zero

@@ -352,6 +352,36 @@ std::vector<Component> components_of(const DeviceUse& u, const Run& x) {
   };
 }
 
+// What one decode step reads, on the GPUs and in host memory (the time
+// model's input, speed/infer_time.cpp): every weight where it was placed but
+// the token embedding, of which get_rows reads one row a token (it is read
+// whole only as the output layer of a model without output.weight), and the
+// keys and values of each layer where its cache is (the layer's device, or
+// the host with --no-kv-offload).
+struct DecodeReads {
+  int64_t gpu_weights = 0, host_weights = 0, gpu_kv_per_token = 0, host_kv_per_token = 0;
+};
+
+DecodeReads decode_reads(const Run& x) {
+  const gguf::Model& m = *x.model;
+  const auto& hp = m.hp;
+  DecodeReads out;
+  auto read = [&](int64_t bytes, int32_t dev) { (dev == x.p.cpu ? out.host_weights : out.gpu_weights) += bytes; };
+  for (const auto& t : m.tensors) {
+    if (t.skipped) continue;
+    if (t.part != gguf::Part::kInput) read(t.bytes, device_of(t, x.p));
+    if (!m.has_output && t.name == "token_embd.weight") read(t.bytes, x.p.output);
+  }
+  for (int64_t il = 0; il < hp.n_layer; ++il) {
+    if (!hp.has_kv(il)) continue;
+    const int64_t bytes =
+        hp.k_width(il) / x.r.type_k->block * x.r.type_k->bytes + hp.v_width(il) / x.r.type_v->block * x.r.type_v->bytes;
+    const int32_t dev = x.r.kv_offload ? x.p.layer[static_cast<size_t>(il)] : x.p.cpu;
+    (dev == x.p.cpu ? out.host_kv_per_token : out.gpu_kv_per_token) += bytes;
+  }
+  return out;
+}
+
 std::vector<std::pair<std::string, int64_t>> facts_of(const Run& x) {
   const auto& hp = x.model->hp;
   const Resolved& r = x.r;
@@ -364,6 +394,7 @@ std::vector<std::pair<std::string, int64_t>> facts_of(const Run& x) {
   }
   for (const auto& t : x.model->tensors) weights += t.skipped ? 0 : t.bytes;
   for (size_t g = 0; g + 1 < x.d.size(); ++g) gpu += x.d[g].total_bytes;
+  const DecodeReads reads = decode_reads(x);
   return {{"ctx_size", r.n_ctx},
           {"n_ctx_seq", r.n_ctx_seq},
           {"parallel", r.n_seq},
@@ -378,7 +409,11 @@ std::vector<std::pair<std::string, int64_t>> facts_of(const Run& x) {
           {"kv_bytes_per_token", per_token},
           {"weights_bytes", weights},
           {"gpu_bytes", gpu},
-          {"host_bytes", x.d.back().total_bytes}};
+          {"host_bytes", x.d.back().total_bytes},
+          {"decode_gpu_weights_bytes", reads.gpu_weights},
+          {"decode_host_weights_bytes", reads.host_weights},
+          {"kv_gpu_bytes_per_token", reads.gpu_kv_per_token},
+          {"kv_host_bytes_per_token", reads.host_kv_per_token}};
 }
 
 Estimate assemble(const Run& x) {

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "infer/llama_cpp_options.h"
 #include "speed/links.h"
 #include "speed/speed.h"
 #include "speed/work.h"
@@ -50,6 +51,8 @@ struct EngineHost {
   double per_step;   // kernels per step outside the layers
 };
 constexpr EngineHost kEngines[] = {{"hf", 43, 10}, {"litgpt", 47, 10}, {"vllm", 10, 10}};
+// llama.cpp with CUDA graphs (llama_graphs below): vLLM's graph figure.
+constexpr EngineHost kLlamaGraphs = {"llama_cpp", 10, 10};
 
 // A bitsandbytes 4-bit Linear at batch 1 costs the host 28-43 us more than a
 // 16-bit one (h2oai/h2ogpt perf.md, transformers backend, Llama-2-7B-chat:
@@ -78,6 +81,11 @@ struct Shape {
   double attn_per_key = 0;  // FLOPs per token and key of context (2 x heads x head dims / tp, attention layers)
   double expert_share = 0;  // share of the weights in routed experts
   double experts = 0, experts_per_token = 0;
+  // llama.cpp engines: what a decode step reads from host memory (the layers
+  // -ngl leaves on the CPU, and with --no-kv-offload every layer's keys and
+  // values), from the estimate's decode_* facts (infer/llama_cpp.cpp).
+  bool llama = false;
+  double host_weights = 0, host_kv_per_token = 0;
 };
 
 Shape shape_of(const Request& req, const Estimate& e) {
@@ -107,7 +115,29 @@ Shape shape_of(const Request& req, const Estimate& e) {
   s.expert_share = total > 0 ? experts / total : 0;
   s.experts = static_cast<double>(t.experts);
   s.experts_per_token = static_cast<double>(t.experts_per_token);
+  if (infer::llama_cpp::is_engine(req.infer.engine)) {
+    // Every GPU's weights (layer split runs the GPUs one after another) and
+    // the host's, not the busiest GPU's alone.
+    s.llama = true;
+    s.weights = static_cast<double>(fact(e, "decode_gpu_weights_bytes"));
+    s.kv_per_token = static_cast<double>(fact(e, "kv_gpu_bytes_per_token"));
+    s.host_weights = static_cast<double>(fact(e, "decode_host_weights_bytes"));
+    s.host_kv_per_token = static_cast<double>(fact(e, "kv_host_bytes_per_token"));
+  }
   return s;
+}
+
+// llama.cpp replays one CUDA graph per decode step on NVIDIA cards of compute
+// capability 8.0 (Ampere) and later (ggml/src/ggml-cuda/ggml-cuda.cu
+// ggml_cuda_graph_set_enabled: cc < GGML_CUDA_CC_AMPERE sets
+// disable_due_to_gpu_arch; GGML_CUDA_DISABLE_GRAPHS turns them off), so its
+// host cost a token is the graph's launch and the step's scheduling and
+// sampling, taken as vLLM's with graphs (one eager layer's dispatch). Older
+// cards launch every node of the graph: not measured, so the eager
+// transformers figure stands for it.
+bool llama_graphs(const Machine& m) {
+  const GpuInfo* card = find_gpu(m.gpu);
+  return card != nullptr && std::string(card->vendor) == "nvidia" && card->sm >= 80;
 }
 
 const EngineHost& host_of(const std::string& engine) {
@@ -144,6 +174,15 @@ std::vector<Term> decode_terms(const Request& req, const Machine& m, const Shape
     out.push_back({"decode_compute", "Compute beyond the reads", extra_compute,
                    fmt(flops / 1e12) + " TFLOP at " + fmt(m.matmul_tflops) + " TFLOPS x 0.75-1"});
   }
+  if (s.host_weights + s.host_kv_per_token > 0) {
+    // The layers on the CPU run between the GPU's, one after the other.
+    const double host_kv = batch * s.host_kv_per_token * context;
+    out.push_back({"decode_host_memory", "Host weights and KV cache read (CPU layers)",
+                   bandwidth_time(s.host_weights + host_kv, m.host_memory_gbs),
+                   fmt(s.host_weights / 1e9) + " GB of weights + " + fmt(host_kv / 1e9) +
+                       " GB of keys and values in host memory at " + fmt(m.host_memory_gbs) + " GB/s x " +
+                       bandwidth_share_text() + " (the GPU's measured share: none measured for CPUs)"});
+  }
   const int64_t tp = req.parallel.tp;
   if (tp > 1) {
     const double bytes = batch * static_cast<double>(req.model.text.hidden) * 2 * 2 * s.layers;
@@ -153,8 +192,8 @@ std::vector<Term> decode_terms(const Request& req, const Machine& m, const Shape
          collective_seconds(m, Collective::kAllReduce, bytes, tp, std::min(tp, req.parallel.gpus_per_node), calls),
          collective_formula(m, Collective::kAllReduce, bytes, tp, tp, calls)});
   }
-  const EngineHost& eh = host_of(o.engine);
-  const bool graphs = o.engine == "vllm" && o.cuda_graphs;
+  const bool graphs = (o.engine == "vllm" && o.cuda_graphs) || (s.llama && llama_graphs(m));
+  const EngineHost& eh = s.llama && graphs ? kLlamaGraphs : host_of(o.engine);
   double kernels = graphs ? eh.per_layer : eh.per_layer * s.layers;
   kernels += eh.per_step;
   if (o.engine != "vllm" && four_bit_bnb(o.weights_dtype)) kernels += kFourBitLinear * s.linears;
@@ -255,6 +294,15 @@ InferTime infer_time(const Request& req, const Estimate& e, const Machine& m) {
       "decode steps read every weight on the device and each sequence's keys and values once; TTFT prefills all " +
       fmt(batch) + " prompts together" +
       (o.engine == "vllm" ? " in chunks of max_num_batched_tokens" : std::string(" in one forward")));
+  if (s.llama) {
+    out.assumptions.push_back(
+        llama_graphs(m)
+            ? "llama.cpp replays a CUDA graph per decode step on this card (compute capability 8.0 or later): its "
+              "scheduling and sampling are taken as one eager layer's dispatch; the layers on the CPU are read at "
+              "the host's memory bandwidth (hardware.host_memory_gbs) after the GPU's"
+            : "llama.cpp runs without CUDA graphs here (before compute capability 8.0, or no NVIDIA card): every "
+              "node's launch is taken at transformers' eager dispatch cost (not measured for llama.cpp)");
+  }
   if (o.engine == "vllm" && o.cuda_graphs) {
     out.assumptions.push_back(
         "vLLM replays a CUDA graph per decode step: its scheduling and sampling are taken as one eager layer's "
