@@ -98,6 +98,19 @@ TEST(InferReplay, WeightsSplitTheWarmupSegment) {
   EXPECT_LT(w["parts"]["allocator"].get<int64_t>(), weights / 200);
 }
 
+// LitGPT preallocates its cache (set_kv_cache) and writes each token in
+// place (index_copy_), so decoding allocates nothing that grows: the same
+// 1,024-token prompt decoded to 4,096 that costs transformers 8 GiB or more
+// of cached segments reserves the prefill's peak and little more.
+TEST(InferReplay, LitgptPreallocatedCacheCachesNoGrowingSegments) {
+  const json r =
+      generate("meta-llama/Llama-2-7b-hf", {{"context_len", 4096}, {"prompt_len", 1024}, {"engine", "litgpt"}});
+  const json& d = phase(r, "decode");
+  EXPECT_LT(d["reserved_bytes"].get<int64_t>() - r["peak_allocated_bytes"].get<int64_t>(), 64 * kMiB);
+  EXPECT_GE(d["reserved_bytes"].get<int64_t>(), r["peak_allocated_bytes"].get<int64_t>());
+  EXPECT_TRUE(has_component(r, "allocator"));
+}
+
 // overheads.fragmentation replaces the replay: reserved = allocated x (1 + f).
 TEST(InferReplay, GivenFragmentationReplacesTheReplay) {
   const json r =

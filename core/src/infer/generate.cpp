@@ -69,7 +69,7 @@ void decode_step(memory::Timeline& tl, KvTensors& kv, int64_t total, int64_t log
 
 // Prefill, layer by layer: each layer's activations (and bitsandbytes'
 // dequantised weight) while it runs, then its keys and values, `cache`
-// bytes over all layers. Returns the last layer's activations and
+// bytes over all layers (none with a negative `cache`: a preallocated cache). Returns the last layer's activations and
 // dequantised weight, still live: the moment counted is the last layer's,
 // with the whole cache.
 std::pair<memory::Timeline::Id, memory::Timeline::Id> prefill_layers(memory::Timeline& tl, KvTensors& kv, int64_t cache,
@@ -85,7 +85,7 @@ std::pair<memory::Timeline::Id, memory::Timeline::Id> prefill_layers(memory::Tim
       act = tl.alloc("activations", "prefill activations (one layer)", act_bytes);
       deq = tl.alloc("dequant", "dequantised 4-bit weight", dequant);
     }
-    kv.ids[i] = tl.alloc("kv_cache", i % 2 == 0 ? "keys" : "values", kv.share(cache, i));
+    if (cache >= 0) kv.ids[i] = tl.alloc("kv_cache", i % 2 == 0 ? "keys" : "values", kv.share(cache, i));
   }
   return {act, deq};
 }
@@ -223,28 +223,36 @@ Sizes litgpt_generate(Estimate& e, const Request& req, const Serving& sv) {
   z.kv = ceil_bytes(sv.kv_tok_at(ctx) * static_cast<double>(ctx) * static_cast<double>(B), kKv);
   z.mask = bytes::mul(ctx, ctx, "the mask cache");
   z.prefill = ceil_bytes(sv.pre_tok * static_cast<double>(bytes::mul(B, prompt)), "the prefill activations");
-  const int64_t prefill_logits = bytes::add(bytes::mul(bytes::mul(B, prompt, "the logits"), vocab, 2, "the logits"),
-                                            bytes::mul(B, vocab, 4), "the logits");
+  const int64_t prompt_logits = bytes::mul(bytes::mul(B, prompt, "the logits"), vocab, 2, "the logits");
+  const int64_t sample = bytes::mul(B, vocab, 4);
+  const int64_t prefill_logits = bytes::add(prompt_logits, sample, "the logits");
   z.logits = bytes::mul(B, vocab, 2 + 4, "the logits");
-  const int64_t W = sv.fx.weights;
-  e.phases.push_back(
-      make_phase(req, sv, "kv_cache_allocated", "KV cache and mask cache allocated",
-                 {{"weights", W}, {"kv_cache", z.kv}, {"mask_cache", bytes::mul(2, z.mask, "the mask cache")}}, 0));
-  e.phases.push_back(make_phase(req, sv, "prefill", "prefill (prompt through the model)",
-                                {{"weights", W},
-                                 {"kv_cache", z.kv},
-                                 {"mask_cache", z.mask},
-                                 {"activations", z.prefill},
-                                 {"dequant", dequant_bytes(sv, B, prompt)},
-                                 {"logits", prefill_logits}},
-                                0));
-  e.phases.push_back(make_phase(req, sv, "decode", "decoding at full context",
-                                {{"weights", W},
-                                 {"kv_cache", z.kv},
-                                 {"mask_cache", z.mask},
-                                 {"dequant", dequant_bytes(sv, B, 1)},
-                                 {"logits", z.logits}},
-                                0));
+  ServingTimeline st = serving_load(req, sv);
+  memory::Timeline& tl = st.tl;
+  // set_kv_cache: every layer's K and V (torch.zeros), then the mask cache,
+  // torch.ones and its torch.tril both alive.
+  KvTensors kv;
+  kv.ids.resize(kv_tensor_count(req.model.text));
+  for (size_t i = 0; i < kv.ids.size(); ++i) {
+    kv.ids[i] = tl.alloc("kv_cache", i % 2 == 0 ? "keys" : "values", kv.share(z.kv, i));
+  }
+  const memory::Timeline::Id ones = tl.alloc("mask_cache", "torch.ones of the mask", z.mask);
+  const memory::Timeline::Id mask = tl.alloc("mask_cache", "mask cache (torch.tril)", z.mask);
+  st.mark("kv_cache_allocated", "KV cache and mask cache allocated");
+  tl.free(ones);
+  // Prefill, layer by layer, into the preallocated cache (index_copy_).
+  KvTensors layers;
+  layers.ids.resize(kv.ids.size());
+  auto [act, deq] = prefill_layers(tl, layers, -1, z.prefill, dequant_bytes(sv, B, prompt));
+  memory::Timeline::Id logits = tl.alloc("logits", "logits", prefill_logits, {{prompt_logits, 1}, {sample, 1}});
+  st.mark("prefill", "prefill (prompt through the model)");
+  for (const memory::Timeline::Id id : {act, deq, logits}) tl.free(id);
+  deq = tl.alloc("dequant", "dequantised 4-bit weight", dequant_bytes(sv, B, 1));
+  logits = tl.alloc("logits", "logits", z.logits, {{sample, 1}, {bytes::mul(B, vocab, 2), 1}});
+  st.mark("decode", "decoding at full context");
+  for (const memory::Timeline::Id id : {deq, logits, mask}) tl.free(id);
+  for (const memory::Timeline::Id id : kv.ids) tl.free(id);
+  z.allocator = timeline_phases(e, req, sv, st);
   z.logits = std::max(z.logits, prefill_logits);
   return z;
 }

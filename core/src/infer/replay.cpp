@@ -67,15 +67,21 @@ ServingTimeline serving_load(const Request& req, const Serving& sv) {
   // (modeling_utils.py caching_allocator_warmup, since v4.50.0, commit
   // 1603018e), so the weights then split that one cached segment instead of
   // each taking a segment of its own.
-  int64_t warmup = sv.fx.weights;
-  if (const int64_t free = allocator_capacity(req, sv); free > 0) {
-    warmup = std::min(warmup, std::max<int64_t>(free - (int64_t{12} << 30) / 10, 0));
+  // LitGPT builds the model on the GPU, a tensor per parameter, and copies
+  // the checkpoint into it (litgpt/generate/base.py @004cf84f main:
+  // fabric.init_module(empty_init=True), load_checkpoint): no warm-up, and
+  // no phase of its own.
+  if (!sv.litgpt) {
+    int64_t warmup = sv.fx.weights;
+    if (const int64_t free = allocator_capacity(req, sv); free > 0) {
+      warmup = std::min(warmup, std::max<int64_t>(free - (int64_t{12} << 30) / 10, 0));
+    }
+    tl.free(tl.alloc("weights", "caching_allocator_warmup", warmup));
   }
-  tl.free(tl.alloc("weights", "caching_allocator_warmup", warmup));
   tl.alloc("weights", "weights", sv.fx.weights, pieces);
   tl.alloc("cublas_workspace", "cuBLAS workspace", sv.fx.cublas);
   tl.alloc("misc", "overheads.misc_bytes", req.overheads.misc_bytes);
-  st.mark("weights_loaded", "weights loaded");
+  if (!sv.litgpt) st.mark("weights_loaded", "weights loaded");
   return st;
 }
 
@@ -140,14 +146,17 @@ std::string timeline_phases(Estimate& e, const Request& req, const Serving& sv, 
     e.phases.push_back(std::move(p));
   }
   if (frag || at.empty()) return "";
-  e.assumptions.push_back(
-      "weights loaded by from_pretrained onto the GPU (device_map): transformers' caching_allocator_warmup (since "
-      "4.50) first reserves one segment of the parameters' bytes, which the weights then split; model.to('cuda') "
-      "skips it");
+  if (!sv.litgpt) {
+    e.assumptions.push_back(
+        "weights loaded by from_pretrained onto the GPU (device_map): transformers' caching_allocator_warmup (since "
+        "4.50) first reserves one segment of the parameters' bytes, which the weights then split; "
+        "model.to('cuda') skips it");
+  }
   const AtMark& last = at.back();
-  return "PyTorch caching allocator replayed over the load (after transformers' caching_allocator_warmup) and one "
-         "generate call: " +
-         fmt_int(last.segments) + " segments, " + fmt_int(last.device_allocs) + " cudaMalloc calls" +
+  return std::string("PyTorch caching allocator replayed over the load") +
+         (sv.litgpt ? "" : " (after transformers' caching_allocator_warmup)") +
+         " and one generate call: " + fmt_int(last.segments) + " segments, " + fmt_int(last.device_allocs) +
+         " cudaMalloc calls" +
          (last.oom ? " (replayed without the card's bound: a malloc fails there even after freeing the cache)" : "");
 }
 
