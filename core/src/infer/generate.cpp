@@ -28,7 +28,7 @@ namespace {
 // that coarsens the steps), so that a long generation costs the page a
 // bounded replay.
 constexpr int64_t kBandBytes = int64_t{1} << 20;
-constexpr int64_t kDecodeSteps = 256;
+constexpr int64_t kDecodeSteps = 64;
 
 // The K and V tensors of every layer that caches keys (a hybrid's
 // state-space layers and Mllama's image cross-attention layers hold none; a
