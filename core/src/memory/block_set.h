@@ -37,10 +37,8 @@ class BlockSet {
   // BlockComparatorAddress().
   static bool less(const Entry& a, const Entry& b) {
     if (a.stream != b.stream) return a.stream < b.stream;
-    // (size, ptr) as one 128-bit number (sizes are never negative): two
-    // compares without a branch between them.
-    __extension__ typedef unsigned __int128 Wide;
-    return (Wide{static_cast<uint64_t>(a.size)} << 64 | a.ptr) < (Wide{static_cast<uint64_t>(b.size)} << 64 | b.ptr);
+    if (a.size != b.size) return a.size < b.size;
+    return a.ptr < b.ptr;
   }
 
   bool empty() const { return order_.empty(); }
@@ -59,13 +57,14 @@ class BlockSet {
   }
 
   // The first entry not less than `key` (at_end() if none): std::set::lower_bound.
-  // The chunk from the chunks' last entries (one array, in key order), then
-  // the entry inside it.
   Pos lower_bound(const Entry& key) const {
-    const auto c = std::partition_point(last_.begin(), last_.end(), [&](const Entry& e) { return less(e, key); });
-    const auto rank = static_cast<int32_t>(c - last_.begin());
-    if (c == last_.end()) return {rank, 0};
-    const Chunk& ch = chunk(rank);
+    const auto c = std::partition_point(order_.begin(), order_.end(), [&](int32_t id) {
+      const Chunk& ch = chunks_[static_cast<size_t>(id)];
+      return less(ch.e[static_cast<size_t>(ch.n - 1)], key);
+    });
+    const auto rank = static_cast<int32_t>(c - order_.begin());
+    if (c == order_.end()) return {rank, 0};
+    const Chunk& ch = chunks_[static_cast<size_t>(*c)];
     const auto it = std::lower_bound(ch.e.begin(), ch.e.begin() + ch.n, key, less);
     return {rank, static_cast<int32_t>(it - ch.e.begin())};
   }
@@ -76,7 +75,6 @@ class BlockSet {
       chunks_[static_cast<size_t>(id)].e[0] = e;
       chunks_[static_cast<size_t>(id)].n = 1;
       order_.push_back(id);
-      last_.push_back(e);
       return;
     }
     Pos p = lower_bound(e);
@@ -91,7 +89,6 @@ class BlockSet {
     std::copy_backward(ch.e.begin() + p.index, ch.e.begin() + ch.n, ch.e.begin() + ch.n + 1);
     ch.e[static_cast<size_t>(p.index)] = e;
     ++ch.n;
-    if (p.index == ch.n - 1) last_[static_cast<size_t>(p.chunk)] = e;
   }
 
   // Removes the entry with e's key (it must be in the set).
@@ -103,9 +100,6 @@ class BlockSet {
     if (--ch.n == 0) {
       spare_.push_back(order_[static_cast<size_t>(p.chunk)]);
       order_.erase(order_.begin() + p.chunk);
-      last_.erase(last_.begin() + p.chunk);
-    } else if (p.index == ch.n) {
-      last_[static_cast<size_t>(p.chunk)] = ch.e[static_cast<size_t>(ch.n - 1)];
     }
   }
 
@@ -149,13 +143,10 @@ class BlockSet {
     to.n = from.n - half;
     from.n = half;
     order_.insert(order_.begin() + rank + 1, id);
-    last_[static_cast<size_t>(rank)] = from.e[static_cast<size_t>(half - 1)];
-    last_.insert(last_.begin() + rank + 1, to.e[static_cast<size_t>(to.n - 1)]);
   }
 
   std::vector<Chunk> chunks_;
   std::vector<int32_t> order_;  // chunk ids in key order, none empty
-  std::vector<Entry> last_;     // each chunk's last entry, in the same order
   std::vector<int32_t> spare_;  // emptied chunks, reused
 };
 

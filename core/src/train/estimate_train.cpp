@@ -5,7 +5,6 @@
 #include "train/estimate_train.h"
 
 #include <algorithm>
-#include <functional>
 #include <map>
 #include <optional>
 
@@ -754,8 +753,8 @@ bool live_exceeds(const RankBasis& basis, int64_t micro_batch, int64_t seq_len, 
 struct ProbeFloor {
   enum class State { kUnknown, kFits, kExceeds } state = State::kUnknown;
 
-  bool probe(int64_t v, int64_t& probes, const int64_t& replays, const std::function<bool()>& probe,
-             const std::function<bool()>& floor_exceeds) {
+  template <class Probe, class Floor>
+  bool probe(int64_t v, int64_t& probes, const int64_t& replays, const Probe& probe, const Floor& floor_exceeds) {
     if (state == State::kExceeds) {
       ++probes;
       return false;
