@@ -255,9 +255,13 @@ json asked_version(const Request& r, const std::string& library) {
   return json();
 }
 
-// Fields whose null default stands for "absent", read back as null.
-const std::map<std::string, std::function<json(const Request&)>>& absent_readers() {
-  static const std::map<std::string, std::function<json(const Request&)>> kReaders = {
+// Fields whose null default stands for "absent", read back as null: a
+// reader per field, grouped by the part of the request it belongs to.
+using AbsentReaders = std::map<std::string, std::function<json(const Request&)>>;
+
+// Training, the model and the framework's library versions.
+void training_absent(AbsentReaders& r) {
+  r.insert({
       {"train.dropout", [](const Request& r) { return r.train.dropout < 0 ? json() : json(r.train.dropout); }},
       {"train.loss_chunk_size",
        [](const Request& r) { return r.train.loss_chunk_size > 0 ? json(r.train.loss_chunk_size) : json(); }},
@@ -276,6 +280,12 @@ const std::map<std::string, std::function<json(const Request&)>>& absent_readers
        [](const Request& r) {
          return r.train.lora.targets.empty() && !r.train.lora.all_linear ? json() : json(r.train.lora.targets);
        }},
+  });
+}
+
+// Inference: the engines' own defaults when a setting is left out.
+void inference_absent(AbsentReaders& r) {
+  r.insert({
       {"infer.prompt_len",
        [](const Request& r) { return r.infer.prompt_len == 0 ? json() : json(r.infer.prompt_len); }},
       // The llama.cpp settings whose absence means the engine's default.
@@ -310,6 +320,12 @@ const std::map<std::string, std::function<json(const Request&)>>& absent_readers
        }},
       {"infer.cuda_graph_max_bs",
        [](const Request& r) { return r.infer.cuda_graph_max_bs == 0 ? json() : json(r.infer.cuda_graph_max_bs); }},
+  });
+}
+
+// The layout, the card, the overheads, the allocator and the calibration.
+void setup_absent(AbsentReaders& r) {
+  r.insert({
       {"parallel.overlap_comm",
        [](const Request& r) { return r.parallel.overlap_comm_given ? json(r.parallel.overlap_comm) : json(); }},
       {"parallel.fsdp_param_dtype",
@@ -342,6 +358,12 @@ const std::map<std::string, std::function<json(const Request&)>>& absent_readers
        [](const Request& r) { return r.calibration.logits ? json(*r.calibration.logits) : json(); }},
       {"calibration.checkpointing",
        [](const Request& r) { return r.calibration.checkpointing ? json(*r.calibration.checkpointing) : json(); }},
+  });
+}
+
+// The time model's run size, price and hardware rates.
+void time_absent(AbsentReaders& r) {
+  r.insert({
       {"time.tokens", [](const Request& r) { return r.time.tokens ? json(*r.time.tokens) : json(); }},
       {"time.samples", [](const Request& r) { return r.time.samples ? json(*r.time.samples) : json(); }},
       {"time.mean_len", [](const Request& r) { return r.time.mean_len ? json(*r.time.mean_len) : json(); }},
@@ -355,7 +377,18 @@ const std::map<std::string, std::function<json(const Request&)>>& absent_readers
        [](const Request& r) { return r.hardware.matmul_tflops ? json(*r.hardware.matmul_tflops) : json(); }},
       {"hardware.memory_gbs",
        [](const Request& r) { return r.hardware.memory_gbs ? json(*r.hardware.memory_gbs) : json(); }},
-  };
+  });
+}
+
+const AbsentReaders& absent_readers() {
+  static const AbsentReaders kReaders = [] {
+    AbsentReaders r;
+    training_absent(r);
+    inference_absent(r);
+    setup_absent(r);
+    time_absent(r);
+    return r;
+  }();
   return kReaders;
 }
 
