@@ -87,6 +87,17 @@ int64_t kv_tensor(const gguf::Model& m, const Resolved& r, int64_t il, bool k) {
   return width / type->block * type->bytes * (swa ? r.kv_cells_swa : r.kv_cells) * r.n_stream;
 }
 
+// One layer's keys and values per token of context (a K and a V row,
+// ggml_row_size of each cache type), and the device its cache is on: the
+// layer's own, or the host with --no-kv-offload.
+int64_t kv_bytes_per_token(const gguf::Model& m, const Resolved& r, int64_t il) {
+  return m.hp.k_width(il) / r.type_k->block * r.type_k->bytes + m.hp.v_width(il) / r.type_v->block * r.type_v->bytes;
+}
+
+int32_t kv_device(const Resolved& r, const Placement& p, int64_t il) {
+  return r.kv_offload ? p.layer[static_cast<size_t>(il)] : p.cpu;
+}
+
 // The weights on every backend (GPUs, then the host): CUDA tensors with
 // their padding; host tensors as the CPU buffer llama.cpp maps (the file's
 // range from the first to the last CPU tensor, llama_model_loader
@@ -140,7 +151,7 @@ GraphShape shape_of(const gguf::Model& m, const Resolved& r, const Placement& p)
   s.gpus = r.gpus;
   s.layer_device = p.layer;
   for (int64_t il = 0; il < m.hp.n_layer; ++il) {
-    s.kv_device.push_back(r.kv_offload ? p.layer[static_cast<size_t>(il)] : p.cpu);
+    s.kv_device.push_back(kv_device(r, p, il));
   }
   s.output_device = p.output;
   // llama-context.cpp: pipeline parallelism (GGML_SCHED_MAX_COPIES = 4 input
@@ -374,10 +385,8 @@ DecodeReads decode_reads(const Run& x) {
   }
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     if (!hp.has_kv(il)) continue;
-    const int64_t bytes =
-        hp.k_width(il) / x.r.type_k->block * x.r.type_k->bytes + hp.v_width(il) / x.r.type_v->block * x.r.type_v->bytes;
-    const int32_t dev = x.r.kv_offload ? x.p.layer[static_cast<size_t>(il)] : x.p.cpu;
-    (dev == x.p.cpu ? out.host_kv_per_token : out.gpu_kv_per_token) += bytes;
+    const int64_t bytes = kv_bytes_per_token(m, x.r, il);
+    (kv_device(x.r, x.p, il) == x.p.cpu ? out.host_kv_per_token : out.gpu_kv_per_token) += bytes;
   }
   return out;
 }
@@ -389,8 +398,7 @@ std::vector<std::pair<std::string, int64_t>> facts_of(const Run& x) {
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     if (!hp.has_kv(il)) continue;
     kv += kv_tensor(*x.model, r, il, true) + kv_tensor(*x.model, r, il, false);
-    per_token +=
-        hp.k_width(il) / r.type_k->block * r.type_k->bytes + hp.v_width(il) / r.type_v->block * r.type_v->bytes;
+    per_token += kv_bytes_per_token(*x.model, r, il);
   }
   for (const auto& t : x.model->tensors) weights += t.skipped ? 0 : t.bytes;
   for (size_t g = 0; g + 1 < x.d.size(); ++g) gpu += x.d[g].total_bytes;
