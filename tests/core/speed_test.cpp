@@ -209,6 +209,43 @@ TEST(Speed, LlamaCppReadsTheCpuLayersAtTheHostsBandwidth) {
   EXPECT_FALSE(term(v100["time"], "decode_host").is_null()) << v100["time"]["terms"].dump();
 }
 
+// A llama.cpp request states its context as --ctx-size (infer.context_len is
+// refused), so the time model reads the cells the estimate resolved over its
+// sequences, not context_len's default 4096; and it prefills in micro-batches
+// of n_ubatch tokens, each reading every weight (llama-context.cpp
+// llama_context::decode splits a batch by n_ubatch).
+TEST(Speed, LlamaCppTimeReadsItsCtxSizeAndPrefillsInMicroBatches) {
+  auto run = [](int64_t ctx, int64_t ubatch) {
+    return testing::estimate_ok({{"model", {{"config", testing::model_config("meta-llama/Llama-3.1-8B")}}},
+                                 {"task", "infer"},
+                                 {"infer",
+                                  {{"engine", "llama_cpp"},
+                                   {"weights_dtype", "Q4_K_M"},
+                                   {"ctx_size", ctx},
+                                   {"batch", 1},
+                                   {"n_ubatch", ubatch},
+                                   {"n_gpu_layers", 99}}},
+                                 {"gpu", {{"name", "RTX 4090"}}}});
+  };
+  const json r = run(8192, 512);
+  EXPECT_EQ(r["time"]["prompt_len"], 8192);
+  EXPECT_EQ(r["time"]["mean_context"], 8192);
+  auto chunks = [](const json& t) {
+    for (const auto& x : t["prefill_terms"]) {
+      if (x["key"] == "prefill_weights") return x["formula"].get<std::string>();
+    }
+    return std::string();
+  };
+  EXPECT_EQ(chunks(r["time"]).rfind("16 chunk(s) of 512 tokens", 0), 0u) << chunks(r["time"]);
+  const json big = run(8192, 2048);
+  EXPECT_EQ(chunks(big["time"]).rfind("4 chunk(s) of 2048 tokens", 0), 0u) << chunks(big["time"]);
+  // A shorter context reads less cache a step: faster decode.
+  const json short_ctx = run(1024, 512);
+  EXPECT_EQ(short_ctx["time"]["prompt_len"], 1024);
+  EXPECT_GT(short_ctx["time"]["decode_tokens_per_second_per_sequence"]["low"].get<double>(),
+            r["time"]["decode_tokens_per_second_per_sequence"]["low"].get<double>());
+}
+
 // vLLM prefills in chunks of max_num_batched_tokens; left out, the chunk is
 // the engine's own default the memory estimate applied (8192 for the API
 // server on an 80 GB card, infer/vllm.cpp scheduler_defaults), not zero

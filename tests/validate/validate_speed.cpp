@@ -40,10 +40,15 @@ Estimate estimate_of(const vram::json& t, const std::string& measure, const vram
   }
   if (measure == "decode_tokens_per_second_per_sequence") return range("decode_tokens_per_second_per_sequence", 1);
   if (measure == "decode_tokens_per_second") return range("decode_tokens_per_second", 1);
+  // llama-bench's ppN: N prompt tokens over the time to compute them.
+  if (measure == "prefill_tokens_per_second") return range("prefill_tokens_per_second", 1);
   return {};
 }
 
-std::string kind_of(const std::string& measure) { return measure.rfind("train", 0) == 0 ? "training" : "decode"; }
+std::string kind_of(const std::string& measure) {
+  if (measure.rfind("train", 0) == 0) return "training";
+  return measure.rfind("prefill", 0) == 0 ? "prefill" : "decode";
+}
 
 }  // namespace
 

@@ -218,8 +218,16 @@ std::vector<Term> decode_terms(const Request& req, const Machine& m, const Shape
 // tokens a step; transformers and LitGPT: the whole batch at once).
 // vLLM's prefill chunk: max_num_batched_tokens as given, else the engine's
 // own default the memory estimate applied (its fact of the same name,
-// infer/vllm.cpp scheduler_defaults); other engines prefill the prompt whole.
+// infer/vllm.cpp scheduler_defaults). llama.cpp computes a prompt's batch in
+// micro-batches of n_ubatch tokens, one graph each (llama-context.cpp
+// llama_context::decode: `while (ubatch = balloc.split_simple(n_ubatch))` ->
+// process_ubatch), each reading every weight: the n_ubatch its estimate
+// resolved (a fact). Other engines prefill the prompt whole.
 double prefill_chunk(const Request& req, const Estimate& e, double tokens) {
+  if (infer::llama_cpp::is_engine(req.infer.engine)) {
+    const int64_t ubatch = fact(e, "n_ubatch");
+    return ubatch > 0 ? static_cast<double>(ubatch) : tokens;
+  }
   if (req.infer.engine != "vllm") return tokens;
   if (req.infer.max_num_batched_tokens > 0) return static_cast<double>(req.infer.max_num_batched_tokens);
   for (const auto& [name, value] : e.facts) {
@@ -264,6 +272,20 @@ Range total(const std::vector<Term>& terms) {
   return r;
 }
 
+// The tokens a sequence holds: infer.context_len, except for the llama.cpp
+// engines, whose requests state the context as --ctx-size (the KV cells all
+// --parallel sequences share; Ollama num_ctx x OLLAMA_NUM_PARALLEL) and refuse
+// infer.context_len: the cells the estimate resolved (its ctx_size fact,
+// padded as the release pads it, the model's context_length for --ctx-size 0)
+// over its sequences. Before, the time model read the request's default 4096
+// whatever --ctx-size said.
+int64_t context_of(const Request& req, const Estimate& e) {
+  if (!infer::llama_cpp::is_engine(req.infer.engine)) return req.infer.context_len;
+  const int64_t cells = fact(e, "ctx_size");
+  const int64_t seqs = std::max<int64_t>(1, fact(e, "parallel", 1));
+  return cells > 0 ? std::max<int64_t>(1, cells / seqs) : req.infer.context_len;
+}
+
 }  // namespace
 
 InferTime infer_time(const Request& req, const Estimate& e, const Machine& m) {
@@ -271,7 +293,7 @@ InferTime infer_time(const Request& req, const Estimate& e, const Machine& m) {
   InferTime out;
   const Shape s = shape_of(req, e);
   out.batch = o.batch;
-  const int64_t context = o.context_len;
+  const int64_t context = context_of(req, e);
   out.prompt_len = o.prompt_len > 0 ? o.prompt_len : context;
   out.output_tokens = std::max<int64_t>(0, context - out.prompt_len);
   // A decode step reads the context so far: on average the prompt plus half
@@ -293,7 +315,9 @@ InferTime infer_time(const Request& req, const Estimate& e, const Machine& m) {
   out.assumptions.push_back(
       "decode steps read every weight on the device and each sequence's keys and values once; TTFT prefills all " +
       fmt(batch) + " prompts together" +
-      (o.engine == "vllm" ? " in chunks of max_num_batched_tokens" : std::string(" in one forward")));
+      (o.engine == "vllm" ? " in chunks of max_num_batched_tokens"
+       : s.llama          ? " in micro-batches of n_ubatch tokens, each reading every weight"
+                          : std::string(" in one forward")));
   if (s.llama) {
     out.assumptions.push_back(
         llama_graphs(m)
