@@ -51,8 +51,21 @@ struct EngineHost {
   double per_step;   // kernels per step outside the layers
 };
 constexpr EngineHost kEngines[] = {{"hf", 43, 10}, {"litgpt", 47, 10}, {"vllm", 10, 10}};
-// llama.cpp with CUDA graphs (llama_graphs below): vLLM's graph figure.
+// llama.cpp's scheduling and sampling a step, with or without CUDA graphs
+// (llama_graphs below): vLLM's graph figure, one eager layer's dispatch.
 constexpr EngineHost kLlamaGraphs = {"llama_cpp", 10, 10};
+
+// What launching a llama.cpp forward node by node (no CUDA graph: before
+// compute capability 8.0, and every prompt micro-batch of more than one
+// token) costs beyond replaying it as one graph, per layer: ggml's C++ launches,
+// not PyTorch's Python dispatch. Measured as the time a token lost without
+// graphs, LLaMA-2-7B (32 layers), by the PR that introduced them
+// (ggml-org/llama.cpp PR #6766, JohannesGaessler 2024-04-19, ./main tg, q4_0:
+// RTX 4090 138.31 -> 146.81 tokens/s, 0.419 ms a token; RTX 3090 116.31 ->
+// 128.27, 0.802 ms) and by its author's issue (#6763, agray3 2024-04-19,
+// llama-2-7b Q4_K_M on an H100-PCIe: 143.35 -> 163.83, 0.872 ms): 13.1-27.2
+// us a layer, added to the GPU's time as those deltas were.
+constexpr Range kLlamaEagerPerLayer = {0.419e-3 / 32, 0.872e-3 / 32};
 
 // A bitsandbytes 4-bit Linear at batch 1 costs the host 28-43 us more than a
 // 16-bit one (h2oai/h2ogpt perf.md, transformers backend, Llama-2-7B-chat:
@@ -193,8 +206,17 @@ std::vector<Term> decode_terms(const Request& req, const Machine& m, const Shape
          collective_formula(m, Collective::kAllReduce, bytes, tp, tp, calls)});
   }
   const bool graphs = (o.engine == "vllm" && o.cuda_graphs) || (s.llama && llama_graphs(m));
-  const EngineHost& eh = s.llama && graphs ? kLlamaGraphs : host_of(o.engine);
-  double kernels = graphs ? eh.per_layer : eh.per_layer * s.layers;
+  if (s.llama && !graphs) {
+    out.push_back({"decode_launch", "Node-by-node launches (no CUDA graph)", kLlamaEagerPerLayer * s.layers,
+                   fmt(s.layers) +
+                       " layers x 13.1-27.2 us: what a token loses without CUDA graphs (llama.cpp PR #6766, "
+                       "issue #6763: LLaMA-2-7B on RTX 3090 / 4090 / H100)"});
+  }
+  // llama.cpp's host: its scheduling and sampling alone (graphs or not); the
+  // launches without graphs are the term above.
+  const bool one_layer = graphs || s.llama;
+  const EngineHost& eh = s.llama ? kLlamaGraphs : host_of(o.engine);
+  double kernels = one_layer ? eh.per_layer : eh.per_layer * s.layers;
   kernels += eh.per_step;
   if (o.engine != "vllm" && four_bit_bnb(o.weights_dtype)) kernels += kFourBitLinear * s.linears;
   if (o.engine != "vllm" && o.weights_dtype == "nf4-dq") kernels += kNestedAbsmax * s.linears;
@@ -252,9 +274,19 @@ std::vector<Term> prefill_terms(const Request& req, const Estimate& e, const Mac
   out.push_back({"prefill_weights", "Weights read per chunk", bandwidth_time(s.weights * chunks, m.memory_gbs),
                  fmt(chunks) + " chunk(s) of " + fmt(std::min(chunk, tokens)) + " tokens, each reading " +
                      fmt(s.weights / 1e9) + " GB"});
-  const EngineHost& eh = host_of(req.infer.engine);
-  out.push_back({"prefill_host", "Host dispatch", host_time((eh.per_layer * s.layers + eh.per_step) * chunks),
-                 fmt(chunks) + " forward(s) dispatched"});
+  if (s.llama) {
+    // A prompt micro-batch is launched node by node (llama.cpp captures CUDA
+    // graphs for single-token batches only), plus the step's scheduling.
+    out.push_back({"prefill_host", "Host dispatch",
+                   host_time((kLlamaGraphs.per_layer + kLlamaGraphs.per_step) * chunks) +
+                       kLlamaEagerPerLayer * (s.layers * chunks),
+                   fmt(chunks) + " micro-batch(es) launched node by node: " + fmt(s.layers) +
+                       " layers x 13.1-27.2 us each (llama.cpp PR #6766) + the step's scheduling"});
+  } else {
+    const EngineHost& eh = host_of(req.infer.engine);
+    out.push_back({"prefill_host", "Host dispatch", host_time((eh.per_layer * s.layers + eh.per_step) * chunks),
+                   fmt(chunks) + " forward(s) dispatched"});
+  }
   const int64_t tp = req.parallel.tp;
   if (tp > 1) {
     const double bytes = tokens * static_cast<double>(req.model.text.hidden) * 2 * 2 * s.layers;
@@ -324,8 +356,9 @@ InferTime infer_time(const Request& req, const Estimate& e, const Machine& m) {
             ? "llama.cpp replays a CUDA graph per decode step on this card (compute capability 8.0 or later): its "
               "scheduling and sampling are taken as one eager layer's dispatch; the layers on the CPU are read at "
               "the host's memory bandwidth (hardware.host_memory_gbs) after the GPU's"
-            : "llama.cpp runs without CUDA graphs here (before compute capability 8.0, or no NVIDIA card): every "
-              "node's launch is taken at transformers' eager dispatch cost (not measured for llama.cpp)");
+            : "llama.cpp runs without CUDA graphs here (before compute capability 8.0, or no NVIDIA card): its "
+              "node-by-node launches cost 13.1-27.2 us a layer more a token (measured against graphs on Ampere, "
+              "Ada and Hopper cards: llama.cpp PR #6766, issue #6763; not measured on older cards)");
   }
   if (o.engine == "vllm" && o.cuda_graphs) {
     out.assumptions.push_back(
