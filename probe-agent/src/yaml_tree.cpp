@@ -65,6 +65,22 @@ json number(double d) {
   return d;
 }
 
+// The value of octal (3 bits a digit) or hex (4) digits, rounded to the
+// nearest double as JavaScript's parseInt(digits, 8 or 16) does (npm yaml's
+// core schema, yaml/dist/schema/core/int.js): the digits become hex text
+// read by strtod, which rounds a value past 2^64 instead of throwing.
+double radix_value(std::string_view digits_text, int bits_per_digit) {
+  std::string bits;
+  for (const char c : digits_text) {
+    const int d = dec(c) ? c - '0' : (c | 0x20) - 'a' + 10;
+    for (int b = bits_per_digit - 1; b >= 0; --b) bits += ((d >> b) & 1) ? '1' : '0';
+  }
+  bits.insert(0, (4 - bits.size() % 4) % 4, '0');
+  std::string text = "0x";
+  for (size_t i = 0; i < bits.size(); i += 4) text += "0123456789abcdef"[std::stoi(bits.substr(i, 4), nullptr, 2)];
+  return std::strtod(text.c_str(), nullptr);
+}
+
 // YAML 1.2.2 §10.3.2 core schema tag resolution (the npm `yaml` package's
 // default schema "core", yaml/dist/schema/core).
 json resolve_plain(const std::string& s) {
@@ -73,10 +89,10 @@ json resolve_plain(const std::string& s) {
   if (one_of(s, {"false", "False", "FALSE"})) return false;
   const std::string_view v(s);
   if (v.size() > 2 && v.substr(0, 2) == "0o" && digits(v.substr(2), oct)) {
-    return number(static_cast<double>(std::stoull(s.substr(2), nullptr, 8)));
+    return number(radix_value(v.substr(2), 3));
   }
   if (v.size() > 2 && v.substr(0, 2) == "0x" && digits(v.substr(2), hex)) {
-    return number(static_cast<double>(std::stoull(s.substr(2), nullptr, 16)));
+    return number(radix_value(v.substr(2), 4));
   }
   if (is_float(v)) return number(std::strtod(s.c_str(), nullptr));  // integers too: [-+]?[0-9]+
   if (one_of(unsigned_part(v), {".inf", ".Inf", ".INF"})) return number(v[0] == '-' ? -INFINITY : INFINITY);

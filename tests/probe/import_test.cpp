@@ -451,6 +451,18 @@ TEST(ImportYaml, CoreSchemaScalarsResolveAsTheNpmYamlPackageDoes) {
   EXPECT_EQ(j["j"], 500000000);
 }
 
+// Octal and hex past 2^64 (a fuzz input: std::stoull threw out_of_range,
+// which escaped as an "internal" error): rounded to the nearest double, the
+// values node's npm yaml gives (parseInt) for the same text.
+TEST(ImportYaml, OctalAndHexPastUint64RoundLikeParseInt) {
+  const json j = vram::cli::yaml_to_json(
+      "g: 0x10000000000000000\nh: 0o17\nk: 0x1fffffffffffff1\no: 0o7777777777777777777777777\n", "t.yml");
+  EXPECT_EQ(j["g"].get<double>(), 18446744073709551616.0);
+  EXPECT_EQ(j["h"], 15);
+  EXPECT_EQ(j["k"].get<double>(), 144115188075855856.0);
+  EXPECT_EQ(j["o"].get<double>(), 3.777893186295716e+22);
+}
+
 // Bounded reads (issue 17: "a size limit on every input, checked before
 // reading it whole"). Reading a config went through file_size, then read the
 // whole file: a pipe (process substitution, /dev/stdin) had no size and was
