@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <optional>
 #include <tuple>
 
@@ -183,14 +184,16 @@ void time_candidate(PlanCandidate& c, const Request& r, const std::optional<spee
 // One layout, estimated. Ranked on the live tensors (a lower bound of the
 // reserved view); a layout that fits on that bound is estimated with the
 // allocator replay, and so is every layout shown (finish()).
+// `memos` gets the smaller jobs its replay ran (finish() hands them to the
+// layout's micro-batch search).
 std::optional<PlanCandidate> evaluate(const Request& base, const ParallelOptions& p, Checkpointing ck,
                                       const fit::Card& card, int64_t global_batch, int64_t host_ram,
-                                      const std::optional<speed::Machine>& machine) {
+                                      const std::optional<speed::Machine>& machine, train::RankMemos& memos) {
   const Request r = candidate_request(base, p, ck, global_batch);
   auto est = train::estimate_train(r, train::ReservedView::kLiveTensors);
   if (!est.ok()) return std::nullopt;
   const bool replay = est.value().peak_bytes <= card.capacity;
-  if (replay) est = train::estimate_train(r);
+  if (replay) est = train::estimate_train(r, train::ReservedView::kReplay, &memos);
   if (!est.ok()) return std::nullopt;
   PlanCandidate c;
   c.replayed = replay;
@@ -319,13 +322,18 @@ void rank(std::vector<PlanCandidate>& all) {
 // The shown candidates: the top ones, each with the allocator replay's peak
 // (those that did not fit on the lower bound still do not: their peak only
 // grows) and, when it fits, its largest micro-batch.
+// `memos`: each candidate's smaller jobs replayed so far, by label (which
+// names every field for_each_layout varies): its micro-batch search replays
+// the same jobs of the same ranks on the same card (train::RankMemos).
 void finish(std::vector<PlanCandidate>& all, const Request& base, const PlanOptions& o, const fit::Card& card,
-            int64_t global_batch) {
+            int64_t global_batch, std::map<std::string, train::RankMemos>& memos) {
   rank(all);
   if (static_cast<int64_t>(all.size()) > o.top) all.resize(static_cast<size_t>(o.top));
   for (PlanCandidate& c : all) {
     if (c.replayed) continue;
-    if (auto est = train::estimate_train(candidate_request(base, c.layout, c.checkpointing, global_batch)); est.ok()) {
+    if (auto est = train::estimate_train(candidate_request(base, c.layout, c.checkpointing, global_batch),
+                                         train::ReservedView::kReplay, &memos[c.label]);
+        est.ok()) {
       c.peak_bytes = est.value().peak_bytes;
       set_fit(c, card);
     }
@@ -335,7 +343,8 @@ void finish(std::vector<PlanCandidate>& all, const Request& base, const PlanOpti
   for (PlanCandidate& c : all) {
     if (c.fits)
       c.max_micro_batch =
-          train::max_micro_batch(candidate_request(base, c.layout, c.checkpointing, global_batch), card.capacity);
+          train::max_micro_batch(candidate_request(base, c.layout, c.checkpointing, global_batch), card.capacity,
+                                 /*allow_paging=*/false, &memos[c.label]);
   }
 }
 
@@ -413,11 +422,15 @@ Result<Plan> plan_request(const Request& req, const PlanOptions& o) {
           "recompute, bubble and traffic factors");
     }
     std::vector<PlanCandidate> all;
+    std::map<std::string, train::RankMemos> memos;  // by label (finish)
     auto visit = [&](const ParallelOptions& p, Checkpointing ck) {
       if (layout_error(candidate_request(base, p, ck, global_batch))) return;
       ++plan.considered;
-      if (auto c = evaluate(base, p, ck, *card, global_batch, plan.host_ram_bytes, machine))
+      train::RankMemos m;
+      if (auto c = evaluate(base, p, ck, *card, global_batch, plan.host_ram_bytes, machine, m)) {
+        memos[c->label] = std::move(m);
         all.push_back(std::move(*c));
+      }
     };
     auto count_fitting = [&] {
       return std::count_if(all.begin(), all.end(), [](const PlanCandidate& c) { return c.fits; });
@@ -428,7 +441,7 @@ Result<Plan> plan_request(const Request& req, const PlanOptions& o) {
       plan.notes.push_back("nothing fits without offload: CPU offload layouts searched too");
     }
     plan.fitting = count_fitting();
-    finish(all, base, o, *card, global_batch);
+    finish(all, base, o, *card, global_batch, memos);
     plan.candidates = std::move(all);
     if (plan.fitting == 0 && !plan.candidates.empty()) plan.notes.push_back(closest_note(plan));
     plan.notes.push_back(

@@ -121,29 +121,27 @@ std::vector<std::pair<int64_t, int64_t>> smaller_jobs(int64_t micro_batch, int64
 }
 
 // The largest reserved peak among the smaller jobs (0 when there are none),
-// which one, and the peaks already replayed by a search (`memo`, by
-// micro-batch and sequence; may be null).
+// which one, and the peaks already replayed (`memo`, estimate_train.h; may
+// be null).
 struct SmallerPeak {
   int64_t reserved = 0;
   int64_t micro_batch = 0;
   int64_t seq_len = 0;
-};
-struct ReservedMemo {  // micro-batch, seq_len -> max_memory_reserved; a few dozen at most
-  std::vector<std::pair<std::pair<int64_t, int64_t>, int64_t>> seen;
 };
 SmallerPeak smaller_jobs_peak(const RankBasis& b, const StepTerms& t, int64_t card_capacity, ReservedMemo* memo) {
   SmallerPeak out;
   for (const auto& job : smaller_jobs(t.micro_batch, t.seq_len)) {
     int64_t reserved = -1;
     if (memo != nullptr) {
-      for (const auto& [key, r] : memo->seen) {
-        if (key == job) reserved = r;
+      for (const ReservedMemo::Job& j : memo->seen) {
+        if (j.micro_batch == job.first && j.seq_len == job.second && j.card_capacity == card_capacity)
+          reserved = j.reserved;
       }
     }
     if (reserved < 0) {
       const StepTerms st = step_terms(b, job.first, job.second);
       reserved = reserved_replay(b, st, training_step(b, st), {}, -1, card_capacity).peak_reserved;
-      if (memo != nullptr) memo->seen.emplace_back(job, reserved);
+      if (memo != nullptr) memo->seen.push_back({job.first, job.second, card_capacity, reserved});
     }
     if (reserved > out.reserved) out = {reserved, job.first, job.second};
   }
@@ -182,9 +180,10 @@ std::optional<double> given_fragmentation(const RankBasis& b, ReservedView view)
 // job alone is the lower end (Estimate::peak_reserved_low_bytes). A smaller
 // job counts with its max_memory_reserved, which with a card can exceed what
 // this job's phases show after the allocator freed its cache to retry.
-void raise_to_upper_end(Estimate& e, const RankBasis& b, const StepTerms& t, int64_t card_capacity, size_t peak_index) {
+void raise_to_upper_end(Estimate& e, const RankBasis& b, const StepTerms& t, int64_t card_capacity, size_t peak_index,
+                        ReservedMemo* memo) {
   e.peak_reserved_low_bytes = e.peak_reserved_bytes;
-  const SmallerPeak s = smaller_jobs_peak(b, t, card_capacity, nullptr);
+  const SmallerPeak s = smaller_jobs_peak(b, t, card_capacity, memo);
   e.peak_reserved_bytes = std::max(e.peak_reserved_bytes, s.reserved);
   Phase& ph = e.phases[peak_index];
   if (s.reserved <= ph.reserved_bytes) return;
@@ -204,7 +203,8 @@ void raise_to_upper_end(Estimate& e, const RankBasis& b, const StepTerms& t, int
 // facts when it ran (taken at the allocation peak).
 void assemble_phases(Estimate& e, const RankBasis& b, const StepTerms& t, const memory::Timeline& tl,
                      const std::vector<memory::Moment>& moments, memory::ReservedReplay* detail,
-                     ReservedView view = ReservedView::kReplay, int64_t card_capacity = 0) {
+                     ReservedView view = ReservedView::kReplay, int64_t card_capacity = 0,
+                     ReservedMemo* memo = nullptr) {
   const std::optional<double> frag = given_fragmentation(b, view);
   memory::ReservedReplay rr;
   if (!frag) {
@@ -248,7 +248,7 @@ void assemble_phases(Estimate& e, const RankBasis& b, const StepTerms& t, const 
     e.phases.push_back(std::move(ph));
   }
   e.peak_allocated_bytes = max_alloc;
-  if (!frag && detail != nullptr && !e.phases.empty()) raise_to_upper_end(e, b, t, card_capacity, peak_index);
+  if (!frag && detail != nullptr && !e.phases.empty()) raise_to_upper_end(e, b, t, card_capacity, peak_index, memo);
   if (detail != nullptr) *detail = std::move(rr);
 }
 
@@ -558,7 +558,8 @@ bool step_fits(const RankBasis& basis, int64_t micro_batch, int64_t seq_len, int
 
 // One rank: `req` is the rank's view of the model (layout.h rank_request),
 // `global` the request as the user gave it.
-Result<Estimate> estimate_rank(const Request& req, const Request& global, const Stage& stage, ReservedView view) {
+Result<Estimate> estimate_rank(const Request& req, const Request& global, const Stage& stage, ReservedView view,
+                               ReservedMemo* memo) {
   return attempt<Estimate>([&]() -> Result<Estimate> {
     const bytes::Driver driver(token_driver(global.train));
     const RankBasis basis = rank_basis(req, global, stage);
@@ -569,7 +570,7 @@ Result<Estimate> estimate_rank(const Request& req, const Request& global, const 
     const memory::Timeline tl = training_step(basis, terms);
     memory::ReservedReplay alloc;
     const std::optional<fit::Card> card = fit::chosen_gpu(global);
-    assemble_phases(e, basis, terms, tl, memory::replay(tl), &alloc, view, card ? card->capacity : 0);
+    assemble_phases(e, basis, terms, tl, memory::replay(tl), &alloc, view, card ? card->capacity : 0, memo);
     memory::state_components(e.components, req, global.parallel, basis.plan, basis.dt, *basis.opt, basis.sh,
                              basis.state);
     step_components(e, basis, terms, alloc, memory::component_peaks(tl));
@@ -602,18 +603,26 @@ void nccl_growth_note(Estimate& e, const Request& req) {
 
 }  // namespace
 
-Result<Estimate> estimate_train(const Request& req, ReservedView view) {
+Result<Estimate> estimate_train(const Request& req, ReservedView view, RankMemos* memos) {
   const ParallelOptions& p = req.parallel;
+  // Rank i's memo: FitSearch numbers the ranks the same way.
+  const auto memo = [&](size_t i) -> ReservedMemo* {
+    if (memos == nullptr) return nullptr;
+    if (memos->size() <= i) memos->resize(i + 1);
+    return &(*memos)[i];
+  };
   if (p.tp == 1 && p.pp == 1 && p.cp == 1 && p.dp == 1 && p.ep == 1) {
-    return estimate_rank(req, req, whole_model(req), view);
+    return estimate_rank(req, req, whole_model(req), view, memo(0));
   }
   // Every pipeline rank is estimated; the busiest decides the per-GPU answer.
   Result<Estimate> best = Error{errc::kInternal, "no pipeline stage", "parallel.pp"};
   std::vector<StageSummary> summaries;
   int64_t params_per_gpu = 0;
-  for (const Stage& stage : pipeline_stages(req)) {
+  const std::vector<Stage> stages = pipeline_stages(req);
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const Stage& stage = stages[i];
     const Request rank = rank_request(req, stage);
-    auto r = estimate_rank(rank, req, stage, view);
+    auto r = estimate_rank(rank, req, stage, view, memo(i));
     if (!r.ok()) return r;
     summaries.push_back({stage.index, stage.layers, stage.moe_layers, rank.model.params_total(), stage.in_flight(),
                          stage.first, stage.last, r.value().peak_bytes});
@@ -771,11 +780,12 @@ struct ProbeFloor {
 
 }  // namespace
 
-int64_t FitSearch::max_micro_batch(int64_t capacity, bool allow_paging) {
+int64_t FitSearch::max_micro_batch(int64_t capacity, bool allow_paging, RankMemos* shared) {
   const bytes::Driver driver(token_driver(req_.train));
   if (bases_->bases.empty()) return 0;
   const std::vector<RankBasis>& bases = bases_->bases;
-  std::vector<ReservedMemo> memos;
+  RankMemos own;
+  RankMemos& memos = shared != nullptr ? *shared : own;
   ProbeFloor floor;
   return fit::largest_fitting(
       [&](int64_t b) {
@@ -809,8 +819,8 @@ int64_t FitSearch::max_seq_len(int64_t capacity) {
       kMaxSearchedSeqLen, req_.train.seq_len);
 }
 
-int64_t max_micro_batch(const Request& req, int64_t capacity, bool allow_paging) {
-  return FitSearch(req).max_micro_batch(capacity, allow_paging);
+int64_t max_micro_batch(const Request& req, int64_t capacity, bool allow_paging, RankMemos* memos) {
+  return FitSearch(req).max_micro_batch(capacity, allow_paging, memos);
 }
 
 }  // namespace vram::train

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "vram/gpus.h"
 #include "vram/request.h"
@@ -18,7 +19,25 @@ namespace vram::train {
 // lower bound of the replay, for ranking many layouts cheaply).
 enum class ReservedView { kReplay, kLiveTensors };
 
-Result<Estimate> estimate_train(const Request& req, ReservedView view = ReservedView::kReplay);
+// The reserved range's smaller jobs replayed for one rank: (micro-batch,
+// sequence, card capacity) -> max_memory_reserved, a few dozen at most. A
+// search keeps one per rank over its probes; the planner hands a layout's
+// (RankMemos, by pipeline rank) from its estimate to its micro-batch search,
+// which replays the same jobs of the same ranks again otherwise.
+struct ReservedMemo {
+  struct Job {
+    int64_t micro_batch = 0;
+    int64_t seq_len = 0;
+    int64_t card_capacity = 0;
+    int64_t reserved = 0;
+  };
+  std::vector<Job> seen;
+};
+using RankMemos = std::vector<ReservedMemo>;
+
+// `memos` (may be null): the smaller jobs replayed, by rank, kept and added to.
+Result<Estimate> estimate_train(const Request& req, ReservedView view = ReservedView::kReplay,
+                                RankMemos* memos = nullptr);
 
 // The longest sequence searched (2^20 tokens): a longer one is reported as
 // this bound.
@@ -41,7 +60,10 @@ class FitSearch {
   // Largest micro-batch whose per-GPU peak fits `capacity`, 0 if none. With
   // `allow_paging`, a paged optimizer's managed states may overflow the card
   // (fit.h runs_on).
-  int64_t max_micro_batch(int64_t capacity, bool allow_paging = false);
+  // `memos` (may be null): the smaller jobs an estimate of the same request
+  // replayed (estimate_train), used and added to; replays() then counts only
+  // those not already there.
+  int64_t max_micro_batch(int64_t capacity, bool allow_paging = false, RankMemos* memos = nullptr);
   // Longest sequence (tokens per sample, at the request's micro-batch) whose
   // per-GPU peak fits `capacity`, 0 if none: how Unsloth and LLaMA-Factory
   // publish what fits a card. The model's own context limit is not applied
@@ -64,6 +86,6 @@ class FitSearch {
 };
 
 // One search on its own (the planner's candidates).
-int64_t max_micro_batch(const Request& req, int64_t capacity, bool allow_paging = false);
+int64_t max_micro_batch(const Request& req, int64_t capacity, bool allow_paging = false, RankMemos* memos = nullptr);
 
 }  // namespace vram::train
