@@ -21,6 +21,7 @@
 #include "gguf_file.h"
 #include "safetensors_headers.h"
 #include "vram/api.h"
+#include "vram/duration_text.h"
 #include "vram/fields.h"
 #include "vram/import.h"
 
@@ -284,14 +285,10 @@ std::string span(const json& range, double scale = 1) {
   return num(range["low"].get<double>() * scale) + "-" + num(range["high"].get<double>() * scale);
 }
 
-// "0.327-0.399 ms" from a duration's {low, high} in seconds: in the unit of
-// its slow end (µs, ms or s), so a term of a third of a millisecond does not
-// read as "0.000327-0.000399 s".
+// "327-399 us" from a duration's {low, high} in seconds, as the core's
+// formulas write it.
 std::string duration_span(const json& range) {
-  const double high = range["high"].get<double>();
-  if (high < 1e-3) return span(range, 1e6) + " us";
-  if (high < 1) return span(range, 1e3) + " ms";
-  return span(range) + " s";
+  return format_seconds(range["low"].get<double>(), range["high"].get<double>());
 }
 
 // The result's `time` object (the time model): the step or the decode speed,

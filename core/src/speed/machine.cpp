@@ -7,8 +7,18 @@
 
 #include "speed/links.h"
 #include "speed/speed.h"
+#include "vram/duration_text.h"
 
-namespace vram::speed {
+namespace vram {
+
+std::string format_seconds(double low, double high) {
+  const double top = std::max(low, high);
+  if (top >= 1) return speed::fmt(low) + "-" + speed::fmt(high) + " s";
+  if (top >= 1e-3) return speed::fmt(low * 1e3) + "-" + speed::fmt(high * 1e3) + " ms";
+  return speed::fmt(low * 1e6) + "-" + speed::fmt(high * 1e6) + " us";
+}
+
+namespace speed {
 
 double Range::mid() const { return low > 0 && high > 0 ? std::sqrt(low * high) : (low + high) / 2; }
 
@@ -27,13 +37,6 @@ std::string fmt(double v) {
     std::snprintf(buf, sizeof buf, "%.3g", v);
   }
   return buf;
-}
-
-std::string fmt_seconds(const Range& r) {
-  const double top = std::max(r.low, r.high);
-  if (top >= 1) return fmt(r.low) + "-" + fmt(r.high) + " s";
-  if (top >= 1e-3) return fmt(r.low * 1e3) + "-" + fmt(r.high * 1e3) + " ms";
-  return fmt(r.low * 1e6) + "-" + fmt(r.high * 1e6) + " us";
 }
 
 namespace {
@@ -120,4 +123,5 @@ std::optional<Machine> machine_for(const Request& req, const GpuInfo* card, std:
   return m;
 }
 
-}  // namespace vram::speed
+}  // namespace speed
+}  // namespace vram

@@ -43,8 +43,6 @@ Range max(const Range& a, const Range& b);
 
 // A figure in formulas: three significant digits ("1.23e+03" never: 1230).
 std::string fmt(double v);
-// "1.2-1.5 s", "310-420 ms", "45-60 us".
-std::string fmt_seconds(const Range& r);
 
 // One term of a step: what it is, how long it takes, and the figures that
 // went in (the same "formula with the values plugged in" as the memory terms).

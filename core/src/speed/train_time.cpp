@@ -11,6 +11,7 @@
 #include "speed/speed.h"
 #include "speed/work.h"
 #include "train/layout.h"
+#include "vram/duration_text.h"
 #include "vram/optimizers.h"
 
 namespace vram::speed {
@@ -244,7 +245,7 @@ TrainTime train_time(const Request& req, const TrainWork& tw, const Machine& m) 
   if (p.pp > 1) {
     const double bubble = static_cast<double>(p.pp - 1) / static_cast<double>(p.vp);
     terms.push_back({"pipeline_bubble", "Pipeline bubble", micro * bubble,
-                     "(pp - 1) / vp = " + fmt(bubble) + " micro-steps of " + fmt_seconds(micro) +
+                     "(pp - 1) / vp = " + fmt(bubble) + " micro-steps of " + format_seconds(micro.low, micro.high) +
                          " (1F1B; Narayanan et al. 2021 §2.2)"});
     const double act = w.tokens * static_cast<double>(req.model.text.hidden) * w.act_bytes;
     const Range sends = collective_seconds(m, Collective::kSendRecv, act * 2 * steps, 2,
