@@ -43,6 +43,20 @@ async function visit() {
   return { context, page, urls, errors };
 }
 
+/**
+ * When the page painted its first estimate and when it requested vram_plan.wasm
+ * (undefined: not yet), both on the page's clock: the page fetches the module
+ * and hands it to its workers compiled (wasm/vram.js).
+ */
+function planAgainstPaint(page) {
+  return page.evaluate(() => ({
+    painted: performance.getEntriesByName('vram:first-estimate')[0].startTime,
+    planStart: performance
+      .getEntriesByType('resource')
+      .find((e) => /vram_plan-[^/]*\.wasm$/.test(e.name))?.startTime,
+  }));
+}
+
 describe('the WebAssembly modules a visit loads', () => {
   it('a first visit paints from vram_core, then loads vram_plan for the time; the planner reuses it', async (t) => {
     const { context, page, urls, errors } = await visit();
@@ -77,11 +91,7 @@ describe('the WebAssembly modules a visit loads', () => {
         'vram_plan.wasm once, for the time',
       );
       assert.deepEqual(requested(first, /^vram_io-/), [], 'the first visit loaded vram_io');
-      const [painted, planStart] = await page.evaluate(() => [
-        performance.getEntriesByName('vram:first-estimate')[0].startTime,
-        performance.getEntriesByType('resource').find((e) => /vram_plan-[^/]*\.wasm$/.test(e.name))
-          ?.startTime,
-      ]);
+      const { painted, planStart } = await planAgainstPaint(page);
       assert.ok(
         planStart > painted,
         `vram_plan requested at ${planStart} ms, before the paint at ${painted} ms`,
@@ -167,10 +177,13 @@ describe('the WebAssembly modules a visit loads', () => {
         () => performance.getEntriesByName('vram:first-estimate').length > 0,
         { timeout: 60000 },
       );
-      assert.deepEqual(
-        requested(urls, /^vram_plan-/),
-        [],
-        'hf at its newest release needs no vram_plan',
+      // The time card asks vram_plan for the time right after that paint, so
+      // only the order says the estimate did without it, not whether it has
+      // been requested by the time this test looks (under load, it has).
+      const { painted, planStart } = await planAgainstPaint(page);
+      assert.ok(
+        planStart === undefined || planStart > painted,
+        `hf at its newest release needs no vram_plan: requested at ${planStart} ms, painted at ${painted} ms`,
       );
       const framework = page.getByLabel(/train\.framework/);
       const release = page.getByLabel(/framework@release/);
