@@ -16,12 +16,8 @@ import { servedPage } from './serve.mjs';
 
 const shots = process.env.VRAM_SCREENSHOT_DIR || '/tmp';
 
-// Long tasks (over 50 ms) and CSP violations from the start of every document.
+// CSP violations from the start of every document.
 const WATCH = `
-  window.__longTasks = [];
-  new PerformanceObserver((list) => {
-    for (const e of list.getEntries()) window.__longTasks.push({ start: e.startTime, duration: e.duration });
-  }).observe({ type: 'longtask', buffered: true });
   window.__csp = [];
   document.addEventListener('securitypolicyviolation', (e) =>
     window.__csp.push(e.violatedDirective + ' ' + e.blockedURI));
@@ -52,6 +48,39 @@ async function open(viewport, hash = '', { serviceWorkers = 'block' } = {}) {
   await page.goto(`${served.base}${hash}`);
   await firstEstimate(page);
   return { context, page, errors };
+}
+
+// A long task: over 50 ms on the page's main thread (the Long Tasks API's
+// threshold, https://w3c.github.io/longtasks/), counted here in the thread's
+// CPU time. The API's own entries time the wall clock, which on a loaded
+// machine also counts the time the thread waited for a core: at load average
+// 14-17 on 2 cores the plan's longest task took 12-15 ms of CPU and 66-163 ms
+// of wall clock.
+const LONG_TASK_MS = 50;
+const TRACE_CATEGORIES = ['toplevel', 'disabled-by-default-devtools.timeline'];
+
+/**
+ * The tasks the renderers' main threads ran during `action()`, from a
+ * Chromium trace: {cpu, wall} in ms per task, cpu the trace's thread time
+ * (`tdur`), wall its duration (`dur`).
+ */
+async function mainThreadTasksDuring(page, action) {
+  await served.browser.startTracing(page, { categories: TRACE_CATEGORIES });
+  let trace;
+  try {
+    await action();
+  } finally {
+    trace = await served.browser.stopTracing();
+  }
+  const events = JSON.parse(trace.toString()).traceEvents;
+  const main = new Set(
+    events
+      .filter((e) => e.name === 'thread_name' && e.args?.name === 'CrRendererMain')
+      .map((e) => `${e.pid}:${e.tid}`),
+  );
+  return events
+    .filter((e) => e.name === 'RunTask' && e.ph === 'X' && main.has(`${e.pid}:${e.tid}`))
+    .map((e) => ({ cpu: e.tdur / 1000, wall: e.dur / 1000 }));
 }
 
 async function firstEstimate(page) {
@@ -102,6 +131,18 @@ async function inView(page, locator) {
   return Boolean(box && box.y >= 0 && box.y + Math.min(box.height, 40) <= height && box.x < width);
 }
 
+/**
+ * Whether `locator` is in view once the page's smooth scroll has settled: asked
+ * again every 100 ms for up to 10 s, as the scroll takes longer than its usual
+ * half second on a loaded machine.
+ */
+async function scrolledIntoView(page, locator) {
+  for (const end = Date.now() + 10000; Date.now() < end; await page.waitForTimeout(100)) {
+    if (await inView(page, locator)) return true;
+  }
+  return inView(page, locator);
+}
+
 for (const vp of VIEWPORTS) {
   describe(`on a ${vp.width}×${vp.height} ${vp.name} screen`, () => {
     it('shows the whole planner table: Fit, micro-batch, Apply and the why text', async () => {
@@ -146,16 +187,14 @@ for (const vp of VIEWPORTS) {
         await page.getByRole('button', { name: 'Use this config' }).click();
         const alert = page.locator('[role="alert"]', { hasText: 'not valid JSON' });
         await alert.waitFor();
-        await page.waitForTimeout(600); // the smooth scroll
-        assert.ok(await inView(page, alert), 'the JSON error is off-screen');
+        assert.ok(await scrolledIntoView(page, alert), 'the JSON error is off-screen');
 
         // JSON the core rejects: the estimator's words, beside the button.
         await area.fill(JSON.stringify({ model_type: 'llama', hidden_size: -2048 }));
         await page.getByRole('button', { name: 'Use this config' }).click();
         const pasted = page.getByTestId('paste-error');
         await pasted.waitFor();
-        await page.waitForTimeout(600);
-        assert.ok(await inView(page, pasted), "the estimator's error is off-screen");
+        assert.ok(await scrolledIntoView(page, pasted), "the estimator's error is off-screen");
         assert.equal(await pasted.evaluate((el) => el === document.activeElement), true);
         if (vp.name === 'phone') {
           const bar = page.locator('a[href="#results"][data-state]');
@@ -248,21 +287,28 @@ describe('offline and in the background', () => {
     }
   });
 
-  it('plans DeepSeek-V3 on 64 GPUs without a main-thread long task, and Cancel stops a search', async () => {
+  it('plans DeepSeek-V3 on 64 GPUs without a main-thread long task, and Cancel stops a search', async (t) => {
     const { context, page } = await open(VIEWPORTS[0], DEEPSEEK_V3_ON_64_H100);
     try {
       await page.waitForTimeout(300);
-      const from = await page.evaluate(() => performance.now());
-      await page.getByRole('button', { name: /^Find layouts for 64/ }).click();
-      await page.locator('[data-considered]').first().waitFor({ timeout: 120000 });
-      const tasks = await page.evaluate(
-        (t0) => window.__longTasks.filter((t) => t.start >= t0),
-        from,
+      const tasks = await mainThreadTasksDuring(page, async () => {
+        await page.getByRole('button', { name: /^Find layouts for 64/ }).click();
+        await page.locator('[data-considered]').first().waitFor({ timeout: 120000 });
+      });
+      assert.ok(tasks.length > 0, 'the trace holds no main-thread task');
+      assert.ok(
+        tasks.every((t) => Number.isFinite(t.cpu)),
+        'a main-thread task without its thread time',
       );
+      const most = (key) => Math.max(...tasks.map((task) => task[key])).toFixed(1);
+      t.diagnostic(
+        `${tasks.length} main-thread tasks, longest ${most('cpu')} ms CPU, ${most('wall')} ms wall`,
+      );
+      const long = tasks.filter((task) => task.cpu > LONG_TASK_MS);
       assert.deepEqual(
-        tasks,
+        long,
         [],
-        `main-thread tasks over 50 ms during the plan: ${JSON.stringify(tasks)}`,
+        `main-thread tasks over ${LONG_TASK_MS} ms of CPU during the plan: ${JSON.stringify(long)}`,
       );
 
       // Cancel: a second search of the same size stops, and leaves the table as it was.
