@@ -122,5 +122,33 @@ TEST(InferReplay, GivenFragmentationReplacesTheReplay) {
   EXPECT_FALSE(has_component(r, "allocator"));
 }
 
+// vLLM's start-up on the same timeline (infer/vllm.cpp): memory_profiling
+// measures the torch peak increase of the profile run in allocated bytes
+// (allocated_bytes.all.peak), so the profile phase's allocated view less the
+// weights-loaded one is the activation figure vLLM prints; then
+// torch.cuda.empty_cache() returns the profile's cached segments before the
+// KV cache is allocated, so the serving phase keeps less allocator cache
+// than the profile run left. The device view adds non-torch memory and CUDA
+// graphs under their own keys.
+TEST(InferReplay, VllmProfileIsTheAllocatedIncreaseAndEmptyCacheDropsItsCache) {
+  const json r = generate("meta-llama/Llama-3.1-8B", {{"engine", "vllm"}, {"context_len", 16000}},
+                          {{"gpu", {{"name", "H100 80GB"}}}});
+  const json& loaded = phase(r, "weights_loaded");
+  const json& profile = phase(r, "profile");
+  const json& serving = phase(r, "serving");
+  EXPECT_EQ(profile["allocated_bytes"].get<int64_t>() - loaded["allocated_bytes"].get<int64_t>(),
+            r["infer"]["activation_peak_bytes"].get<int64_t>());
+  for (const json* p : {&loaded, &profile, &serving}) {
+    EXPECT_GE((*p)["reserved_bytes"].get<int64_t>(), (*p)["allocated_bytes"].get<int64_t>()) << (*p)["key"];
+  }
+  EXPECT_GT(profile["parts"]["allocator"].get<int64_t>(), serving["parts"]["allocator"].get<int64_t>());
+  EXPECT_EQ(serving["parts"]["non_torch"].get<int64_t>(), r["infer"]["non_torch_bytes"].get<int64_t>());
+  EXPECT_EQ(serving["parts"]["cuda_graphs"].get<int64_t>(), int64_t{256} << 20);
+  EXPECT_EQ(serving["bytes"].get<int64_t>(),
+            serving["reserved_bytes"].get<int64_t>() + serving["parts"]["cuda_context"].get<int64_t>() +
+                serving["parts"]["non_torch"].get<int64_t>() + serving["parts"]["cuda_graphs"].get<int64_t>());
+  EXPECT_TRUE(has_component(r, "allocator"));
+}
+
 }  // namespace
 }  // namespace vram

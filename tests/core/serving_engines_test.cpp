@@ -207,14 +207,20 @@ TEST(VllmQuantised, TheCheckpointsFormatUnlessOneIsNamed) {
 }
 
 // profile_max_num_token: (free x f - weights) // cell, the free memory
-// being the card less the context before the weights; the K buffer holds
+// being the card less the context before the weights, and the weights what
+// the load took from it ("mem usage"): the load's reserved bytes after
+// empty_cache(), which the weights-loaded phase reports; the K buffer holds
 // tokens + 1 slots.
 TEST(SglangPool, TokensFromTheFreeMemoryAndTheFraction) {
   const json r = serve("Qwen/Qwen3-0.6B", {{"engine", "sglang"}, {"mem_fraction_static", 0.8}});
   const double free0 = static_cast<double>(kH100 - (int64_t{512} << 20));
   const double cell = 8.0 * 128 * 28 * 2 * 2;
-  const int64_t tokens =
-      static_cast<int64_t>(std::floor((free0 * 0.8 - static_cast<double>(fact(r, "weights_bytes"))) / cell));
+  const int64_t used = fact(r, "weights_mem_usage_bytes");
+  EXPECT_GT(used, fact(r, "weights_bytes"));
+  for (const auto& p : r["phases"]) {
+    if (p["key"] == "weights_loaded") EXPECT_EQ(p["reserved_bytes"].get<int64_t>(), used);
+  }
+  const int64_t tokens = static_cast<int64_t>(std::floor((free0 * 0.8 - static_cast<double>(used)) / cell));
   EXPECT_EQ(fact(r, "kv_tokens"), tokens);
   char k[32];
   std::snprintf(k, sizeof k, "%.2f", cell * static_cast<double>(tokens + 1) / 2 / 1073741824.0);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -18,26 +19,52 @@ namespace vram::infer {
 // The weights as loaded: one allocation per parameter tensor (a Linear's
 // weight and its bias apart; a quantised Linear's codes and scales as one),
 // each tensor-parallel rank's share. Their sum is about Fixed::weights (the
-// checkpoint format spreads the stored bytes over the parameters).
-std::vector<memory::Piece> weight_pieces(const ModelSpec& m, const Serving& sv);
+// checkpoint format spreads the stored bytes over the parameters). With
+// `engine_layout`, as vLLM's and SGLang's layers hold them: a routed expert
+// group is one tensor per layer of all its experts (FusedMoE's w13_weight
+// [E, 2I, H] and w2_weight [E, H, I]: vllm/model_executor/layers/fused_moe/
+// layer.py FusedMoE create_weights; gate and up stay two pieces here), and a
+// quantised Linear's codes and scales are two allocations.
+std::vector<memory::Piece> weight_pieces(const ModelSpec& m, const Serving& sv, bool engine_layout = false);
 
 // A serving request as a timeline: the load, then one request. mark()
 // also keeps the timeline up to that moment: its replay through the
-// caching-allocator model is max_memory_reserved() there.
+// caching-allocator model is max_memory_reserved() there. empty_cache()
+// stands for torch.cuda.empty_cache(): every cached segment without a live
+// block goes back to the device, so a mark after it replays only the tensors
+// still live then (in their order) and what follows (after_empty_cache).
 struct ServingTimeline {
   memory::Timeline tl;
-  std::vector<memory::Timeline> upto;  // one per mark, in order
-  void mark(const char* phase, const char* label) {
-    tl.mark(phase, label);
-    upto.push_back(tl);
-    upto.back().begin_step();
-  }
+  struct Upto {
+    int32_t event = -1;   // the mark's index in tl.events()
+    memory::Timeline tl;  // what the allocator replays for it
+  };
+  std::vector<Upto> upto;  // one per mark, in order
+  // Bytes outside PyTorch's allocator by phase key (CUDA graphs, vLLM's
+  // non-torch memory): added to the phase's device view under their own keys.
+  std::map<std::string, std::map<std::string, int64_t>> outside;
+  void mark(const char* phase, const char* label);
+  void empty_cache() { emptied_ = static_cast<int64_t>(tl.events().size()); }
+
+ private:
+  int64_t emptied_ = -1;  // tl.events() index of the last empty_cache(), or -1
 };
+
+// `tl` after torch.cuda.empty_cache() at event `at`: the tensors live there,
+// allocated again in their order, then every event after `at`.
+memory::Timeline after_empty_cache(const memory::Timeline& tl, size_t at);
 
 // The load: the weights (Fixed::weights bytes, weight_pieces as allocated)
 // after transformers' caching-allocator warm-up, the cuBLAS workspace and
 // overheads.misc_bytes, marked "weights_loaded".
 ServingTimeline serving_load(const Request& req, const Serving& sv);
+
+// memory_reserved() at the timeline's last mark so far, as torch reports it
+// after torch.cuda.empty_cache() there (the load replayed on the card's
+// bound; a timeline that frees nothing before it keeps every segment it
+// made): what an engine that measures free device memory sees. With
+// overheads.fragmentation, allocated x (1 + fragmentation) instead.
+int64_t reserved_at_last_mark(const Request& req, const Serving& sv, const ServingTimeline& st);
 
 // The phases of a serving timeline into `e` (one per phase key, in order):
 // the live bytes of each component at the phase's mark; reserved bytes from
@@ -46,8 +73,10 @@ ServingTimeline serving_load(const Request& req, const Serving& sv);
 // to the device only when a malloc fails), bounded by the request's card as
 // on the card, or overheads.fragmentation when given; the device view adds
 // the CUDA context and NCCL; and the allocator's max_memory_reserved in
-// e.peak_reserved_bytes. Returns the allocator component's formula ("" with
+// e.peak_reserved_bytes. `run` names what was replayed after the load ("one
+// generate call"). Returns the allocator component's formula ("" with
 // overheads.fragmentation).
-std::string timeline_phases(Estimate& e, const Request& req, const Serving& sv, const ServingTimeline& st);
+std::string timeline_phases(Estimate& e, const Request& req, const Serving& sv, const ServingTimeline& st,
+                            const char* run = "one generate call");
 
 }  // namespace vram::infer

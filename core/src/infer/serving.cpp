@@ -421,30 +421,7 @@ Serving serving(const Request& req) {
   // CUDA graphs captured after vLLM's profiling: llm-d measured -0.45 to
   // +0.39 GiB across three models; 256 MiB is the prior.
   if (sv.paged && o.cuda_graphs) sv.fx.graphs = int64_t{256} << 20;
-  sv.frag = req.overheads.fragmentation.value_or(0.0);
   return sv;
-}
-
-Phase make_phase(const Request& req, const Serving& sv, const char* key, const char* label,
-                 std::map<std::string, int64_t> parts, int64_t outside_extra) {
-  const Fixed& fx = sv.fx;
-  Phase p;
-  p.key = key;
-  p.label = label;
-  p.parts = std::move(parts);
-  p.parts["cublas_workspace"] = fx.cublas;
-  p.parts["misc"] = req.overheads.misc_bytes;
-  constexpr const char* kPhase = "the memory of one phase";
-  for (const auto& [k, v] : p.parts) p.allocated_bytes = bytes::add(p.allocated_bytes, v, kPhase);
-  p.reserved_bytes =
-      bytes::add(p.allocated_bytes, ceil_bytes(sv.frag * static_cast<double>(p.allocated_bytes), kPhase), kPhase);
-  p.parts["allocator"] = p.reserved_bytes - p.allocated_bytes;
-  p.parts["cuda_context"] = fx.context;
-  if (fx.nccl > 0) p.parts["nccl"] = fx.nccl;
-  if (outside_extra > 0) p.parts["cuda_graphs"] = outside_extra;
-  p.device_bytes =
-      bytes::add(bytes::add(p.reserved_bytes, fx.context, kPhase), bytes::add(fx.nccl, outside_extra, kPhase), kPhase);
-  return p;
 }
 
 // bitsandbytes 4-bit weights dequantised by a forward over `tokens` tokens

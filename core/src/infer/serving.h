@@ -77,7 +77,6 @@ struct Serving {
   // multi-token forward holds while it dequantises (0 for other formats).
   int64_t dequant = 0;
   Fixed fx;
-  double frag = 0;
   const GpuInfo* gpu = nullptr;
   double kv_tok_at(int64_t ctx) const { return kv_bytes_per_token(sharded, kv_elem, hf_mla, ctx); }
 };
@@ -97,10 +96,6 @@ int64_t quantized_bytes(const ParamGroup& g, const Format& fmt);
 int64_t weights_per_gpu(const ModelSpec& m, const Format& fmt, int64_t tp, bool quant_head);
 // Validates the serving fields (Failure names the field) and computes the costs.
 Serving serving(const Request& req);
-// One phase of the estimate: `parts` plus the workspaces, reserved by
-// overheads.fragmentation, the context, NCCL and `outside_extra` (CUDA graphs).
-Phase make_phase(const Request& req, const Serving& sv, const char* key, const char* label,
-                 std::map<std::string, int64_t> parts, int64_t outside_extra);
 
 struct Sizes {
   int64_t kv = 0;

@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <string>
 
+#include "infer/replay.h"
 #include "infer/serving.h"
 #include "memory/overheads.h"
 #include "vram/status.h"
@@ -142,19 +143,65 @@ int64_t before_weights(const Request& req, const Serving& sv) {
   return sv.fx.context + (parallel ? req.overheads.nccl_bytes.value_or(3 * kGiB / 2) : 0);
 }
 
+// The weights as loaded, one allocation per parameter tensor (a routed
+// expert group one tensor per layer, FusedMoE), and the rotary cos/sin
+// cache, which SGLang keeps in fp32 on CUDA (layers/rotary_embedding.py:
+// "cache needs to be in FP32 for numerical stability"), then
+// overheads.misc_bytes: the load of the worker's timeline.
+ServingTimeline load_timeline(const Request& req, const Serving& sv, int64_t weights) {
+  ServingTimeline run;
+  std::vector<memory::Piece> pieces = weight_pieces(req.model, sv, true);
+  pieces.push_back({rotary_cache_bytes(req.model, 4), 1});
+  run.tl.alloc("weights", "weights", weights, pieces);
+  run.tl.alloc("misc", "overheads.misc_bytes", req.overheads.misc_bytes);
+  run.mark("weights_loaded", "weights loaded");
+  return run;
+}
+
+// The rest of the worker's start-up on its timeline: the token pool's K and
+// V buffers, one per layer each (mem_cache/memory_pool.py MHATokenToKVPool
+// _create_buffers; MLA one latent buffer per layer), init_cublas's first
+// matmul (model_runner.py: after init_memory_pool), then a prefill chunk's
+// layer working set. NCCL's buffers and CUDA graphs are outside the replay.
+std::string pool_phases(Estimate& e, const Request& req, const Serving& sv, ServingTimeline& run, const Sizes& z,
+                        int64_t layers) {
+  memory::Timeline& tl = run.tl;
+  const int64_t per = std::max<int64_t>(req.model.text.attention == AttnKind::kMla ? layers : 2 * layers, 1);
+  const memory::Timeline::Id pool = tl.alloc("kv_cache", "token pool", z.kv, {{z.kv / per, per}});
+  run.mark("kv_allocated", "token pool allocated");
+  const memory::Timeline::Id cublas = tl.alloc("cublas_workspace", "cuBLAS workspace", sv.fx.cublas);
+  const memory::Timeline::Id chunk = tl.alloc("activations", "prefill chunk (one layer's working set)", z.prefill);
+  run.mark("serving", sv.fx.graphs > 0 ? "serving (a prefill chunk, CUDA graphs captured)"
+                                       : "serving (a prefill chunk, no CUDA graphs)");
+  for (const memory::Timeline::Id id : {chunk, cublas, pool}) tl.free(id);
+  const int64_t nccl = before_weights(req, sv) - sv.fx.context;
+  for (const char* phase : {"weights_loaded", "kv_allocated", "serving"}) run.outside[phase] = {{"nccl", nccl}};
+  run.outside["serving"]["cuda_graphs"] = sv.fx.graphs;
+  const std::string formula = timeline_phases(e, req, sv, run, "SGLang's start-up (the token pool, a prefill chunk)");
+  if (!formula.empty()) {
+    e.components.push_back({"allocator", "Allocator cache (reserved - allocated)",
+                            e.phases.back().parts.at("allocator"), formula, Pool::kAllocated});
+  }
+  return formula;
+}
+
 }  // namespace
 
+// SGLang's start-up: the weights' load replayed through the caching
+// allocator gives what SGLang measures, the free memory after it
+// (get_available_gpu_memory empties the cache, then torch.cuda.mem_get_info:
+// python/sglang/srt/utils/common.py @4e75f468), so "mem usage" and the pool
+// are the load's reserved bytes, not its allocated ones.
 Sizes sglang_serving(Estimate& e, const Request& req, const Serving& sv) {
   const Setup s = setup(e, req, sv);
   const LayerStack& t = req.model.text;
-  // The weights as loaded, and the rotary cos/sin cache, which SGLang keeps
-  // in fp32 on CUDA (layers/rotary_embedding.py: "cache needs to be in FP32
-  // for numerical stability").
   const int64_t W =
       bytes::add(weights_per_gpu(req.model, *sv.fmt, sv.tp, false), rotary_cache_bytes(req.model, 4), kWeights);
+  ServingTimeline run = load_timeline(req, sv, W);
+  const int64_t used = reserved_at_last_mark(req, sv, run);
   const int64_t init = before_weights(req, sv);
   const double free0 = static_cast<double>(s.total - init);
-  const double after = free0 - static_cast<double>(W);
+  const double after = free0 - static_cast<double>(used);
   const double rest = after - free0 * (1.0 - s.fraction);
   const double cell = sv.kv_tok_full;
   const int64_t tokens = rest > 0 && cell > 0 ? static_cast<int64_t>(std::floor(rest / cell)) : 0;
@@ -168,13 +215,14 @@ Sizes sglang_serving(Estimate& e, const Request& req, const Serving& sv) {
   e.facts.push_back({"max_model_len", s.context_len});
   e.facts.push_back({"chunked_prefill_size", s.chunked});
   e.facts.push_back({"weights_bytes", W});
+  e.facts.push_back({"weights_mem_usage_bytes", used});
   e.facts.push_back(
       {"max_concurrent_sequences", s.context_len > 0 ? std::min<int64_t>(tokens / s.context_len, 1 << 30) : 0});
   e.facts.push_back({"max_context_len", std::min(tokens, s.context_len > 0 ? s.context_len : tokens)});
   const auto two = [](double b) { return std::round(b / 1073741824.0 * 100.0) / 100.0; };
   e.engine_log.push_back(
-      {"sglang.weights_mem_usage", two(static_cast<double>(W)), "GiB",
-       "Load weight end. avail mem=" + gib2(after) + " GB, mem usage=" + gib2(static_cast<double>(W)) + " GB."});
+      {"sglang.weights_mem_usage", two(static_cast<double>(used)), "GiB",
+       "Load weight end. avail mem=" + gib2(after) + " GB, mem usage=" + gib2(static_cast<double>(used)) + " GB."});
   e.engine_log.push_back({"sglang.avail_mem_after_weights", two(after), "GiB", "avail mem=" + gib2(after) + " GB"});
   e.engine_log.push_back(
       {"sglang.max_total_num_tokens", static_cast<double>(tokens), "tokens",
@@ -209,15 +257,7 @@ Sizes sglang_serving(Estimate& e, const Request& req, const Serving& sv) {
                             "batches up to cuda_graph_max_bs " + std::to_string(s.graph_bs) + "; 256 MiB prior",
                             Pool::kOutside});
   }
-  const int64_t outside = init - sv.fx.context;
-  e.phases.push_back(make_phase(req, sv, "weights_loaded", "weights loaded", {{"weights", W}}, outside));
-  e.phases.push_back(
-      make_phase(req, sv, "kv_allocated", "token pool allocated", {{"weights", W}, {"kv_cache", z.kv}}, outside));
-  e.phases.push_back(make_phase(req, sv, "serving",
-                                sv.fx.graphs > 0 ? "serving (a prefill chunk, CUDA graphs captured)"
-                                                 : "serving (a prefill chunk, no CUDA graphs)",
-                                {{"weights", W}, {"kv_cache", z.kv}, {"activations", z.prefill}},
-                                outside + sv.fx.graphs));
+  z.allocator = pool_phases(e, req, sv, run, z, std::max<int64_t>(t.attention_layers() - t.kv_shared_layers, 1));
   if (tokens <= 0) {
     e.warnings.push_back(
         "SGLang cannot start: \"Not enough memory. Please try to increase --mem-fraction-static\" "

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "infer/replay.h"
 #include "infer/serving.h"
 #include "memory/overheads.h"
 #include "train/layout.h"
@@ -145,6 +146,13 @@ struct Stage {
   int64_t activation = 0;  // torch peak increase of the profile run
   int64_t non_torch = 0;
   int64_t available = 0;  // "Available KV cache memory"
+  // The profile run's tensors (profile_peak): the forward's, and the
+  // sampler's, which it runs on (last stage only).
+  std::vector<memory::Piece> forward_pieces;
+  std::vector<memory::Piece> sampler_pieces;
+  // The worker's start-up as a timeline (start_timeline), up to the end of
+  // the profile run.
+  ServingTimeline start;
 };
 
 // vllm/distributed/utils.py @5a6541db get_pp_indices: layers // pp on every
@@ -207,19 +215,71 @@ void profile_peak(const Request& req, const Serving& sv, const Setup& s, Stage& 
   const int64_t h = m.text.hidden;
   const int64_t rows = std::min(s.seqs, T);
   st.forward = ceil_bytes(sv.pre_tok * static_cast<double>(T), "the profile run");
+  st.forward_pieces = {{st.forward, 1}};
   if (!st.last) {
     // IntermediateTensors: hidden states and residual of max_num_tokens.
-    st.forward = bytes::add(st.forward, bytes::mul(bytes::mul(2 * T, h), 2), "the profile run");
+    const int64_t hidden = bytes::mul(bytes::mul(T, h), 2, "the profile run");
+    st.forward = bytes::add(st.forward, 2 * hidden, "the profile run");
+    st.forward_pieces.push_back({hidden, 2});
   } else {
     const int64_t vpad = ceil_div(m.vocab, 64 * sv.tp) * 64 * sv.tp;  // VocabParallelEmbedding pad_vocab_size
-    const int64_t held = bytes::add(bytes::mul(bytes::mul(T, h), 2), bytes::mul(bytes::mul(2 * rows, h), 2));
+    const int64_t out = bytes::mul(bytes::mul(T, h), 2);
+    const int64_t row = bytes::mul(bytes::mul(rows, h), 2);
     const int64_t logits16 = bytes::mul(bytes::mul(rows, vpad), 2, "the profile sampler");
     const int64_t rest = ceil_bytes(
         static_cast<double>(rows) * static_cast<double>(m.vocab) * sampler_bytes_per_logit(rows, s.flashinfer_sampler),
         "the profile sampler");
-    st.sampler = bytes::add(bytes::add(held, logits16), rest, "the profile sampler");
+    st.sampler = bytes::add(bytes::add(bytes::add(out, 2 * row), logits16), rest, "the profile sampler");
+    // The sort's temporaries as one allocation (their split is not modelled).
+    st.sampler_pieces = {{out, 1}, {row, 2}, {logits16, 1}, {rest, 1}};
   }
-  st.activation = bytes::add(std::max(st.forward, st.sampler), sv.fx.cublas, "the profile run");
+}
+
+// The worker's start-up up to the end of the profile run, as a timeline
+// (infer/replay.h): the weights (weight_pieces of the stage's model, the
+// rotary cache), overheads.misc_bytes; then the profile run inside
+// memory_profiling: cuBLAS's workspace at the first matmul, the forward's
+// layer working set, freed before the sampler runs. memory_profiling then
+// calls torch.cuda.empty_cache() (vllm/utils/mem_utils.py @a6d5c390
+// memory_profiling: gc.collect(); torch.cuda.empty_cache() after the yield).
+ServingTimeline start_timeline(const Request& req, const Serving& sv, const Request& stage_req, const Stage& st) {
+  ServingTimeline run;
+  memory::Timeline& tl = run.tl;
+  std::vector<memory::Piece> weights = weight_pieces(stage_req.model, sv, true);
+  weights.push_back({rotary_cache_bytes(req.model, 2), 1});
+  tl.alloc("weights", "weights", st.weights, weights);
+  tl.alloc("misc", "overheads.misc_bytes", req.overheads.misc_bytes);
+  run.mark("weights_loaded", "weights loaded");
+  tl.alloc("cublas_workspace", "cuBLAS workspace", sv.fx.cublas);
+  constexpr const char* kProfile = "profile run (max_num_batched_tokens forward, then the sampler)";
+  // Two moments of one phase: the forward's layer, then the sampler (the
+  // phase keeps the larger).
+  const memory::Timeline::Id fwd =
+      tl.alloc("activations", "profile forward (one layer's working set)", st.forward, st.forward_pieces);
+  run.mark("profile", kProfile);
+  tl.free(fwd);
+  if (st.sampler > 0) {
+    const memory::Timeline::Id sampler = tl.alloc("logits", "profile sampler", st.sampler, st.sampler_pieces);
+    run.mark("profile", kProfile);
+    tl.free(sampler);
+  }
+  run.outside["profile"] = {{"non_torch", st.non_torch}};
+  run.empty_cache();
+  return run;
+}
+
+// The torch peak increase of the profile run, as memory_profiling measures
+// it (mem_utils.py @a6d5c390: allocated_bytes.all.peak after the run less
+// its value before, reset_peak_memory_stats() at the start): the allocated
+// view of the profile phase less that of the weights-loaded phase.
+int64_t torch_peak_increase(const ServingTimeline& run) {
+  int64_t loaded = 0;
+  int64_t peak = 0;
+  for (const memory::Moment& m : memory::replay(run.tl, false)) {
+    if (m.phase == "weights_loaded") loaded = m.allocated;
+    peak = std::max(peak, m.allocated);
+  }
+  return peak - loaded;
 }
 
 // What vLLM reserves for one stage of one tensor-parallel rank.
@@ -249,6 +309,8 @@ Stage stage_cost(const Request& req, const Serving& sv, const Setup& s, const tr
   // (research memory-internals.md §7.4, vLLM 0.10 / 0.11).
   const bool parallel = req.parallel.tp * req.parallel.pp > 1;
   st.non_torch = req.overheads.nccl_bytes.value_or(parallel ? (int64_t{55} * kGiB) / 100 : (int64_t{13} * kGiB) / 100);
+  st.start = start_timeline(req, sv, stage_req, st);
+  st.activation = torch_peak_increase(st.start);
   st.available = static_cast<int64_t>(s.requested - static_cast<double>(st.weights) -
                                       static_cast<double>(st.activation) - static_cast<double>(st.non_torch));
   return st;
@@ -373,6 +435,34 @@ void vllm_components(Estimate& e, const Request& req, const Serving& sv, const S
        Pool::kOutside});
 }
 
+// The rest of the tightest stage's start-up on its timeline, and the
+// phases: after the profile run's empty_cache(), the KV cache tensors
+// (gpu_model_runner.py _allocate_kv_cache_tensors: one torch.zeros of
+// blocks x page bytes per layer of a group), the CUDA graphs (outside the
+// replay: a prior), and the sampler again: compile_or_warm_up_model runs it
+// after the graphs "to preallocate memory buffer for logits", so its blocks
+// stay cached. The phases' allocated view is memory_profiling's (torch
+// allocated bytes); their reserved view is the caching allocator's replay.
+std::string serving_phases(Estimate& e, const Request& req, const Serving& sv, Stage& st, int64_t kv, const Layout& k) {
+  ServingTimeline& run = st.start;
+  memory::Timeline& tl = run.tl;
+  const memory::Timeline::Id cache = tl.alloc("kv_cache", "KV cache tensors", kv, {{k.blocks * k.page, k.group_size}});
+  const memory::Timeline::Id sampler =
+      st.sampler > 0 ? tl.alloc("logits", "sampler warm-up", st.sampler, st.sampler_pieces) : -1;
+  run.outside["serving"] = {{"non_torch", st.non_torch}, {"cuda_graphs", sv.fx.graphs}};
+  run.mark("serving", sv.fx.graphs > 0 ? "serving (KV cache allocated, CUDA graphs captured)"
+                                       : "serving (KV cache allocated, eager: no CUDA graphs)");
+  if (sampler >= 0) tl.free(sampler);
+  tl.free(cache);
+  const std::string formula =
+      timeline_phases(e, req, sv, run, "vLLM's start-up (the profile run, empty_cache(), the KV cache, the sampler)");
+  if (!formula.empty()) {
+    e.components.push_back({"allocator", "Allocator cache (reserved - allocated)",
+                            e.phases.back().parts.at("allocator"), formula, Pool::kAllocated});
+  }
+  return formula;
+}
+
 }  // namespace
 
 // vLLM's start-up: every stage's budget, the blocks of the tightest (the
@@ -394,7 +484,7 @@ Sizes vllm_serving(Estimate& e, const Request& req, const Serving& sv) {
     }
   }
   finish_layout(req, k);
-  const Stage& st = stages[tight];
+  Stage& st = stages[tight];
   Sizes z;
   z.prefill = st.forward;
   z.logits = st.sampler;
@@ -413,19 +503,7 @@ Sizes vllm_serving(Estimate& e, const Request& req, const Serving& sv) {
   e.facts.push_back({"max_context_len", std::min(k.tokens, s.max_model_len)});
   engine_lines(e, s, st, k);
   vllm_components(e, req, sv, s, st, k, z.kv);
-  const int64_t W = st.weights;
-  const bool sampler_peak = st.sampler > st.forward;
-  e.phases.push_back(make_phase(req, sv, "weights_loaded", "weights loaded", {{"weights", W}}, 0));
-  e.phases.push_back(make_phase(
-      req, sv, "profile", "profile run (max_num_batched_tokens forward, then the sampler)",
-      {{"weights", W}, {sampler_peak ? "logits" : "activations", std::max(st.forward, st.sampler)}}, st.non_torch));
-  // compile_or_warm_up_model runs the sampler again after the graphs "to
-  // preallocate memory buffer for logits": its blocks stay cached.
-  e.phases.push_back(make_phase(req, sv, "serving",
-                                sv.fx.graphs > 0 ? "serving (KV cache allocated, CUDA graphs captured)"
-                                                 : "serving (KV cache allocated, eager: no CUDA graphs)",
-                                {{"weights", W}, {"kv_cache", z.kv}, {"logits", st.sampler}},
-                                sv.fx.graphs + st.non_torch));
+  z.allocator = serving_phases(e, req, sv, st, z.kv, k);
   if (st.available <= 0) {
     e.warnings.push_back(
         "vLLM cannot start: \"No available memory for the cache blocks\" (the weights, the profile "
