@@ -150,5 +150,25 @@ TEST(InferReplay, VllmProfileIsTheAllocatedIncreaseAndEmptyCacheDropsItsCache) {
   EXPECT_TRUE(has_component(r, "allocator"));
 }
 
+// SGLang's start-up on the timeline (infer/sglang.cpp): the pool is sized
+// from the load's reserved bytes ("mem usage"), the token pool's K and V
+// buffers (one per layer each) follow, and with tensor parallelism the
+// device view adds NCCL's buffers under their own key.
+TEST(InferReplay, SglangPoolFollowsTheLoadsReservedBytes) {
+  const json r = generate("meta-llama/Llama-3.1-8B", {{"engine", "sglang"}, {"context_len", 8192}},
+                          {{"gpu", {{"name", "H100 80GB"}}}, {"parallel", {{"gpus", 2}, {"tp", 2}}}});
+  const json& loaded = phase(r, "weights_loaded");
+  const json& pool = phase(r, "kv_allocated");
+  const json& serving = phase(r, "serving");
+  EXPECT_EQ(loaded["reserved_bytes"].get<int64_t>(), r["infer"]["weights_mem_usage_bytes"].get<int64_t>());
+  EXPECT_GE(pool["reserved_bytes"].get<int64_t>(),
+            loaded["reserved_bytes"].get<int64_t>() + r["infer"]["kv_cache_bytes"].get<int64_t>());
+  EXPECT_EQ(serving["parts"]["nccl"].get<int64_t>(), int64_t{3} << 29);
+  EXPECT_EQ(serving["bytes"].get<int64_t>(),
+            serving["reserved_bytes"].get<int64_t>() + serving["parts"]["cuda_context"].get<int64_t>() +
+                serving["parts"]["nccl"].get<int64_t>() + serving["parts"]["cuda_graphs"].get<int64_t>());
+  EXPECT_TRUE(has_component(r, "allocator"));
+}
+
 }  // namespace
 }  // namespace vram
