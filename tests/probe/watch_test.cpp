@@ -241,13 +241,62 @@ TEST_F(WatchTest, EveryTerminatingSignalIsWatched) {
   }
 }
 
+// A background process of the job that runs until the watched shell has
+// ended, whatever the load: it waits for a file that the readings' hook
+// creates two readings after the shell left this process's children (the
+// watch reaped it). The shell is the child that leads its own group in this
+// process's session (Spawn's setpgid); a setsid'd orphan leads its own session.
+class AfterTheShell {
+ public:
+  explicit AfterTheShell(const std::string& name)
+      : file_(::testing::TempDir() + "/" + name + "_" + std::to_string(getpid())) {
+    std::remove(file_.c_str());
+  }
+  ~AfterTheShell() { std::remove(file_.c_str()); }
+
+  // Shell words that wait for the file, at most about 30 s (a test that
+  // never creates it fails instead of hanging).
+  std::string Wait() const {
+    return "i=0; while [ ! -e " + file_ + " ] && [ $i -lt 3000 ]; do sleep 0.01; i=$((i+1)); done";
+  }
+
+  // For FakeSource::set_on_memory: call 1 is the baseline, before the spawn.
+  void OnReading(int call) {
+    if (call < 2 || released_) return;
+    if (ShellRuns()) return;
+    if (++readings_since_ == 2) {
+      std::ofstream(file_) << "go\n";
+      released_ = true;
+    }
+  }
+  bool released() const { return released_; }
+
+ private:
+  static bool ShellRuns() {
+    for (std::uint32_t child : ChildPids(static_cast<std::uint32_t>(getpid()))) {
+      const pid_t pid = static_cast<pid_t>(child);
+      std::ifstream comm("/proc/" + std::to_string(child) + "/comm");
+      std::string command;
+      if (std::getline(comm, command) && command == "sh" && getpgid(pid) == pid && getsid(pid) != pid) return true;
+    }
+    return false;
+  }
+
+  std::string file_;
+  int readings_since_ = 0;
+  bool released_ = false;
+};
+
 TEST_F(WatchTest, ABackgroundProcessThatOutlivesTheCommandIsMeasuredUntilItEnds) {
-  // The shell exits at once; the sleep it left in the job's group runs on.
-  Result<WatchResult> r = Watch(source_, Options({"/bin/sh", "-c", "sleep 0.8 & exit 0"}));
+  // The shell exits at once; the loop it left in the job's group runs on
+  // until the shell is gone.
+  AfterTheShell after("vram_watch_background");
+  source_.set_on_memory([&after](int call) { after.OnReading(call); });
+  Result<WatchResult> r = Watch(source_, Options({"/bin/sh", "-c", "(" + after.Wait() + ") & exit 0"}));
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r.value().exit.code, 0);
-  EXPECT_LT(r.value().command_exit_ms, 500);
-  EXPECT_GE(r.value().duration_ms, 750) << "measured only while the command itself ran";
+  ASSERT_TRUE(after.released()) << "the shell was never seen to end";
+  EXPECT_GT(r.value().duration_ms, r.value().command_exit_ms) << "measured only while the command itself ran";
 }
 
 TEST_F(WatchTest, AnOrphanThatLeftTheGroupIsMeasuredAsTheSubreapersChild) {
@@ -257,12 +306,14 @@ TEST_F(WatchTest, AnOrphanThatLeftTheGroupIsMeasuredAsTheSubreapersChild) {
   // run in the same process (gtest without ctest) may have left some.
   if (!ChildPids(static_cast<std::uint32_t>(getpid())).empty()) GTEST_SKIP() << "this process has other children";
   source_.set_steps({Reading(0), Reading(10 * kMiB, {{FakeSource::kChildrenOfCaller, 700 * kMiB}})});
-  WatchOptions options = Options({"/bin/sh", "-c", "setsid sleep 0.8 & exit 0"});
+  AfterTheShell after("vram_watch_orphan");
+  source_.set_on_memory([&after](int call) { after.OnReading(call); });
+  WatchOptions options = Options({"/bin/sh", "-c", "setsid /bin/sh -c '" + after.Wait() + "' & exit 0"});
   options.become_subreaper = true;
   Result<WatchResult> r = Watch(source_, options);
   ASSERT_TRUE(r.ok()) << r.status().message();
-  EXPECT_LT(r.value().command_exit_ms, 500);
-  EXPECT_GE(r.value().duration_ms, 750);
+  ASSERT_TRUE(after.released()) << "the shell was never seen to end";
+  EXPECT_GT(r.value().duration_ms, r.value().command_exit_ms) << "measured only while the command itself ran";
   EXPECT_EQ(r.value().peak.process_used_bytes, 700 * kMiB) << "one process at a time, the guard not counted";
 }
 
