@@ -176,7 +176,7 @@ constexpr Row kRows[] = {
     // ---- train -------------------------------------------------------------
     choice("train.method", d::kMethod, "full|lora|qlora|freeze", ""),
     choice("train.framework", d::kFramework,
-           "hf|torchtune|litgpt|unsloth|axolotl|llama_factory|torchtitan|megatron|deepspeed",
+           "hf|torchtune|litgpt|unsloth|axolotl|llama_factory|torchtitan|megatron|deepspeed|fsdp_qlora",
            "trl=hf|accelerate=hf|llamafactory=llama_factory|llama-factory=llama_factory"),
     integer("train.micro_batch", d::kMicroBatch, 1, l::kMaxBatch),
     integer("train.seq_len", d::kSeqLen, 1, l::kMaxSeq),
@@ -184,6 +184,8 @@ constexpr Row kRows[] = {
     internal(boolean("train.zero_grad_set_to_none", d::kZeroGradSetToNone)),
     internal(boolean("train.softmax_saves_input", d::kSoftmaxSavesInput)),
     internal(boolean("train.keeps_previous_logits", d::kKeepsPreviousLogits)),
+    internal(boolean("train.loss_shift_copy", d::kLossShiftCopy)),
+    internal(boolean("train.logits_upcast_in_model", d::kLogitsUpcastInModel)),
     internal(boolean("train.keeps_logits", d::kKeepsLogits)),
     internal(boolean("train.outputs_fp32", d::kOutputsFp32)),
     internal(boolean("train.keeps_fused_qkv", d::kKeepsFusedQkv)),
@@ -381,6 +383,14 @@ constexpr Described kFaces[] = {
      {"loop keeps the previous step's logits", "", "",
       "LitGPT: the previous step's logits, and with train.quant.saves_input every 4-bit Linear's input, "
       "stay allocated through the next forward"}},
+    {"train.loss_shift_copy",
+     {"loss shifts a copy of the logits", "", "",
+      "transformers < 4.49: the causal-LM loss makes a contiguous fp32 copy of the logits shifted by one "
+      "(logits[..., :-1, :].contiguous()), alive next to the upcast logits until log_softmax has run"}},
+    {"train.logits_upcast_in_model",
+     {"model returns fp32 logits", "", "",
+      "transformers <= 4.45: the model's forward upcasts its logits to fp32 and returns them; its own-dtype "
+      "logits are freed before the loss"}},
     {"train.keeps_logits",
      {"loop keeps the logits through backward", "", "",
       "LitGPT fit(): `logits = model(...)` stays referenced while fabric.backward(loss) runs, so the logits "

@@ -143,6 +143,50 @@ constexpr const char* kTorchtitanNotModelled[] = {
     "every release up to v0.2.2 takes F.cross_entropy on the full fp32 logits, as modelled",
 };
 
+// Answer.AI fsdp_qlora at 50efa1e (train.py main() and fsdp_main(); the
+// commit benchmarks_03_2024.md's figures are read with). One script, no
+// releases: "0.0" stands for that commit (release_table.h).
+constexpr const char* kFsdpQloraMain = "fsdp_qlora train.py main(";
+constexpr DefaultRow kFsdpQloraDefaults[] = {
+    {"train.micro_batch", 1, kFsdpQloraMain, "batch_size: int = 1)", ""},
+    {"train.seq_len", 512, kFsdpQloraMain, "context_length: int = 512)", ""},
+    {"train.precision", "bf16", kFsdpQloraMain,
+     "precision='bf16'): torch_dtype and compute_dtype bf16, mp_policy None, no autocast", ""},
+    {"train.grad_checkpointing", "full", kFsdpQloraMain,
+     "use_gradient_checkpointing=True): apply_activation_checkpointing on every decoder layer", ""},
+    {"train.optimizer", "adamw_torch", "",
+     "fsdp_qlora train.py get_optimizer: torch.optim.AdamW(model.parameters(), lr, betas=(0.9, 0.95), eps=1e-5, "
+     "weight_decay) (no fused: the foreach kernel)",
+     ""},
+    {"train.attention", "sdpa", "", "fsdp_qlora train.py fsdp_main: attn_impl = 'sdpa'", ""},
+    {"train.lora.rank", 64, kFsdpQloraMain, "lora_rank: int = 64)", kAdapters},
+    {"train.lora.alpha", 16, kFsdpQloraMain, "lora_alpha: int = 16)", kAdapters},
+    {"train.lora.dropout", 0.1, kFsdpQloraMain, "lora_dropout: float = 0.1)", kAdapters},
+    {"train.lora.targets", Def::list("k_proj|q_proj|v_proj|up_proj|down_proj|gate_proj"), kFsdpQloraMain,
+     "lora_target_modules='all'): k, q, v, up, down, gate_proj (no o_proj)", kAdapters},
+    {"train.quant.double_quant", true, "",
+     "fsdp_qlora train.py fsdp_main: replace_linear(..., Linear4bit, quant_type='nf4', quant_storage=torch_dtype) "
+     "leaves bitsandbytes' compress_statistics=True",
+     "qlora"},
+    {"train.quant.prepare_kbit", false, "",
+     "fsdp_qlora train.py: never calls prepare_model_for_kbit_training; embeddings, norms and lm_head are "
+     "loaded in bf16 (load_and_quantize dtype=torch_dtype)",
+     "qlora"},
+    {"train.keeps_logits", true, "",
+     "fsdp_qlora train.py fsdp_main: `output = model(...)`, `loss = output.loss`, `loss.backward()`, "
+     "optimizer.step(), and only then `output = None` (\"Delete the output so more memory frees up before the "
+     "next forward pass\"): the model's logits stay allocated through backward",
+     ""},
+};
+constexpr const char* kFsdpQloraNotModelled[] = {
+    "use_cpu_offload defaults to True (FSDP CPUOffload(offload_params=True)): set parallel.offload_params and "
+    "parallel.offload_optimizer as the command line does; the layout (parallel.fsdp full_shard, FSDP1) is the "
+    "request's",
+    "the output also stays through optimizer.step() (the LoRA states' update is not the peak)",
+    "train_type hqq_lora, custom_qlora and custom_lora (HQQLinear and the script's own LORA module) are not "
+    "modelled: qlora and lora are bitsandbytes Linear4bit and PEFT",
+};
+
 // Megatron-LM at d98e8a64 (megatron/training/arguments.py, megatron/core configs).
 constexpr DefaultRow kMegatronDefaults[] = {
     {"train.precision", "mixed_bf16", "",
@@ -378,6 +422,7 @@ std::vector<Framework> build() {
       make("torchtitan", "torchtitan", kTorchtitanDefaults, kTorchtitanNotModelled),
       make("megatron", "Megatron-LM", kMegatronDefaults, kMegatronNotModelled),
       make("deepspeed", "DeepSpeed (its own training loop)", kDeepspeedDefaults, kDeepspeedNotModelled),
+      make("fsdp_qlora", "Answer.AI fsdp_qlora (train.py)", kFsdpQloraDefaults, kFsdpQloraNotModelled),
   };
 }
 

@@ -212,6 +212,10 @@ inline constexpr ReleaseRow kReleases[] = {
      "torchtitan v0.2.0: others the newest on 2025-10-17"},
     {"torchtitan", "0.2.2", "2026-02-20", "torch=2.9.1|torchao=0.16.0",
      "torchtitan v0.2.2: others the newest known on 2026-02-20"},
+    {"fsdp_qlora", "0.0", "2024-03-26", "torch=2.2.1|transformers=4.39.0|peft=0.9.0|bitsandbytes=0.43.0",
+     "fsdp_qlora 50efa1e (no releases; the commit benchmarks_03_2024.md's figures are read with, 'done in February "
+     "and March 2024'): README 'bitsandbytes>=0.43.0', 'Pytorch >= 2.2'; transformers, peft and torch the newest on "
+     "2024-03-20, as hf@4.39.0"},
     {"deepspeed", "0.14.4", "2024-06-20", "torch=2.3.1", "deepspeed v0.14.4: others the newest on 2024-06-20"},
     {"deepspeed", "0.15.0", "2024-08-22", "torch=2.4.0", "deepspeed v0.15.0: others the newest on 2024-08-22"},
     {"deepspeed", "0.16.0", "2024-11-25", "torch=2.5.1", "deepspeed v0.16.0: others the newest on 2024-11-25"},
@@ -250,7 +254,7 @@ inline constexpr RuleRow kRules[] = {
     {"unsloth", "<2024.2", "unsloth", "train.kernels=unsloth", "train.returns_kv_cache", true,
      "unslothai/unsloth 0439b850 (PR #173, 2024.2): LlamaModel_fast_forward turns use_cache off in training; "
      "before, without gradient checkpointing, model() returned every layer's keys and values"},
-    {"peft", ">=0.6,<0.12", "hf", "train.method=lora", "train.lora.adapter_fp32", false,
+    {"peft", ">=0.6,<0.12", "hf|fsdp_qlora", "train.method=lora", "train.lora.adapter_fp32", false,
      "huggingface/peft b786b884 (PR #915, 0.6.0): LoraLayer.update_layer moves the adapters to the base weight's "
      "dtype; ae1ae20b (PR #1706, 0.12.0) added get_peft_model(autocast_adapter_dtype=True), which casts them "
      "back to fp32"},
@@ -265,8 +269,9 @@ inline constexpr RuleRow kRules[] = {
     {"trl", ">=0.8.0", "hf", "train.method=qlora|parallel.zero=3", "train.quant.prepare_kbit", false,
      "huggingface/trl 58c08889 (PR #1416, first in v0.8.0) sft_trainer.py: no prepare_model_for_kbit_training for "
      "QLoRA under DeepSpeed ZeRO-3 (is_sharded_qlora)"},
-    {"peft", ">=0.6,<0.12", "hf", "train.method=qlora|parallel.fsdp=full_shard,shard_grad_op,hybrid_shard,no_shard",
-     "train.lora.adapter_fp32", false,
+    {"peft", ">=0.6,<0.12", "hf|fsdp_qlora",
+     "train.method=qlora|parallel.fsdp=full_shard,shard_grad_op,hybrid_shard,no_shard", "train.lora.adapter_fp32",
+     false,
      "huggingface/peft b786b884 (PR #915, 0.6.0) LoraLayer.update_layer: the adapters take the base weight's dtype "
      "when it is a float one, and a 4-bit weight sharded by FSDP is stored as bf16 (bnb_4bit_quant_storage)"},
     {"trl", ">=0.9.3", "hf", "train.method=qlora|parallel.fsdp=full_shard,shard_grad_op,hybrid_shard,no_shard",
@@ -286,7 +291,7 @@ inline constexpr RuleRow kRules[] = {
      "5.0 and 5.10.3 not checked)"},
     // FSDP1's construction broadcasts each unit from rank 0
     // (memory/parallel_buffers.h broadcast_buckets).
-    {"transformers", ">=4.31", "hf|axolotl|llama_factory",
+    {"transformers", ">=4.31", "hf|axolotl|llama_factory|fsdp_qlora",
      "parallel.fsdp=full_shard,shard_grad_op,hybrid_shard,no_shard|parallel.fsdp_version=1",
      "parallel.fsdp_sync_module_states", true,
      "huggingface/accelerate 50eabe5b (v0.21.0, with transformers 4.31) FullyShardedDataParallelPlugin "
@@ -301,6 +306,18 @@ inline constexpr RuleRow kRules[] = {
     {"transformers", "<4.36", "hf|axolotl|llama_factory|unsloth", "", "train.attention", "eager",
      "huggingface/transformers v4.36.0 (PR #26572) added attn_implementation and the SDPA path; before, every "
      "model ran its eager attention (the s^2 probabilities kept for backward)"},
+    // The causal-LM loss of transformers' models (not Unsloth's kernel, a
+    // chunked or a fused loss: memory/loss.cpp standard_loss reads these).
+    {"transformers", "<4.49", "hf|axolotl|llama_factory|fsdp_qlora", "", "train.loss_shift_copy", true,
+     "huggingface/transformers PR #35646 ('Optimize ForCausalLMLoss by removing unnecessary contiguous() call', "
+     "opened 2025-01-13, after v4.48.0; v4.49.0 the first release after it): loss_utils.py ForCausalLMLoss pads "
+     "the labels instead of copying the logits shifted by one (logits[..., :-1, :].contiguous()), which every "
+     "causal LM's forward also did before v4.46"},
+    {"transformers", "<4.46", "hf|axolotl|llama_factory|fsdp_qlora", "", "train.logits_upcast_in_model", true,
+     "huggingface/transformers v4.45 modeling_llama.py LlamaForCausalLM.forward: logits = "
+     "self.lm_head(...).float() ('TODO: remove the float() operation in v4.46'; warning 'Starting from v4.46, the "
+     "logits model output will have the same type as the model'): the fp32 logits are the model's output, its "
+     "model-dtype ones are freed; v4.46 moved the upcast into loss/loss_utils.py ForCausalLMLoss"},
     {"torch", "<2.8", "hf", "", "train.optimizer", "adamw_torch",
      "huggingface/transformers PR #37358 (4.54): the default optim is adamw_torch_fused only with torch >= 2.8, "
      "adamw_torch (torch.optim.AdamW, foreach) otherwise"},

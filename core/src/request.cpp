@@ -191,6 +191,8 @@ void parse_train(const JsonReader& t, Request& req) {
   o.zero_grad_set_to_none = t.bool_or("zero_grad_set_to_none", o.zero_grad_set_to_none);
   o.softmax_saves_input = t.bool_or("softmax_saves_input", o.softmax_saves_input);
   o.keeps_previous_logits = t.bool_or("keeps_previous_logits", o.keeps_previous_logits);
+  o.loss_shift_copy = t.bool_or("loss_shift_copy", o.loss_shift_copy);
+  o.logits_upcast_in_model = t.bool_or("logits_upcast_in_model", o.logits_upcast_in_model);
   o.keeps_logits = t.bool_or("keeps_logits", o.keeps_logits);
   o.outputs_fp32 = t.bool_or("outputs_fp32", o.outputs_fp32);
   o.keeps_fused_qkv = t.bool_or("keeps_fused_qkv", o.keeps_fused_qkv);

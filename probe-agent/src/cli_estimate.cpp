@@ -448,7 +448,8 @@ Model:     --request FILE            a request JSON (docs/schema.md); flags belo
                                      approximate, see `vram-probe quick --help`)
 Task:      --task train|infer
 Training:  --method full|lora|qlora|freeze   --lora  --qlora (shortcuts)
-           --framework hf|torchtune|litgpt|unsloth|axolotl|llama_factory|torchtitan|megatron|deepspeed
+           --framework hf|torchtune|litgpt|unsloth|axolotl|llama_factory|torchtitan|megatron|deepspeed|
+                       fsdp_qlora
                      [@RELEASE] (torchtune@0.2, unsloth@2024.8, hf@4.44: its defaults and the rules of its
                      library versions fill the fields left out; no release: the newest; `vram-probe version`
                      lists the releases)

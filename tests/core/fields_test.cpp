@@ -161,6 +161,8 @@ const std::map<std::string, std::function<json(const Request&)>>& readers() {
       {"train.zero_grad_set_to_none", [](const Request& r) { return r.train.zero_grad_set_to_none; }},
       {"train.softmax_saves_input", [](const Request& r) { return r.train.softmax_saves_input; }},
       {"train.keeps_previous_logits", [](const Request& r) { return r.train.keeps_previous_logits; }},
+      {"train.loss_shift_copy", [](const Request& r) { return r.train.loss_shift_copy; }},
+      {"train.logits_upcast_in_model", [](const Request& r) { return r.train.logits_upcast_in_model; }},
       {"train.keeps_fused_qkv", [](const Request& r) { return r.train.keeps_fused_qkv; }},
       {"train.returns_kv_cache", [](const Request& r) { return r.train.returns_kv_cache; }},
       {"train.precision", [](const Request& r) { return to_string(r.train.precision); }},

@@ -184,6 +184,15 @@ const std::vector<Expected>& expected_defaults() {
       {"megatron", "full", "train.precision", "mixed_bf16"},
       {"megatron", "full", "train.grad_checkpointing", "none"},
       {"deepspeed", "full", "train.precision", "mixed_bf16"},
+      // Answer.AI fsdp_qlora train.py at 50efa1e: the loop holds the model output through backward; its
+      // transformers 4.39 returns fp32 logits and shifts a copy in the loss; PEFT 0.9's bf16 adapters.
+      {"fsdp_qlora", "qlora", "train.keeps_logits", true},
+      {"fsdp_qlora", "qlora", "train.quant.prepare_kbit", false},
+      {"fsdp_qlora", "qlora", "train.lora.rank", 64},
+      {"fsdp_qlora", "qlora", "train.logits_upcast_in_model", true},
+      {"fsdp_qlora", "qlora", "train.loss_shift_copy", true},
+      {"fsdp_qlora", "lora", "train.lora.adapter_fp32", false},
+      {"fsdp_qlora", "full", "train.optimizer", "adamw_torch"},
   };
   return kRows;
 }

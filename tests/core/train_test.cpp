@@ -142,6 +142,28 @@ TEST_F(TrainTest, CrossEntropyBuffersAreTenThenTwelveBytesPerLogit) {
   EXPECT_EQ(phase(r, "backward_start", "loss_buffers"), 12 * nv);
 }
 
+// transformers < 4.46 (train.logits_upcast_in_model): the model returns fp32
+// logits, its bf16 ones are gone by the loss; < 4.49 (train.loss_shift_copy):
+// the loss copies them shifted by one. Forward 4 + 4 + 4 = 12 N V. A loop that
+// holds the output through backward (train.keeps_logits, fsdp_qlora train.py
+// `output = None` only after the step) keeps those fp32 logits: 12 + 4.
+TEST_F(TrainTest, OldTransformersLossAndAHeldFp32OutputPerLogit) {
+  auto with = [&](bool keeps) {
+    return run(request("meta-llama/Llama-3.1-8B", {{"micro_batch", 2},
+                                                   {"seq_len", 512},
+                                                   {"logits_upcast_in_model", true},
+                                                   {"loss_shift_copy", true},
+                                                   {"keeps_logits", keeps}}));
+  };
+  const int64_t nv = int64_t{1024} * 128256;
+  const json dropped = with(false);
+  const json held = with(true);
+  EXPECT_EQ(phase(dropped, "loss", "loss_buffers"), 12 * nv);
+  EXPECT_EQ(phase(held, "loss", "loss_buffers"), 12 * nv);
+  EXPECT_EQ(phase(dropped, "backward_start", "loss_buffers"), 12 * nv);
+  EXPECT_EQ(phase(held, "backward_start", "loss_buffers"), 16 * nv);
+}
+
 // LitGPT's chunked loss under Lightning Fabric (train.outputs_fp32): the
 // wrapper's convert_output turns each 128-token bf16 logits chunk into an fp32
 // copy (lightning fabric/wrappers.py _FabricModule.forward, plugins/precision/

@@ -49,6 +49,20 @@ inline constexpr bool kSoftmaxSavesInput = false;
 // backward. LitGPT's fit() keeps `logits = model(...)` (litgpt/finetune/lora.py
 // at 43c44323) until the next step's model() returns, and with it the graph.
 inline constexpr bool kKeepsPreviousLogits = false;
+// transformers >= 4.49 (loss/loss_utils.py ForCausalLMLoss at 0114da07): the
+// causal-LM loss pads the labels by one and reads the logits as they are
+// (logits.view(-1, vocab)). Before (huggingface/transformers PR #35646,
+// opened 2025-01-13, after v4.48.0; v4.49.0 the first release after it), it
+// shifted the logits: shift_logits = logits[..., :-1, :].contiguous(), one
+// more fp32 N x V copy alive next to the upcast logits until log_softmax has
+// run — in ForCausalLMLoss from v4.46, in each model's forward before.
+inline constexpr bool kLossShiftCopy = false;
+// transformers <= 4.45: each causal LM's forward upcast its logits itself and
+// returned them in fp32 (modeling_llama.py at v4.45: logits =
+// self.lm_head(...).float(), "TODO: remove the float() operation in v4.46"),
+// so the model-dtype logits were freed before the loss; from v4.46 the model
+// returns them in its own dtype and ForCausalLMLoss upcasts a copy.
+inline constexpr bool kLogitsUpcastInModel = false;
 // The same loop keeps this step's logits through its own backward: torchtune
 // deletes them first (recipes/lora_finetune_single_device.py "del logits"),
 // the HF Trainer's compute_loss returns only the loss; LitGPT's fit() holds

@@ -74,9 +74,11 @@ struct TrainOptions {
   int64_t micro_batch = defaults::kMicroBatch;
   int64_t seq_len = defaults::kSeqLen;
   int64_t grad_accum = defaults::kGradAccum;
-  bool zero_grad_set_to_none = defaults::kZeroGradSetToNone;    // false: gradients stay allocated between steps
-  bool softmax_saves_input = defaults::kSoftmaxSavesInput;      // torch <= 1.10: softmax also keeps its input
-  bool keeps_previous_logits = defaults::kKeepsPreviousLogits;  // the loop holds last step's logits (and graph)
+  bool zero_grad_set_to_none = defaults::kZeroGradSetToNone;     // false: gradients stay allocated between steps
+  bool softmax_saves_input = defaults::kSoftmaxSavesInput;       // torch <= 1.10: softmax also keeps its input
+  bool keeps_previous_logits = defaults::kKeepsPreviousLogits;   // the loop holds last step's logits (and graph)
+  bool loss_shift_copy = defaults::kLossShiftCopy;               // transformers < 4.49: the loss shifts a logits copy
+  bool logits_upcast_in_model = defaults::kLogitsUpcastInModel;  // transformers < 4.46: the model returns fp32 logits
   bool keeps_logits = defaults::kKeepsLogits;         // the loop holds this step's logits through its backward
   bool outputs_fp32 = defaults::kOutputsFp32;         // the model wrapper returns fp32 copies of its outputs
   bool keeps_fused_qkv = defaults::kKeepsFusedQkv;    // MHA: SDPA's saved v is a view of the fused q/k/v output

@@ -175,32 +175,44 @@ void unsloth_loss(LossBuffers& out, int64_t N, int64_t V, double logit_factor) {
                 "the saved logits; + fp32 loss and logsumexp per token";
 }
 
-// transformers loss_utils.py ForCausalLMLoss: logits (compute dtype),
-// logits.float() (4 B, freed after log_softmax), log_softmax output (4 B,
-// saved). Backward: nll grad (4 B) + log_softmax grad (4 B) while the saved
-// output is alive = 12 N V (research §3.1).
+// transformers loss_utils.py ForCausalLMLoss (>= 4.49, at 0114da07): the
+// logits (compute dtype, the model's output), logits.float() (4 B, freed after
+// log_softmax), the log_softmax output (4 B, saved). Backward: nll grad (4 B) +
+// log_softmax grad (4 B) while the saved output is alive = 12 N V (research
+// §3.1). Before 4.49 (train.loss_shift_copy) the loss also copied the upcast
+// logits shifted by one (logits[..., :-1, :].contiguous(), 4 B) and fed that to
+// log_softmax; before 4.46 (train.logits_upcast_in_model) the model itself
+// returned fp32 logits and its compute-dtype ones were gone by the loss. Their
+// backward is the same: log_softmax's then SliceBackward's fp32 gradients,
+// never more than three at once.
 void standard_loss(LossBuffers& out, const TrainOptions& t, int64_t N, int64_t V, double logit_factor) {
   const int64_t le = out.logits_elem;
-  const int64_t upcast = le == 4 ? 0 : 4;
-  out.forward = to_bytes(static_cast<double>(N) * V * (le + upcast + 4) * logit_factor, kLoss);
+  const bool model_upcasts = t.logits_upcast_in_model && le != 4;
+  const int64_t held = model_upcasts ? 4 : le;      // the logits alive at the loss
+  const int64_t upcast = held == 4 ? 0 : 4;         // the loss's own fp32 copy
+  const int64_t shift = t.loss_shift_copy ? 4 : 0;  // the shifted contiguous copy
+  out.forward = to_bytes(static_cast<double>(N) * V * (held + upcast + shift + 4) * logit_factor, kLoss);
   // PyTorch <= 1.10 (train.softmax_saves_input): log_softmax also keeps its
   // fp32 input until its backward (derivatives.yaml up to 1.10:
   // _log_softmax_backward_data(grad, result, dim, self); issue #64000).
   const int64_t kept_in = t.softmax_saves_input ? 1 : 0;
   out.backward = to_bytes(static_cast<double>(N) * V * (12.0 + 4.0 * kept_in) * logit_factor, kLoss);
-  // Forward: the logits, their fp32 copy, the saved log_softmax output;
-  // backward: three fp32 N x V tensors (the saved output and two grads).
+  // Forward: the logits, their fp32 copy, the shifted copy, the saved
+  // log_softmax output; backward: three fp32 N x V tensors (the saved output
+  // and two grads).
   const int64_t nv4 = to_bytes(static_cast<double>(N) * V * 4.0 * logit_factor, kLoss);
-  out.forward_pieces = {{nv4, 1}, {to_bytes(static_cast<double>(N) * V * le * logit_factor, kLoss), 1}};
+  out.forward_pieces = {{nv4, 1}, {to_bytes(static_cast<double>(N) * V * held * logit_factor, kLoss), 1}};
   if (upcast > 0) out.forward_pieces.push_back({nv4, 1});
+  if (shift > 0) out.forward_pieces.push_back({nv4, 1});
   out.backward_pieces = {{nv4, 3 + kept_in}};
-  if (t.keeps_logits) {  // the loop still holds the logits through backward (LitGPT)
-    const int64_t held = to_bytes(static_cast<double>(N) * V * le * logit_factor, kLoss);
-    out.backward_pieces.push_back({held, 1});
-    out.backward = bytes::add(out.backward, held, kLoss);
+  if (t.keeps_logits) {  // the loop still holds the model's output through backward (LitGPT, fsdp_qlora)
+    const int64_t kept = to_bytes(static_cast<double>(N) * V * held * logit_factor, kLoss);
+    out.backward_pieces.push_back({kept, 1});
+    out.backward = bytes::add(out.backward, kept, kLoss);
   }
-  out.formula = "N " + fmt_int(N) + " x V " + fmt_int(V) + " x (" + std::to_string(le) + " logits + " +
-                std::to_string(upcast) + " fp32 copy + 4 log_softmax) in forward; x " +
+  out.formula = "N " + fmt_int(N) + " x V " + fmt_int(V) + " x (" + std::to_string(held) +
+                (model_upcasts ? " fp32 logits from the model" : " logits") + " + " + std::to_string(upcast) +
+                " fp32 copy + " + (shift > 0 ? "4 shifted copy + " : "") + "4 log_softmax) in forward; x " +
                 std::to_string(12 + 4 * kept_in) + " B in backward" +
                 (kept_in > 0 ? " (log_softmax keeps its input)" : "");
 }
