@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "vram/number_text.h"  // fmt_int
+
 namespace vram {
 
 // Four significant digits (a figure of the time model in JSON): printed and
@@ -16,13 +18,6 @@ inline double sig4(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.4g", v);
   return std::strtod(buf, nullptr);
-}
-
-// 8030261248 -> "8,030,261,248"
-inline std::string fmt_int(int64_t v) {
-  std::string s = std::to_string(v);
-  for (int i = static_cast<int>(s.size()) - 3; i > (v < 0 ? 1 : 0); i -= 3) s.insert(static_cast<size_t>(i), ",");
-  return s;
 }
 
 // 1610612736 -> "1.50 GiB"

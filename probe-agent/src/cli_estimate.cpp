@@ -24,6 +24,7 @@
 #include "vram/duration_text.h"
 #include "vram/fields.h"
 #include "vram/import.h"
+#include "vram/number_text.h"
 
 namespace vram::cli {
 
@@ -49,12 +50,6 @@ std::string gib(int64_t bytes) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%8.2f GiB", static_cast<double>(bytes) / 1073741824.0);
   return buf;
-}
-
-std::string with_commas(int64_t v) {
-  std::string s = std::to_string(v);
-  for (int i = static_cast<int>(s.size()) - 3; i > (v < 0 ? 1 : 0); i -= 3) s.insert(static_cast<size_t>(i), ",");
-  return s;
 }
 
 bool truthy(const std::string& v, bool& ok) {
@@ -145,22 +140,22 @@ void warn_not_understood(const json& imported) {
 // and the cross-check against the model's exact count.
 void print_checkpoint(const json& c) {
   std::printf(
-      "\n  checkpoint: %s tensors, %s bytes as stored (%s)\n", with_commas(c["tensors"].get<int64_t>()).c_str(),
-      with_commas(c["stored_bytes"].get<int64_t>()).c_str(),
+      "\n  checkpoint: %s tensors, %s bytes as stored (%s)\n", vram::fmt_int(c["tensors"].get<int64_t>()).c_str(),
+      vram::fmt_int(c["stored_bytes"].get<int64_t>()).c_str(),
       c["quantization"].get<std::string>().empty() ? "not quantised" : c["quantization"].get<std::string>().c_str());
   for (const auto& [dtype, n] : c["elements_by_dtype"].items()) {
-    std::printf("    %-10s %20s elements\n", dtype.c_str(), with_commas(n.get<int64_t>()).c_str());
+    std::printf("    %-10s %20s elements\n", dtype.c_str(), vram::fmt_int(n.get<int64_t>()).c_str());
   }
-  std::printf("    parameters (dequantised) %s\n", with_commas(c["params"].get<int64_t>()).c_str());
+  std::printf("    parameters (dequantised) %s\n", vram::fmt_int(c["params"].get<int64_t>()).c_str());
   const json& x = c["cross_check"];
   if (x["matches"].get<bool>()) {
     std::printf("    cross-check: the model's count equals the checkpoint's\n");
   } else {
     std::printf("    cross-check: checkpoint - model = %s parameters\n",
-                with_commas(x["difference"].get<int64_t>()).c_str());
+                vram::fmt_int(x["difference"].get<int64_t>()).c_str());
     for (const auto& e : x["explained"]) {
       std::printf("      %s: %s\n", e["reason"].get<std::string>().c_str(),
-                  with_commas(e["params"].get<int64_t>()).c_str());
+                  vram::fmt_int(e["params"].get<int64_t>()).c_str());
     }
   }
   if (!c["unplaced"].empty()) {
@@ -191,15 +186,15 @@ std::string directory_config(const std::string& tensors) {
 void print_params_table(const json& m) {
   std::printf("%s  (%s, family %s)\n", m.value("architecture", "").c_str(), m.value("model_type", "").c_str(),
               m.value("family", "").c_str());
-  std::printf("  total parameters   %20s%s\n", with_commas(m["params_total"].get<int64_t>()).c_str(),
+  std::printf("  total parameters   %20s%s\n", vram::fmt_int(m["params_total"].get<int64_t>()).c_str(),
               m["exact"].get<bool>() ? "  (exact)" : "  (APPROXIMATE)");
   if (m["params_active"].get<int64_t>() != m["params_total"].get<int64_t>()) {
-    std::printf("  active per token   %20s\n", with_commas(m["params_active"].get<int64_t>()).c_str());
+    std::printf("  active per token   %20s\n", vram::fmt_int(m["params_active"].get<int64_t>()).c_str());
   }
   std::printf("\n  %-16s %20s\n", "component", "parameters");
   for (const auto& row : m["breakdown"]) {
     std::printf("  %-16s %20s\n", row["component"].get<std::string>().c_str(),
-                with_commas(row["params"].get<int64_t>()).c_str());
+                vram::fmt_int(row["params"].get<int64_t>()).c_str());
   }
   const auto& f = m["facts"];
   std::printf(
@@ -366,8 +361,8 @@ void print_estimate_table(const json& r) {
   const auto& m = r["model"];
   std::printf("%s  %s, %s params (%s trainable)\n", r["task"].get<std::string>() == "train" ? "TRAIN" : "INFER",
               m.value("architecture", m.value("model_type", "")).c_str(),
-              with_commas(m["params_total"].get<int64_t>()).c_str(),
-              with_commas(m["params_trainable"].get<int64_t>()).c_str());
+              vram::fmt_int(m["params_total"].get<int64_t>()).c_str(),
+              vram::fmt_int(m["params_trainable"].get<int64_t>()).c_str());
   std::printf("\nPeak per GPU: %s at phase '%s'  (allocated %s, reserved %s)\n",
               gib(r["peak_bytes"].get<int64_t>()).c_str(), r["peak_phase"].get<std::string>().c_str(),
               gib(r["peak_allocated_bytes"].get<int64_t>()).c_str(),
@@ -403,15 +398,15 @@ void print_estimate_table(const json& r) {
   } else if (r.contains("infer")) {
     const auto& in = r["infer"];
     std::printf("\nServing (%s): KV %s B per token (%s B per layer), cache %s", in["engine"].get<std::string>().c_str(),
-                with_commas(in["kv_bytes_per_token"].get<int64_t>()).c_str(),
-                with_commas(in["kv_bytes_per_token_per_layer"].get<int64_t>()).c_str(),
+                vram::fmt_int(in["kv_bytes_per_token"].get<int64_t>()).c_str(),
+                vram::fmt_int(in["kv_bytes_per_token_per_layer"].get<int64_t>()).c_str(),
                 gib(in["kv_cache_bytes"].get<int64_t>()).c_str());
     if (in.contains("max_concurrent_sequences")) {
       std::printf("\n  max concurrent sequences at %lld tokens: %lld; max context at batch %lld: %s tokens",
                   static_cast<long long>(in["context_len"].get<int64_t>()),
                   static_cast<long long>(in["max_concurrent_sequences"].get<int64_t>()),
                   static_cast<long long>(in["batch"].get<int64_t>()),
-                  with_commas(in["max_context_len"].get<int64_t>()).c_str());
+                  vram::fmt_int(in["max_context_len"].get<int64_t>()).c_str());
     }
     print_engine_log(in);
     std::printf("\n");
