@@ -3,7 +3,11 @@
 // not asserted in tests.
 #include <benchmark/benchmark.h>
 
+#include <fstream>
+#include <sstream>
+
 #include "memory/caching_allocator.h"
+#include "test_paths.h"
 #include "vram/api.h"
 #include "vram/estimate.h"
 #include "vram/families.h"
@@ -158,6 +162,35 @@ void BM_Plan70bOn64Gpus(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(vram::plan(req));
 }
 BENCHMARK(BM_Plan70bOn64Gpus)->Unit(benchmark::kMillisecond);
+
+// The validation rows of vLLM issue #21348 (tests/fixtures/validation/
+// requests.json): Qwen3-235B-A22B-FP8 on 4 x H100 at tensor parallel 4, each
+// engine sizing itself to the chosen card and to every card of the GPU table
+// (estimate.cpp catalog_row), its start-up replayed through the
+// caching-allocator model. The core, without JSON.
+vram::Request qwen3_235b_fp8_tp4(const vram::json& infer) {
+  std::ifstream in(std::string(VRAM_FIXTURES_DIR) + "/validation/Qwen__Qwen3-235B-A22B-FP8.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  const vram::json req = {{"model", {{"config", vram::json::parse(text.str())}}},
+                          {"task", "infer"},
+                          {"gpu", {{"name", "H100 80GB"}}},
+                          {"parallel", {{"gpus", 4}, {"tp", 4}}},
+                          {"infer", infer}};
+  return vram::parse_request(req).value();
+}
+
+void BM_EstimateVllmQwen3_235bTp4(benchmark::State& state) {
+  const vram::Request req = qwen3_235b_fp8_tp4({{"engine", "vllm"}});
+  for (auto _ : state) benchmark::DoNotOptimize(vram::estimate_request(req).value().peak_bytes);
+}
+BENCHMARK(BM_EstimateVllmQwen3_235bTp4)->Unit(benchmark::kMillisecond);
+
+void BM_EstimateSglangQwen3_235bTp4(benchmark::State& state) {
+  const vram::Request req = qwen3_235b_fp8_tp4({{"engine", "sglang"}, {"mem_fraction_static", 0.93}});
+  for (auto _ : state) benchmark::DoNotOptimize(vram::estimate_request(req).value().peak_bytes);
+}
+BENCHMARK(BM_EstimateSglangQwen3_235bTp4)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

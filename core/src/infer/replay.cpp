@@ -2,6 +2,8 @@
 #include "infer/replay.h"
 
 #include <algorithm>
+#include <map>
+#include <span>
 #include <string>
 
 #include "fit.h"
@@ -89,12 +91,10 @@ int64_t allocator_capacity(const Request& req, const Serving& sv) {
 
 void ServingTimeline::mark(const char* phase, const char* label) {
   tl.mark(phase, label);
-  const auto event = static_cast<int32_t>(tl.events().size() - 1);
-  upto.push_back({event, emptied_ >= 0 ? after_empty_cache(tl, static_cast<size_t>(emptied_)) : tl});
-  upto.back().tl.begin_step();
+  upto.push_back({static_cast<int32_t>(tl.events().size() - 1), emptied_});
 }
 
-memory::Timeline after_empty_cache(const memory::Timeline& tl, size_t at) {
+memory::Timeline after_empty_cache(const memory::Timeline& tl, size_t at, int64_t end) {
   using memory::Event;
   const std::vector<Event>& ev = tl.events();
   const auto& tensors = tl.tensors();
@@ -106,7 +106,8 @@ memory::Timeline after_empty_cache(const memory::Timeline& tl, size_t at) {
     // A serving timeline allocates on the default stream only.
     ids[static_cast<size_t>(i)] = out.alloc(t.component, t.name, t.bytes, tl.pieces(t), t.residence, t.layer);
   };
-  for (size_t k = 0; k < ev.size(); ++k) {
+  const size_t stop = end >= 0 ? std::min(static_cast<size_t>(end), ev.size()) : ev.size();
+  for (size_t k = 0; k < stop; ++k) {
     const Event& e = ev[k];
     if (k == at) {
       // Allocation order is tensor order: the live ones again, in it.
@@ -128,6 +129,7 @@ memory::Timeline after_empty_cache(const memory::Timeline& tl, size_t at) {
       out.free(ids[static_cast<size_t>(e.index)]);
     }
   }
+  out.begin_step();
   return out;
 }
 
@@ -169,21 +171,119 @@ struct AtMark {
   bool oom = false;  // a malloc failed on the card even after freeing the cache
 };
 
-// `upto` (a timeline up to a mark, all of it the "load") replayed on the
-// card's bound: where a new segment would not fit, the allocator frees its
-// cache and retries, as CUDACachingAllocator::malloc does; one that fails
-// even then is replayed without the bound to show what it would need.
-AtMark replay_upto(const memory::Timeline& upto, const memory::AllocatorConfig& config,
-                   const memory::DeviceLimits& limits) {
-  const memory::LoadedAllocator loaded(upto, config, limits);
-  if (loaded.ooms() > 0) {
-    AtMark out = replay_upto(upto, config, {});
-    out.oom = true;
-    return out;
+// The marks of a serving timeline replayed through the caching-allocator
+// model in one pass, each as if its timeline up to it (after_empty_cache
+// from the last empty_cache() before it) were replayed alone: every mark of
+// a run (the marks after one empty_cache(), or before the first) reads the
+// one allocator that replays the run, since a replay up to a later mark
+// passes through the same states (memory/allocator_replay.cpp
+// LoadedAllocator replays events in order, skipping marks and managed
+// tensors, each piece of a tensor one malloc). On the card's bound, where a
+// new segment would not fit the allocator frees its cache and retries, as
+// CUDACachingAllocator::malloc does; from a malloc that fails even then, the
+// run's later marks are replayed without the bound, to show what they would
+// need (oom).
+class RunReplay {
+ public:
+  RunReplay(const memory::Timeline& tl, const memory::AllocatorConfig& config) : tl_(tl), config_(config) {}
+
+  // Replays the run that starts at `emptied` (-1: the timeline's start)
+  // under `limits` and reads the allocator at each of `marks` (mark event
+  // indices, ascending, in the run) into `out`. Stops at the first failed
+  // malloc under a bound; returns how many marks it read.
+  size_t run(int64_t emptied, std::span<const int32_t> marks, const memory::DeviceLimits& limits, AtMark* out) {
+    memory::CachingAllocator alloc(config_, limits);
+    const auto& tensors = tl_.tensors();
+    handles_.assign(static_cast<size_t>(tl_.mallocs()), memory::kNullHandle);
+    live_.assign(tensors.size(), 0);
+    const auto& events = tl_.events();
+    const size_t begin = emptied >= 0 ? static_cast<size_t>(emptied) : 0;
+    const bool bounded = limits.capacity > 0;
+    if (emptied >= 0) {
+      // after_empty_cache: the tensors live at `emptied`, again, in their order.
+      for (size_t k = 0; k < begin; ++k) {
+        if (events[k].op != memory::Event::Op::kMark)
+          live_[static_cast<size_t>(events[k].index)] = events[k].op == memory::Event::Op::kAlloc ? 1 : 0;
+      }
+      for (size_t i = 0; i < tensors.size(); ++i) {
+        if (live_[i] == 0 || tensors[i].residence == memory::Residence::kManaged) continue;
+        malloc_tensor(alloc, tensors[i], memory::kDefaultStream);
+        if (bounded && alloc.stats().num_ooms > 0) return 0;
+      }
+    }
+    size_t read = 0;
+    for (size_t k = begin; k < events.size() && read < marks.size(); ++k) {
+      const memory::Event& ev = events[k];
+      if (ev.op == memory::Event::Op::kMark) {
+        if (static_cast<int32_t>(k) != marks[read]) continue;
+        const memory::AllocatorStats& st = alloc.stats();
+        out[read++] = {st.reserved_bytes.all.peak, st.segment.all.current, st.num_device_alloc, false};
+        continue;
+      }
+      const auto i = static_cast<size_t>(ev.index);
+      const memory::Tensor& t = tensors[i];
+      if (t.residence == memory::Residence::kManaged) continue;
+      if (ev.op == memory::Event::Op::kAlloc) {
+        live_[i] = 1;
+        malloc_tensor(alloc, t, emptied >= 0 ? memory::kDefaultStream : t.stream);
+        if (bounded && alloc.stats().num_ooms > 0) return read;
+      } else if (live_[i] != 0) {
+        live_[i] = 0;
+        for (int64_t m = 0; m < t.mallocs; ++m) alloc.free(handles_[static_cast<size_t>(t.first_malloc + m)]);
+      }
+    }
+    return read;
   }
-  // An empty request on it: its peak is the replay's max_memory_reserved.
-  const memory::ReservedReplay rr = memory::replay_reserved(loaded, upto, {});
-  return {rr.peak_reserved, rr.segments, rr.device_allocs, false};
+
+ private:
+  // Each piece's count of mallocs, or the tensor's bytes once (a failed
+  // malloc keeps kOutOfMemory, which free() ignores).
+  void malloc_tensor(memory::CachingAllocator& alloc, const memory::Tensor& t, int32_t stream) {
+    memory::Handle* slot = handles_.data() + t.first_malloc;
+    const auto pieces = tl_.pieces(t);
+    if (pieces.empty()) {
+      if (t.bytes > 0) *slot = alloc.malloc(t.bytes, stream);
+      return;
+    }
+    for (const memory::Piece& p : pieces) {
+      for (int64_t k = 0; k < p.count && p.bytes > 0; ++k) *slot++ = alloc.malloc(p.bytes, stream);
+    }
+  }
+
+  const memory::Timeline& tl_;
+  const memory::AllocatorConfig& config_;
+  std::vector<memory::Handle> handles_;  // by Tensor::first_malloc
+  std::vector<char> live_;               // by tensor
+};
+
+// The allocator at each mark of `wanted` (st.upto entries' events), by
+// event, in one replay per run: on the card's bound, and the marks after a
+// malloc that fails there replayed again without it.
+std::map<int32_t, AtMark> replay_marks(const ServingTimeline& st, std::vector<int32_t> wanted,
+                                       const memory::AllocatorConfig& config, const memory::DeviceLimits& limits) {
+  std::sort(wanted.begin(), wanted.end());
+  wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
+  const auto emptied_at = [&](int32_t event) {
+    for (const auto& u : st.upto) {
+      if (u.event == event) return u.emptied;
+    }
+    return int64_t{-1};
+  };
+  std::vector<AtMark> at(wanted.size());
+  RunReplay replay(st.tl, config);
+  for (size_t first = 0, last = 0; first < wanted.size(); first = last) {
+    // The run of wanted[first]: every wanted mark after the same empty_cache().
+    const int64_t emptied = emptied_at(wanted[first]);
+    for (last = first + 1; last < wanted.size() && emptied_at(wanted[last]) == emptied;) ++last;
+    const std::span<const int32_t> marks(wanted.data() + first, last - first);
+    const size_t read = replay.run(emptied, marks, limits, at.data() + first);
+    if (read == marks.size()) continue;
+    replay.run(emptied, marks.subspan(read), {}, at.data() + first + read);
+    for (size_t i = first + read; i < last; ++i) at[i].oom = true;
+  }
+  std::map<int32_t, AtMark> out;
+  for (size_t i = 0; i < wanted.size(); ++i) out[wanted[i]] = at[i];
+  return out;
 }
 
 // overheads.fragmentation's reserved view: allocated x (1 + f).
@@ -196,12 +296,14 @@ int64_t fragmented(int64_t allocated, double f) {
 
 int64_t reserved_at_last_mark(const Request& req, const Serving& sv, const ServingTimeline& st) {
   if (st.upto.empty()) return 0;
-  const std::vector<memory::Moment> moments = memory::replay(st.upto.back().tl, false);
+  const ServingTimeline::Upto& last = st.upto.back();
+  const std::vector<memory::Moment> moments = memory::replay(
+      after_empty_cache(st.tl, static_cast<size_t>(std::max<int64_t>(last.emptied, 0)), last.event + 1), false);
   const int64_t allocated = moments.empty() ? 0 : moments.back().allocated;
   if (const std::optional<double>& frag = req.overheads.fragmentation) return fragmented(allocated, *frag);
   memory::DeviceLimits limits;
   limits.capacity = allocator_capacity(req, sv);
-  const AtMark at = replay_upto(st.upto.back().tl, memory::allocator_config(req.allocator), limits);
+  const AtMark at = replay_marks(st, {last.event}, memory::allocator_config(req.allocator), limits)[last.event];
   return std::max(at.reserved, allocated);
 }
 
@@ -214,9 +316,16 @@ std::string timeline_phases(Estimate& e, const Request& req, const Serving& sv, 
   limits.capacity = allocator_capacity(req, sv);
   // Each phase's mark, by its event (a phase keeps its largest moment).
   std::vector<AtMark> at(moments.size());
-  for (size_t i = 0; i < moments.size() && !frag; ++i) {
-    for (const auto& upto : st.upto) {
-      if (upto.event == moments[i].event) at[i] = replay_upto(upto.tl, config, limits);
+  if (!frag) {
+    std::vector<int32_t> wanted;
+    for (const memory::Moment& m : moments) {
+      for (const auto& upto : st.upto) {
+        if (upto.event == m.event) wanted.push_back(m.event);
+      }
+    }
+    std::map<int32_t, AtMark> read = replay_marks(st, wanted, config, limits);
+    for (size_t i = 0; i < moments.size(); ++i) {
+      if (const auto it = read.find(moments[i].event); it != read.end()) at[i] = it->second;
     }
   }
   constexpr const char* kPhase = "the memory of one phase";

@@ -27,17 +27,18 @@ namespace vram::infer {
 // quantised Linear's codes and scales are two allocations.
 std::vector<memory::Piece> weight_pieces(const ModelSpec& m, const Serving& sv, bool engine_layout = false);
 
-// A serving request as a timeline: the load, then one request. mark()
-// also keeps the timeline up to that moment: its replay through the
-// caching-allocator model is max_memory_reserved() there. empty_cache()
-// stands for torch.cuda.empty_cache(): every cached segment without a live
-// block goes back to the device, so a mark after it replays only the tensors
-// still live then (in their order) and what follows (after_empty_cache).
+// A serving request as a timeline: the load, then one request. Each mark()
+// is also a moment whose max_memory_reserved() the caching-allocator model
+// gives: the timeline replayed up to it. empty_cache() stands for
+// torch.cuda.empty_cache(): every cached segment without a live block goes
+// back to the device, so a mark after it replays only the tensors still live
+// then (in their order) and what follows (after_empty_cache). The marks'
+// replays share their events: timeline_phases runs them in one pass.
 struct ServingTimeline {
   memory::Timeline tl;
   struct Upto {
-    int32_t event = -1;   // the mark's index in tl.events()
-    memory::Timeline tl;  // what the allocator replays for it
+    int32_t event = -1;    // the mark's index in tl.events()
+    int64_t emptied = -1;  // tl.events() index of the last empty_cache() before it, or -1
   };
   std::vector<Upto> upto;  // one per mark, in order
   // Bytes outside PyTorch's allocator by phase key (CUDA graphs, vLLM's
@@ -50,9 +51,11 @@ struct ServingTimeline {
   int64_t emptied_ = -1;  // tl.events() index of the last empty_cache(), or -1
 };
 
-// `tl` after torch.cuda.empty_cache() at event `at`: the tensors live there,
-// allocated again in their order, then every event after `at`.
-memory::Timeline after_empty_cache(const memory::Timeline& tl, size_t at);
+// What the allocator replays for a mark: `tl` after torch.cuda.empty_cache()
+// at event `at` (0: from the start), up to event `end` (excluded; -1: every
+// event): the tensors live at `at`, allocated again in their order, then
+// every event from `at` on.
+memory::Timeline after_empty_cache(const memory::Timeline& tl, size_t at, int64_t end = -1);
 
 // The load: the weights (Fixed::weights bytes, weight_pieces as allocated)
 // after transformers' caching-allocator warm-up, the cuBLAS workspace and
