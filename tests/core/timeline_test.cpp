@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <string>
@@ -596,6 +597,64 @@ TEST(Fsdp1Construction, SyncModuleStatesBucketsWaitForTheirBroadcast) {
   EXPECT_EQ(replay(u), std::make_tuple(200 * MiB, 1300 * MiB, 1300 * MiB));
   u.layers = 2;
   EXPECT_EQ(replay(u), std::make_tuple(400 * MiB, 1500 * MiB, 1500 * MiB));
+}
+
+// FSDP1's LoRA units (memory::fsdp1_adapter_pieces), worked by hand on
+// Llama-3.2-1B (h 2048, 8 KV heads of 64) with rank-16 adapters on q_proj and
+// v_proj over 2 ranks: q's lora_A [16, 2048] and lora_B [2048, 16] and v's
+// lora_A [16, 2048] are 32,768 values each, v's lora_B [512, 16] 8,192, so
+// the shards hold 16,384, 16,384, 16,384 and 4,096 values: one gradient
+// tensor each per layer (on FSDP1's post-backward stream), two AdamW states
+// and one foreach temporary each per layer's adapter, never one block for
+// all of them. Under NO_SHARD the pieces stay state_pieces' own.
+TEST(Fsdp1Construction, LoraUnitsShardGradientsStatesAndTemporariesOneTensorEach) {
+  const auto basis_for = [](const std::string& fsdp) {
+    json r = {{"model", {{"config", testing::model_config("meta-llama/Llama-3.2-1B")}}},
+              {"task", "train"},
+              {"train",
+               {{"framework", "torchtune@0.2.0"},
+                {"method", "lora"},
+                {"seq_len", 512},
+                {"grad_accum", 1},
+                {"optimizer", "adamw_torch"},
+                {"lora", {{"rank", 16}, {"targets", {"q_proj", "v_proj"}}}}}},
+              {"parallel", {{"gpus", 2}, {"fsdp", fsdp}, {"fsdp_version", 1}}}};
+    auto p = parse_request(r);
+    EXPECT_TRUE(p.ok());
+    return p.value();
+  };
+  const Request req = basis_for("full_shard");
+  const auto basis = train::rank_basis(req, req, train::whole_model(req));
+  const int64_t e = basis.dt.adapter;
+  const auto sorted = [](std::vector<memory::Piece> v) {
+    std::sort(v.begin(), v.end(), [](const memory::Piece& a, const memory::Piece& b) {
+      return a.bytes != b.bytes ? a.bytes > b.bytes : a.count > b.count;
+    });
+    std::vector<std::pair<int64_t, int64_t>> out;
+    for (const auto& p : v) out.emplace_back(p.bytes, p.count);
+    return out;
+  };
+  using Pairs = std::vector<std::pair<int64_t, int64_t>>;
+  EXPECT_EQ(sorted(basis.pieces.grads_layer), (Pairs{{16384 * e, 1}, {16384 * e, 1}, {16384 * e, 1}, {4096 * e, 1}}));
+  EXPECT_EQ(sorted(basis.pieces.states), (Pairs{{16384 * e, 32}, {16384 * e, 32}, {16384 * e, 32}, {4096 * e, 32}}));
+  EXPECT_EQ(sorted(basis.pieces.opt_temp), (Pairs{{16384 * e, 16}, {16384 * e, 16}, {16384 * e, 16}, {4096 * e, 16}}));
+  EXPECT_EQ(basis.state.sz.grads_layer, (3 * 16384 + 4096) * e);
+  EXPECT_EQ(basis.state.sz.states, 2 * 16 * (3 * 16384 + 4096) * e);
+  // The step allocates each layer's gradients as those tensors, on the
+  // post-backward stream (gradients not accumulated: grad_accum 1).
+  const Timeline tl = train::training_step(basis, train::step_terms(basis, 1));
+  int layers = 0;
+  for (const auto& t : tl.tensors()) {
+    if (std::string(t.name) != "layer gradients") continue;
+    ++layers;
+    EXPECT_EQ(t.stream, memory::kFsdp1PostBackwardStream);
+    EXPECT_EQ(t.mallocs, 4);
+  }
+  EXPECT_EQ(layers, 16);
+  const Request no_shard = basis_for("no_shard");
+  const auto whole = train::rank_basis(no_shard, no_shard, train::whole_model(no_shard));
+  EXPECT_EQ(sorted(whole.pieces.states).size(), 4u);  // state_pieces': whole tensors
+  EXPECT_EQ(sorted(whole.pieces.states)[0], std::make_pair(32768 * e, int64_t{32}));
 }
 
 // hf (accelerate / the Trainer) and torchtune before 0.3 build FSDP1 with

@@ -205,6 +205,39 @@ ParallelBuffers parallel_buffers(const Request& req, const ParallelOptions& par,
   return out;
 }
 
+void fsdp1_adapter_pieces(StatePieces& p, const Request& req, const TrainablePlan& plan, const Dtypes& dt,
+                          const OptimizerInfo& opt, const StateSizes& sz, const Fsdp1Units& u) {
+  if (!u.on || u.shards <= 1 || plan.lora_params == 0) return;
+  const ModelSpec& m = req.model;
+  const int64_t elem = dt.adapter;
+  const int64_t n = opt.states > 0 && !opt.factored ? opt.states : 1;
+  std::vector<Piece> states, temp, grads;
+  for (size_t i = 0; i < m.groups.size(); ++i) {
+    const ParamGroup& g = m.groups[i];
+    const int64_t span = m.layer_span(g);
+    if (!plan.groups[i].lora || span == 0 || g.stack != "text") continue;
+    // lora_A [r, in] and lora_B [out, r], each a 1-D flat shard.
+    for (int64_t numel : {req.train.lora.rank * g.in_features, req.train.lora.rank * g.out_features}) {
+      const int64_t shard = ceil_div(numel, u.shards);
+      grads.push_back({shard * elem, g.instances / span});
+      const int64_t st = state_bytes(opt, elem, shard, shard, 1);
+      if (st > 0) states.push_back({st / n, g.instances * n});
+      if (opt.kernel == StepKernel::kForeach) temp.push_back({shard * elem, g.instances});
+    }
+  }
+  // What the adapters leave of each tensor: one piece (0 when they are all).
+  const auto fill = [](std::vector<Piece>& into, std::vector<Piece>& pieces, int64_t bytes) {
+    int64_t sum = 0;
+    for (const Piece& q : pieces) sum += q.bytes * q.count;
+    if (bytes <= 0 || pieces.empty() || sum > bytes) return;
+    if (bytes > sum) pieces.push_back({bytes - sum, 1});
+    into = std::move(pieces);
+  };
+  fill(p.grads_layer, grads, sz.grads_layer);  // one layer's
+  fill(p.states, states, sz.states);
+  fill(p.opt_temp, temp, sz.opt_temp);
+}
+
 TokenBuffers token_buffers(const Request& req, const ParallelOptions& par, const Dtypes& dt, int64_t micro_batch,
                            int64_t seq_len) {
   const LayerStack& st = req.model.text;

@@ -95,6 +95,31 @@ std::vector<int64_t> broadcast_buckets(const std::vector<int64_t>& tensors);
 // weights, which the load then allocates less of).
 int64_t fsdp1_construct(Timeline& tl, const Fsdp1Units& u, const Fsdp1Tensors& tensors, int64_t budget);
 
+// FSDP1's LoRA units as the optimizer sees them. With
+// use_orig_params=False a FlatParameter's tensors must agree on
+// requires_grad (torch 2.2 _flat_param.py _validate_tensors_to_flatten), so
+// a LoRA job wraps every adapter matrix as its own unit: fsdp_qlora train.py
+// at 50efa1e get_wrapping_policy (lambda_policy_fn: a leaf module whose
+// weight requires grad), torchtune utils/_distributed.py
+// lora_fsdp_wrap_policy, PEFT utils/other.py fsdp_auto_wrap_policy. Each
+// unit's shard is one tensor of ceil(numel / ranks) values
+// (FlatParamHandle._get_shard), and so are its gradient
+// (_runtime_utils.py _get_reduce_scatter_tensors: `new_sharded_grad =
+// torch.empty_like(chunks[0])`), its optimizer states (one entry per
+// FlatParameter in optimizer.state) and its foreach temporaries: tensors of
+// a few hundred KiB, which the caching allocator serves from its small pool
+// (<= 1 MiB, 2 MiB segments; CUDACachingAllocator.cpp kSmallSize), never
+// from the large blocks the construction cached. Fills `p`'s states,
+// opt_temp and grads_layer with those tensors, and what the rest of the
+// trainable state holds (a head adapter, trainable base weights) as one
+// piece; nothing without sharding. Under CPU offload the states live on the
+// CPU, and the sharded gradients stay on the GPU only from their
+// reduce-scatter to the end of backward (_offload_grad copies them out;
+// prepare_gradient_for_optim then points .grad at the CPU copy). LitGPT wraps whole Blocks instead (its own
+// FSDPStrategy auto_wrap_policy={Block}): not modelled by this rule.
+void fsdp1_adapter_pieces(StatePieces& p, const Request& req, const TrainablePlan& plan, const Dtypes& dt,
+                          const OptimizerInfo& opt, const StateSizes& sz, const Fsdp1Units& u);
+
 // The buffers that do not depend on the tokens of a micro-batch: gathered
 // parameters and gradient buckets.
 struct ParallelBuffers {

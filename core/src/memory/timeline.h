@@ -63,13 +63,18 @@ struct Tensor {
 // allocates its all-gather buffers on the all-gather copy-in stream and the
 // reduce-scatter outputs (the sharded gradients) on the reduce-scatter stream.
 // FSDP1 (parallel_buffers.h Fsdp1Units) unshards on its unshard stream and,
-// under CPU offload, copies the shards in on its pre-unshard stream.
+// under CPU offload, copies the shards in on its pre-unshard stream; its
+// sharded gradients are allocated on its post-backward stream (torch 2.2
+// _runtime_utils.py _post_backward_hook: `with
+// state._device_handle.stream(state._post_backward_stream)` around
+// _reduce_grad, whose new_sharded_grad becomes the FlatParameter's .grad).
 enum Stream : int32_t {
   kDefaultStream = 0,
   kAllGatherCopyInStream = 1,
   kReduceScatterStream = 2,
   kFsdp1UnshardStream = 3,
   kFsdp1PreUnshardStream = 4,
+  kFsdp1PostBackwardStream = 5,
 };
 
 struct Event {

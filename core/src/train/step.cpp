@@ -60,6 +60,7 @@ RankBasis rank_basis(const Request& req, const Request& global, const Stage& sta
   b.state = memory::rank_state(req, global.parallel, b.plan, b.dt, *b.opt, b.sh);
   b.pieces = memory::state_pieces(req, b.plan, b.dt, *b.opt, b.sh, b.state);
   b.buffers = memory::parallel_buffers(req, global.parallel, b.plan, b.dt, b.sh, b.state.sz);
+  reach::fsdp1_adapter_pieces(b.pieces, req, b.plan, b.dt, *b.opt, b.state.sz, b.buffers.fsdp1);
   b.nccl = nccl_memory(global, stage);
   b.cublas = memory::cublas_bytes(req, 2);
   b.context = memory::context_bytes(req);
@@ -278,9 +279,13 @@ class StepBuilder {
   // on the default stream, cannot reuse them. The root unit has no input that
   // requires grad, so its post-backward (and its reduce-scatter: lm_head,
   // norm and embeddings at once) runs in the final callback (_fsdp_state.py
-  // _root_post_backward_final_callback).
+  // _root_post_backward_final_callback). FSDP1 likewise reduce-scatters into
+  // new sharded gradients on its post-backward stream (timeline.h Stream).
   Timeline::Id grad_alloc(const char* name, int64_t bytes, std::span<const Piece> pieces, int32_t layer) {
-    if (rs_grads_) return tl_.alloc_on(memory::kReduceScatterStream, "gradients", name, bytes, pieces, layer);
+    if (rs_grads_)
+      return tl_.alloc_on(
+          b_.global->parallel.fsdp_version == 1 ? memory::kFsdp1PostBackwardStream : memory::kReduceScatterStream,
+          "gradients", name, bytes, pieces, layer);
     return tl_.alloc("gradients", name, bytes, pieces, memory::Residence::kAllocated, layer);
   }
 
@@ -304,8 +309,7 @@ class StepBuilder {
       tl_.mark("loss", "loss (lm_head forward: the LoRA output added to the logits)");
       tl_.free(hf);
     }
-    rs_grads_ =
-        b_.sh.fsdp && b_.sh.grads && b_.global->parallel.fsdp_version == 2 && !kept_ && !o_.optimizer_in_backward;
+    rs_grads_ = b_.sh.fsdp && b_.sh.grads && !kept_ && !o_.optimizer_in_backward;
     if (lb.early_head_grads > 0) {
       step_grads_.push_back(grad_alloc("lm_head gradient (fused loss)", lb.early_head_grads, b_.pieces.grads_head, -1));
     }
@@ -378,7 +382,11 @@ class StepBuilder {
       for (Timeline::Id id : layers_[static_cast<size_t>(i - a_.first_grad_layer)]) tl_.free(id);
     }
     if (!kept_ && !in_bwd_) {
-      step_grads_.push_back(grad_alloc("layer gradients", sz_.grads_layer, {}, static_cast<int32_t>(i)));
+      // FSDP1's adapter units: a tensor each (fsdp1_adapter_pieces).
+      step_grads_.push_back(
+          grad_alloc("layer gradients", sz_.grads_layer,
+                     rs_grads_ ? std::span<const Piece>(b_.pieces.grads_layer) : std::span<const Piece>{},
+                     static_cast<int32_t>(i)));
     }
     if (!kept_) g_now_ += sz_.grads_layer;
   }
@@ -461,7 +469,7 @@ class StepBuilder {
   std::vector<std::vector<Timeline::Id>> layers_;  // each saved layer's tensors
   // Loss and backward.
   Timeline::Id loss_ = -1, tied_ = -1;
-  bool rs_grads_ = false;                 // gradients on FSDP2's reduce-scatter stream
+  bool rs_grads_ = false;                 // gradients on FSDP's reduce-scatter (post-backward) stream
   bool in_bwd_ = false;                   // optimizer in backward
   std::vector<Timeline::Id> step_grads_;  // gradients that appear during this step
   int64_t g_now_ = 0;                     // gradient bytes so far
