@@ -115,8 +115,11 @@ int64_t fsdp1_construct(Timeline& tl, const Fsdp1Units& u, const Fsdp1Tensors& t
 // piece; nothing without sharding. Under CPU offload the states live on the
 // CPU, and the sharded gradients stay on the GPU only from their
 // reduce-scatter to the end of backward (_offload_grad copies them out;
-// prepare_gradient_for_optim then points .grad at the CPU copy). LitGPT wraps whole Blocks instead (its own
-// FSDPStrategy auto_wrap_policy={Block}): not modelled by this rule.
+// prepare_gradient_for_optim then points .grad at the CPU copy). LitGPT
+// wraps whole Blocks instead (FSDPStrategy(auto_wrap_policy={Block}) under
+// Fabric's use_orig_params=True: one flat gradient per Block, frozen
+// parameters included); its FSDP1 LoRA jobs get these pieces too, which is
+// not what it allocates (README Known gaps).
 void fsdp1_adapter_pieces(StatePieces& p, const Request& req, const TrainablePlan& plan, const Dtypes& dt,
                           const OptimizerInfo& opt, const StateSizes& sz, const Fsdp1Units& u);
 
