@@ -244,3 +244,18 @@ describe('what vram_core answers itself, and what it leaves to vram_plan', () =>
     expect(types).toContain('llama');
   });
 });
+
+// wasm/memops.cpp: memcpy / memmove as memory.copy and memset as memory.fill
+// (bulk memory), not Emscripten libc's loops. Each is a function whose body
+// is its three arguments and the instruction: local.get 0, 1, 2 (0x20 n),
+// then memory.copy 0 0 (0xfc 0x0a 0x00 0x00) or memory.fill 0 (0xfc 0x0b 0x00).
+describe('memory copies (wasm/memops.cpp)', () => {
+  const args = [0x20, 0, 0x20, 1, 0x20, 2];
+  it.each(['vram_core', 'vram_plan', 'vram_io'])('%s copies and fills with bulk-memory instructions', (name) => {
+    const bytes = readFileSync(fileURLToPath(new URL(`${name}.wasm`, wasmDir)));
+    expect(bytes.indexOf(Buffer.from([...args, 0xfc, 0x0a, 0, 0]))).toBeGreaterThan(0);
+    expect(bytes.indexOf(Buffer.from([...args, 0xfc, 0x0b, 0]))).toBeGreaterThan(0);
+    // The module validates with the instructions in it.
+    expect(WebAssembly.validate(bytes)).toBe(true);
+  });
+});
