@@ -60,7 +60,9 @@ Result<ModelSpec> model_from_size(const json& /*size*/, const std::string& path)
   elsewhere(path, "a model sized from a parameter count");
 }
 
-Result<Estimate> estimate_infer(const Request& /*req*/) { elsewhere("task", "an inference request"); }
+Result<Estimate> estimate_infer(const Request& /*req*/, infer::LoadMemo* /*memo*/) {
+  elsewhere("task", "an inference request");
+}
 
 // Inference (task infer, or an infer object in a training request): the
 // full module reads and estimates it, so no request this module holds infers.

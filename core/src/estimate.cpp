@@ -5,6 +5,7 @@
 #include <string>
 
 #include "fit.h"
+#include "infer/replay.h"
 #include "reach.h"
 #include "train/estimate_train.h"
 #include "vram/gpus.h"
@@ -28,13 +29,15 @@ std::string gib(int64_t bytes) {
 
 // Largest value of `field` (infer.batch or infer.context_len) whose peak fits
 // `capacity`: the peak is non-decreasing in both.
+// The probes share their load's replay (the card and the weights are theirs).
 int64_t max_infer(const Request& req, int64_t capacity, int64_t InferOptions::*field, int64_t limit) {
   Request r = req;
+  infer::LoadMemo memo;
   return largest_fitting(
       [&](int64_t v) {
         r.infer.*field = v;
         if (r.infer.prompt_len > r.infer.context_len) r.infer.prompt_len = r.infer.context_len;
-        auto e = reach::estimate_infer(r);
+        auto e = reach::estimate_infer(r, &memo);
         return e.ok() && e.value().peak_bytes <= capacity;
       },
       limit);
@@ -53,9 +56,10 @@ int64_t kv_sequences(const Estimate& x) {
   return int64_t{0};
 }
 
-// One catalog card's row: refused, sized by the engine itself, or the peak
-// against the card's usable memory.
-GpuRow catalog_row(const Request& req, const Estimate& e, const GpuInfo& g, bool paged) {
+// One catalog card's row: refused, sized by the engine itself (estimated
+// again on the card, `memo` shared by the table's cards), or the peak against
+// the card's usable memory.
+GpuRow catalog_row(const Request& req, const Estimate& e, const GpuInfo& g, infer::LoadMemo* memo) {
   const int64_t total = g.total_mib * 1048576;
   if (auto no = fit::refusal_on(req, g)) {
     return GpuRow{g.name,
@@ -67,11 +71,11 @@ GpuRow catalog_row(const Request& req, const Estimate& e, const GpuInfo& g, bool
                   true,
                   no->message};
   }
-  if (paged) {
+  if (memo != nullptr) {
     Request r = req;
     r.gpu.name = g.name;
     r.gpu.memory_gib.reset();
-    auto x = reach::estimate_infer(r);
+    auto x = reach::estimate_infer(r, memo);
     const bool ok = x.ok() && kv_sequences(x.value()) > 0;
     const int64_t peak = x.ok() ? x.value().peak_bytes : 0;
     return {g.name,
@@ -189,7 +193,13 @@ Result<Estimate> estimate_request(const Request& req) {
   for (const auto& a : req.assumptions) e.assumptions.push_back(a);
   if (auto w = fit::gpu_warning(req)) e.warnings.push_back(*w);
   const bool paged = sizes_itself(req);
-  for (const auto& g : gpu_catalog()) e.gpus.push_back(catalog_row(req, e, g, paged));
+  if (paged) {
+    // vLLM and SGLang load the same weights on every card: replayed once.
+    infer::LoadMemo memo;
+    for (const auto& g : gpu_catalog()) e.gpus.push_back(catalog_row(req, e, g, &memo));
+  } else {
+    for (const auto& g : gpu_catalog()) e.gpus.push_back(catalog_row(req, e, g, nullptr));
+  }
   if (const auto card = fit::chosen_gpu(req)) fit_chosen(req, *card, paged, e);
   return r;
 }

@@ -41,9 +41,9 @@ Result<ModelSpec> model_from_size(const json& size, const std::string& path) {
   return vram::model_from_size(size, path);
 }
 
-Result<Estimate> estimate_infer(const Request& req) {
+Result<Estimate> estimate_infer(const Request& req, infer::LoadMemo* memo) {
   if (infer::llama_cpp::is_engine(req.infer.engine)) return infer::llama_cpp::estimate(req);
-  return infer::estimate_infer(req);
+  return infer::estimate_infer(req, memo);
 }
 
 void parse_infer(const JsonReader& request, Request& req) {

@@ -36,6 +36,10 @@
 #include "vram/result.h"
 #include "vram/status.h"
 
+namespace vram::infer {
+struct LoadMemo;
+}  // namespace vram::infer
+
 namespace vram::reach {
 
 // The builder of model_type `model_type`, or nullptr when no adapter has
@@ -59,7 +63,9 @@ Result<ModelSpec> model_from_size(const json& size, const std::string& path);
 
 // infer::estimate_infer (infer/estimate_infer.h), or the llama.cpp engines'
 // estimate (infer/llama_cpp.h) for infer.engine llama_cpp, ollama, lmstudio.
-Result<Estimate> estimate_infer(const Request& req);
+// `memo`: what a sweep of estimates (the GPU table's cards, a search's
+// probes) has replayed already (infer/replay.h LoadMemo).
+Result<Estimate> estimate_infer(const Request& req, infer::LoadMemo* memo = nullptr);
 
 // The inference half of `request` (the reader of the whole request), for
 // task infer or a request with an `infer` object: the object's fields

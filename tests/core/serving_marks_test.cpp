@@ -6,6 +6,8 @@
 // replayed without the card's bound.
 #include <gtest/gtest.h>
 
+#include "fixtures.h"
+#include "infer/estimate_infer.h"
 #include "infer/replay.h"
 #include "memory/allocator_replay.h"
 #include "vram/gpus.h"
@@ -103,6 +105,46 @@ TEST(ServingMarks, ReservedAtTheLastMarkIsItsTimelineReplayedAlone) {
   // the small ones two 2 MiB segments.
   EXPECT_EQ(alone, 3 * 700 * kMiB + 3 * 20 * kMiB + 2 * 2 * kMiB);
   EXPECT_EQ(reserved_at_last_mark(req, sv, st), alone);
+}
+
+// Everything an estimate answers, as text.
+std::string answer(const Result<Estimate>& r) {
+  if (!r.ok()) return "error: " + r.error().message;
+  const Estimate& e = r.value();
+  std::string out = e.peak_phase + " " + std::to_string(e.peak_bytes) + " " + std::to_string(e.peak_reserved_bytes);
+  for (const Phase& p : e.phases) {
+    out += "\n" + p.key + " " + std::to_string(p.allocated_bytes) + " " + std::to_string(p.reserved_bytes) + " " +
+           std::to_string(p.device_bytes);
+    for (const auto& [k, b] : p.parts) out += " " + k + "=" + std::to_string(b);
+  }
+  for (const auto& [k, v] : e.facts) out += "\n" + k + " " + std::to_string(v);
+  for (const Component& c : e.components) out += "\n" + c.key + " " + std::to_string(c.bytes) + " " + c.formula;
+  for (const std::string& a : e.assumptions) out += "\n" + a;
+  for (const std::string& w : e.warnings) out += "\n" + w;
+  return out;
+}
+
+// The GPU table's sweep (estimate.cpp catalog_row): every card's estimate
+// with one LoadMemo is the estimate alone, for each engine that replays its
+// start-up, on cards that hold the weights and cards whose load fails.
+TEST(ServingMarks, ASweepSharingItsLoadsAnswersAsEachEstimateAlone) {
+  for (const char* engine : {"vllm", "sglang", "hf"}) {
+    const json body = {{"model", {{"config", testing::model_config("meta-llama/Llama-3.1-8B")}}},
+                       {"task", "infer"},
+                       {"infer", {{"engine", engine}, {"context_len", 8192}}}};
+    Request req = parse_request(body).value();
+    LoadMemo memo;
+    int fails = 0;
+    for (const GpuInfo& g : gpu_catalog()) {
+      req.gpu.name = g.name;
+      const std::string alone = answer(estimate_infer(req));
+      EXPECT_EQ(answer(estimate_infer(req, &memo)), alone) << engine << " on " << g.name;
+      fails += alone.find("replayed without the card's bound") != std::string::npos ? 1 : 0;
+    }
+    // The memo served the cards, and 16 GiB of weights fail on the small ones.
+    if (std::string(engine) != "hf") EXPECT_GE(memo.hits, static_cast<int64_t>(gpu_catalog().size())) << engine;
+    EXPECT_GT(fails, 0) << engine;
+  }
 }
 
 }  // namespace

@@ -12,12 +12,13 @@
 
 namespace vram::infer {
 
-Result<Estimate> estimate_infer(const Request& req) {
+Result<Estimate> estimate_infer(const Request& req, LoadMemo* memo) {
   return attempt<Estimate>([&]() -> Result<Estimate> {
     // The input blamed when a figure exceeds limits::kMaxBytes: the larger
     // factor of the cached tokens.
     const bytes::Driver driver(req.infer.batch > req.infer.context_len ? "infer.batch" : "infer.context_len");
-    const Serving sv = serving(req);
+    Serving sv = serving(req);
+    sv.memo = memo;
     Estimate e;
     e.engine = req.infer.engine;
     const Sizes z = sv.vllm     ? vllm_serving(e, req, sv)

@@ -6,6 +6,8 @@
 
 namespace vram::infer {
 
+struct LoadMemo;  // infer/replay.h
+
 // KV-cache bytes per token summed over layers, for `kv_elem` bytes per value.
 // GQA/MQA cache kv_heads x head_dim per K and V (vLLM kv_cache_interface.py
 // AttentionSpec: 2 * num_kv_heads * head_size * dtype_size); MLA caches the
@@ -20,7 +22,9 @@ double ssm_state_bytes_per_sequence(const ModelSpec& m, double elem);
 // tensor-parallel rank of `tp`.
 double ssm_prefill_bytes_per_token(const LayerStack& t, int64_t tp);
 
-Result<Estimate> estimate_infer(const Request& req);
+// `memo`: the loads a sweep of estimates has replayed (the GPU table's
+// cards, a search's probes), which the next ones start from (infer/replay.h).
+Result<Estimate> estimate_infer(const Request& req, LoadMemo* memo = nullptr);
 
 // Reads a request's `infer` object into req.infer (options.cpp; the
 // llama.cpp engines' fields through llama_cpp::parse_options).

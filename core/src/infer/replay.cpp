@@ -182,85 +182,201 @@ struct AtMark {
 // new segment would not fit the allocator frees its cache and retries, as
 // CUDACachingAllocator::malloc does; from a malloc that fails even then, the
 // run's later marks are replayed without the bound, to show what they would
-// need (oom).
+// need (oom). A run's load found in the memo starts from its allocator.
 class RunReplay {
  public:
-  RunReplay(const memory::Timeline& tl, const memory::AllocatorConfig& config) : tl_(tl), config_(config) {}
+  RunReplay(const memory::Timeline& tl, const memory::AllocatorConfig& config, LoadMemo* memo)
+      : tl_(tl), config_(config), memo_(memo) {}
 
   // Replays the run that starts at `emptied` (-1: the timeline's start)
   // under `limits` and reads the allocator at each of `marks` (mark event
   // indices, ascending, in the run) into `out`. Stops at the first failed
   // malloc under a bound; returns how many marks it read.
   size_t run(int64_t emptied, std::span<const int32_t> marks, const memory::DeviceLimits& limits, AtMark* out) {
-    memory::CachingAllocator alloc(config_, limits);
-    const auto& tensors = tl_.tensors();
+    const std::vector<Op> ops = run_ops(emptied);
+    size_t load = 0;  // the ops before the run's first mark
+    while (load < ops.size() && ops[load].mark < 0) ++load;
     handles_.assign(static_cast<size_t>(tl_.mallocs()), memory::kNullHandle);
-    live_.assign(tensors.size(), 0);
-    const auto& events = tl_.events();
-    const size_t begin = emptied >= 0 ? static_cast<size_t>(emptied) : 0;
+    std::vector<int64_t> key;
+    size_t k = resume(ops, load, limits, key);
+    if (k == kFails) return 0;
     const bool bounded = limits.capacity > 0;
-    if (emptied >= 0) {
-      // after_empty_cache: the tensors live at `emptied`, again, in their order.
-      for (size_t k = 0; k < begin; ++k) {
-        if (events[k].op != memory::Event::Op::kMark)
-          live_[static_cast<size_t>(events[k].index)] = events[k].op == memory::Event::Op::kAlloc ? 1 : 0;
-      }
-      for (size_t i = 0; i < tensors.size(); ++i) {
-        if (live_[i] == 0 || tensors[i].residence == memory::Residence::kManaged) continue;
-        malloc_tensor(alloc, tensors[i], memory::kDefaultStream);
-        if (bounded && alloc.stats().num_ooms > 0) return 0;
-      }
-    }
     size_t read = 0;
-    for (size_t k = begin; k < events.size() && read < marks.size(); ++k) {
-      const memory::Event& ev = events[k];
-      if (ev.op == memory::Event::Op::kMark) {
-        if (static_cast<int32_t>(k) != marks[read]) continue;
-        const memory::AllocatorStats& st = alloc.stats();
+    for (; k < ops.size() && read < marks.size(); ++k) {
+      if (k == load && !key.empty()) keep(ops, load, std::move(key));
+      const Op& op = ops[k];
+      if (op.mark >= 0) {
+        if (op.mark != marks[read]) continue;
+        const memory::AllocatorStats& st = alloc_.stats();
         out[read++] = {st.reserved_bytes.all.peak, st.segment.all.current, st.num_device_alloc, false};
         continue;
       }
-      const auto i = static_cast<size_t>(ev.index);
-      const memory::Tensor& t = tensors[i];
-      if (t.residence == memory::Residence::kManaged) continue;
-      if (ev.op == memory::Event::Op::kAlloc) {
-        live_[i] = 1;
-        malloc_tensor(alloc, t, emptied >= 0 ? memory::kDefaultStream : t.stream);
-        if (bounded && alloc.stats().num_ooms > 0) return read;
-      } else if (live_[i] != 0) {
-        live_[i] = 0;
-        for (int64_t m = 0; m < t.mallocs; ++m) alloc.free(handles_[static_cast<size_t>(t.first_malloc + m)]);
+      const memory::Tensor& t = tl_.tensors()[static_cast<size_t>(op.tensor)];
+      if (op.alloc) {
+        malloc_tensor(t, op.stream);
+        if (bounded && alloc_.stats().num_ooms > 0) return read;
+      } else {
+        for (int64_t m = 0; m < t.mallocs; ++m) alloc_.free(handles_[static_cast<size_t>(t.first_malloc + m)]);
       }
     }
     return read;
   }
 
  private:
+  // A run's allocation or free of a tensor, or a mark (its event).
+  struct Op {
+    int32_t tensor = -1;
+    bool alloc = false;
+    int32_t stream = memory::kDefaultStream;
+    int32_t mark = -1;
+  };
+
+  // The run from `emptied`: after an empty_cache(), the tensors live there
+  // again, in their order, on the default stream (after_empty_cache); then
+  // every event. Managed tensors and frees of dead ones do nothing.
+  std::vector<Op> run_ops(int64_t emptied) const {
+    const auto& events = tl_.events();
+    const auto& tensors = tl_.tensors();
+    std::vector<char> live(tensors.size(), 0);
+    std::vector<Op> ops;
+    const size_t begin = emptied >= 0 ? static_cast<size_t>(emptied) : 0;
+    for (size_t k = 0; k < begin; ++k) {
+      if (events[k].op != memory::Event::Op::kMark)
+        live[static_cast<size_t>(events[k].index)] = events[k].op == memory::Event::Op::kAlloc ? 1 : 0;
+    }
+    for (size_t i = 0; i < begin && i < tensors.size(); ++i) {
+      if (live[i] != 0 && tensors[i].residence != memory::Residence::kManaged)
+        ops.push_back({static_cast<int32_t>(i), true, memory::kDefaultStream, -1});
+    }
+    for (size_t k = begin; k < events.size(); ++k) {
+      const memory::Event& ev = events[k];
+      if (ev.op == memory::Event::Op::kMark) {
+        ops.push_back({-1, false, memory::kDefaultStream, static_cast<int32_t>(k)});
+        continue;
+      }
+      const auto i = static_cast<size_t>(ev.index);
+      if (tensors[i].residence == memory::Residence::kManaged) continue;
+      const bool alloc = ev.op == memory::Event::Op::kAlloc;
+      if (!alloc && live[i] == 0) continue;
+      live[i] = alloc ? 1 : 0;
+      ops.push_back({ev.index, alloc, emptied >= 0 ? memory::kDefaultStream : tensors[i].stream, -1});
+    }
+    return ops;
+  }
+
+  // The load's key: an allocation as -1, its stream and each malloc's
+  // bytes; a free as -2 and the op that allocated it. `ends`: where each op
+  // ends in it.
+  std::vector<int64_t> load_key(const std::vector<Op>& ops, size_t load, std::vector<size_t>& ends) const {
+    std::vector<int64_t> key;
+    std::vector<int32_t> by_tensor(tl_.tensors().size(), -1);
+    for (size_t k = 0; k < load; ++k) {
+      const memory::Tensor& t = tl_.tensors()[static_cast<size_t>(ops[k].tensor)];
+      if (ops[k].alloc) {
+        by_tensor[static_cast<size_t>(ops[k].tensor)] = static_cast<int32_t>(k);
+        key.insert(key.end(), {-1, ops[k].stream});
+        const auto pieces = tl_.pieces(t);
+        if (pieces.empty() && t.bytes > 0) key.push_back(t.bytes);
+        for (const memory::Piece& p : pieces) {
+          for (int64_t c = 0; c < p.count && p.bytes > 0; ++c) key.push_back(p.bytes);
+        }
+      } else {
+        key.insert(key.end(), {-2, by_tensor[static_cast<size_t>(ops[k].tensor)]});
+      }
+      ends.push_back(key.size());
+    }
+    return key;
+  }
+
+  // resume()'s answer for a run whose load fails under the bound.
+  static constexpr size_t kFails = static_cast<size_t>(-1);
+
+  // A fresh allocator under `limits`, or the memo's after a load this run
+  // starts with, when the bound cannot have acted on it: the op to go on
+  // from. kFails when a malloc of that load fails under the bound, before
+  // any mark: its live requests alone exceed the bound at some point, and a
+  // bounded allocator never reserves past it (caching_allocator.cpp
+  // alloc_block), so the run's marks are all replayed without it. `key` is
+  // left with this run's load key when the memo should keep it.
+  size_t resume(const std::vector<Op>& ops, size_t load, const memory::DeviceLimits& limits,
+                std::vector<int64_t>& key) {
+    alloc_ = memory::CachingAllocator(config_, limits);
+    if (memo_ == nullptr || config_.expandable_segments || load == 0) return 0;
+    std::vector<size_t> ends;
+    key = load_key(ops, load, ends);
+    for (const LoadMemo::Entry& m : memo_->entries) {
+      if (m.ops > load || ends[m.ops - 1] != m.key.size() || !same_config(m.config, config_) ||
+          !std::equal(m.key.begin(), m.key.end(), key.begin()))
+        continue;
+      if (limits.capacity > 0 && m.alloc.stats().requested_bytes.all.peak > limits.capacity) {
+        ++memo_->hits;
+        return kFails;
+      }
+      if (limits.capacity > 0 && m.alloc.stats().reserved_bytes.all.peak > limits.capacity) continue;
+      alloc_ = m.alloc;
+      alloc_.set_limits(limits);
+      size_t h = 0;
+      for (size_t k = 0; k < m.ops; ++k) {
+        if (!ops[k].alloc) continue;
+        const memory::Tensor& t = tl_.tensors()[static_cast<size_t>(ops[k].tensor)];
+        std::copy_n(m.handles.begin() + static_cast<std::ptrdiff_t>(h), t.mallocs, handles_.begin() + t.first_malloc);
+        h += static_cast<size_t>(t.mallocs);
+      }
+      ++memo_->hits;
+      key.clear();
+      return m.ops;
+    }
+    return 0;
+  }
+
+  // Keeps the allocator after this run's load (its first `load` ops) in the
+  // memo, when the bound never acted on it.
+  void keep(const std::vector<Op>& ops, size_t load, std::vector<int64_t> key) {
+    constexpr size_t kLoads = 4;
+    if (memo_->entries.size() >= kLoads || !alloc_.limits_idle()) return;
+    LoadMemo::Entry m{config_, std::move(key), load, alloc_, {}};
+    for (size_t k = 0; k < load; ++k) {
+      if (!ops[k].alloc) continue;
+      const memory::Tensor& t = tl_.tensors()[static_cast<size_t>(ops[k].tensor)];
+      const auto first = handles_.begin() + t.first_malloc;
+      m.handles.insert(m.handles.end(), first, first + t.mallocs);
+    }
+    memo_->entries.push_back(std::move(m));
+  }
+
+  static bool same_config(const memory::AllocatorConfig& a, const memory::AllocatorConfig& b) {
+    return a.max_split_size == b.max_split_size && a.max_non_split_rounding_size == b.max_non_split_rounding_size &&
+           a.garbage_collection_threshold == b.garbage_collection_threshold &&
+           a.roundup_power2_divisions == b.roundup_power2_divisions && a.expandable_segments == b.expandable_segments;
+  }
+
   // Each piece's count of mallocs, or the tensor's bytes once (a failed
   // malloc keeps kOutOfMemory, which free() ignores).
-  void malloc_tensor(memory::CachingAllocator& alloc, const memory::Tensor& t, int32_t stream) {
+  void malloc_tensor(const memory::Tensor& t, int32_t stream) {
     memory::Handle* slot = handles_.data() + t.first_malloc;
     const auto pieces = tl_.pieces(t);
     if (pieces.empty()) {
-      if (t.bytes > 0) *slot = alloc.malloc(t.bytes, stream);
+      if (t.bytes > 0) *slot = alloc_.malloc(t.bytes, stream);
       return;
     }
     for (const memory::Piece& p : pieces) {
-      for (int64_t k = 0; k < p.count && p.bytes > 0; ++k) *slot++ = alloc.malloc(p.bytes, stream);
+      for (int64_t k = 0; k < p.count && p.bytes > 0; ++k) *slot++ = alloc_.malloc(p.bytes, stream);
     }
   }
 
   const memory::Timeline& tl_;
   const memory::AllocatorConfig& config_;
+  LoadMemo* memo_;
+  memory::CachingAllocator alloc_;
   std::vector<memory::Handle> handles_;  // by Tensor::first_malloc
-  std::vector<char> live_;               // by tensor
 };
 
 // The allocator at each mark of `wanted` (st.upto entries' events), by
 // event, in one replay per run: on the card's bound, and the marks after a
 // malloc that fails there replayed again without it.
 std::map<int32_t, AtMark> replay_marks(const ServingTimeline& st, std::vector<int32_t> wanted,
-                                       const memory::AllocatorConfig& config, const memory::DeviceLimits& limits) {
+                                       const memory::AllocatorConfig& config, const memory::DeviceLimits& limits,
+                                       LoadMemo* memo) {
   std::sort(wanted.begin(), wanted.end());
   wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
   const auto emptied_at = [&](int32_t event) {
@@ -270,7 +386,7 @@ std::map<int32_t, AtMark> replay_marks(const ServingTimeline& st, std::vector<in
     return int64_t{-1};
   };
   std::vector<AtMark> at(wanted.size());
-  RunReplay replay(st.tl, config);
+  RunReplay replay(st.tl, config, memo);
   for (size_t first = 0, last = 0; first < wanted.size(); first = last) {
     // The run of wanted[first]: every wanted mark after the same empty_cache().
     const int64_t emptied = emptied_at(wanted[first]);
@@ -303,7 +419,8 @@ int64_t reserved_at_last_mark(const Request& req, const Serving& sv, const Servi
   if (const std::optional<double>& frag = req.overheads.fragmentation) return fragmented(allocated, *frag);
   memory::DeviceLimits limits;
   limits.capacity = allocator_capacity(req, sv);
-  const AtMark at = replay_marks(st, {last.event}, memory::allocator_config(req.allocator), limits)[last.event];
+  const AtMark at =
+      replay_marks(st, {last.event}, memory::allocator_config(req.allocator), limits, sv.memo)[last.event];
   return std::max(at.reserved, allocated);
 }
 
@@ -323,7 +440,7 @@ std::string timeline_phases(Estimate& e, const Request& req, const Serving& sv, 
         if (upto.event == m.event) wanted.push_back(m.event);
       }
     }
-    std::map<int32_t, AtMark> read = replay_marks(st, wanted, config, limits);
+    std::map<int32_t, AtMark> read = replay_marks(st, wanted, config, limits, sv.memo);
     for (size_t i = 0; i < moments.size(); ++i) {
       if (const auto it = read.find(moments[i].event); it != read.end()) at[i] = it->second;
     }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "infer/serving.h"
+#include "memory/caching_allocator.h"
 #include "memory/timeline.h"
 
 namespace vram::infer {
@@ -49,6 +50,28 @@ struct ServingTimeline {
 
  private:
   int64_t emptied_ = -1;  // tl.events() index of the last empty_cache(), or -1
+};
+
+// The caching allocator after a serving timeline's load, kept for the next
+// replay of the same load: the weights' thousands of mallocs are the same on
+// every card of the GPU table and every probe of a search, and replay once.
+// A load (a run's allocations and frees before its first mark) replayed
+// without the limits acting (CachingAllocator::limits_idle) is in the state
+// a bounded replay of it reaches on any card whose bound is at least its
+// peak reserved bytes: the bound acts only where a new segment would take
+// the reserved total past it (caching_allocator.cpp alloc_block), and with
+// expandable segments, which size their address space by it (so never kept
+// then). infer::Serving::memo points at one for a sweep of estimates.
+struct LoadMemo {
+  struct Entry {
+    memory::AllocatorConfig config;
+    std::vector<int64_t> key;  // the load's mallocs and frees (replay.cpp load_key)
+    size_t ops = 0;            // its allocations and frees
+    memory::CachingAllocator alloc;
+    std::vector<memory::Handle> handles;  // its mallocs', in order
+  };
+  std::vector<Entry> entries;  // a few loads (one per pipeline stage's start-up)
+  int64_t hits = 0;
 };
 
 // What the allocator replays for a mark: `tl` after torch.cuda.empty_cache()

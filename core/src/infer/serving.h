@@ -16,6 +16,8 @@
 
 namespace vram::infer {
 
+struct LoadMemo;  // infer/replay.h
+
 // Whole bytes of a fractional figure, checked (memory/bytes.h).
 inline int64_t ceil_bytes(double x, std::string_view what = "a memory figure") { return bytes::ceil(x, what); }
 inline constexpr const char* kKv = "the KV cache";
@@ -78,6 +80,8 @@ struct Serving {
   int64_t dequant = 0;
   Fixed fx;
   const GpuInfo* gpu = nullptr;
+  // The loads already replayed in a sweep of estimates (infer/replay.h), or none.
+  LoadMemo* memo = nullptr;
   double kv_tok_at(int64_t ctx) const { return kv_bytes_per_token(sharded, kv_elem, hf_mla, ctx); }
 };
 
