@@ -125,4 +125,6 @@ void read_time_fields(const JsonReader& /*request*/, Request& /*req*/) {
 // Unreachable: read_time_fields refused every request with the time.
 json time_json(const json& /*request*/, const Request& /*req*/, const Estimate& /*e*/) { return nullptr; }
 
+std::string answer_text(const json& v) { return v.dump(2); }
+
 }  // namespace vram::reach

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "fit.h"
 #include "guarded.h"
@@ -103,7 +104,7 @@ json model_json(const ModelSpec& m) {
                 {"params", g.total()},
                 {"instances", g.instances}};
     if (g.kind == ModuleKind::kLinear) row["shape"] = {g.out_features, g.in_features};
-    modules.push_back(row);
+    modules.push_back(std::move(row));
   }
   json facts = stack_json(m.text);
   facts["vocab"] = m.vocab;
@@ -120,10 +121,10 @@ json model_json(const ModelSpec& m) {
               {"exact", m.exact},
               {"inexact", m.inexact},
               {"notes", m.notes},
-              {"breakdown", breakdown},
-              {"modules", modules},
-              {"facts", facts}};
-  if (!stacks.empty()) out["stacks"] = stacks;
+              {"breakdown", std::move(breakdown)},
+              {"modules", std::move(modules)},
+              {"facts", std::move(facts)}};
+  if (!stacks.empty()) out["stacks"] = std::move(stacks);
   if (m.checkpoint.present) out["checkpoint"] = checkpoint_json(m);
   if (m.vision.image_size > 0) {
     out["vision"] = {{"image_size", m.vision.image_size},
@@ -152,7 +153,7 @@ json gpus_json(const Estimate& e) {
                 {"status", refused ? "unsupported" : v.status}};
     row["words"] = refused ? std::string("Not supported") : v.words;
     if (refused) row["refused"] = g.refused;
-    gpus.push_back(row);
+    gpus.push_back(std::move(row));
   }
   return gpus;
 }
@@ -171,8 +172,8 @@ json framework_json(const Request& req) {
           {"label", fw != nullptr ? fw->label : req.framework},
           {"release", job.release},
           {"release_given", job.release_given},
-          {"versions", versions},
-          {"defaults_applied", applied},
+          {"versions", std::move(versions)},
+          {"defaults_applied", std::move(applied)},
           {"not_modelled", fw != nullptr ? json(fw->not_modelled) : json::array()}};
 }
 
@@ -217,7 +218,7 @@ json parallel_json(const Estimate& e) {
                         {"head", st.head},
                         {"peak_bytes", st.peak_bytes}});
     }
-    par["stages"] = stages;
+    par["stages"] = std::move(stages);
   }
   return par;
 }
@@ -246,14 +247,14 @@ json result_json(const Request& req, const Estimate& e) {
   json out = {{"schema", kSchema},
               {"version", VRAM_VERSION},
               {"task", train ? "train" : "infer"},
-              {"model", model},
+              {"model", std::move(model)},
               {"peak_bytes", e.peak_bytes},
               {"peak_allocated_bytes", e.peak_allocated_bytes},
               {"peak_reserved_bytes", e.peak_reserved_bytes},
               {"peak_phase", e.peak_phase},
               {"tokens_per_micro_batch", e.tokens_per_micro_batch},
-              {"components", comps},
-              {"phases", phases},
+              {"components", std::move(comps)},
+              {"phases", std::move(phases)},
               {"gpus", gpus_json(e)},
               {"assumptions", e.assumptions},
               {"warnings", e.warnings}};
@@ -276,9 +277,9 @@ json result_json(const Request& req, const Estimate& e) {
       for (const auto& l : e.engine_log) {
         lines.push_back({{"key", l.key}, {"value", l.value}, {"unit", l.unit}, {"text", l.text}});
       }
-      inf["engine_log"] = lines;
+      inf["engine_log"] = std::move(lines);
     }
-    out["infer"] = inf;
+    out["infer"] = std::move(inf);
   }
   if (train && !e.facts.empty()) out["parallel"] = parallel_json(e);
   if (train) {
@@ -473,7 +474,7 @@ namespace {
 
 // JSON text in, pretty JSON text out; parse failures become error objects.
 std::string text_call(const std::string& text, json (*fn)(const json&)) {
-  return guarded([&] { return fn(parse_json_text(text, "")).dump(2); });
+  return guarded([&] { return reach::answer_text(fn(parse_json_text(text, ""))); });
 }
 
 }  // namespace

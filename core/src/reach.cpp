@@ -9,6 +9,7 @@
 #include "infer/estimate_infer.h"
 #include "infer/llama_cpp.h"
 #include "infer/llama_cpp_options.h"
+#include "json_text.h"
 #include "speed/options.h"
 #include "speed/time_json.h"
 #include "vram/checkpoint.h"
@@ -93,5 +94,7 @@ json time_json(const json& request, const Request& req, const Estimate& e) {
   }
   return t;
 }
+
+std::string answer_text(const json& v) { return pretty_text(v); }
 
 }  // namespace vram::reach

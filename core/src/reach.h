@@ -130,4 +130,10 @@ void fsdp1_adapter_pieces(memory::StatePieces& p, const Request& req, const memo
                           const memory::Dtypes& dt, const OptimizerInfo& opt, const memory::StateSizes& sz,
                           const memory::Fsdp1Units& u);
 
+// The answer's text, the bytes of v.dump(2): pretty_text (json_text.h),
+// written without nlohmann/json's serializer, in the full build; v.dump(2)
+// itself in the lite build, which carries that serializer for its error
+// messages anyway and has no room for a second writer (issue 32, size).
+std::string answer_text(const json& v);
+
 }  // namespace vram::reach
