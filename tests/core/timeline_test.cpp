@@ -206,6 +206,56 @@ TEST_F(TrainingStepTest, TheEstimatesPhasesAreTheReplayOfTheStep) {
   }
 }
 
+// A step built alone (with_load false: what the reserved range's smaller
+// jobs and the padded records replay) is the step part of the one built on
+// the load, tensor for tensor, and replays to the same reserved figures on
+// the rank's loaded allocator: the smaller jobs skip copying the load.
+TEST_F(TrainingStepTest, AStepBuiltAloneIsTheStepPartOfTheOneOnItsLoadAndReplaysTheSame) {
+  const json trains[] = {
+      {{"method", "full"}, {"micro_batch", 2}, {"seq_len", 512}},  // a layer program (ActivationStack::layer_ops)
+      {{"method", "lora"}, {"seq_len", 1024}, {"grad_checkpointing", true}, {"padding", "longest"}},
+      {{"method", "qlora"}, {"micro_batch", 3}, {"seq_len", 300}, {"grad_accum", 2}},
+  };
+  for (const json& train : trains) {
+    const Request req = parse(train);
+    const auto basis = train::rank_basis(req, req, train::whole_model(req));
+    const auto terms = train::step_terms(basis, req.train.micro_batch);
+    const Timeline on_load = train::training_step(basis, terms);
+    const Timeline alone = train::training_step(basis, terms, /*with_load=*/false);
+    EXPECT_EQ(alone.step_begin(), 0u);
+    const size_t load_events = basis.load.events().size();
+    const size_t load_tensors = basis.load.tensors().size();
+    ASSERT_EQ(on_load.step_begin(), load_events) << train;
+    ASSERT_EQ(alone.events().size() + load_events, on_load.events().size()) << train;
+    ASSERT_EQ(alone.tensors().size() + load_tensors, on_load.tensors().size()) << train;
+    for (size_t e = 0; e < alone.events().size(); ++e) {
+      const Event& a = alone.events()[e];
+      const Event& b = on_load.events()[e + load_events];
+      ASSERT_EQ(a.op, b.op) << train << " event " << e;
+      if (a.op == Event::Op::kMark) continue;
+      const auto& ta = alone.tensors()[static_cast<size_t>(a.index)];
+      const auto& tb = on_load.tensors()[static_cast<size_t>(b.index)];
+      ASSERT_EQ(static_cast<size_t>(b.index), static_cast<size_t>(a.index) + load_tensors) << train;
+      EXPECT_EQ(ta.bytes, tb.bytes);
+      EXPECT_EQ(ta.stream, tb.stream);
+      EXPECT_EQ(ta.mallocs, tb.mallocs);
+      ASSERT_EQ(alone.pieces(ta).size(), on_load.pieces(tb).size());
+      for (size_t k = 0; k < alone.pieces(ta).size(); ++k) {
+        EXPECT_EQ(alone.pieces(ta)[k].bytes, on_load.pieces(tb)[k].bytes);
+        EXPECT_EQ(alone.pieces(ta)[k].count, on_load.pieces(tb)[k].count);
+      }
+    }
+    const auto& loaded = basis.loaded(0);
+    const auto full = memory::replay_reserved(loaded, on_load, memory::replay(on_load, false));
+    const auto part = memory::replay_reserved(loaded, alone, {});
+    EXPECT_GT(full.peak_reserved, 0) << train;
+    EXPECT_EQ(part.peak_reserved, full.peak_reserved) << train;
+    EXPECT_EQ(part.peak_allocated, full.peak_allocated) << train;
+    EXPECT_EQ(part.segments, full.segments) << train;
+    EXPECT_EQ(part.device_allocs, full.device_allocs) << train;
+  }
+}
+
 // Gradient accumulation keeps every gradient from the first micro-batch on:
 // none appear during the backward sweep.
 TEST_F(TrainingStepTest, AccumulatedGradientsExistBeforeForward) {

@@ -100,7 +100,9 @@ class LoadedAllocator {
 };
 
 // `timeline` must start with the load `loaded` was built from (the same
-// tensors, events and pieces: a copy of it, with the step appended).
+// tensors, events and pieces: a copy of it, with the step appended), or be
+// the step alone (Timeline::step_begin 0, as `before`), which a caller that
+// reads no moment of it builds without copying the load.
 // `detail_moment` indexes `moments` (-1: no detail, the fast path searches
 // use). `before`: steps replayed once each, in order, before the two steps
 // of `timeline`, each either a timeline on the same load (its step part

@@ -123,6 +123,15 @@ class Timeline {
   }
   // The distinct component keys, in order of first use (Tensor::component_id).
   const std::vector<const char*>& components() const { return components_; }
+  // Pieces of every tensor together.
+  size_t piece_count() const { return pieces_.size(); }
+  // Room for this many events, tensors and pieces in all, so that a step
+  // appended to a copied load grows no array (copy the load in after).
+  void reserve(size_t events, size_t tensors, size_t pieces) {
+    events_.reserve(events);
+    tensors_.reserve(tensors);
+    pieces_.reserve(pieces);
+  }
   // Every tensor's mallocs together (Tensor::first_malloc + mallocs).
   int64_t mallocs() const { return mallocs_; }
 

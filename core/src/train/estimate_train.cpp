@@ -140,7 +140,8 @@ SmallerPeak smaller_jobs_peak(const RankBasis& b, const StepTerms& t, int64_t ca
     }
     if (reserved < 0) {
       const StepTerms st = step_terms(b, job.first, job.second);
-      reserved = reserved_replay(b, st, training_step(b, st), {}, -1, card_capacity).peak_reserved;
+      // Its peak alone: the step without a copy of the load (no moment of it is read).
+      reserved = reserved_replay(b, st, training_step(b, st, /*with_load=*/false), {}, -1, card_capacity).peak_reserved;
       if (memo != nullptr) memo->seen.push_back({job.first, job.second, card_capacity, reserved});
     }
     if (reserved > out.reserved) out = {reserved, job.first, job.second};

@@ -2,7 +2,8 @@
 #include "train/step.h"
 
 #include <algorithm>
-#include <map>
+#include <span>
+#include <utility>
 
 #include "memory/allocator_replay.h"
 #include "memory/bytes.h"
@@ -98,6 +99,51 @@ StepTerms step_terms(const RankBasis& b, int64_t micro_batch, int64_t seq_len) {
 
 namespace {
 
+// Each saved layer's tensors, bottom layer first, in one array (a step
+// builds one per probe and per padded length: no array per layer).
+struct SavedLayers {
+  std::vector<Timeline::Id> ids;
+  std::vector<size_t> end;  // layer k's tensors are ids[end[k - 1], end[k]) (from 0 for k 0)
+  void close_layer() { end.push_back(ids.size()); }
+  std::span<const Timeline::Id> layer(size_t k) const {
+    const size_t begin = k == 0 ? 0 : end[k - 1];
+    return {ids.data() + begin, end[k] - begin};
+  }
+};
+
+// The forward temporaries alive, by slot: a layer program's slots are a
+// handful of small numbers (saved_activations.cpp Slot), -1 where none is.
+using Slots = std::vector<Timeline::Id>;
+Timeline::Id& slot_of(Slots& slots, int slot) {
+  if (static_cast<size_t>(slot) >= slots.size()) slots.resize(static_cast<size_t>(slot) + 1, -1);
+  return slots[static_cast<size_t>(slot)];
+}
+
+// One dense layer of a per-tensor layer program (ActivationStack::layer_ops)
+// at layer `layer` of `bytes` saved bytes: each kept tensor its own, the
+// temporaries allocated and freed where the layer does.
+void program_layer(Timeline& tl, const memory::ActivationStack& a, int32_t layer, int64_t bytes, size_t last_keep,
+                   SavedLayers& saved, Slots& slots, std::vector<Timeline::Id>& returned) {
+  for (size_t k = 0; k < a.layer_ops.size(); ++k) {
+    const memory::ActivationStack::Op& op = a.layer_ops[k];
+    if (op.kind == memory::ForwardOp::Kind::kKeep) {
+      // The last kept tensor absorbs the bottom layer's difference.
+      const int64_t b = k == last_keep ? op.bytes + (bytes - a.layer_dense) : op.bytes;
+      saved.ids.push_back(tl.alloc("activations", "saved activations", b, {}, memory::Residence::kAllocated, layer));
+    } else if (op.kind == memory::ForwardOp::Kind::kReturn) {
+      returned.push_back(tl.alloc("activations", "key/value cache returned by model() (use_cache)", op.bytes, {},
+                                  memory::Residence::kAllocated, layer));
+    } else if (Timeline::Id& id = slot_of(slots, op.slot); op.kind == memory::ForwardOp::Kind::kTemp) {
+      if (id >= 0) tl.free(id);
+      id = tl.alloc("activations", "forward temporaries (freed within the layer)", op.bytes, {},
+                    memory::Residence::kAllocated, layer);
+    } else if (id >= 0) {
+      tl.free(id);
+      id = -1;
+    }
+  }
+}
+
 // Forward: the layer stack's saved tensors, bottom layer first. Returns the
 // tensors of each saved layer (index i - first_grad_layer), or the one
 // resident window when activations are offloaded. With a per-tensor layer
@@ -106,56 +152,42 @@ namespace {
 // temporaries still held when the stack ends (the top layer's MLP output,
 // freed by the final residual add) are left in `pending`, and what model()
 // returns (train.returns_kv_cache) in `returned`.
-std::vector<std::vector<Timeline::Id>> forward_layers(Timeline& tl, const memory::ActivationStack& a, int64_t L,
-                                                      int64_t moe_layers, std::vector<Timeline::Id>& pending,
-                                                      std::vector<Timeline::Id>& returned) {
-  std::vector<std::vector<Timeline::Id>> ids;
+SavedLayers forward_layers(Timeline& tl, const memory::ActivationStack& a, int64_t L, int64_t moe_layers,
+                           std::vector<Timeline::Id>& pending, std::vector<Timeline::Id>& returned) {
+  SavedLayers out;
   if (a.offload) {
-    ids.push_back({tl.alloc("activations", "saved activations resident on the GPU (offloaded)", a.resident(a.layers))});
-    return ids;
+    out.ids.push_back(
+        tl.alloc("activations", "saved activations resident on the GPU (offloaded)", a.resident(a.layers)));
+    out.close_layer();
+    return out;
   }
   auto saved = [&](int64_t i) { return i >= L - moe_layers ? a.layer_moe : a.layer_dense; };
   // The bottom layer takes what the per-layer figures leave of the stack's
   // total, so the sum is the stack's exact (in-flight rounded) size.
   int64_t above = 0;
   for (int64_t i = a.first_grad_layer + 1; i < L; ++i) above += saved(i);
-  std::map<int, Timeline::Id> slots;  // the temporaries alive, by slot
+  size_t last_keep = 0;
+  for (size_t k = 0; k < a.layer_ops.size(); ++k) {
+    if (a.layer_ops[k].kind == memory::ForwardOp::Kind::kKeep) last_keep = k;
+  }
+  out.end.reserve(static_cast<size_t>(std::max<int64_t>(L - a.first_grad_layer, 0)));
+  Slots slots;
   for (int64_t i = a.first_grad_layer; i < L; ++i) {
     const bool moe = i >= L - moe_layers;
     const int64_t bytes = i == a.first_grad_layer ? a.layers - above : saved(i);
     const auto layer = static_cast<int32_t>(i);
     if (moe || a.layer_ops.empty()) {
-      ids.push_back({tl.alloc("activations", "saved activations", bytes, moe ? a.moe_pieces : a.dense_pieces,
-                              memory::Residence::kAllocated, layer)});
-      continue;
+      out.ids.push_back(tl.alloc("activations", "saved activations", bytes, moe ? a.moe_pieces : a.dense_pieces,
+                                 memory::Residence::kAllocated, layer));
+    } else {
+      program_layer(tl, a, layer, bytes, last_keep, out, slots, returned);
     }
-    std::vector<Timeline::Id> kept;
-    size_t last_keep = 0;
-    for (size_t k = 0; k < a.layer_ops.size(); ++k) {
-      if (a.layer_ops[k].kind == memory::ForwardOp::Kind::kKeep) last_keep = k;
-    }
-    for (size_t k = 0; k < a.layer_ops.size(); ++k) {
-      const memory::ActivationStack::Op& op = a.layer_ops[k];
-      if (op.kind == memory::ForwardOp::Kind::kKeep) {
-        // The last kept tensor absorbs the bottom layer's difference.
-        const int64_t b = k == last_keep ? op.bytes + (bytes - a.layer_dense) : op.bytes;
-        kept.push_back(tl.alloc("activations", "saved activations", b, {}, memory::Residence::kAllocated, layer));
-      } else if (op.kind == memory::ForwardOp::Kind::kReturn) {
-        returned.push_back(tl.alloc("activations", "key/value cache returned by model() (use_cache)", op.bytes, {},
-                                    memory::Residence::kAllocated, layer));
-      } else if (op.kind == memory::ForwardOp::Kind::kTemp) {
-        if (auto it = slots.find(op.slot); it != slots.end()) tl.free(it->second);
-        slots[op.slot] = tl.alloc("activations", "forward temporaries (freed within the layer)", op.bytes, {},
-                                  memory::Residence::kAllocated, layer);
-      } else if (auto it = slots.find(op.slot); it != slots.end()) {
-        tl.free(it->second);
-        slots.erase(it);
-      }
-    }
-    ids.push_back(std::move(kept));
+    out.close_layer();
   }
-  for (const auto& [slot, id] : slots) pending.push_back(id);
-  return ids;
+  for (Timeline::Id id : slots) {
+    if (id >= 0) pending.push_back(id);
+  }
+  return out;
 }
 
 // training_step, section by section: the tensors a later section frees are
@@ -171,8 +203,18 @@ class StepBuilder {
         f2_(b.buffers.fsdp2),
         L_(b.req->model.text.layers),
         moe_layers_(b.req->model.text.moe_layers),
-        kept_(o_.gradients_persist()),
-        tl_(with_load ? b.load : Timeline{}) {}
+        kept_(o_.gradients_persist()) {
+    // Room for the step before the load is copied in, so that appending
+    // the step does not copy the load again as the arrays grow: a layer
+    // makes a few tensors and events, or its program's (layer_ops).
+    const size_t layers = static_cast<size_t>(std::max<int64_t>(L_, 0)) + 16;
+    const size_t per_layer = 6 + 2 * a_.layer_ops.size();
+    const Timeline& load = b.load;
+    const size_t n = with_load ? 1 : 0;
+    tl_.reserve(n * load.events().size() + layers * per_layer, n * load.tensors().size() + layers * per_layer / 2,
+                n * load.piece_count() + layers * 4);
+    if (with_load) tl_ = load;
+  }
 
   Timeline build() && {
     forward();
@@ -377,9 +419,9 @@ class StepBuilder {
     if (dkv >= 0) tl_.free(dkv);
     a_rem_ -= moe ? a_.layer_moe : a_.layer_dense;
     if (a_.offload) {
-      layers_[0][0] = tl_.resize(layers_[0][0], a_.resident(a_rem_));
+      layers_.ids[0] = tl_.resize(layers_.ids[0], a_.resident(a_rem_));
     } else {
-      for (Timeline::Id id : layers_[static_cast<size_t>(i - a_.first_grad_layer)]) tl_.free(id);
+      for (Timeline::Id id : layers_.layer(static_cast<size_t>(i - a_.first_grad_layer))) tl_.free(id);
     }
     if (!kept_ && !in_bwd_) {
       // FSDP1's adapter units: a tensor each (fsdp1_adapter_pieces).
@@ -422,7 +464,7 @@ class StepBuilder {
     if (bwd_flat >= 0) tl_.free(bwd_flat);
     const int64_t tied_tmp = b_.req->model.tie_word_embeddings && sz_.grads_embed > 0 ? sz_.grads_embed : 0;
     tied_ = tl_.alloc("layer_backward", "tied embedding gradient temporary", tied_tmp);
-    if (a_.offload) tl_.free(layers_[0][0]);
+    if (a_.offload) tl_.free(layers_.ids[0]);
     tl_.mark("backward", "during backward (peak of the layer sweep)");
     if (in_bwd_) {
       for (Timeline::Id id : step_grads_) step_in_backward(id);  // embeddings and the rest
@@ -465,8 +507,8 @@ class StepBuilder {
   std::vector<Timeline::Id> fwd_;  // freed at the optimizer step
   Timeline::Id flat_ = -1;         // FSDP2's last flat all-gather output
   Timeline::Id vision_ = -1, image_kv_ = -1, ple_ = -1, head_ = -1;
-  std::vector<Timeline::Id> returned_;             // what model() returns, freed after the loss
-  std::vector<std::vector<Timeline::Id>> layers_;  // each saved layer's tensors
+  std::vector<Timeline::Id> returned_;  // what model() returns, freed after the loss
+  SavedLayers layers_;                  // each saved layer's tensors
   // Loss and backward.
   Timeline::Id loss_ = -1, tied_ = -1;
   bool rs_grads_ = false;                 // gradients on FSDP's reduce-scatter (post-backward) stream
