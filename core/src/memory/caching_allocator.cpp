@@ -150,7 +150,15 @@ struct CachingAllocator::Impl {
   uint64_t next_address = uint64_t{1} << 32;
   int64_t malloc_calls = 0;
 
-  Impl(AllocatorConfig c, DeviceLimits l) : config(c), limits(l) { set_fraction = limits.allowed_memory_maximum > 0; }
+  // Whether any size interval has more than one roundup_power2_divisions
+  // division (round_size() then looks its interval up).
+  bool power2_rounding = false;
+
+  Impl(AllocatorConfig c, DeviceLimits l) : config(c), limits(l) {
+    set_fraction = limits.allowed_memory_maximum > 0;
+    power2_rounding = std::any_of(config.roundup_power2_divisions.begin(), config.roundup_power2_divisions.end(),
+                                  [](int64_t d) { return d > 1; });
+  }
 
   Block& at(BlockId b) { return arena[static_cast<size_t>(b)]; }
   const Block& at(BlockId b) const { return arena[static_cast<size_t>(b)]; }
@@ -167,21 +175,19 @@ struct CachingAllocator::Impl {
   }
 
   BlockId new_block(int stream, int64_t size, bool small, uint64_t ptr) {
-    BlockId b;
-    if (!spare_blocks.empty()) {
-      b = spare_blocks.back();
-      spare_blocks.pop_back();
-      at(b) = Block{};
-    } else {
-      b = static_cast<BlockId>(arena.size());
-      arena.emplace_back();
-    }
-    Block& x = at(b);
+    Block x;
     x.stream = stream;
     x.size = size;
     x.small = small;
     x.ptr = ptr;
     x.live = true;
+    if (spare_blocks.empty()) {
+      arena.push_back(x);
+      return static_cast<BlockId>(arena.size()) - 1;
+    }
+    const BlockId b = spare_blocks.back();
+    spare_blocks.pop_back();
+    at(b) = x;
     return b;
   }
   void delete_block(BlockId b) {
@@ -241,7 +247,7 @@ struct CachingAllocator::Impl {
   // of kMinBlockSize.
   int64_t round_size(int64_t size) const {
     if (size < kMinBlockSize) return kMinBlockSize;
-    const int64_t divisions = roundup_power2_divisions(size);
+    const int64_t divisions = power2_rounding ? roundup_power2_divisions(size) : 0;
     if (divisions > 1 && size > kMinBlockSize * divisions) return roundup_power2_next_division(size, divisions);
     return kMinBlockSize * ((size + kMinBlockSize - 1) / kMinBlockSize);
   }
@@ -274,12 +280,14 @@ struct CachingAllocator::Impl {
     // Block reuse is aged only when garbage collection can run.
     if (set_fraction && config.garbage_collection_threshold > 0.0) ++pool.get_free_blocks_call_count;
     BlockSet::Pos it = pool.blocks.lower_bound({p.size, 0, p.stream, kNoBlock});
-    if (pool.blocks.at_end(it) || pool.blocks.at(it).stream != p.stream) return false;
+    if (pool.blocks.at_end(it)) return false;
+    BlockId found = pool.blocks.at(it).id;
+    if (at(found).stream != p.stream) return false;
     // Expandable segments: a free block followed by unmapped space counts as
     // the size it can grow to, so a block that cannot grow is preferred. (The
     // source's other branch, expandable segments switched off after blocks
     // were created, cannot happen here: the config is fixed.)
-    if (at(pool.blocks.at(it).id).es >= 0) {
+    if (at(found).es >= 0) {
       auto expandable_size = [&](BlockId b) {
         const Block& x = at(b);
         return x.size + (x.next != kNoBlock && !at(x.next).mapped ? at(x.next).size : 0);
@@ -291,8 +299,8 @@ struct CachingAllocator::Impl {
         it = next;
         next = pool.blocks.next(next);
       }
+      found = pool.blocks.at(it).id;
     }
-    const BlockId found = pool.blocks.at(it).id;
     // "Do not return an oversized block for a large request": below
     // max_split_size never take a block >= max_split_size.
     if (p.size < config.max_split_size && at(found).size >= config.max_split_size) return false;
@@ -663,6 +671,8 @@ struct CachingAllocator::Impl {
     int64_t net_change_inactive_split_blocks = 0;
     int64_t net_change_inactive_split_size = 0;
     for (BlockId merge_candidate : {at(block).prev, at(block).next}) {
+      // (try_merge_blocks' first test, here to skip the call for an allocated neighbour)
+      if (merge_candidate == kNoBlock || at(merge_candidate).allocated) continue;
       const int64_t subsumed_size = try_merge_blocks(block, merge_candidate, pool);
       if (subsumed_size > 0) {
         net_change_inactive_split_blocks -= 1;

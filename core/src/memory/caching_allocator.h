@@ -25,9 +25,11 @@
 // State: flat arrays (blocks, pools as memory/block_set.h, expandable
 // segments, handles), so an allocator copies like a value: a replay can keep
 // the state after the load and start every step from a copy of it
-// (allocator_replay.h). Speed: each operation is O(log n) plus moving at most
-// one chunk of the pool's entries, without a heap allocation once the arrays
-// have grown (tests/bench/estimate_bench.cpp, BM_AllocatorReplay80Layers).
+// (allocator_replay.h). Speed: each operation is a binary search over the
+// pool's few size classes plus relinking a block in its class's list (a
+// walk only for an address between two of the class's), without a heap
+// allocation once the arrays have grown (tests/bench/estimate_bench.cpp,
+// BM_AllocatorReplay80Layers).
 #pragma once
 
 #include <array>
