@@ -5,8 +5,11 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
+#include <string>
 #include <tuple>
+#include <utility>
 
 #include "fit.h"
 #include "format.h"
@@ -190,10 +193,11 @@ std::optional<PlanCandidate> evaluate(const Request& base, const ParallelOptions
                                       const fit::Card& card, int64_t global_batch, int64_t host_ram,
                                       const std::optional<speed::Machine>& machine, train::RankMemos& memos) {
   const Request r = candidate_request(base, p, ck, global_batch);
-  auto est = train::estimate_train(r, train::ReservedView::kLiveTensors);
+  const train::RankBases bases(r);  // built once for both estimates
+  auto est = train::estimate_train(r, train::ReservedView::kLiveTensors, nullptr, &bases);
   if (!est.ok()) return std::nullopt;
   const bool replay = est.value().peak_bytes <= card.capacity;
-  if (replay) est = train::estimate_train(r, train::ReservedView::kReplay, &memos);
+  if (replay) est = train::estimate_train(r, train::ReservedView::kReplay, &memos, &bases);
   if (!est.ok()) return std::nullopt;
   PlanCandidate c;
   c.replayed = replay;
@@ -329,11 +333,20 @@ void finish(std::vector<PlanCandidate>& all, const Request& base, const PlanOpti
             int64_t global_batch, std::map<std::string, train::RankMemos>& memos) {
   rank(all);
   if (static_cast<int64_t>(all.size()) > o.top) all.resize(static_cast<size_t>(o.top));
+  // Each shown candidate's ranks, built once for its estimate and its search.
+  std::map<std::string, std::pair<std::unique_ptr<Request>, std::unique_ptr<train::RankBases>>> built;
+  const auto ranks_of = [&](const PlanCandidate& c) -> std::pair<const Request*, const train::RankBases*> {
+    auto& [req, bases] = built[c.label];
+    if (req == nullptr) {
+      req = std::make_unique<Request>(candidate_request(base, c.layout, c.checkpointing, global_batch));
+      bases = std::make_unique<train::RankBases>(*req);
+    }
+    return {req.get(), bases.get()};
+  };
   for (PlanCandidate& c : all) {
     if (c.replayed) continue;
-    if (auto est = train::estimate_train(candidate_request(base, c.layout, c.checkpointing, global_batch),
-                                         train::ReservedView::kReplay, &memos[c.label]);
-        est.ok()) {
+    const auto [req, bases] = ranks_of(c);
+    if (auto est = train::estimate_train(*req, train::ReservedView::kReplay, &memos[c.label], bases); est.ok()) {
       c.peak_bytes = est.value().peak_bytes;
       set_fit(c, card);
     }
@@ -341,10 +354,9 @@ void finish(std::vector<PlanCandidate>& all, const Request& base, const PlanOpti
   }
   rank(all);
   for (PlanCandidate& c : all) {
-    if (c.fits)
-      c.max_micro_batch =
-          train::max_micro_batch(candidate_request(base, c.layout, c.checkpointing, global_batch), card.capacity,
-                                 /*allow_paging=*/false, &memos[c.label]);
+    if (!c.fits) continue;
+    const auto [req, bases] = ranks_of(c);
+    c.max_micro_batch = train::max_micro_batch(*req, card.capacity, /*allow_paging=*/false, &memos[c.label], bases);
   }
 }
 

@@ -557,13 +557,46 @@ bool step_fits(const RankBasis& basis, int64_t micro_batch, int64_t seq_len, int
 
 }  // namespace
 
+// Each rank's view of the request, its stage and its RankBasis (the bases
+// point into `ranks`); none when one cannot be built.
+struct RankBases::Impl {
+  std::vector<Request> ranks;
+  std::vector<Stage> stages;
+  std::vector<RankBasis> bases;
+};
+
+RankBases::RankBases(const Request& req) : impl_(std::make_unique<Impl>()) {
+  std::vector<Stage>& stages = impl_->stages;
+  std::vector<Request>& ranks = impl_->ranks;
+  const ParallelOptions& p = req.parallel;
+  if (p.tp == 1 && p.pp == 1 && p.cp == 1 && p.dp == 1 && p.ep == 1) {
+    stages.push_back(whole_model(req));
+    ranks.push_back(req);
+  } else {
+    for (const Stage& stage : pipeline_stages(req)) {
+      stages.push_back(stage);
+      ranks.push_back(rank_request(req, stage));
+    }
+  }
+  std::vector<RankBasis>& bases = impl_->bases;
+  if (recover([&] {
+        for (size_t i = 0; i < ranks.size(); ++i) bases.push_back(rank_basis(ranks[i], req, stages[i]));
+      })) {
+    bases.clear();
+  }
+}
+
+RankBases::~RankBases() = default;
+
 // One rank: `req` is the rank's view of the model (layout.h rank_request),
 // `global` the request as the user gave it.
+// `shared` (may be null): the rank's basis, built for this rank (RankBases).
 Result<Estimate> estimate_rank(const Request& req, const Request& global, const Stage& stage, ReservedView view,
-                               ReservedMemo* memo) {
+                               ReservedMemo* memo, const RankBasis* shared = nullptr) {
   return attempt<Estimate>([&]() -> Result<Estimate> {
     const bytes::Driver driver(token_driver(global.train));
-    const RankBasis basis = rank_basis(req, global, stage);
+    std::optional<RankBasis> own;
+    const RankBasis& basis = shared != nullptr ? *shared : own.emplace(rank_basis(req, global, stage));
     const StepTerms terms = step_terms(basis, req.train.micro_batch);
     Estimate e;
     e.tokens_per_micro_batch = bytes::mul(req.train.micro_batch, req.train.seq_len, "tokens per micro-batch");
@@ -604,8 +637,10 @@ void nccl_growth_note(Estimate& e, const Request& req) {
 
 }  // namespace
 
-Result<Estimate> estimate_train(const Request& req, ReservedView view, RankMemos* memos) {
+Result<Estimate> estimate_train(const Request& req, ReservedView view, RankMemos* memos, const RankBases* bases) {
   const ParallelOptions& p = req.parallel;
+  // The ranks' bases when they were built (RankBases), else each rank's own.
+  const RankBases::Impl* built = bases != nullptr && !bases->impl().bases.empty() ? &bases->impl() : nullptr;
   // Rank i's memo: FitSearch numbers the ranks the same way.
   const auto memo = [&](size_t i) -> ReservedMemo* {
     if (memos == nullptr) return nullptr;
@@ -613,17 +648,19 @@ Result<Estimate> estimate_train(const Request& req, ReservedView view, RankMemos
     return &(*memos)[i];
   };
   if (p.tp == 1 && p.pp == 1 && p.cp == 1 && p.dp == 1 && p.ep == 1) {
-    return estimate_rank(req, req, whole_model(req), view, memo(0));
+    return built != nullptr ? estimate_rank(built->ranks[0], req, built->stages[0], view, memo(0), &built->bases[0])
+                            : estimate_rank(req, req, whole_model(req), view, memo(0));
   }
   // Every pipeline rank is estimated; the busiest decides the per-GPU answer.
   Result<Estimate> best = Error{errc::kInternal, "no pipeline stage", "parallel.pp"};
   std::vector<StageSummary> summaries;
   int64_t params_per_gpu = 0;
-  const std::vector<Stage> stages = pipeline_stages(req);
+  const std::vector<Stage> stages = built != nullptr ? built->stages : pipeline_stages(req);
   for (size_t i = 0; i < stages.size(); ++i) {
     const Stage& stage = stages[i];
-    const Request rank = rank_request(req, stage);
-    auto r = estimate_rank(rank, req, stage, view, memo(i));
+    std::optional<Request> own;
+    const Request& rank = built != nullptr ? built->ranks[i] : own.emplace(rank_request(req, stage));
+    auto r = estimate_rank(rank, req, stage, view, memo(i), built != nullptr ? &built->bases[i] : nullptr);
     if (!r.ok()) return r;
     summaries.push_back({stage.index, stage.layers, stage.moe_layers, rank.model.params_total(), stage.in_flight(),
                          stage.first, stage.last, r.value().peak_bytes});
@@ -696,32 +733,10 @@ Result<Estimate> estimate_train(const Request& req, ReservedView view, RankMemos
 
 namespace vram::train {
 
-// Each rank's micro-batch- and sequence-independent terms, once for every
-// probe of every search (empty when the request cannot be estimated); the
-// bases point into `ranks`.
-struct FitSearch::Bases {
-  std::vector<Request> ranks;
-  std::vector<RankBasis> bases;
-};
-
-FitSearch::FitSearch(const Request& req) : req_(req), bases_(std::make_unique<Bases>()) {
-  std::vector<Stage> stages;
-  std::vector<Request>& ranks = bases_->ranks;
-  const ParallelOptions& p = req.parallel;
-  if (p.tp == 1 && p.pp == 1 && p.cp == 1 && p.dp == 1 && p.ep == 1) {
-    stages.push_back(whole_model(req));
-    ranks.push_back(req);
-  } else {
-    for (const Stage& stage : pipeline_stages(req)) {
-      stages.push_back(stage);
-      ranks.push_back(rank_request(req, stage));
-    }
-  }
-  std::vector<RankBasis>& bases = bases_->bases;
-  if (recover([&] {
-        for (size_t i = 0; i < ranks.size(); ++i) bases.push_back(rank_basis(ranks[i], req, stages[i]));
-      })) {
-    bases.clear();
+FitSearch::FitSearch(const Request& req, const RankBases* bases) : req_(req), bases_(bases) {
+  if (bases_ == nullptr) {
+    own_ = std::make_unique<RankBases>(req);
+    bases_ = own_.get();
   }
 }
 
@@ -783,8 +798,8 @@ struct ProbeFloor {
 
 int64_t FitSearch::max_micro_batch(int64_t capacity, bool allow_paging, RankMemos* shared) {
   const bytes::Driver driver(token_driver(req_.train));
-  if (bases_->bases.empty()) return 0;
-  const std::vector<RankBasis>& bases = bases_->bases;
+  if (bases_->impl().bases.empty()) return 0;
+  const std::vector<RankBasis>& bases = bases_->impl().bases;
   RankMemos own;
   RankMemos& memos = shared != nullptr ? *shared : own;
   ProbeFloor floor;
@@ -800,8 +815,8 @@ int64_t FitSearch::max_micro_batch(int64_t capacity, bool allow_paging, RankMemo
 
 int64_t FitSearch::max_seq_len(int64_t capacity) {
   const bytes::Driver driver("train.seq_len");
-  if (bases_->bases.empty()) return 0;
-  const std::vector<RankBasis>& bases = bases_->bases;
+  if (bases_->impl().bases.empty()) return 0;
+  const std::vector<RankBasis>& bases = bases_->impl().bases;
   const int64_t cp = req_.parallel.cp;
   std::vector<ReservedMemo> memos;
   ProbeFloor floor;
@@ -820,8 +835,9 @@ int64_t FitSearch::max_seq_len(int64_t capacity) {
       kMaxSearchedSeqLen, req_.train.seq_len);
 }
 
-int64_t max_micro_batch(const Request& req, int64_t capacity, bool allow_paging, RankMemos* memos) {
-  return FitSearch(req).max_micro_batch(capacity, allow_paging, memos);
+int64_t max_micro_batch(const Request& req, int64_t capacity, bool allow_paging, RankMemos* memos,
+                        const RankBases* bases) {
+  return FitSearch(req, bases).max_micro_batch(capacity, allow_paging, memos);
 }
 
 }  // namespace vram::train

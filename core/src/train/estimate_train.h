@@ -35,9 +35,30 @@ struct ReservedMemo {
 };
 using RankMemos = std::vector<ReservedMemo>;
 
+// Each rank's micro-batch- and sequence-independent terms of one request
+// (train/step.h RankBasis: the rank's view of the model, the model state,
+// the load and the allocator after it), built once and shared by the
+// request's estimates and fit searches: the planner estimates a layout on
+// its live tensors, then with the allocator replay, then searches its
+// micro-batch. Empty when a rank's terms cannot be built (the estimate then
+// builds them itself and reports why). `req` must outlive it.
+class RankBases {
+ public:
+  explicit RankBases(const Request& req);
+  ~RankBases();
+  RankBases(const RankBases&) = delete;
+  RankBases& operator=(const RankBases&) = delete;
+  struct Impl;
+  const Impl& impl() const { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
 // `memos` (may be null): the smaller jobs replayed, by rank, kept and added to.
+// `bases` (may be null): `req`'s ranks, built for it (RankBases).
 Result<Estimate> estimate_train(const Request& req, ReservedView view = ReservedView::kReplay,
-                                RankMemos* memos = nullptr);
+                                RankMemos* memos = nullptr, const RankBases* bases = nullptr);
 
 // The longest sequence searched (2^20 tokens): a longer one is reported as
 // this bound.
@@ -52,7 +73,8 @@ inline constexpr int64_t kMaxSearchedSeqLen = int64_t{1} << 20;
 // bound fits. `req` must outlive the search.
 class FitSearch {
  public:
-  explicit FitSearch(const Request& req);
+  // `bases` (may be null): `req`'s ranks, built for it (RankBases), shared.
+  explicit FitSearch(const Request& req, const RankBases* bases = nullptr);
   ~FitSearch();
   FitSearch(const FitSearch&) = delete;
   FitSearch& operator=(const FitSearch&) = delete;
@@ -78,14 +100,15 @@ class FitSearch {
   int64_t replays() const { return replays_; }
 
  private:
-  struct Bases;
   const Request& req_;
-  std::unique_ptr<Bases> bases_;
+  std::unique_ptr<RankBases> own_;  // when none is shared
+  const RankBases* bases_ = nullptr;
   int64_t probes_ = 0;
   int64_t replays_ = 0;
 };
 
 // One search on its own (the planner's candidates).
-int64_t max_micro_batch(const Request& req, int64_t capacity, bool allow_paging = false, RankMemos* memos = nullptr);
+int64_t max_micro_batch(const Request& req, int64_t capacity, bool allow_paging = false, RankMemos* memos = nullptr,
+                        const RankBases* bases = nullptr);
 
 }  // namespace vram::train
