@@ -298,6 +298,7 @@ export interface ParallelOptions {
    * torchtune < 0.3 under FSDP1.
    */
   fsdp_sync_module_states?: boolean;
+  fsdp_adapter_units?: boolean;
   /** FSDP MixedPrecision reduce_dtype of the gradient reduce-scatter; default the parameter dtype. */
   fsdp_reduce_dtype?: 'bf16' | 'fp16' | 'fp32';
   /** NCCL channels per communicator (NCCL_MAX_NCHANNELS), 1 to 64; default 32. */

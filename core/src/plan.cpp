@@ -86,7 +86,8 @@ int64_t accumulation_for(int64_t global_batch, int64_t micro_batch, int64_t dp) 
 // A layout as the request of that layout gets it (parse_request:
 // with_framework_defaults): the layout-dependent release rules, in their
 // order, each where the request itself left the field out: the FSDP version
-// (the Trainer's FSDP2 default), then FSDP1's sync_module_states.
+// (the Trainer's FSDP2 default), then FSDP1's sync_module_states and LoRA
+// wrap policy.
 ParallelOptions layout_with_rules(const Request& base, ParallelOptions p) {
   if (!base.parallel.fsdp_version_given) {
     const json layout = {{"parallel", {{"fsdp", p.fsdp}}}};
@@ -97,6 +98,12 @@ ParallelOptions layout_with_rules(const Request& base, ParallelOptions p) {
     const json layout = {{"parallel", {{"fsdp", p.fsdp}, {"fsdp_version", p.fsdp_version}}}};
     const std::optional<json> sync = rule_value(base.framework_job, layout, "parallel.fsdp_sync_module_states");
     p.fsdp_sync_module_states = sync.has_value() && *sync == true;
+  }
+  if (!base.parallel.fsdp_adapter_units_given) {  // FSDP1's LoRA wrap policy
+    const json layout = {{"train", {{"method", to_string(base.train.method)}}},
+                         {"parallel", {{"fsdp", p.fsdp}, {"fsdp_version", p.fsdp_version}}}};
+    const std::optional<json> units = rule_value(base.framework_job, layout, "parallel.fsdp_adapter_units");
+    p.fsdp_adapter_units = units.has_value() ? *units == true : defaults::kFsdpAdapterUnits;
   }
   return p;
 }

@@ -45,6 +45,10 @@ inline constexpr ReleaseRow kHfNewest = {
     "hf transformers 5.14.1 (axolotl v0.18.0 pins it, 2026-07-17), the newest this table knows: others the newest "
     "known"};
 
+// An FSDP1 LoRA or QLoRA job (a rule's `when`).
+inline constexpr const char* kFsdp1Lora =
+    "train.method=lora,qlora|parallel.fsdp=full_shard,shard_grad_op,hybrid_shard,no_shard|parallel.fsdp_version=1";
+
 // A row as the API gives it (libraries as pairs).
 FrameworkRelease to_release(const ReleaseRow& row);
 
@@ -303,6 +307,25 @@ inline constexpr RuleRow kRules[] = {
      "parallel.fsdp_sync_module_states", true,
      "torchtune v0.1.0 / v0.2.0 recipes/full_finetune_distributed.py and lora_finetune_distributed.py wrap the "
      "model in FSDP(..., sync_module_states=True); v0.3.0 moved to FSDP2's fully_shard"},
+    // FSDP1's LoRA wrap policy (memory/parallel_buffers.h
+    // fsdp1_adapter_pieces): each adapter matrix its own unit, or whole
+    // decoder layers with the frozen weights (use_orig_params=True).
+    {"transformers", "", "hf", kFsdp1Lora, "parallel.fsdp_adapter_units", true,
+     "huggingface/transformers src/transformers/trainer.py Trainer._fsdp_qlora_plugin_updates: a PeftModel "
+     "with a LoraConfig under FSDP gets fsdp_plugin.auto_wrap_policy = peft.utils.other.fsdp_auto_wrap_policy "
+     "(lambda_policy_fn: every leaf module whose weight requires grad its own unit, _or_policy with the "
+     "decoder layers); releases before it (FSDP-QLoRA support, 2024-03) not told apart"},
+    {"torchtune", "<0.3", "torchtune", kFsdp1Lora, "parallel.fsdp_adapter_units", true,
+     "torchtune v0.2.0 recipes/lora_finetune_distributed.py FSDP(auto_wrap_policy="
+     "utils.lora_fsdp_wrap_policy(modules_to_wrap={modules.TransformerDecoderLayer})): each trainable leaf its "
+     "own unit (torchtune/utils/_distributed.py)"},
+    {"fsdp_qlora", "", "fsdp_qlora", kFsdp1Lora, "parallel.fsdp_adapter_units", true,
+     "fsdp_qlora train.py 50efa1e get_wrapping_policy: lambda_policy_fn (a leaf module whose weight requires "
+     "grad) _or_policy the decoder layers, use_orig_params=False"},
+    {"litgpt", "", "litgpt", kFsdp1Lora, "parallel.fsdp_adapter_units", false,
+     "litgpt 26857050 litgpt/finetune/adapter.py (lora.py before ModelParallelStrategy) "
+     "FSDPStrategy(auto_wrap_policy={Block}) under lightning fabric/strategies/fsdp.py use_orig_params=True: "
+     "one FlatParameter per Block, frozen weights included"},
     {"transformers", "<4.36", "hf|axolotl|llama_factory|unsloth", "", "train.attention", "eager",
      "huggingface/transformers v4.36.0 (PR #26572) added attn_implementation and the SDPA path; before, every "
      "model ran its eager attention (the s^2 probabilities kept for backward)"},

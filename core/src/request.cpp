@@ -455,6 +455,8 @@ void parse_parallel(const JsonReader& p, Request& req) {
   o.fsdp_sync_module_states = p.bool_or("fsdp_sync_module_states", false);
   o.fsdp_sync_module_states_given =
       p.has("fsdp_sync_module_states");  // a release rule's value: see parse_request_filled
+  o.fsdp_adapter_units = p.bool_or("fsdp_adapter_units", defaults::kFsdpAdapterUnits);
+  o.fsdp_adapter_units_given = p.has("fsdp_adapter_units");  // a release rule's value: see parse_request_filled
   // FSDP MixedPrecision(param_dtype, reduce_dtype): bytes of the gathered
   // parameters and of the gradient reduction.
   for (auto [key, out] :
@@ -889,6 +891,7 @@ Result<Request> parse_request_filled(const json& request, FrameworkJob job, std:
     for (const auto& d : applied) {
       if (d.path == "parallel.fsdp_sync_module_states") req.parallel.fsdp_sync_module_states_given = false;
       if (d.path == "parallel.fsdp_version") req.parallel.fsdp_version_given = false;
+      if (d.path == "parallel.fsdp_adapter_units") req.parallel.fsdp_adapter_units_given = false;
     }
     litgpt_softcap_attention(req, applied);
     req.framework_defaults = std::move(applied);

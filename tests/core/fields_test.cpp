@@ -232,6 +232,7 @@ const std::map<std::string, std::function<json(const Request&)>>& readers() {
       {"parallel.main_grads_fp32", [](const Request& r) { return r.parallel.main_grads_fp32; }},
       {"parallel.fsdp_version", [](const Request& r) { return r.parallel.fsdp_version; }},
       {"parallel.fsdp_sync_module_states", [](const Request& r) { return r.parallel.fsdp_sync_module_states; }},
+      {"parallel.fsdp_adapter_units", [](const Request& r) { return r.parallel.fsdp_adapter_units; }},
       {"parallel.nccl_channels", [](const Request& r) { return r.parallel.nccl_channels; }},
       {"parallel.stage3_param_persistence_threshold",
        [](const Request& r) { return r.parallel.stage3_param_persistence_threshold; }},

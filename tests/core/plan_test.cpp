@@ -40,10 +40,13 @@ TEST(Planner, EveryCandidateIsTheEstimateOfItsLayout) {
 }
 
 // The planner's FSDP candidates for Llama-3.1-8B on 8 x A100 40GB under
-// `framework`: each candidate's own patch of the request (`apply`) estimated
-// must give the candidate's peak. Returns the candidates' labels.
-std::vector<std::string> fsdp_candidates_match_their_estimates(const std::string& framework) {
+// `framework` (and `method`, "" for the default): each candidate's own patch
+// of the request (`apply`) estimated must give the candidate's peak. Returns
+// the candidates' labels.
+std::vector<std::string> fsdp_candidates_match_their_estimates(const std::string& framework,
+                                                               const std::string& method = "") {
   json req = request("meta-llama/Llama-3.1-8B", 8, "A100 40GB", {{"framework", framework}, {"precision", "bf16"}});
+  if (!method.empty()) req["train"]["method"] = method;
   req["plan"] = {{"top", 1000}, {"framework", "fsdp"}};  // the planner's FSDP candidates
   const json r = plan(req);
   EXPECT_FALSE(r.contains("error")) << r.dump();
@@ -74,6 +77,15 @@ TEST(Planner, EveryCandidateIsTheEstimateOfItsLayoutWithItsLayoutsReleaseRules) 
   const std::vector<std::string> labels = fsdp_candidates_match_their_estimates("hf@4.39.0");
   EXPECT_GT(labels_with(labels, "FSDP "), 0u);
   EXPECT_EQ(labels_with(labels, "FSDP2 "), 0u);
+}
+
+// LitGPT wraps whole Blocks under FSDP1 (release_table.h: its
+// parallel.fsdp_adapter_units rule, false): a LoRA request that names no
+// layout gets FSDP1 candidates estimated with that rule, as each candidate's
+// own request is (plan.cpp layout_with_rules).
+TEST(Planner, LitgptLoraFsdp1CandidatesKeepItsBlockWrapPolicy) {
+  const std::vector<std::string> labels = fsdp_candidates_match_their_estimates("litgpt@0.4.0", "lora");
+  EXPECT_GT(labels_with(labels, "FSDP "), 0u);
 }
 
 // hf from transformers 5.10.3 on: the Trainer's FSDP is FSDP2 (the version

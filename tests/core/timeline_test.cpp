@@ -707,6 +707,68 @@ TEST(Fsdp1Construction, LoraUnitsShardGradientsStatesAndTemporariesOneTensorEach
   EXPECT_EQ(sorted(whole.pieces.states)[0], std::make_pair(32768 * e, int64_t{32}));
 }
 
+// FSDP1's LoRA wrap policy is the framework's (release_table.h, the
+// parallel.fsdp_adapter_units rules): fsdp_qlora (train.py 50efa1e
+// get_wrapping_policy), torchtune before 0.3 (lora_fsdp_wrap_policy) and hf
+// (the Trainer's _fsdp_qlora_plugin_updates -> PEFT fsdp_auto_wrap_policy)
+// wrap each adapter matrix: one gradient tensor per matrix shard (4 per layer
+// with q_proj and v_proj). LitGPT wraps whole Blocks (FSDPStrategy
+// auto_wrap_policy={Block}, use_orig_params=True): one flat gradient per
+// layer, as before fsdp1_adapter_pieces. Each rule is listed as applied.
+TEST(Fsdp1Construction, AdapterUnitsAreTheFrameworksWrapPolicy) {
+  struct Seen {
+    json applied;  // the rule's value as listed, null if none
+    int64_t grad_mallocs = 0;
+  };
+  const auto seen = [](const std::string& framework) {
+    json r = {{"model", {{"config", testing::model_config("meta-llama/Llama-3.2-1B")}}},
+              {"task", "train"},
+              {"train",
+               {{"framework", framework},
+                {"method", "lora"},
+                {"seq_len", 512},
+                {"grad_accum", 1},
+                {"lora", {{"rank", 16}, {"targets", {"q_proj", "v_proj"}}}}}},
+              {"parallel", {{"gpus", 2}, {"fsdp", "full_shard"}, {"fsdp_version", 1}}}};
+    Seen out;
+    const json est = vram::estimate(r);
+    EXPECT_FALSE(est.contains("error")) << est.dump();
+    for (const json& d : est["framework"]["defaults_applied"]) {
+      if (d["path"] == "parallel.fsdp_adapter_units") out.applied = d["value"];
+    }
+    auto p = parse_request(r);
+    EXPECT_TRUE(p.ok()) << framework;
+    const Request& req = p.value();
+    const auto basis = train::rank_basis(req, req, train::whole_model(req));
+    const Timeline tl = train::training_step(basis, train::step_terms(basis, 1));
+    for (const auto& t : tl.tensors()) {
+      if (std::string(t.name) == "layer gradients") out.grad_mallocs = std::max<int64_t>(out.grad_mallocs, t.mallocs);
+    }
+    return out;
+  };
+  for (const std::string fw : {"fsdp_qlora", "torchtune@0.2.0", "hf@4.44.0"}) {
+    const Seen s = seen(fw);
+    EXPECT_EQ(s.applied, true) << fw;
+    EXPECT_EQ(s.grad_mallocs, 4) << fw;
+  }
+  const Seen lit = seen("litgpt@0.4.0");
+  EXPECT_EQ(lit.applied, false);
+  EXPECT_EQ(lit.grad_mallocs, 1);
+  // The request's own value wins over the rule, and is not listed as applied.
+  json r = {{"model", {{"config", testing::model_config("meta-llama/Llama-3.2-1B")}}},
+            {"task", "train"},
+            {"train", {{"framework", "litgpt@0.4.0"}, {"method", "lora"}, {"seq_len", 512}}},
+            {"parallel", {{"gpus", 2}, {"fsdp", "full_shard"}, {"fsdp_version", 1}, {"fsdp_adapter_units", true}}}};
+  auto p = parse_request(r);
+  ASSERT_TRUE(p.ok());
+  EXPECT_TRUE(p.value().parallel.fsdp_adapter_units);
+  const json est = vram::estimate(r);
+  ASSERT_TRUE(est["framework"]["defaults_applied"].is_array()) << est.dump();
+  for (const json& d : est["framework"]["defaults_applied"]) {
+    EXPECT_NE(d["path"], "parallel.fsdp_adapter_units");
+  }
+}
+
 // hf (accelerate / the Trainer) and torchtune before 0.3 build FSDP1 with
 // sync_module_states=True: a release rule, listed with its source; LitGPT
 // (Fabric's FSDPStrategy) leaves torch's default, False.

@@ -185,6 +185,12 @@ inline constexpr int64_t kGpus = 1;
 inline constexpr int64_t kGpusPerNode = 8;
 // FSDP1 (FullyShardedDataParallel) unless fully_shard is asked for.
 inline constexpr int64_t kFsdpVersion = 1;
+// FSDP1 LoRA: each adapter matrix its own unit, as PEFT's
+// fsdp_auto_wrap_policy (utils/other.py) wraps it, which the HF Trainer
+// applies to a LoRA PeftModel under FSDP (transformers trainer.py
+// Trainer._fsdp_qlora_plugin_updates); false: whole decoder layers
+// (parallel_buffers.h fsdp1_adapter_pieces; release_table.h rules).
+inline constexpr bool kFsdpAdapterUnits = true;
 // Megatron-LM keeps fp32 main grads (accumulate_allreduce_grads_in_fp32) in bf16 runs.
 inline constexpr bool kMainGradsFp32 = true;
 // NCCL: 32 channels per communicator on 8 x H100 (NVIDIA/nccl#1685; research/memory-internals.md §2.4).

@@ -198,6 +198,10 @@ struct ParallelOptions {
   // broadcast from rank 0 while it is built (parallel_buffers.h Fsdp1Units).
   bool fsdp_sync_module_states = false;
   bool fsdp_sync_module_states_given = false;  // by the request, not a release rule (the planner keeps it)
+  // FSDP1 LoRA wrap policy: each adapter matrix its own unit (true), or whole
+  // decoder layers, frozen weights included (false; fields.h).
+  bool fsdp_adapter_units = defaults::kFsdpAdapterUnits;
+  bool fsdp_adapter_units_given = false;  // by the request, not a release rule (the planner keeps it)
   // NCCL (research/memory-internals.md §2.4): channels per ring/tree
   // connection set, and NVLink SHARP buffers on NVSwitch systems (unset = by GPU).
   int64_t nccl_channels = defaults::kNcclChannels;

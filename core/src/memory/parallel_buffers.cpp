@@ -207,7 +207,7 @@ ParallelBuffers parallel_buffers(const Request& req, const ParallelOptions& par,
 
 void fsdp1_adapter_pieces(StatePieces& p, const Request& req, const TrainablePlan& plan, const Dtypes& dt,
                           const OptimizerInfo& opt, const StateSizes& sz, const Fsdp1Units& u) {
-  if (!u.on || u.shards <= 1 || plan.lora_params == 0) return;
+  if (!u.on || u.shards <= 1 || plan.lora_params == 0 || !req.parallel.fsdp_adapter_units) return;
   const ModelSpec& m = req.model;
   const int64_t elem = dt.adapter;
   const int64_t n = opt.states > 0 && !opt.factored ? opt.states : 1;
