@@ -437,6 +437,53 @@ void check_layout(const Request& req, const std::string& base) {
   check_serving_layout(req, base);
 }
 
+// parallel.sharding: one field naming the data-parallel strategy, for
+// callers that prefer it to zero / fsdp / distributed_optimizer.
+void parse_sharding(const JsonReader& p, ParallelOptions& o) {
+  const auto sharding = p.str_opt("sharding");
+  if (!sharding) return;
+  for (const char* k : {"zero", "fsdp", "distributed_optimizer"}) {
+    if (p.has(k)) {
+      fail(errc::kInconsistent, p.child_path("sharding"),
+           "give " + p.child_path("sharding") + " or " + p.child_path(k) + ", not both");
+    }
+  }
+  const std::string& v = *sharding;
+  if (v == "ddp" || v == "none") {
+    o.zero = 0;
+  } else if (v == "zero1" || v == "zero2" || v == "zero3") {
+    o.zero = v.back() - '0';
+  } else if (std::find(kFsdpStrategies.begin(), kFsdpStrategies.end(), v) != kFsdpStrategies.end()) {
+    o.fsdp = v;
+  } else if (v == "distributed_optimizer") {
+    o.distributed_optimizer = true;
+  } else {
+    fail(errc::kUnknownValue, p.child_path("sharding"),
+         p.child_path("sharding") + " " + vram::quoted(v) +
+             " is not one of: ddp, zero1, zero2, zero3, full_shard, shard_grad_op, hybrid_shard, no_shard, "
+             "distributed_optimizer");
+  }
+}
+
+// parallel.nodes and gpus_per_node: either gives the other from parallel.gpus.
+void parse_nodes(const JsonReader& p, ParallelOptions& o) {
+  if (p.has("nodes")) {
+    o.nodes = p.int_req("nodes", 1, limits::kMaxNodes);
+    if (o.gpus % o.nodes != 0) {
+      fail(errc::kInconsistent, p.child_path("nodes"),
+           p.child_path("nodes") + " (" + std::to_string(o.nodes) + ") must divide " + p.child_path("gpus") + " (" +
+               std::to_string(o.gpus) + ")");
+    }
+    if (p.has("gpus_per_node") && o.gpus_per_node * o.nodes != o.gpus) {
+      fail(errc::kInconsistent, p.child_path("gpus_per_node"),
+           p.child_path("gpus_per_node") + " x " + p.child_path("nodes") + " must equal " + p.child_path("gpus"));
+    }
+    o.gpus_per_node = o.gpus / o.nodes;
+  } else {
+    o.nodes = (o.gpus + o.gpus_per_node - 1) / o.gpus_per_node;
+  }
+}
+
 void parse_parallel(const JsonReader& p, Request& req) {
   ParallelOptions& o = req.parallel;
   o.gpus = p.int_or("gpus", defaults::kGpus, 1, limits::kMaxGpus);
@@ -487,50 +534,12 @@ void parse_parallel(const JsonReader& p, Request& req) {
   o.contiguous_gradients = p.bool_or("contiguous_gradients", o.contiguous_gradients);
   o.zero = p.int_or("zero", o.zero, 0, 3);
   o.fsdp = p.str_or("fsdp", o.fsdp);
-  if (auto sharding = p.str_opt("sharding")) {
-    // One field naming the data-parallel strategy, for callers that prefer it
-    // to zero / fsdp / distributed_optimizer.
-    for (const char* k : {"zero", "fsdp", "distributed_optimizer"}) {
-      if (p.has(k)) {
-        fail(errc::kInconsistent, p.child_path("sharding"),
-             "give " + p.child_path("sharding") + " or " + p.child_path(k) + ", not both");
-      }
-    }
-    const std::string& v = *sharding;
-    if (v == "ddp" || v == "none") {
-      o.zero = 0;
-    } else if (v == "zero1" || v == "zero2" || v == "zero3") {
-      o.zero = v.back() - '0';
-    } else if (std::find(kFsdpStrategies.begin(), kFsdpStrategies.end(), v) != kFsdpStrategies.end()) {
-      o.fsdp = v;
-    } else if (v == "distributed_optimizer") {
-      o.distributed_optimizer = true;
-    } else {
-      fail(errc::kUnknownValue, p.child_path("sharding"),
-           p.child_path("sharding") + " " + vram::quoted(v) +
-               " is not one of: ddp, zero1, zero2, zero3, full_shard, shard_grad_op, hybrid_shard, no_shard, "
-               "distributed_optimizer");
-    }
-  }
+  parse_sharding(p, o);
   o.offload_optimizer = p.bool_or("offload_optimizer", o.offload_optimizer);
   o.offload_params = p.bool_or("offload_params", o.offload_params);
   o.sequence_parallel = p.bool_or("sequence_parallel", false);
   o.gpus_per_node = p.int_or("gpus_per_node", defaults::kGpusPerNode, 1, limits::kMaxSmallDegree);
-  if (p.has("nodes")) {
-    o.nodes = p.int_req("nodes", 1, limits::kMaxNodes);
-    if (o.gpus % o.nodes != 0) {
-      fail(errc::kInconsistent, p.child_path("nodes"),
-           p.child_path("nodes") + " (" + std::to_string(o.nodes) + ") must divide " + p.child_path("gpus") + " (" +
-               std::to_string(o.gpus) + ")");
-    }
-    if (p.has("gpus_per_node") && o.gpus_per_node * o.nodes != o.gpus) {
-      fail(errc::kInconsistent, p.child_path("gpus_per_node"),
-           p.child_path("gpus_per_node") + " x " + p.child_path("nodes") + " must equal " + p.child_path("gpus"));
-    }
-    o.gpus_per_node = o.gpus / o.nodes;
-  } else {
-    o.nodes = (o.gpus + o.gpus_per_node - 1) / o.gpus_per_node;
-  }
+  parse_nodes(p, o);
   o.gradient_as_bucket_view = p.bool_or("gradient_as_bucket_view", defaults::kGradientAsBucketView);
   if (p.has("overlap_comm")) {
     o.overlap_comm = p.bool_or("overlap_comm", false);
