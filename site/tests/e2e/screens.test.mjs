@@ -316,8 +316,38 @@ describe('offline and in the background', () => {
         .getByLabel(/Number of GPUs|world_size/)
         .first()
         .fill('32');
-      await page.getByRole('button', { name: /^Find layouts for 32/ }).click();
-      await page.getByRole('button', { name: 'Cancel' }).click();
+      // The search can now end within Playwright's own click latency (a click
+      // waits for the element to be stable over two animation frames), so the
+      // page clicks Cancel itself as soon as the button is rendered: a DOM
+      // mutation's observer runs before the worker's answer (a later task).
+      await page.getByRole('button', { name: /^Find layouts for 32/ }).waitFor();
+      await page.evaluate(
+        () =>
+          new Promise((resolve, reject) => {
+            const button = (test) =>
+              [...document.querySelectorAll('button')].find((b) => test(b.textContent.trim()));
+            const cancel = () => {
+              const c = button((text) => text === 'Cancel');
+              if (c) c.click();
+              return Boolean(c);
+            };
+            const done = (error) => {
+              observer.disconnect();
+              clearTimeout(timer);
+              if (error) reject(error);
+              else resolve();
+            };
+            const observer = new MutationObserver(() => {
+              if (cancel()) done();
+            });
+            const timer = setTimeout(
+              () => done(new Error('no Cancel button within 30 s of the search')),
+              30000,
+            );
+            observer.observe(document.body, { childList: true, subtree: true });
+            button((text) => text.startsWith('Find layouts for 32')).click();
+          }),
+      );
       await page
         .getByRole('status')
         .filter({ hasText: 'Searching layouts' })
