@@ -49,6 +49,10 @@ inline constexpr ReleaseRow kHfNewest = {
 inline constexpr const char* kFsdp1Lora =
     "train.method=lora,qlora|parallel.fsdp=full_shard,shard_grad_op,hybrid_shard,no_shard|parallel.fsdp_version=1";
 
+// A torchtune full fine-tune under FSDP: the distributed recipe (a rule's `when`).
+inline constexpr const char* kTorchtuneFullFsdp =
+    "train.method=full|parallel.fsdp=full_shard,shard_grad_op,hybrid_shard,no_shard";
+
 // A row as the API gives it (libraries as pairs).
 FrameworkRelease to_release(const ReleaseRow& row);
 
@@ -307,6 +311,20 @@ inline constexpr RuleRow kRules[] = {
      "parallel.fsdp_sync_module_states", true,
      "torchtune v0.1.0 / v0.2.0 recipes/full_finetune_distributed.py and lora_finetune_distributed.py wrap the "
      "model in FSDP(..., sync_module_states=True); v0.3.0 moved to FSDP2's fully_shard"},
+    // torchtune's full-method defaults (frameworks.cpp) are its single-device
+    // configs'; a sharded full fine-tune runs full_finetune_distributed.py,
+    // whose configs differ.
+    {"torchtune", "", "torchtune", kTorchtuneFullFsdp, "train.optimizer_in_backward", false,
+     "torchtune recipes/full_finetune_distributed.py has no optimizer_in_bwd through v0.3.1 (it came with dc0591c6, "
+     "PR #1833, first in v0.4.0), and from v0.4.0 its configs set it off (recipes/configs/llama3_1/8B_full.yaml "
+     "optimizer_in_bwd: False)"},
+    {"torchtune", "<0.1.1", "torchtune", kTorchtuneFullFsdp, "train.optimizer", "adamw_torch",
+     "torchtune v0.1.0 recipes/configs/llama2/7B_full.yaml optimizer: torch.optim.AdamW (foreach on CUDA)"},
+    {"torchtune", ">=0.1.1,<0.3.1", "torchtune", kTorchtuneFullFsdp, "train.optimizer", "adamw_torch_forloop",
+     "torchtune v0.1.1 .. v0.3.0 recipes/configs/llama3/8B_full.yaml, llama3_1/8B_full.yaml optimizer: "
+     "torch.optim.AdamW, foreach: False"},
+    {"torchtune", ">=0.3.1", "torchtune", kTorchtuneFullFsdp, "train.optimizer", "adamw_torch_fused",
+     "torchtune v0.3.1 .. v0.6.1 recipes/configs/llama3_1/8B_full.yaml optimizer: torch.optim.AdamW, fused: True"},
     // FSDP1's LoRA wrap policy (memory/parallel_buffers.h
     // fsdp1_adapter_pieces): each adapter matrix its own unit, or whole
     // decoder layers with the frozen weights (use_orig_params=True).

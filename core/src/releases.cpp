@@ -310,8 +310,10 @@ bool set_path(json& request, const std::string& dotted, const json& value) {
 }
 
 // The value a condition reads: parallel.sharding (one field for zero / fsdp /
-// distributed_optimizer, request.cpp) stands for the dedicated field it names.
+// distributed_optimizer, request.cpp) stands for the dedicated field it names,
+// and a method left out is the field's default (as defaults_for reads it).
 json condition_value(const json& filled, const std::string& path) {
+  if (path == "train.method" && !has_path(filled, path)) return defaults::kMethod;
   if (!has_path(filled, path) && has_path(filled, "parallel.sharding")) {
     const json s = value_at(filled, "parallel.sharding");
     const std::string v = s.is_string() ? s.get<std::string>() : "";

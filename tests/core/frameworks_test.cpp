@@ -273,6 +273,43 @@ TEST(Frameworks, FsdpQloraKeepsSixteenBitEmbeddingsAndAdapters) {
   EXPECT_TRUE(applied(estimate(old), "train.quant.prepare_kbit").is_null());
 }
 
+// torchtune's full-method defaults are its single-device configs' (an
+// optimizer step in backward, a bitsandbytes optimizer); a full fine-tune
+// under FSDP runs full_finetune_distributed.py, whose configs step a torch
+// AdamW after backward: release rules (release_table.h kTorchtuneFullFsdp).
+TEST(Frameworks, TorchtuneFullFineTuneUnderFsdpTakesTheDistributedRecipesOptimizer) {
+  const auto applied = [](const std::string& framework, const json& parallel, const std::string& path,
+                          json train = json::object()) {
+    train["framework"] = framework;
+    json r = request(std::move(train));
+    if (!parallel.is_null()) r["parallel"] = parallel;
+    const json est = estimate(r);
+    EXPECT_FALSE(est.contains("error")) << est.dump();
+    json v;
+    for (const auto& d : est["framework"]["defaults_applied"]) {
+      if (d["path"] == path) v = d["value"];
+    }
+    return v;
+  };
+  const json fsdp = {{"gpus", 4}, {"fsdp", "full_shard"}};
+  // One GPU: the single-device configs' defaults.
+  EXPECT_EQ(applied("torchtune@0.1.0", json(), "train.optimizer_in_backward"), true);
+  EXPECT_EQ(applied("torchtune@0.1.0", json(), "train.optimizer"), "paged_adamw_32bit");
+  // FSDP, with the method left out (full, the field's default) or named.
+  for (const json& train : {json::object(), json{{"method", "full"}}}) {
+    EXPECT_EQ(applied("torchtune@0.1.0", fsdp, "train.optimizer_in_backward", train), false);
+    EXPECT_EQ(applied("torchtune@0.1.0", fsdp, "train.optimizer", train), "adamw_torch");
+  }
+  EXPECT_EQ(applied("torchtune@0.2.0", fsdp, "train.optimizer"), "adamw_torch_forloop");
+  EXPECT_EQ(applied("torchtune@0.4.0", fsdp, "train.optimizer"), "adamw_torch_fused");
+  EXPECT_EQ(applied("torchtune@0.6.1", {{"gpus", 2}, {"sharding", "shard_grad_op"}}, "train.optimizer_in_backward"),
+            false);
+  // What the request sets stays; LoRA under FSDP and other frameworks are untouched.
+  EXPECT_TRUE(applied("torchtune@0.4.0", fsdp, "train.optimizer", {{"optimizer", "adamw_bnb_8bit"}}).is_null());
+  EXPECT_TRUE(applied("torchtune@0.4.0", fsdp, "train.optimizer_in_backward", {{"method", "lora"}}).is_null());
+  EXPECT_TRUE(applied("hf", fsdp, "train.optimizer_in_backward").is_null());
+}
+
 TEST(Frameworks, ABadReleaseOrVersionNamesItsField) {
   json r = estimate(request({{"framework", "torchtune@0.0.1"}}));
   ASSERT_TRUE(r.contains("error"));
