@@ -11,15 +11,6 @@
 
 namespace vram {
 
-// Four significant digits (a figure of the time model in JSON): printed and
-// read back, so native and WASM give the same bytes; 0 for a non-finite value.
-inline double sig4(double v) {
-  if (!std::isfinite(v) || v == 0) return 0;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g", v);
-  return std::strtod(buf, nullptr);
-}
-
 // 1610612736 -> "1.50 GiB"
 inline std::string fmt_gib(int64_t bytes) {
   const int64_t centi = (bytes * 100 + (int64_t{1} << 29)) >> 30;

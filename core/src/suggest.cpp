@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "decimal.h"
 #include "fit.h"
 #include "format.h"
 #include "guarded.h"

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "decimal.h"
 #include "fit.h"
 #include "format.h"
 #include "speed/work.h"
