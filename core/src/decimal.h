@@ -93,4 +93,14 @@ inline std::string fixed_text(bool negative, int64_t r, int decimals) {
   return negative ? "-" + digits : digits;
 }
 
+// printf's "%.<decimals>f" of v: exact (scaled_round), else printf itself
+// (a half, a figure past 2^40 once scaled, zero's sign, inf, nan).
+inline std::string fixed(double v, int decimals) {
+  int64_t r = 0;
+  if (std::isfinite(v) && v != 0 && scaled_round(std::fabs(v), decimals, &r)) return fixed_text(v < 0, r, decimals);
+  char buf[32];  // speed::fmt's buffer: a figure past 10^31 was always cut there
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
 }  // namespace vram

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "infer/serving.h"
 #include "speed/speed.h"
 
 namespace vram {
@@ -99,6 +100,30 @@ TEST(Decimal, Sig4IsPrintfReadBackBitForBit) {
 
 TEST(Decimal, FmtIsPrintfTextByteForByte) {
   for (double v : figures()) ASSERT_EQ(speed::fmt(v), printf_fmt(v)) << v;
+}
+
+TEST(Decimal, FixedIsPrintfTextForEveryPrecision) {
+  const std::vector<double> all = figures();
+  for (size_t i = 0; i < all.size(); i += 3) {  // a third of them: four printf calls each
+    const double v = all[i];
+    for (int decimals = 0; decimals <= 3; ++decimals) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+      ASSERT_EQ(fixed(v, decimals), buf) << v << " %." << decimals << "f";
+    }
+  }
+}
+
+// infer::gib2 (serving.cpp), the engines' start-up lines: "%.2f" of GiB.
+TEST(Decimal, Gib2IsPrintfTextOfBytes) {
+  std::mt19937_64 rng(2);
+  std::uniform_int_distribution<int64_t> bytes(0, int64_t{1} << 50);
+  for (int i = 0; i < 100000; ++i) {
+    const double b = static_cast<double>(bytes(rng) >> (i % 40));
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%.2f", b / 1073741824.0);
+    ASSERT_EQ(infer::gib2(b), buf) << b;
+  }
 }
 
 TEST(Decimal, ScaledRoundBreaksHalvesToPrintf) {

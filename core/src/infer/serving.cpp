@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 
+#include "decimal.h"
 #include "memory/overheads.h"
 #include "vram/releases.h"
 #include "vram/status.h"
@@ -457,11 +457,7 @@ int64_t cuda_total_bytes(const Request& req, const Serving& sv, const char* engi
                            : static_cast<int64_t>(*req.gpu.memory_gib * 1073741824.0 * (1.0 - kDriverReserveFraction));
 }
 
-std::string gib2(double bytes) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.2f", bytes / 1073741824.0);
-  return buf;
-}
+std::string gib2(double bytes) { return fixed(bytes / 1073741824.0, 2); }  // "%.2f" (decimal.h)
 
 std::string commas(int64_t n) {
   std::string digits = std::to_string(n < 0 ? -n : n);

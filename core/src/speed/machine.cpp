@@ -27,48 +27,39 @@ Range max(const Range& a, const Range& b) { return {std::max(a.low, b.low), std:
 
 namespace {
 
-// fmt's text without printf (decimal.h; issue 32: the 45 catalog cards'
-// formulas printed ~900 figures per timed estimate), or "" when
-// scaled_round cannot tell and fmt prints as before.
-std::string fmt_exact(double v, double a) {
-  int64_t r = 0;
-  if (a >= 1) {
-    const int decimals = a >= 100 || v == std::floor(v) ? 0 : a >= 10 ? 1 : 2;
-    return scaled_round(a, decimals, &r) ? fixed_text(v < 0, r, decimals) : "";
-  }
-  // %.3g below 1: fixed notation with 2 - x decimals while the exponent x of
-  // the rounded figure is >= -4, trailing zeros dropped.
+// "%.3g" of a figure below 1 without printf (decimal.h; issue 32: the 45
+// catalog cards' formulas printed ~900 figures per timed estimate): fixed
+// notation with 2 - x decimals while the exponent x of the rounded figure is
+// >= -4, trailing zeros dropped; printf itself for the rest.
+std::string general3(double v) {
+  const double a = std::fabs(v);
   int x = 0;
-  if (a == 0 || !significant_round(a, 3, &x, &r)) return "";
-  if (r == 1000) {
-    r = 100;
-    ++x;
+  int64_t r = 0;
+  if (a > 0 && significant_round(a, 3, &x, &r)) {
+    if (r == 1000) {
+      r = 100;
+      ++x;
+    }
+    if (x >= 0) return v < 0 ? "-1" : "1";  // below 1, rounded up to 1.00
+    if (x >= -4) {
+      std::string out = fixed_text(v < 0, r, 2 - x);
+      out.erase(out.find_last_not_of('0') + 1);
+      return out;
+    }
   }
-  if (x < -4) return "";
-  if (x >= 0) return v < 0 ? "-1" : "1";
-  std::string out = fixed_text(v < 0, r, 2 - x);
-  out.erase(out.find_last_not_of('0') + 1);
-  return out;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
 }
 
 }  // namespace
 
 std::string fmt(double v) {
-  char buf[32];
   const double a = std::fabs(v);
-  if (std::isfinite(v) && a < 1e15) {
-    if (std::string s = fmt_exact(v, a); !s.empty()) return s;
-  }
-  if (a >= 100 || a == 0 || (a >= 1 && a < 1e15 && v == std::floor(v))) {
-    std::snprintf(buf, sizeof buf, "%.0f", v);
-  } else if (a >= 10) {
-    std::snprintf(buf, sizeof buf, "%.1f", v);
-  } else if (a >= 1) {
-    std::snprintf(buf, sizeof buf, "%.2f", v);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.3g", v);
-  }
-  return buf;
+  if (a >= 100 || a == 0 || (a >= 1 && a < 1e15 && v == std::floor(v))) return fixed(v, 0);
+  if (a >= 10) return fixed(v, 1);
+  if (a >= 1) return fixed(v, 2);
+  return general3(v);
 }
 
 namespace {
