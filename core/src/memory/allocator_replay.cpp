@@ -23,13 +23,17 @@ size_t load_tensors(const Timeline& tl, size_t load_events) {
 // Mallocs `t`'s pieces (or its bytes once) on its stream into `slots`, one
 // handle each (a failed malloc leaves kOutOfMemory, which free() ignores).
 // `creators` (if given) gets the tensor that made each new segment or newly
-// mapped pages.
-void malloc_tensor(CachingAllocator& alloc, const Timeline& tl, const Tensor& t, Handle* slots,
+// mapped pages; without it no counter is read per malloc. True when a
+// malloc returned kOutOfMemory (counted in num_ooms unless the request was
+// past what the allocator takes at all).
+bool malloc_tensor(CachingAllocator& alloc, const Timeline& tl, const Tensor& t, Handle* slots,
                    std::vector<std::pair<uint64_t, const char*>>* creators) {
+  bool failed = false;
   auto one = [&](int64_t bytes) {
-    const int64_t before = alloc.stats().num_device_alloc;
+    const int64_t before = creators != nullptr ? alloc.stats().num_device_alloc : 0;
     const Handle h = alloc.malloc(bytes, t.stream);
     *slots++ = h;
+    failed = failed || h == kOutOfMemory;
     if (h <= 0) return;  // an OOM is counted by the allocator
     if (creators != nullptr && alloc.stats().num_device_alloc != before)
       creators->emplace_back(alloc.address(h), t.name);
@@ -37,11 +41,12 @@ void malloc_tensor(CachingAllocator& alloc, const Timeline& tl, const Tensor& t,
   const auto pieces = tl.pieces(t);
   if (pieces.empty()) {
     if (t.bytes > 0) one(t.bytes);
-    return;
+    return failed;
   }
   for (const Piece& p : pieces) {
     for (int64_t k = 0; k < p.count && p.bytes > 0; ++k) one(p.bytes);
   }
+  return failed;
 }
 
 }  // namespace
@@ -73,9 +78,8 @@ LoadedAllocator::LoadedAllocator(const Timeline& load, const AllocatorConfig& co
     Handle* slots = handles_.data() + t.first_malloc;
     if (ev.op == Event::Op::kAlloc) {
       live_[i] = 1;
-      malloc_tensor(alloc_, load, t, slots, &creators_);
       // A failed load is all a bounded replay needs to know (it stops there).
-      fails_ = alloc_.stats().num_ooms > 0;
+      fails_ = malloc_tensor(alloc_, load, t, slots, &creators_) && alloc_.stats().num_ooms > 0;
       if (fails_) return;
     } else if (live_[i]) {
       live_[i] = 0;
@@ -109,15 +113,15 @@ class StepReplayer {
     // run twice) keeps its earlier handles here, freed with it, first.
     std::vector<std::pair<size_t, Handle>> earlier;
   };
-  Handles handles_for(const Timeline& tl) const {
-    Handles h;
-    if (tl.step_begin() > 0) {
-      h.tensors = loaded_.tensors_;
-      h.mallocs = loaded_.mallocs_;
-    }
+  // `h` set up for `tl`, its arrays reused (a replay runs up to eight
+  // steps before its own: one set of arrays for all of them).
+  void handles_for(const Timeline& tl, Handles& h) const {
+    const bool with_load = tl.step_begin() > 0;
+    h.tensors = with_load ? loaded_.tensors_ : 0;
+    h.mallocs = with_load ? loaded_.mallocs_ : 0;
     h.slots.assign(static_cast<size_t>(tl.mallocs() - h.mallocs), kNullHandle);
     h.live.assign(tl.tensors().size() - h.tensors, 0);
-    return h;
+    h.earlier.clear();
   }
 
   // One event of a step. A free of a load tensor (`main` timeline only:
@@ -138,8 +142,10 @@ class StepReplayer {
         for (int64_t k = 0; k < t.mallocs; ++k) st.earlier.emplace_back(local, slots[k]);
       }
       st.live[local] = 1;
-      malloc_tensor(alloc_, tl, t, slots, track_ ? &creators_ : nullptr);
-      return !stop_at_oom_ || alloc_.stats().num_ooms == 0;
+      // num_ooms is 0 until a malloc fails (replay_reserved stops a bounded
+      // replay of a failed load first): read only after a failure.
+      const bool failed = malloc_tensor(alloc_, tl, t, slots, track_ ? &creators_ : nullptr);
+      return !stop_at_oom_ || !failed || alloc_.stats().num_ooms == 0;
     }
     if (!st.live[local]) return true;
     st.live[local] = 0;
@@ -150,7 +156,8 @@ class StepReplayer {
   // The step part of another timeline on the same load, once. False when
   // stopped at an OOM.
   bool run_step_of(const Timeline& tl) {
-    Handles st = handles_for(tl);
+    Handles& st = scratch_;
+    handles_for(tl, st);
     const auto& events = tl.events();
     for (size_t e = std::min(tl.step_begin(), events.size()); e < events.size(); ++e) {
       if (events[e].op == Event::Op::kMark) continue;
@@ -202,6 +209,8 @@ class StepReplayer {
   }
 
   const CachingAllocator& allocator() const { return alloc_; }
+  // The handle arrays the steps run before the main one used, for the main one.
+  Handles& scratch() { return scratch_; }
 
  private:
   void free_tensor(Handles& st, size_t local, const Handle* slots, int64_t mallocs) {
@@ -228,6 +237,7 @@ class StepReplayer {
   bool track_ = false;
   std::vector<std::pair<uint64_t, const char*>> creators_;
   std::vector<char> load_freed_;  // load tensors a step has freed (empty until one is)
+  Handles scratch_;               // the arrays of the steps run before the main one
 };
 
 AllocatorConfig allocator_config(const AllocatorOptions& o) {
@@ -263,7 +273,8 @@ ReservedReplay replay_reserved(const LoadedAllocator& loaded, const Timeline& ti
   for (const Timeline* other : before) {
     if (!r.run_step_of(*other)) return stopped();
   }
-  StepReplayer::Handles main = r.handles_for(timeline);
+  StepReplayer::Handles& main = r.scratch();
+  r.handles_for(timeline, main);
   const auto& events = timeline.events();
   const size_t begin = std::min(timeline.step_begin(), events.size());
   for (int pass = 0; pass < 2; ++pass) {
