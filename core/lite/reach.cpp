@@ -114,8 +114,9 @@ int64_t fsdp1_construct(memory::Timeline& /*tl*/, const memory::Fsdp1Units& u, c
 }
 
 // FSDP1 layouts never get past fsdp1_construct here.
-void fsdp1_adapter_pieces(memory::StatePieces& /*p*/, const Request& /*req*/, const memory::TrainablePlan& /*plan*/,
-                          const memory::Dtypes& /*dt*/, const OptimizerInfo& /*opt*/, const memory::StateSizes& /*sz*/,
+void fsdp1_adapter_pieces(memory::StatePieces& /*p*/, memory::RankState& /*rs*/, const Request& /*req*/,
+                          const memory::TrainablePlan& /*plan*/, const memory::Dtypes& /*dt*/,
+                          const OptimizerInfo& /*opt*/, const memory::Sharding& /*sh*/,
                           const memory::Fsdp1Units& /*u*/) {}
 
 void read_time_fields(const JsonReader& /*request*/, Request& /*req*/) {

@@ -74,10 +74,11 @@ int64_t fsdp1_construct(memory::Timeline& tl, const memory::Fsdp1Units& u, const
   return memory::fsdp1_construct(tl, u, memory::fsdp1_tensors(m, plan, u.built), budget);
 }
 
-void fsdp1_adapter_pieces(memory::StatePieces& p, const Request& req, const memory::TrainablePlan& plan,
-                          const memory::Dtypes& dt, const OptimizerInfo& opt, const memory::StateSizes& sz,
-                          const memory::Fsdp1Units& u) {
-  memory::fsdp1_adapter_pieces(p, req, plan, dt, opt, sz, u);
+void fsdp1_adapter_pieces(memory::StatePieces& p, memory::RankState& rs, const Request& req,
+                          const memory::TrainablePlan& plan, const memory::Dtypes& dt, const OptimizerInfo& opt,
+                          const memory::Sharding& sh, const memory::Fsdp1Units& u) {
+  memory::fsdp1_mixed_unit_grads(rs, req, plan, sh, u);
+  memory::fsdp1_adapter_pieces(p, req, plan, dt, opt, rs.sz, u);
 }
 
 void read_time_fields(const JsonReader& request, Request& req) { speed::read_time_fields(request, req); }

@@ -122,13 +122,15 @@ json time_json(const json& request, const Request& req, const Estimate& e);
 // construction, and the release rules (sync_module_states) that shape it.
 int64_t fsdp1_construct(memory::Timeline& tl, const memory::Fsdp1Units& u, const ModelSpec& m,
                         const memory::TrainablePlan& plan, int64_t budget);
-// memory::fsdp1_adapter_pieces (memory/parallel_buffers.h): the LoRA units'
-// shards, gradients, optimizer states and temporaries as FSDP1 allocates
-// them; the lite build leaves `p` as it is (FSDP1 layouts go to the full
-// module at fsdp1_construct).
-void fsdp1_adapter_pieces(memory::StatePieces& p, const Request& req, const memory::TrainablePlan& plan,
-                          const memory::Dtypes& dt, const OptimizerInfo& opt, const memory::StateSizes& sz,
-                          const memory::Fsdp1Units& u);
+// memory::fsdp1_mixed_unit_grads, then memory::fsdp1_adapter_pieces
+// (memory/parallel_buffers.h): the gradients of units that mix frozen and
+// trainable parameters, and the LoRA units' shards, gradients, optimizer
+// states and temporaries as FSDP1 allocates them; the lite build leaves `p`
+// and `rs` as they are (FSDP1 layouts go to the full module at
+// fsdp1_construct).
+void fsdp1_adapter_pieces(memory::StatePieces& p, memory::RankState& rs, const Request& req,
+                          const memory::TrainablePlan& plan, const memory::Dtypes& dt, const OptimizerInfo& opt,
+                          const memory::Sharding& sh, const memory::Fsdp1Units& u);
 
 // The answer's text, the bytes of v.dump(2): pretty_text (json_text.h),
 // written without nlohmann/json's serializer, in the full build; v.dump(2)

@@ -340,10 +340,12 @@ inline constexpr RuleRow kRules[] = {
     {"fsdp_qlora", "", "fsdp_qlora", kFsdp1Lora, "parallel.fsdp_adapter_units", true,
      "fsdp_qlora train.py 50efa1e get_wrapping_policy: lambda_policy_fn (a leaf module whose weight requires "
      "grad) _or_policy the decoder layers, use_orig_params=False"},
-    {"litgpt", "", "litgpt", kFsdp1Lora, "parallel.fsdp_adapter_units", false,
-     "litgpt 26857050 litgpt/finetune/adapter.py (lora.py before ModelParallelStrategy) "
-     "FSDPStrategy(auto_wrap_policy={Block}) under lightning fabric/strategies/fsdp.py use_orig_params=True: "
-     "one FlatParameter per Block, frozen weights included"},
+    {"litgpt", "<0.5.8", "litgpt", kFsdp1Lora, "parallel.fsdp_adapter_units", false,
+     "litgpt v0.3.1 .. v0.5.7 litgpt/finetune/lora.py setup(): FSDPStrategy(auto_wrap_policy={Block}) under "
+     "lightning src/lightning/fabric/strategies/fsdp.py use_orig_params=True (51697a8b on): one FlatParameter "
+     "per Block, frozen weights included, whose sharded gradient spans them (torch _flat_param.py; "
+     "memory/parallel_buffers.h fsdp1_mixed_unit_grads); v0.5.8 wraps torch.nn.Linear instead, v0.5.11 moves "
+     "to FSDP2 (ModelParallelStrategy)"},
     {"transformers", "<4.36", "hf|axolotl|llama_factory|unsloth", "", "train.attention", "eager",
      "huggingface/transformers v4.36.0 (PR #26572) added attn_implementation and the SDPA path; before, every "
      "model ran its eager attention (the s^2 probabilities kept for backward)"},

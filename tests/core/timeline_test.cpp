@@ -769,6 +769,83 @@ TEST(Fsdp1Construction, AdapterUnitsAreTheFrameworksWrapPolicy) {
   }
 }
 
+// LitGPT before 0.5.8 wraps whole Blocks under Fabric's use_orig_params=True
+// (memory::fsdp1_mixed_unit_grads): each Block's sharded gradient spans its
+// frozen weights. Worked by hand on Llama-3.2-1B (h 2048, 8 KV heads of 64,
+// MLP 8192, 16 layers, no biases): a Block holds q and o 2048 x 2048
+// (4,194,304 each), k and v 2048 x 512 (1,048,576 each), gate, up and down
+// 2048 x 8192 (16,777,216 each) and two RMSNorm weights of 2048: 60,821,504
+// frozen values. bf16-mixed (LitGPT's default) keeps them in fp32: 243,286,016
+// B, 121,643,008 B on each of 2 ranks, 16 layers of it; bf16-true halves it,
+// 4 ranks halve it again. The root unit (embeddings, final norm; the head
+// tied) trains nothing here and gets no gradient. What the adapters' share
+// is, is the same with and without the rule (the request's own
+// fsdp_adapter_units true turns it off).
+TEST(Fsdp1Construction, LitgptBlockUnitsGradientSpansTheirFrozenWeights) {
+  const auto basis_for = [](const std::string& fsdp, int gpus, const std::string& precision, bool units_given) {
+    json r = {{"model", {{"config", testing::model_config("meta-llama/Llama-3.2-1B")}}},
+              {"task", "train"},
+              {"train",
+               {{"framework", "litgpt@0.4.0"},
+                {"method", "lora"},
+                {"seq_len", 512},
+                {"grad_accum", 1},
+                {"precision", precision},
+                {"lora", {{"rank", 16}, {"targets", {"q_proj", "v_proj"}}}}}},
+              {"parallel", {{"gpus", gpus}, {"fsdp", fsdp}, {"fsdp_version", 1}}}};
+    if (units_given) r["parallel"]["fsdp_adapter_units"] = true;
+    auto p = parse_request(r);
+    EXPECT_TRUE(p.ok());
+    const Request req = p.value();
+    return train::rank_basis(req, req, train::whole_model(req));
+  };
+  constexpr int64_t kFrozen = 60821504;  // one Block's frozen values
+  struct Case {
+    std::string fsdp;
+    int gpus;
+    std::string precision;
+    int64_t per_layer;  // the frozen share of one Block's gradient on a rank
+  };
+  for (const Case& c : {Case{"full_shard", 2, "amp_bf16", kFrozen * 4 / 2}, Case{"full_shard", 2, "bf16", kFrozen},
+                        Case{"shard_grad_op", 4, "amp_bf16", kFrozen}}) {
+    const auto with = basis_for(c.fsdp, c.gpus, c.precision, false);
+    const auto without = basis_for(c.fsdp, c.gpus, c.precision, true);
+    EXPECT_GT(without.state.sz.grads_layer, 0) << c.fsdp << " " << c.precision;
+    EXPECT_EQ(without.state.mixed_unit_grads, 0);
+    EXPECT_EQ(with.state.sz.grads_layer - without.state.sz.grads_layer, c.per_layer) << c.fsdp << " " << c.precision;
+    EXPECT_EQ(with.state.mixed_unit_grads, 16 * c.per_layer);
+    EXPECT_EQ(with.state.sz.grads - without.state.sz.grads, 16 * c.per_layer);
+    EXPECT_EQ(with.state.sz.states, without.state.sz.states);  // the optimizer holds the adapters' states only
+  }
+  // Through the estimate: the rule is listed with its source and the
+  // gradients component says what it adds; from 0.5.8 (torch.nn.Linear
+  // units) it does not apply.
+  const auto estimate = [](const std::string& framework) {
+    json r = {{"model", {{"config", testing::model_config("meta-llama/Llama-3.2-1B")}}},
+              {"task", "train"},
+              {"train", {{"framework", framework}, {"method", "lora"}, {"seq_len", 512}}},
+              {"parallel", {{"gpus", 2}, {"fsdp", "full_shard"}, {"fsdp_version", 1}}}};
+    return vram::estimate(r);
+  };
+  const json old = estimate("litgpt@0.4.0");
+  ASSERT_FALSE(old.contains("error")) << old.dump();
+  bool listed = false;
+  for (const json& d : old["framework"]["defaults_applied"]) {
+    if (d["path"] == "parallel.fsdp_adapter_units") {
+      listed = d["value"] == false && d["source"].get<std::string>().find("use_orig_params=True") != std::string::npos;
+    }
+  }
+  EXPECT_TRUE(listed) << old["framework"].dump();
+  bool said = false;
+  for (const json& c : old["components"]) {
+    if (c["key"] == "gradients") said = c["formula"].get<std::string>().find("use_orig_params") != std::string::npos;
+  }
+  EXPECT_TRUE(said);
+  const json newer = estimate("litgpt@0.5.8");
+  ASSERT_FALSE(newer.contains("error")) << newer.dump();
+  for (const json& d : newer["framework"]["defaults_applied"]) EXPECT_NE(d["path"], "parallel.fsdp_adapter_units");
+}
+
 // hf (accelerate / the Trainer) and torchtune before 0.3 build FSDP1 with
 // sync_module_states=True: a release rule, listed with its source; LitGPT
 // (Fabric's FSDPStrategy) leaves torch's default, False.

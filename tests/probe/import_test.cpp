@@ -272,6 +272,52 @@ TEST(ImportLitgpt, MultiDeviceConfigTrainsUnderFsdpWithCheckpointing) {
   EXPECT_EQ(WithoutModel(r["request"]), expected) << r["request"].dump(2);
 }
 
+// A LitGPT LoRA recipe on 2 devices (config_hub llama-3-8b/lora.yaml at
+// 43c44323, the validation row's, with devices: 2) at litgpt 0.3.1: FSDP1
+// with Block units under Fabric's use_orig_params=True, so each Block's
+// sharded gradient spans its frozen weights (memory::fsdp1_mixed_unit_grads,
+// the litgpt parallel.fsdp_adapter_units rule, listed). By hand for
+// Llama-3-8B (h 4096, MLP 14336, 8 KV heads of 128, 32 layers): a Block holds
+// q and o 4096 x 4096 (16,777,216 each), k and v 4096 x 1024 (4,194,304
+// each), gate, up and down 4096 x 14336 (58,720,256 each) and two norms of
+// 4096: 218,112,000 values, bf16-true 2 B each, halved over 2 ranks:
+// 218,112,000 B a layer, 6,979,584,000 B (6.5 GiB) over 32 layers more than
+// the adapters' share alone (the request's own fsdp_adapter_units true).
+TEST(ImportLitgpt, LoraOnTwoDevicesGetsBlockGradientsOverTheFrozenWeights) {
+  std::ifstream in(std::string(VRAM_FIXTURES_DIR) + "/validation/recipes/litgpt-43c44323-llama-3-8b-lora.yaml");
+  std::string yaml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t at = yaml.find("\ndevices: 1\n");
+  ASSERT_NE(at, std::string::npos);
+  yaml.replace(at, 12, "\ndevices: 2\n");
+  const std::string path = ::testing::TempDir() + "litgpt_lora_devices2.yaml";
+  std::ofstream(path) << yaml;
+  json req = Import({path})["request"];
+  std::remove(path.c_str());
+  EXPECT_EQ(req["parallel"], json::parse(R"({"gpus": 2, "fsdp": "full_shard", "fsdp_version": 1})"));
+  req["train"]["framework"] = "litgpt@0.3.1";
+  req["model"] = {{"config", ConfigOf(Model("meta-llama__Llama-3.1-8B.json"))}};
+  const auto gradients = [](const json& est) {
+    for (const json& c : est["components"]) {
+      if (c["key"] == "gradients") return c;
+    }
+    return json();
+  };
+  const json est = vram::estimate(req);
+  ASSERT_FALSE(est.contains("error")) << est.dump(2);
+  bool listed = false;
+  for (const json& d : est["framework"]["defaults_applied"]) {
+    if (d["path"] == "parallel.fsdp_adapter_units") listed = d["value"] == false;
+  }
+  EXPECT_TRUE(listed) << est["framework"].dump(2);
+  EXPECT_NE(gradients(est)["formula"].get<std::string>().find("use_orig_params"), std::string::npos);
+  req["parallel"]["fsdp_adapter_units"] = true;
+  const json adapters_only = vram::estimate(req);
+  ASSERT_FALSE(adapters_only.contains("error")) << adapters_only.dump(2);
+  EXPECT_EQ(gradients(est)["bytes"].get<int64_t>() - gradients(adapters_only)["bytes"].get<int64_t>(),
+            int64_t{6979584000});
+  EXPECT_GT(est["peak_bytes"].get<int64_t>(), adapters_only["peak_bytes"].get<int64_t>() + int64_t{6979584000} / 2);
+}
+
 TEST(ImportDeepSpeed, TransformersZero3TestConfigGivesItsRequest) {
   const json r = Import({Fixture("transformers_ds_config_zero3.json")});
   ExpectEveryKeyExplained(r);

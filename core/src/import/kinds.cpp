@@ -1066,9 +1066,10 @@ void litgpt_gpus_and_batches(FileContext& ctx) {
     }
     ctx.set("devices", "parallel.gpus", devices);
     if (devices > 1) {
-      // litgpt/finetune/{full,lora,adapter}.py setup() (43c44323 .. v0.5.13): with devices > 1 the Fabric
-      // strategy is FSDPStrategy(auto_wrap_policy={Block}, activation_checkpointing_policy={Block},
-      // limit_all_gathers=True, cpu_offload=False): FSDP1 FULL_SHARD, every Block checkpointed.
+      // litgpt/finetune/{full,lora,adapter}.py setup() (43c44323 .. v0.5.13; lora.py only to v0.5.7, then
+      // torch.nn.Linear units and from v0.5.11 FSDP2: README Known gaps): with devices > 1 the Fabric strategy is
+      // FSDPStrategy(auto_wrap_policy={Block}, activation_checkpointing_policy={Block}, limit_all_gathers=True,
+      // cpu_offload=False): FSDP1 FULL_SHARD, every Block checkpointed.
       ctx.set("devices", "parallel.fsdp", "full_shard");
       ctx.set("devices", "parallel.fsdp_version", 1);
       ctx.set("devices", "train.grad_checkpointing", "full");

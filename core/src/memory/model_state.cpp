@@ -634,7 +634,8 @@ void state_components(std::vector<Component>& out, const Request& req, const Par
   out.push_back({"gradients", "Gradients", sz.grads,
                  fmt_int(trainable) + " trainable params" +
                      (plan.base_trainable > 0 ? " x " + std::to_string(rs.grad_elem) + " B" : " x adapter dtype") +
-                     (rs.grad_elem != dt.grad ? " (Megatron fp32 main grads)" : "") + (sh.grads ? rs.shard_note : ""),
+                     (rs.grad_elem != dt.grad ? " (Megatron fp32 main grads)" : "") + (sh.grads ? rs.shard_note : "") +
+                     (rs.mixed_unit_grads > 0 ? " + frozen weights' share of each FSDP1 unit (use_orig_params)" : ""),
                  Pool::kAllocated});
   out.push_back({"optimizer_states", std::string("Optimizer states (") + opt.label + ")", sz.states,
                  (opt.matrices_only ? std::string("1 state per hidden-layer 2-D weight (Muon), 2 for the rest (AdamW)")

@@ -64,6 +64,9 @@ struct RankState {
   bool offloaded = false;  // optimizer step on the CPU (offload_optimizer)
   int64_t grad_elem = 2;   // bytes per gradient element (Megatron fp32 main grads: 4)
   std::string shard_note;  // " / 8 (ZeRO-2)": how a sharded term was divided
+  // Of sz.grads: the frozen share of FSDP1 units that mix frozen and
+  // trainable parameters (parallel_buffers.h fsdp1_mixed_unit_grads).
+  int64_t mixed_unit_grads = 0;
 };
 
 // `req` is the rank's view of the model, `par` the layout as the user gave it.

@@ -238,6 +238,29 @@ void fsdp1_adapter_pieces(StatePieces& p, const Request& req, const TrainablePla
   fill(p.opt_temp, temp, sz.opt_temp);
 }
 
+void fsdp1_mixed_unit_grads(RankState& rs, const Request& req, const TrainablePlan& plan, const Sharding& sh,
+                            const Fsdp1Units& u) {
+  if (!u.on || plan.lora_params == 0 || req.parallel.fsdp_adapter_units) return;
+  const ModelSpec& m = req.model;
+  int64_t layers = 0, root = 0;  // the units' frozen bytes as built
+  for (size_t i = 0; i < m.groups.size(); ++i) {
+    const ParamGroup& g = m.groups[i];
+    if (g.stack != "text") continue;
+    const GroupPlan& gp = plan.groups[i];
+    const int64_t frozen = g.instances - (gp.trainable ? gp.trainable_instances : 0);
+    const int64_t each = gp.quantized ? ceil_div(g.in_features * g.out_features, 2) : g.numel * u.built;
+    (m.layer_span(g) > 0 ? layers : root) += each * frozen;
+  }
+  StateSizes& sz = rs.sz;
+  const int64_t n = sh.grads ? std::max<int64_t>(sh.group, 1) : 1;
+  const int64_t per_layer = ceil_div(layers / std::max<int64_t>(m.text.layers, 1), n);
+  const int64_t training_layers = std::max<int64_t>(m.text.layers - plan.first_grad_layer, 0);
+  const int64_t root_grad = sz.grads_head + sz.grads_embed > 0 ? ceil_div(root, n) : 0;
+  sz.grads_layer += per_layer;
+  rs.mixed_unit_grads = per_layer * training_layers + root_grad;
+  sz.grads += rs.mixed_unit_grads;
+}
+
 TokenBuffers token_buffers(const Request& req, const ParallelOptions& par, const Dtypes& dt, int64_t micro_batch,
                            int64_t seq_len) {
   const LayerStack& st = req.model.text;

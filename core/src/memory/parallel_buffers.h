@@ -118,10 +118,40 @@ int64_t fsdp1_construct(Timeline& tl, const Fsdp1Units& u, const Fsdp1Tensors& t
 // prepare_gradient_for_optim then points .grad at the CPU copy). LitGPT
 // wraps whole Blocks instead (FSDPStrategy(auto_wrap_policy={Block}) under
 // Fabric's use_orig_params=True: one flat gradient per Block, frozen
-// parameters included); its FSDP1 LoRA jobs get these pieces too, which is
-// not what it allocates (README Known gaps).
+// parameters included: fsdp1_mixed_unit_grads), so with
+// fsdp_adapter_units false it adds nothing.
 void fsdp1_adapter_pieces(StatePieces& p, const Request& req, const TrainablePlan& plan, const Dtypes& dt,
                           const OptimizerInfo& opt, const StateSizes& sz, const Fsdp1Units& u);
+
+// FSDP1's units that mix frozen and trainable parameters
+// (parallel.fsdp_adapter_units false: LitGPT's FSDPStrategy(auto_wrap_policy=
+// {Block}) on a LoRA model). Such a unit exists only under
+// use_orig_params=True (torch _flat_param.py _validate_tensors_to_flatten
+// refuses non-uniform requires_grad otherwise, and makes the FlatParameter's
+// requires_grad the OR of its tensors'; Fabric's FSDPStrategy sets
+// use_orig_params=True, lightning 51697a8b, through 7f0c3436), and its
+// gradient is the whole FlatParameter's: the reduce-scatter output
+// `new_sharded_grad = torch.empty_like(chunks[0])` (_runtime_utils.py
+// _post_backward_hook) becomes flat_param.grad at the end of backward
+// (prepare_gradient_for_optim), zeros over the frozen parameters
+// (FlatParameter docstring, _is_grad_none_mask: "the flat gradient must be
+// non-None and must use zeros to approximate those original None
+// gradients"), in the FlatParameter's one dtype (uniform dtype, the same
+// check). It is freed only once every original gradient is None, after
+// optimizer.zero_grad() (_reset_flat_param_grad_info_if_needed), as the
+// adapters' own are. The optimizer holds states for the trainable
+// parameters only (their .grad views; frozen ones get None,
+// _use_sharded_grad_views). Adds each such unit's frozen share,
+// ceil(frozen bytes / ranks the gradients are sharded over), to the rank's
+// gradients: every layer that
+// trains (the unit is frozen-only, without a gradient, below
+// plan.first_grad_layer) and the root unit (embeddings, final norm,
+// lm_head) when something in it trains. Alignment and world-size padding
+// (use_orig_params pads each parameter to 16 B) is left out, and so is
+// NO_SHARD (modelled as DDP, without FSDP1 units). Records the
+// bytes added in rs.mixed_unit_grads.
+void fsdp1_mixed_unit_grads(RankState& rs, const Request& req, const TrainablePlan& plan, const Sharding& sh,
+                            const Fsdp1Units& u);
 
 // The buffers that do not depend on the tokens of a micro-batch: gathered
 // parameters and gradient buckets.

@@ -62,7 +62,7 @@ RankBasis rank_basis(const Request& req, const Request& global, const Stage& sta
   b.state = memory::rank_state(req, global.parallel, b.plan, b.dt, *b.opt, b.sh);
   b.pieces = memory::state_pieces(req, b.plan, b.dt, *b.opt, b.sh, b.state);
   b.buffers = memory::parallel_buffers(req, global.parallel, b.plan, b.dt, b.sh, b.state.sz);
-  reach::fsdp1_adapter_pieces(b.pieces, req, b.plan, b.dt, *b.opt, b.state.sz, b.buffers.fsdp1);
+  reach::fsdp1_adapter_pieces(b.pieces, b.state, req, b.plan, b.dt, *b.opt, b.sh, b.buffers.fsdp1);
   b.nccl = nccl_memory(global, stage);
   b.cublas = memory::cublas_bytes(req, 2);
   b.context = memory::context_bytes(req);
