@@ -77,6 +77,8 @@ Result<memory::AllocatorConfig> alloc_conf(std::string_view /*text*/, const std:
   elsewhere(path, "a request with PYTORCH_CUDA_ALLOC_CONF text");
 }
 
+bool skips_repeated_steps() { return false; }
+
 void infer_fit(const Request& /*req*/, int64_t /*capacity*/, Estimate& /*e*/) {}
 
 json infer_devices_json(const Estimate& /*e*/) { return nullptr; }

@@ -57,6 +57,8 @@ Result<memory::AllocatorConfig> alloc_conf(std::string_view text, const std::str
   return memory::parse_alloc_conf(text);
 }
 
+bool skips_repeated_steps() { return true; }
+
 void infer_fit(const Request& req, int64_t capacity, Estimate& e) {
   if (infer::llama_cpp::is_engine(req.infer.engine)) infer::llama_cpp::fit(req, capacity, e);
 }

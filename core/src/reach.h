@@ -92,6 +92,12 @@ void infer_fit(const Request& req, int64_t capacity, Estimate& e);
 // fields of their own, it answers).
 Result<memory::AllocatorConfig> alloc_conf(std::string_view text, const std::string& path);
 
+// Whether a replay may skip the second run of a step that provably repeats
+// the first (memory/allocator_replay.cpp second_run_repeats). The lite build
+// answers false: its replays run both steps, with the same answers, and the
+// proof's code stays out of the first-visit module (1.4 KiB gzip).
+bool skips_repeated_steps();
+
 // The result's infer.devices for a llama.cpp estimate (null otherwise).
 json infer_devices_json(const Estimate& e);
 

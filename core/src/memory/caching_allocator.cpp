@@ -133,6 +133,7 @@ struct CachingAllocator::Impl {
   DeviceLimits limits;
   AllocatorStats stats;
   std::vector<OutOfMemory> ooms;
+  MallocFit last_fit;
 
   BlockPool large_blocks{false};
   BlockPool small_blocks{true};
@@ -712,6 +713,7 @@ struct CachingAllocator::Impl {
     p.small = is_small_size(p.size);
     p.alloc_size = get_allocation_size(p.size);
     bool block_found = get_free_block(p);
+    last_fit = {p.size, block_found ? at(p.block).size : 0, 0, stream, p.small};
     if (!block_found) {
       if (set_fraction && config.garbage_collection_threshold > 0.0) garbage_collect_cached_blocks();
       block_found = alloc_block(p, false) || (release_available_cached_blocks(p) && alloc_block(p, false)) ||
@@ -723,6 +725,7 @@ struct CachingAllocator::Impl {
                                  stats.reserved_bytes.all.current});
       return kOutOfMemory;
     }
+    if (last_fit.taken == 0) last_fit.created = at(p.block).size;
     const bool split_remainder = should_split(p.block, p.size);
     const BlockId block = alloc_found_block(p, orig_size, split_remainder);
     Handle h;
@@ -1035,6 +1038,7 @@ void CachingAllocator::reset_peak_stats() {
 }
 
 const AllocatorStats& CachingAllocator::stats() const { return impl_->stats; }
+const MallocFit& CachingAllocator::last_fit() const { return impl_->last_fit; }
 const AllocatorConfig& CachingAllocator::config() const { return impl_->config; }
 const DeviceLimits& CachingAllocator::limits() const { return impl_->limits; }
 // The limits act in alloc_block() and map_block() (a failure then frees

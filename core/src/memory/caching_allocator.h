@@ -186,6 +186,19 @@ struct SegmentInfo {
   std::vector<Block> blocks;  // in address order
 };
 
+// What one successful malloc() did (CachingAllocator::last_fit): the request
+// rounded (round_size), and either the size of the cached block it took
+// (best fit, before any split) or the size of the segment it created.
+// allocator_replay.cpp reads it to tell whether a second run of a step can
+// differ from the first.
+struct MallocFit {
+  int64_t size = 0;     // round_size(bytes)
+  int64_t taken = 0;    // the cached block's size; 0 when a new segment was made
+  int64_t created = 0;  // the new segment's size (get_allocation_size); 0 when served from the cache
+  int32_t stream = 0;
+  bool small = false;  // the pool
+};
+
 // One device's DeviceCachingAllocator. Not thread-safe (the model is
 // replayed by one caller); a copy is an independent allocator in the same
 // state.
@@ -216,6 +229,8 @@ class CachingAllocator {
   void reset_peak_stats();
 
   const AllocatorStats& stats() const;
+  // The last successful malloc() of a non-zero size (MallocFit).
+  const MallocFit& last_fit() const;
   const AllocatorConfig& config() const;
   const DeviceLimits& limits() const;
   // Whether the limits never changed what happened: no malloc failed, none
