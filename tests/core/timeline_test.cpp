@@ -970,5 +970,52 @@ TEST(Fsdp1Construction, GathersOnTheUnshardStreamAndShardsAtLoad) {
   EXPECT_TRUE(gathered);
 }
 
+// One layer's backward under full checkpointing, tensor by tensor (issue 32
+// rows 83-84): the re-run layer, the dequantised 4-bit weight
+// (MatMul4Bit.backward), the two hidden-state gradients, the MLP's d(act)
+// and d(up), SDPA's fp32 dq_accum and dq / dk / dv at every head, then the
+// gradient flowing down: separate allocations the caching allocator can
+// place in a fragmented pool, not one block of their sum.
+TEST(LayerBackward, TemporariesAreTheTensorsTheBackwardMakes) {
+  json r = {{"model", {{"config", testing::model_config("meta-llama/Llama-3.2-1B")}}},
+            {"task", "train"},
+            {"train",
+             {{"method", "qlora"},
+              {"micro_batch", 2},
+              {"seq_len", 512},
+              {"precision", "bf16"},
+              {"grad_checkpointing", "full"},
+              {"attention", "sdpa"}}}};
+  auto p = parse_request(r);
+  ASSERT_TRUE(p.ok());
+  const Request req = p.value();
+  const auto basis = train::rank_basis(req, req, train::whole_model(req));
+  const Timeline tl = train::training_step(basis, train::step_terms(basis, 2));
+  // bf16 autocast: the residual stream fp32, the kernels' outputs bf16.
+  constexpr int64_t N = 2 * 512, h = 2048, inter = 8192, heads = 32, d = 64;
+  const std::vector<memory::Piece> backward = {{inter * h * 2, 1},      // down_proj dequantised, bf16
+                                               {4 * h * N, 2},          // hidden-state gradients
+                                               {2 * inter * N, 2},      // d(act), d(up)
+                                               {4 * heads * d * N, 1},  // dq_accum, fp32
+                                               {2 * heads * d * N, 3},  // dq, dk, dv
+                                               {4 * h * N, 1}};         // the gradient flowing down
+  int layers = 0;
+  for (const auto& t : tl.tensors()) {
+    if (std::string(t.name) != "one layer's backward temporaries") continue;
+    ++layers;
+    const auto got = tl.pieces(t);
+    ASSERT_EQ(got.size(), backward.size() + 1);
+    int64_t sum = got[0].bytes;  // the re-run layer, one block
+    EXPECT_EQ(got[0].count, 1);
+    for (size_t i = 0; i < backward.size(); ++i) {
+      EXPECT_EQ(got[i + 1].bytes, backward[i].bytes) << i;
+      EXPECT_EQ(got[i + 1].count, backward[i].count) << i;
+      sum += got[i + 1].bytes * got[i + 1].count;
+    }
+    EXPECT_EQ(sum, t.bytes);
+  }
+  EXPECT_EQ(layers, 16);
+}
+
 }  // namespace
 }  // namespace vram

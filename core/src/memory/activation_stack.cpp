@@ -347,11 +347,20 @@ ActivationStack activation_stack(const Request& req, const TrainablePlan& plan, 
   // kernel's workspaces, one dequantised 4-bit weight (MatMul4Bit), and the
   // gradient flowing into the layer below.
   constexpr const char* kBackward = "one layer's backward temporaries";
-  a.backward_temp = bytes::add(to_bytes(layer_backward_transient(req, st, dt, s) * static_cast<double>(N), kBackward),
-                               sz.qlora_dequant, kBackward);
-  a.backward_dequant = sz.qlora_dequant;
+  // As the allocations they are, in the order they are made: under
+  // checkpointing the re-run layer (torch 2.2 utils/checkpoint.py
+  // CheckpointFunction.backward re-runs the forward before its backward),
+  // the dequantised weight (the top Linear's backward, down_proj's
+  // MatMul4Bit.backward, runs before the MLP's other gradients exist), the
+  // backward's tensors, then the gradient flowing down.
+  if (a.one_layer > 0) a.backward_pieces.push_back({a.one_layer, 1});
+  if (sz.qlora_dequant > 0) a.backward_pieces.push_back({sz.qlora_dequant, 1});
+  a.backward_temp = bytes::add(
+      to_bytes(layer_backward_transient(req, st, dt, s, N, &a.backward_pieces) * static_cast<double>(N), kBackward),
+      sz.qlora_dequant, kBackward);
   a.dx = bytes::mul(bytes::mul(static_cast<int64_t>(dt.residual), N, h, "the hidden-state gradient"),
                     std::max<int64_t>(st.altup_inputs, 1), "the hidden-state gradient");
+  a.backward_pieces.push_back({a.dx, 1});
   if (t.keeps_previous_logits && pos.last) previous_logits(a, req, plan, dt, sz, N);
   return a;
 }

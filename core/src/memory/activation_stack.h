@@ -44,9 +44,11 @@ struct ActivationStack {
   int64_t per_layer_inputs = 0;  // Gemma 3n: per-layer embeddings and AltUp's stacking around the layers
   bool offload = false;          // saved tensors in pinned host memory
   int64_t backward_temp = 0;     // one layer's backward temporaries (+ one dequantised 4-bit weight)
-  int64_t backward_dequant =
-      0;           // the dequantised 4-bit weight in backward_temp: its own allocation, whatever the length
-  int64_t dx = 0;  // the hidden-state gradient flowing down
+  int64_t dx = 0;                // the hidden-state gradient flowing down
+  // One layer's backward as the allocator sees it, in the order it is
+  // made: the re-run layer (one_layer), backward_temp's tensors (the
+  // dequantised weight first), dx.
+  std::vector<Piece> backward_pieces;
   // train.keeps_previous_logits: the previous step's logits, and the 4-bit
   // Linear inputs its graph still holds (bitsandbytes < 0.43.2 ctx.tensors),
   // alive through the next forward; `logits` is also the new step's logits.

@@ -123,8 +123,13 @@ double quant_kept_inputs(const Request& req, const LayerStack& stack, const Trai
 // state-space), which callers report as an error naming the field.
 std::vector<SavedItem> op_sac_layer(const LayerStack& stack, const Dtypes& dt, AttentionImpl attention, bool moe_layer);
 
+struct Piece;  // memory/timeline.h
+
 // Backward-time temporaries of one layer, bytes per token: the hidden-state
-// gradients and the attention kernel's workspaces.
-double layer_backward_transient(const Request& req, const LayerStack& stack, const Dtypes& dt, int64_t seq_len);
+// gradients and the attention kernel's workspaces. `tensors` (if given)
+// gets them as the allocations they are for `tokens` tokens, in the order
+// backward makes them.
+double layer_backward_transient(const Request& req, const LayerStack& stack, const Dtypes& dt, int64_t seq_len,
+                                int64_t tokens = 0, std::vector<Piece>* tensors = nullptr);
 
 }  // namespace vram::memory

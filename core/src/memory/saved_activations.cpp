@@ -52,7 +52,9 @@
 #include <cmath>
 #include <initializer_list>
 
+#include "memory/bytes.h"
 #include "memory/recipe.h"
+#include "memory/timeline.h"
 
 namespace vram::memory {
 
@@ -952,21 +954,36 @@ double quant_kept_inputs(const Request& req, const LayerStack& st, const Trainab
   return b;
 }
 
-double layer_backward_transient(const Request& req, const LayerStack& st, const Dtypes& dt, int64_t seq_len) {
+double layer_backward_transient(const Request& req, const LayerStack& st, const Dtypes& dt, int64_t seq_len,
+                                int64_t tokens, std::vector<Piece>* tensors) {
+  // Every term is `n` tensors of `w` bytes per token (all integers, so the
+  // sum is exact in any order), listed in the order backward makes them.
+  double b = 0;
+  auto add = [&](int64_t n, double w) {
+    if (tensors != nullptr && w > 0) {
+      tensors->push_back({bytes::ceil(w * static_cast<double>(tokens), "one layer's backward temporaries"), n});
+    }
+    b += static_cast<double>(n) * w;
+  };
   // Gradient of the hidden state flowing down (residual grad + the branch
   // grad being formed): 2 tensors of h in the residual dtype.
   // Gemma 3n carries altup_inputs stacked hidden states (Gemma3nTextAltUp).
-  double b = 2.0 * dt.residual * st.hidden * static_cast<double>(std::max<int64_t>(st.altup_inputs, 1));
+  add(2, static_cast<double>(dt.residual) * st.hidden * static_cast<double>(std::max<int64_t>(st.altup_inputs, 1)));
+  // Top of the layer first (autograd runs the layer backwards).
+  // The widest MLP gradient: d(act) and d(up) of the intermediate width.
+  const int64_t inter = std::max(st.intermediate, st.expert_intermediate * std::max<int64_t>(st.experts_per_token, 1));
+  add(2, static_cast<double>(dt.compute) * static_cast<double>(inter));
   const int64_t a = st.heads;
   const int64_t d = st.head_dim;
   if (req.train.attention == AttentionImpl::kEager) {
     // grad of the probabilities and of the scores (fp32 softmax backward).
-    b += 8.0 * a * static_cast<double>(seq_len);
+    add(2, 4.0 * a * static_cast<double>(seq_len));
   } else {
     // FA2 mha_bwd: dq_accum fp32 (b, s, a, d) and dq, dk, dv in the compute
     // dtype; GQA expands dk/dv to all heads before summing
     // (csrc/flash_attn/flash_api.cpp).
-    b += 4.0 * a * d + 2.0 * 3.0 * a * d;
+    add(1, 4.0 * a * d);
+    add(3, 2.0 * a * d);
   }
   // Mamba: MambaInnerFn.backward recomputes the conv output and dt and forms
   // dxz, dconv_out, ddelta and the scan's dout (intermediate width each).
@@ -975,29 +992,32 @@ double layer_backward_transient(const Request& req, const LayerStack& st, const 
   // output out_proj's weight gradient reads (intermediate).
   if (st.ssm_layers > 0) {
     const double I = static_cast<double>(st.ssm_inner);
+    const double c = static_cast<double>(dt.compute);
+    const double conv = static_cast<double>(st.conv_dim());
     switch (st.ssm_kind) {
       case SsmKind::kMamba:
       case SsmKind::kJambaMamba:
-        b += 5.0 * dt.compute * I;
+        add(5, c * I);
         break;
       case SsmKind::kMamba2:
-        b += dt.compute *
-             ((I + static_cast<double>(st.conv_dim() + st.ssm_heads)) + static_cast<double>(st.conv_dim()) + I);
+        add(1, c * (I + conv + static_cast<double>(st.ssm_heads)));
+        add(1, c * conv);
+        add(1, c * I);
         break;
       case SsmKind::kShortConv:
         // dBCx (3 x hidden) and the gradient of the conv output (hidden).
-        b += 4.0 * dt.compute * I;
+        add(1, 3.0 * c * I);
+        add(1, c * I);
         break;
       case SsmKind::kGatedDeltaNet:
         // The gradient of in_proj_qkvz's output (conv_dim + value width),
         // of the conv input and of the kernel output (chunk_gated_delta_rule_bwd's dq, dk, dv).
-        b += dt.compute * ((static_cast<double>(st.conv_dim()) + I) + static_cast<double>(st.conv_dim()) + I);
+        add(1, c * (conv + I));
+        add(1, c * conv);
+        add(1, c * I);
         break;
     }
   }
-  // The widest MLP gradient: d(act) and d(up) of the intermediate width.
-  const int64_t inter = std::max(st.intermediate, st.expert_intermediate * std::max<int64_t>(st.experts_per_token, 1));
-  b += 2.0 * dt.compute * inter;
   return b;
 }
 

@@ -2,7 +2,6 @@
 #include "train/step.h"
 
 #include <algorithm>
-#include <array>
 #include <span>
 #include <utility>
 
@@ -396,19 +395,11 @@ class StepBuilder {
     const bool moe = i >= L_ - moe_layers_;
     const int64_t recompute =
         o_.checkpointing == Checkpointing::kFull || o_.checkpointing == Checkpointing::kSelectiveOp ? a_.one_layer : 0;
-    // The dequantised weight is allocated apart from the length-dependent
-    // temporaries (its size is the weight's): with batches of varying length
-    // its cached block fits the next step's exactly.
-    // At most four pieces, on the stack: a step builds this for every layer
-    // (with a heap array per layer, training_step took 4.05 M instructions of a padded QLoRA 70B estimate,
-    // 2.78 M without: callgrind, BM_EstimateTorchtuneQlora70b).
-    std::array<Piece, 4> temp = {Piece{a_.backward_temp - a_.backward_dequant, 1}, Piece{a_.dx, 1}};
-    size_t pieces = 2;
-    if (a_.backward_dequant > 0) temp[pieces++] = {a_.backward_dequant, 1};
-    if (recompute > 0) temp[pieces++] = {recompute, 1};
+    // The tensors as they are made (ActivationStack::backward_pieces, built
+    // once per micro-batch, not per layer).
     const Timeline::Id work =
         tl_.alloc("layer_backward", "one layer's backward temporaries", a_.backward_temp + recompute + a_.dx,
-                  std::span<const Piece>(temp.data(), pieces), memory::Residence::kAllocated, static_cast<int32_t>(i));
+                  a_.backward_pieces, memory::Residence::kAllocated, static_cast<int32_t>(i));
     Timeline::Id dkv = -1;
     if (t_.tokens.cp_kv > 0) dkv = tl_.alloc("cp_kv_exchange", "dK/dV receive buffers", 2 * t_.tokens.cp_kv);
     tl_.mark("backward", "during backward (peak of the layer sweep)");
